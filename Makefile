@@ -1,0 +1,56 @@
+# collbench: `make bench` sets up this machine and runs the default benchmark; `make test` sets up and
+# runs every test. System packages come from apt (only those missing), Node packages from npm ci.
+SHELL := /bin/bash
+APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev
+NODE_TEST := node --import tsx --test --test-concurrency=1
+TEST_FILES = $(sort $(wildcard test/unit/*.test.ts test/native/*.test.ts test/cli/*.test.ts))
+PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
+            alltoall_perf alltoallv_perf gather_perf scatter_perf sendrecv_perf hypercube_perf
+# The default benchmark: all_reduce, 8 B to 64 MiB, one rank per core, on the best backend built.
+BENCH_ARGS ?= -b 8 -e 64M -f 2
+NP ?= $(shell nproc)
+
+.PHONY: all deps apt-deps node-deps build native ts links bench test clean
+
+all: build
+
+deps: apt-deps node-deps
+
+apt-deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make: installing$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+node-deps: node_modules/.package-lock.json
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+native: deps
+	npx cmake-js compile -d native -O build --log-level warn
+
+ts: node-deps
+	npx tsc -p tsconfig.json
+
+# ./bin holds the nccl-tests names, so `export PATH=$$PWD/bin:$$PATH; all_reduce_perf …` works.
+links: ts
+	@mkdir -p bin
+	@for p in collbench $(PROGRAMS); do ln -sf ../dist/bin/collbench.js bin/$$p; done
+	@chmod +x dist/bin/collbench.js
+
+build: native ts links
+
+bench: build
+	bin/all_reduce_perf $(BENCH_ARGS) --np $(NP)
+
+test: build
+	$(NODE_TEST) $(TEST_FILES)
+
+clean:
+	rm -rf build dist bin

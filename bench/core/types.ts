@@ -1,0 +1,121 @@
+// Shared vocabulary of the TypeScript layer: datatypes, ops, collectives, resolved options, the
+// per-row-half spec handed to native code and what it returns. Enum values mirror
+// native/src/core/types.h and spec.h (which mirror NCCL's ncclDataType_t / ncclRedOp_t).
+
+export const DTYPES = [
+  'int8', 'uint8', 'int32', 'uint32', 'int64', 'uint64',
+  'half', 'float', 'double', 'bfloat16', 'f8e4m3', 'f8e5m2',
+] as const;
+export type DTypeName = (typeof DTYPES)[number];
+/** Native enum value (= ncclDataType_t) of each datatype name. */
+export const DTYPE_ID: Record<DTypeName, number> = {
+  int8: 0, uint8: 1, int32: 2, uint32: 3, int64: 4, uint64: 5,
+  half: 6, float: 7, double: 8, bfloat16: 9, f8e4m3: 10, f8e5m2: 11,
+};
+export const DTYPE_BYTES: Record<DTypeName, number> = {
+  int8: 1, uint8: 1, int32: 4, uint32: 4, int64: 8, uint64: 8,
+  half: 2, float: 4, double: 8, bfloat16: 2, f8e4m3: 1, f8e5m2: 1,
+};
+export const isFloatType = (t: DTypeName): boolean =>
+  t === 'half' || t === 'float' || t === 'double' || t === 'bfloat16' || t === 'f8e4m3' || t === 'f8e5m2';
+
+/** Ops in the order `-o all` runs them (nccl-tests). */
+export const OPS = ['sum', 'prod', 'max', 'min', 'avg', 'mulsum'] as const;
+export type OpName = (typeof OPS)[number];
+export const OP_ID: Record<OpName, number> = { sum: 0, prod: 1, max: 2, min: 3, avg: 4, mulsum: 5 };
+
+export const COLLECTIVES = [
+  'all_reduce', 'all_gather', 'reduce_scatter', 'broadcast', 'reduce', 'alltoall',
+  'alltoallv', 'gather', 'scatter', 'sendrecv', 'hypercube',
+] as const;
+export type CollectiveName = (typeof COLLECTIVES)[number];
+export const COLL_ID: Record<CollectiveName, number> = {
+  all_reduce: 0, all_gather: 1, reduce_scatter: 2, broadcast: 3, reduce: 4, alltoall: 5,
+  alltoallv: 6, gather: 7, scatter: 8, sendrecv: 9, hypercube: 10,
+};
+
+/** -a: how per-rank times are combined. */
+export type AverageMode = 0 | 1 | 2 | 3;
+
+/** Options after parsing and validation: the single input of a run (frozen). */
+export interface ResolvedOptions {
+  collective: CollectiveName;
+  program: string;            // e.g. "all_reduce_perf", printed in the preamble
+  nThreads: number;           // -t
+  nGpus: number;              // -g
+  minBytes: number;           // -b
+  maxBytes: number;           // -e
+  stepBytes: number;          // -i
+  stepFactor: number;         // -f (integer; 1 = additive stepping)
+  iters: number;              // -n
+  aggIters: number;           // -m
+  warmupIters: number;        // -w
+  runCycles: number;          // -N (0 = forever)
+  parallelInit: number;       // -p
+  check: number;              // -c
+  ops: OpName[];              // -o (expanded "all")
+  dtypes: DTypeName[];        // -d (expanded "all")
+  root: number;               // -r (-1 = all roots)
+  blocking: 0 | 1 | 2 | 3;    // -z
+  streamNull: number;         // -y
+  timeoutSec: number;         // -T (0 = off)
+  cudaGraph: number;          // -G
+  reportCpuTime: boolean;     // -C
+  reportTimestamps: boolean;  // -S
+  jsonFile: string | null;    // -J
+  average: AverageMode;       // -a
+  localRegister: number;      // -R
+  ctaPolicy: number;          // -x (-1 = unset)
+  deviceImpl: number;         // -D
+  deviceCtaCount: number;     // -V
+  memoryReport: boolean;      // -M
+  unalign: number;            // -u
+  perIterTiming: boolean;     // -I
+  perIterSkip: number;        // -K
+  // collbench additions
+  np: number | null;          // --np: re-exec under mpirun with N ranks
+  hosts: string | null;       // --hosts h1,h2:4
+  backend: string | null;     // --backend mpi|gloo|nccl (null = best available)
+  quiet: boolean;
+}
+
+/** One generated-data run in a buffer; mirrors native Segment (spec.h). */
+export type SegmentKind = 'reduceInput' | 'reduceOutput' | 'copy' | 'zero';
+export const SEGMENT_KIND_ID: Record<SegmentKind, number> = { reduceInput: 0, reduceOutput: 1, copy: 2, zero: 3 };
+export interface Segment {
+  buf: 'send' | 'recv';
+  kind: SegmentKind;
+  offset: number;     // elements
+  count: number;      // elements
+  indexBase: number;  // global pattern index of the first element
+  stream: number;     // pattern stream (e.g. the source rank of copied data)
+  rank: number;       // contributing rank (reduceInput)
+}
+
+export interface PeerCounts {
+  sendCounts: number[]; sendDispls: number[]; recvCounts: number[]; recvDispls: number[];
+}
+
+/** Everything the native timed loop needs for one row-half on this rank (mirrors HalfSpec). */
+export interface HalfSpec {
+  coll: number; dtype: number; op: number; root: number; inPlace: boolean;
+  count: number; sendOffset: number; recvOffset: number;
+  rotateBytes: number; maxBytes: number;
+  peers?: PeerCounts;
+  fill: Segment[]; expect: Segment[];
+  iters: number; aggIters: number; blocking: number; perIter: boolean;
+  checkRounds: number; checkSeed: number; average: number; unalignElems: number;
+}
+
+export interface FirstWrong { rank: number; index: number; expected: string; got: string }
+
+export interface HalfResult {
+  timeUs: number;
+  cpuTimeUs: number;
+  checked: boolean;
+  wrong: number;
+  ranksWithWrong: number;
+  firstWrong?: FirstWrong;
+  iterUs?: number[];
+  perRankIterUs?: number[][];
+}

@@ -1,0 +1,56 @@
+// `--np N [--hosts h1,h2:4]`: re-executes this very command under mpirun through child_process
+// (arguments as an array, never a shell), adding what this machine needs: --allow-run-as-root as root,
+// --oversubscribe when N exceeds the cores, the ob1 PML (UCX probing only slows start-up here).
+import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+
+export interface MpirunPlan {
+  command: string;
+  args: string[];
+}
+
+/** argv without the collbench-only launch flags (--np, --hosts and their values). */
+export function stripLaunchFlags(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--np' || a === '--hosts') { i++; continue; }
+    if (a.startsWith('--np=') || a.startsWith('--hosts=')) continue;
+    out.push(a);
+  }
+  return out;
+}
+
+export function mpirunPlan(opts: {
+  np: number; hosts: string | null; program: string[]; argv: string[];
+  env?: NodeJS.ProcessEnv; cores?: number; isRoot?: boolean;
+}): MpirunPlan {
+  const env = opts.env ?? process.env;
+  const cores = opts.cores ?? availableParallelism();
+  const isRoot = opts.isRoot ?? process.getuid?.() === 0;
+  const args: string[] = [];
+  if (isRoot) args.push('--allow-run-as-root');
+  if (opts.np > cores && !opts.hosts) args.push('--oversubscribe');
+  if (!env.OMPI_MCA_pml) args.push('--mca', 'pml', 'ob1');
+  args.push('-np', String(opts.np));
+  if (opts.hosts) args.push('--host', opts.hosts);
+  args.push(...opts.program, ...stripLaunchFlags(opts.argv));
+  return { command: env.COLLBENCH_MPIRUN ?? 'mpirun', args };
+}
+
+/** Runs the plan with inherited stdio; resolves to the exit code (signals forwarded to mpirun). */
+export function runUnderMpirun(plan: MpirunPlan): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(plan.command, plan.args, { stdio: 'inherit' });
+    const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+    const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+    child.on('error', (e) => reject(e));
+    child.on('exit', (code, signal) => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      resolvePromise(code ?? (signal ? 128 + 15 : 1));
+    });
+  });
+}

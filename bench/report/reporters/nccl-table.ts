@@ -1,0 +1,341 @@
+// The nccl-tests text table as pure functions returning lines (without '\n'; the caller prints each
+// line followed by '\n'): preamble, column header, data rows, footer. Format strings are copied from
+// nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writePerIterReport,
+// writeResultFooter, writeMemInfo, writeErrors) and src/hypercube.cu, so the layout is byte-identical.
+import type { ResolvedOptions } from '../../core/types.js';
+import type { IterStats } from '../../core/iter-stats.js';
+import { adaptiveFloat, cG, cSprintf } from '../format.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Preamble
+
+/**
+ * One "#  Rank …" line. nccl-tests: `device %2d [%04x:%02x:%02x] <GPU name>`. collbench prints the
+ * device with `%2s` so CPU ranks can say `cpu`; for CPUs the bracket holds the rank's NUMA node
+ * (`numa0`) or `-` when unknown (see cpuBusId), and the name is the CPU model.
+ */
+export interface RankLineInfo {
+  rank: number;            // global rank
+  group?: number;          // split colour (NCCL_TESTS_SPLIT); 0 when absent
+  pid: number;
+  host: string;            // full or short host name; cut at the first '.'
+  device: number | string; // CUDA ordinal, or 'cpu'
+  bus: string;             // gpuBusId(…) for GPUs, cpuBusId(…) for CPUs
+  name: string;            // GPU name or CPU model
+}
+
+/** PCI id as nccl-tests prints it: `%04x:%02x:%02x` (domain:bus:device). */
+export const gpuBusId = (domain: number, bus: number, device: number): string =>
+  cSprintf('%04x:%02x:%02x', domain, bus, device);
+
+/** Bracket text of a CPU rank: its NUMA node (`numa1`), or `-` when the binding is unknown. */
+export const cpuBusId = (numaNode: number | null | undefined): string =>
+  numaNode === null || numaNode === undefined || numaNode < 0 ? '-' : `numa${numaNode}`;
+
+/** Host name as printed: cut at the first '.' (nccl-tests getHostName). */
+export const shortHost = (host: string): string => {
+  const dot = host.indexOf('.');
+  return dot < 0 ? host : host.slice(0, dot);
+};
+
+export function rankLine(r: RankLineInfo): string {
+  return cSprintf('#  Rank %2d Group %2d Pid %6d on %10s device %2s [%s] %s',
+    r.rank, r.group ?? 0, r.pid, shortHost(r.host), String(r.device), r.bus, r.name);
+}
+
+type PreambleOptions = Pick<ResolvedOptions,
+  'program' | 'nThreads' | 'nGpus' | 'minBytes' | 'maxBytes' | 'stepBytes' | 'stepFactor' |
+  'warmupIters' | 'iters' | 'aggIters' | 'check' | 'cudaGraph' | 'unalign' | 'blocking' |
+  'perIterTiming' | 'perIterSkip' | 'parallelInit' | 'reportCpuTime' | 'reportTimestamps'>;
+
+export interface PreambleInfo {
+  options: PreambleOptions;   // a ResolvedOptions fits
+  program?: string;           // overrides options.program
+  version: string;            // collbench version
+  backend: string;            // e.g. "mpi (Open MPI 4.1.4)", "nccl (2.28.7)"
+  extra?: string;             // appended to line 1, e.g. "nccl-headers=22807 nccl-library=22807"
+  leadingLines?: string[];    // printed before line 1, e.g. "# Writing JSON output to out.json"
+  perIterTimer?: string;      // wording of the -I line; default nccl-tests' "CUDA event timing"
+  ranks: RankLineInfo[];      // in rank order (rank 0 gathers them)
+  reducedMaxBytes?: number | null; // "# Reducing maxBytes to …" (memory limit), printed after devices
+}
+
+/** Per-mode lines between the nThread line and "#" (exact nccl-tests wording, trailing space included). */
+function modeLines(info: PreambleInfo): string[] {
+  const o = info.options;
+  const out: string[] = [];
+  if (o.blocking === 1) out.push('# Blocking Enabled: wait and barrier after each inner iteration (-m) ');
+  if (o.blocking === 2) out.push('# Blocking Enabled: wait after each inner iteration (-m), no barrier ');
+  if (o.blocking === 3) {
+    out.push('# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier ');
+  }
+  if (o.perIterTiming) {
+    let line = `# Per-Iteration Report: ${info.perIterTimer ?? 'CUDA event timing'}; i_* uses max over process rows`;
+    if (o.perIterSkip) line += cSprintf('; summary skips first %d iterations', o.perIterSkip);
+    out.push(line + ' ');
+  }
+  if (o.parallelInit) out.push('# Parallel Init Enabled: threads call into NcclInitRank concurrently ');
+  return out;
+}
+
+/**
+ * Everything before the first data row: [leading lines], version/backend, "Collective test starting",
+ * the nThread line, mode lines, "#", "# Using devices", rank lines, [reducing maxBytes], "#" and the
+ * three header lines. Line 1 replaces nccl-tests' "# nccl-tests version … nccl-headers=… nccl-library=…".
+ */
+export function preambleLines(info: PreambleInfo): string[] {
+  const o = info.options;
+  const lines = [...(info.leadingLines ?? [])];
+  lines.push(`# collbench version ${info.version} backend ${info.backend}${info.extra ? ' ' + info.extra : ''}`);
+  lines.push(`# Collective test starting: ${info.program ?? o.program}`);
+  const factor = o.stepFactor > 1;
+  lines.push(cSprintf(
+    '# nThread %d nGpus %d minBytes %ld maxBytes %ld step: %ld(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d unalign: %d',
+    o.nThreads, o.nGpus, o.minBytes, o.maxBytes,
+    factor ? o.stepFactor : o.stepBytes, factor ? 'factor' : 'bytes',
+    o.warmupIters, o.iters, o.aggIters, o.check, o.cudaGraph, o.unalign));
+  lines.push(...modeLines(info));
+  lines.push('#');
+  lines.push('# Using devices');
+  for (const r of info.ranks) lines.push(rankLine(r));
+  if (info.reducedMaxBytes !== undefined && info.reducedMaxBytes !== null) {
+    lines.push('#', cSprintf('# Reducing maxBytes to %ld due to memory limitation', info.reducedMaxBytes));
+  }
+  lines.push('#');
+  lines.push(...headerLines({
+    perIter: o.perIterTiming, cpuTime: o.reportCpuTime, timestamps: o.reportTimestamps,
+  }));
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Column header
+
+export interface HeaderFlags { perIter: boolean; cpuTime: boolean; timestamps: boolean }
+
+/** The three column-header lines (nccl-tests writeResultHeader, without its leading "#" line). */
+export function headerLines(flags: HeaderFlags): string[] {
+  const tsLbl = flags.timestamps ? 'timestamp' : '';
+  const tsPad = flags.timestamps ? 19 : 0;
+  const tsFmt = flags.timestamps ? '%Y-%m-%d %H:%M:%S' : '';
+  const t = flags.cpuTime ? 'cputime' : 'time';
+  if (flags.perIter) {
+    const f = '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s';
+    return [
+      cSprintf('# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)', '', '', '', '', ''),
+      cSprintf(f, 'size', 'count', 'type', 'redop', 'root',
+        t, 'algbw', 'busbw', '#wrong', 'i_min', 'i_max', 'i_p99', 'i_cv%',
+        t, 'algbw', 'busbw', '#wrong', 'i_min', 'i_max', 'i_p99', 'i_cv%', tsPad, tsLbl),
+      cSprintf(f, '(B)', '(elements)', '', '', '',
+        '(us)', '(GB/s)', '(GB/s)', '', '(us)', '(us)', '(us)', '(%)',
+        '(us)', '(GB/s)', '(GB/s)', '', '(us)', '(us)', '(us)', '(%)', tsPad, tsFmt),
+    ];
+  }
+  const f = '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s';
+  return [
+    cSprintf('# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          ', '', '', '', '', ''),
+    cSprintf(f, 'size', 'count', 'type', 'redop', 'root', t, 'algbw', 'busbw', '#wrong', t, 'algbw', 'busbw', '#wrong', tsPad, tsLbl),
+    cSprintf(f, '(B)', '(elements)', '', '', '', '(us)', '(GB/s)', '(GB/s)', '', '(us)', '(GB/s)', '(GB/s)', '', tsPad, tsFmt),
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Data rows
+
+/** The four -I summary cells of one half, in µs except cvPct. */
+export interface IterCells { minUs: number; maxUs: number; p99Us: number; cvPct: number }
+
+export const iterCellsFromStats = (s: IterStats): IterCells =>
+  ({ minUs: s.min, maxUs: s.max, p99Us: s.p99, cvPct: s.cvPct });
+
+export interface HalfCells {
+  timeUs: number;          // time, or cputime with -C
+  algBw: number;           // GB/s
+  busBw: number;           // GB/s
+  wrong: number | null;    // wrong elements; null = not checked (printed N/A)
+  iter?: IterCells;        // -I 1
+}
+
+export interface RowCells {
+  sizeBytes: number;
+  count: number;
+  type: string;
+  redop: string;           // "none" for non-reducing collectives, "" for hypercube
+  root: number;            // -1 for non-rooted collectives
+  halves: [HalfCells, HalfCells]; // out-of-place, in-place
+  timestamp?: Date;        // -S 1 (local time)
+}
+
+/** strftime("%Y-%m-%d %H:%M:%S") in local time. */
+export function formatTimestamp(d: Date): string {
+  const p2 = (n: number): string => String(n).padStart(2, '0');
+  return `${String(d.getFullYear()).padStart(4, '0')}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ` +
+    `${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`;
+}
+
+function halfText(h: HalfCells): string {
+  const time = adaptiveFloat(h.timeUs, 7);
+  const alg = adaptiveFloat(h.algBw, 6);
+  const bus = adaptiveFloat(h.busBw, 6);
+  let s = h.wrong === null
+    ? cSprintf('  %7s  %6s  %6s    N/A', time, alg, bus)          // one column narrower than %6g: as nccl-tests
+    : cSprintf('  %7s  %6s  %6s  %6g', time, alg, bus, h.wrong);
+  if (h.iter) {
+    s += cSprintf('  %7s  %7s  %7s  %7s', adaptiveFloat(h.iter.minUs, 7), adaptiveFloat(h.iter.maxUs, 7),
+      adaptiveFloat(h.iter.p99Us, 7), adaptiveFloat(h.iter.cvPct, 7));
+  }
+  return s;
+}
+
+/** One data row: preamble, out-of-place half [+ -I cells], in-place half [+ -I cells] [+ -S timestamp]. */
+export function rowLine(row: RowCells): string {
+  let s = cSprintf('%12li  %12li  %8s  %6s  %6s', row.sizeBytes, row.count, row.type, row.redop,
+    cSprintf('%6i', row.root));
+  s += halfText(row.halves[0]) + halfText(row.halves[1]);
+  if (row.timestamp) s += cSprintf('%21s', formatTimestamp(row.timestamp));
+  return s;
+}
+
+/** collbench addition, printed after a row with wrong elements: where the first mismatch was. */
+export function firstWrongLine(w: { rank: number; index: number; expected: string; got: string }): string {
+  return `# first wrong: rank ${w.rank} index ${w.index} expected ${w.expected} got ${w.got}`;
+}
+
+/**
+ * A collective that cannot run at this rank count prints one line, without '#', between the header and
+ * the footer; the footer average is then 0/0 ("-nan"). Only hypercube does this (src/hypercube.cu:
+ * "nRanks N is not a power of 2, skipping", printed by every thread of every process there, once by
+ * rank 0 here). Given a rank count, returns that text; given a string (a descriptor's skipReason), it.
+ */
+export function skipLine(reason: string | number): string {
+  return typeof reason === 'number' ? cSprintf('nRanks %d is not a power of 2, skipping', reason) : reason;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Footer
+
+export type MinBwVerdict = 'OK' | 'FAILED';
+
+/**
+ * C atof (strtod prefix): leading whitespace, then the longest decimal / hex / inf / nan prefix;
+ * anything unparsable is 0 (so NCCL_TESTS_MIN_BW=abc checks against 0 and always passes, as in C).
+ */
+export function cAtof(s: string): number {
+  const t = s.replace(/^[ \t\n\v\f\r]+/, '');
+  let m = /^([+-]?)(inf(inity)?|nan(\([0-9A-Za-z_]*\))?)/i.exec(t);
+  if (m) {
+    const v = m[2]!.toLowerCase().startsWith('inf') ? Infinity : NaN;
+    return m[1] === '-' ? -v : v;
+  }
+  m = /^([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?/.exec(t);
+  if (m && (m[2] || m[3])) {
+    const frac = m[3] ?? '';
+    const mant = parseInt((m[2] || '0') + frac || '0', 16);
+    const v = mant * 2 ** (Number(m[4] ?? 0) - 4 * frac.length);
+    return m[1] === '-' ? -v : v;
+  }
+  m = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?/.exec(t);
+  return m ? Number(m[0]) : 0;
+}
+
+/**
+ * NCCL_TESTS_MIN_BW: null when unset (nccl-tests' sentinel -1 also means unset), else FAILED when
+ * avgBusBw < 0.9 × value, OK otherwise (a NaN average compares false → OK, as in C). FAILED also makes
+ * the exit status 7.
+ */
+export function minBwVerdict(avgBusBw: number, envValue: string | null | undefined): MinBwVerdict | null {
+  if (envValue === undefined || envValue === null) return null;
+  const min = cAtof(envValue);
+  if (min === -1) return null;
+  return avgBusBw < min * 0.9 ? 'FAILED' : 'OK';
+}
+
+/** Bytes as nccl-tests getMemString: B/KB/MB/GB (binary), 2 decimals below 10, 1 below 100, else 0. */
+export function memString(amountBytes: number): string {
+  let amount = amountBytes;
+  let postfix = ' B';
+  const GiB = 1024 * 1024 * 1024;
+  if (Math.abs(amount) >= GiB) { postfix = ' GB'; amount /= GiB; }
+  else if (Math.abs(amount) >= 1024 * 1024) { postfix = ' MB'; amount /= 1024 * 1024; }
+  else if (Math.abs(amount) >= 1024) { postfix = ' KB'; amount /= 1024; }
+  const precision = Math.abs(amount) < 10 ? 2 : Math.abs(amount) < 100 ? 1 : 0;
+  return cSprintf('%.*f', precision, amount) + postfix;
+}
+
+export interface MemoryUsage { initialization: number; userAllocated: number; collective: number }
+
+/** -M line: "# GPU memory usage     : Initialization X | User-Allocated Y | Collective Z | Total  T". */
+export function memoryUsageLine(m: MemoryUsage): string {
+  const parts = [['Initialization', m.initialization], ['User-Allocated', m.userAllocated],
+    ['Collective', m.collective]] as const;
+  const body = parts.map(([name, v]) => `${name} ${memString(v)} `).join('| ') +
+    `| Total  ${memString(m.initialization + m.userAllocated + m.collective)}`;
+  return cSprintf('# %-20s : %s', 'GPU memory usage', body);
+}
+
+export interface FooterInfo {
+  outOfBounds: number;               // row-half checks that saw ≥ 1 wrong element (not the element count)
+  avgBusBw: number;                  // averageBusBw(…) over every printed half
+  minBwVerdict?: MinBwVerdict | null; // minBwVerdict(avg, process.env.NCCL_TESTS_MIN_BW)
+  program: string;
+  memory?: MemoryUsage | null;       // -M
+  errorText?: string | null;         // last library error, printed as "# error: …"
+}
+
+/** Footer: out-of-bounds and average lines, "#", concluded, [-M line], "#", then "" or "# error: …". */
+export function footerLines(f: FooterInfo): string[] {
+  const lines = [
+    cSprintf('# %-20s : %d %s', 'Out of bounds values', f.outOfBounds, f.outOfBounds ? 'FAILED' : 'OK'),
+    cSprintf('# %-20s : %s %s', 'Avg bus bandwidth', cG(f.avgBusBw), f.minBwVerdict ?? ''),
+    '#',
+    `# Collective test concluded: ${f.program}`,
+  ];
+  if (f.memory) lines.push(memoryUsageLine(f.memory));
+  lines.push('#');
+  lines.push(f.errorText ? `# error: ${f.errorText}` : '');
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Golden-test helper
+
+const ROW_PREAMBLE = /^( *\d+)  ( *\d+)  (.{8})  (.{6})  (.{6})((?: +\S+)*)$/;
+const TS_DATE = /^\d{4}-\d\d-\d\d$/;
+const TS_TIME = /^\d\d:\d\d:\d\d$/;
+
+/** Replace a cell (separator + right-aligned value) with x's of the same width, keeping 2 spaces. */
+const maskCell = (cell: string): string => '  ' + 'x'.repeat(cell.length - 2);
+
+/**
+ * Mask what changes from run to run so a real run can be compared with a fixture: in every data row the
+ * time, algbw, busbw and -I cells become `x` runs of the same width (#wrong, N/A and the size columns
+ * stay), -S timestamp digits become `x`, and the footer's average value becomes `x`. Other lines are
+ * left alone. Relies on the cell widths (time 7, bandwidth 6, type 8, redop 6, root 6).
+ */
+export function maskTimes(text: string): string {
+  return text.split('\n').map((line) => {
+    if (line.startsWith('# Avg bus bandwidth    : ')) {
+      return line.replace(/^(# Avg bus bandwidth {4}: )\S+/, '$1x');
+    }
+    if (line.startsWith('#')) return line;
+    const m = ROW_PREAMBLE.exec(line);
+    if (!m) return line;
+    const rest = m[6]!;
+    const cells = rest.match(/ +\S+/g) ?? [];
+    let perHalf: number;
+    let ts = 0;
+    if (cells.length === 8 || cells.length === 10) perHalf = 4;
+    else if (cells.length === 16 || cells.length === 18) perHalf = 8;
+    else return line;
+    if (cells.length % 8 === 2) {
+      ts = 2;
+      if (!TS_DATE.test(cells.at(-2)!.trim()) || !TS_TIME.test(cells.at(-1)!.trim())) return line;
+    }
+    const masked = cells.map((c, i) => {
+      if (i >= cells.length - ts) return c.replace(/\d/g, 'x');
+      const col = i % perHalf;
+      return col === 3 ? c : maskCell(c);            // column 3 of a half is #wrong
+    });
+    return line.slice(0, line.length - rest.length) + masked.join('');
+  }).join('\n');
+}

@@ -1,0 +1,237 @@
+// Implementation of the shared N-API glue (see addon_common.h).
+#include "addon_common.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/timed_loop.h"
+
+namespace collbench::addon {
+namespace {
+
+uint64_t u64(const Napi::Object& o, const char* key, uint64_t fallback = 0) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsNumber()) return fallback;
+  const double d = v.As<Napi::Number>().DoubleValue();
+  return d <= 0 ? 0 : static_cast<uint64_t>(d);
+}
+
+int i32(const Napi::Object& o, const char* key, int fallback = 0) {
+  Napi::Value v = o.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : fallback;
+}
+
+std::vector<uint64_t> u64Array(const Napi::Object& o, const char* key) {
+  std::vector<uint64_t> out;
+  Napi::Value v = o.Get(key);
+  if (!v.IsArray()) return out;
+  Napi::Array a = v.As<Napi::Array>();
+  out.reserve(a.Length());
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    const double d = a.Get(i).As<Napi::Number>().DoubleValue();
+    out.push_back(d <= 0 ? 0 : static_cast<uint64_t>(d));
+  }
+  return out;
+}
+
+SegKind segKind(const std::string& name) {
+  if (name == "reduceInput") return SegKind::ReduceInput;
+  if (name == "reduceOutput") return SegKind::ReduceOutput;
+  if (name == "copy") return SegKind::Copy;
+  return SegKind::Zero;
+}
+
+std::vector<Segment> segments(const Napi::Object& o, const char* key) {
+  std::vector<Segment> out;
+  Napi::Value v = o.Get(key);
+  if (!v.IsArray()) return out;
+  Napi::Array a = v.As<Napi::Array>();
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    Napi::Object s = a.Get(i).As<Napi::Object>();
+    Segment seg;
+    seg.buf = s.Get("buf").As<Napi::String>().Utf8Value() == "send" ? BufId::Send : BufId::Recv;
+    seg.kind = segKind(s.Get("kind").As<Napi::String>().Utf8Value());
+    seg.offset = u64(s, "offset");
+    seg.count = u64(s, "count");
+    seg.indexBase = u64(s, "indexBase");
+    seg.stream = u64(s, "stream");
+    seg.rank = i32(s, "rank");
+    out.push_back(seg);
+  }
+  return out;
+}
+
+HalfSpec parseSpec(const Napi::Object& o) {
+  HalfSpec s;
+  s.coll = static_cast<Coll>(i32(o, "coll"));
+  s.dtype = static_cast<DType>(i32(o, "dtype"));
+  s.op = static_cast<RedOp>(i32(o, "op"));
+  s.root = i32(o, "root");
+  s.inPlace = o.Get("inPlace").ToBoolean().Value();
+  s.count = u64(o, "count");
+  s.sendOffset = u64(o, "sendOffset");
+  s.recvOffset = u64(o, "recvOffset");
+  s.rotateBytes = u64(o, "rotateBytes");
+  s.maxBytes = u64(o, "maxBytes");
+  Napi::Value peers = o.Get("peers");
+  if (peers.IsObject()) {
+    Napi::Object p = peers.As<Napi::Object>();
+    s.peers.sendCounts = u64Array(p, "sendCounts");
+    s.peers.sendDispls = u64Array(p, "sendDispls");
+    s.peers.recvCounts = u64Array(p, "recvCounts");
+    s.peers.recvDispls = u64Array(p, "recvDispls");
+  }
+  s.fill = segments(o, "fill");
+  s.expect = segments(o, "expect");
+  s.iters = i32(o, "iters", 20);
+  s.aggIters = i32(o, "aggIters", 1);
+  s.blocking = i32(o, "blocking");
+  s.perIter = o.Get("perIter").ToBoolean().Value();
+  s.checkRounds = i32(o, "checkRounds", 1);
+  s.checkSeed = u64(o, "checkSeed", 1);
+  s.average = static_cast<Combine>(i32(o, "average", 1));
+  s.unalignElems = u64(o, "unalignElems");
+  return s;
+}
+
+Napi::Array numbers(Napi::Env env, const std::vector<double>& v, size_t from = 0, size_t n = SIZE_MAX) {
+  if (n == SIZE_MAX) n = v.size() - from;
+  Napi::Array a = Napi::Array::New(env, n);
+  for (size_t i = 0; i < n; ++i) a.Set(static_cast<uint32_t>(i), Napi::Number::New(env, v[from + i]));
+  return a;
+}
+
+Napi::Object resultObject(Napi::Env env, const HalfResult& r, int nranks) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("timeUs", r.timeUs);
+  o.Set("cpuTimeUs", r.cpuTimeUs);
+  o.Set("checked", r.checked);
+  o.Set("wrong", r.wrong);
+  o.Set("ranksWithWrong", r.ranksWithWrong);
+  if (r.wrong > 0 && r.firstWrong.rank >= 0) {
+    Napi::Object f = Napi::Object::New(env);
+    f.Set("rank", r.firstWrong.rank);
+    f.Set("index", static_cast<double>(r.firstWrong.index));
+    f.Set("expected", r.firstWrong.expected);
+    f.Set("got", r.firstWrong.got);
+    o.Set("firstWrong", f);
+  }
+  if (!r.iterUs.empty()) {
+    o.Set("iterUs", numbers(env, r.iterUs));
+    const size_t n = r.iterUs.size();
+    Napi::Array perRank = Napi::Array::New(env, nranks);
+    for (int k = 0; k < nranks && (k + 1) * n <= r.perRankIterUs.size(); ++k)
+      perRank.Set(static_cast<uint32_t>(k), numbers(env, r.perRankIterUs, k * n, n));
+    o.Set("perRankIterUs", perRank);
+  }
+  return o;
+}
+
+// Runs the timed loop (or a warm-up) for one spec off the JS thread and settles a Promise.
+class HalfWorker : public Napi::AsyncWorker {
+ public:
+  HalfWorker(Napi::Env env, Backend* backend, HalfSpec spec, int warmupIters)
+      : Napi::AsyncWorker(env), backend_(backend), spec_(std::move(spec)),
+        warmupIters_(warmupIters), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      status_ = warmupIters_ >= 0 ? warmup(*backend_, spec_, warmupIters_)
+                                  : benchHalf(*backend_, spec_, &result_);
+    } catch (const std::exception& e) {
+      status_ = Status::Error("core", "CORE_EXCEPTION", e.what(), CB_SITE("HalfWorker"));
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!status_.ok) {
+      deferred_.Reject(toJsError(env, status_).Value());
+      return;
+    }
+    if (warmupIters_ >= 0)
+      deferred_.Resolve(env.Undefined());
+    else
+      deferred_.Resolve(resultObject(env, result_, backend_->nranks()));
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Backend* backend_;
+  HalfSpec spec_;
+  int warmupIters_;  // >= 0: a warm-up; -1: a timed row-half
+  HalfResult result_;
+  Status status_;
+  Napi::Promise::Deferred deferred_;
+};
+
+Backend& requireBackend(Napi::Env env, BackendSlot* slot) {
+  if (!slot->backend)
+    throw toJsError(env, Status::Error("core", "CORE_NOT_INITIALIZED", "init() has not been called",
+                                       CB_SITE("requireBackend")));
+  return *slot->backend;
+}
+
+void throwIfError(Napi::Env env, const Status& s) {
+  if (!s.ok) throw toJsError(env, s);
+}
+
+}  // namespace
+
+Napi::Error toJsError(Napi::Env env, const Status& status) {
+  Napi::Error err = Napi::Error::New(env, status.message.empty() ? status.code : status.message);
+  err.Set("code", status.code);
+  err.Set("backend", status.backend);
+  err.Set("site", status.site);
+  return err;
+}
+
+void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
+  exports.Set("allocate", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend& b = requireBackend(info.Env(), slot);
+    const double send = info[0].As<Napi::Number>().DoubleValue();
+    const double recv = info[1].As<Napi::Number>().DoubleValue();
+    throwIfError(info.Env(), b.allocate(static_cast<uint64_t>(send), static_cast<uint64_t>(recv)));
+    return info.Env().Undefined();
+  }));
+  exports.Set("warmup", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend& b = requireBackend(info.Env(), slot);
+    auto* w = new HalfWorker(info.Env(), &b, parseSpec(info[0].As<Napi::Object>()),
+                             info[1].As<Napi::Number>().Int32Value());
+    Napi::Promise p = w->promise();
+    w->Queue();
+    return p;
+  }));
+  exports.Set("runHalf", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend& b = requireBackend(info.Env(), slot);
+    auto* w = new HalfWorker(info.Env(), &b, parseSpec(info[0].As<Napi::Object>()), -1);
+    Napi::Promise p = w->promise();
+    w->Queue();
+    return p;
+  }));
+  exports.Set("barrier", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    throwIfError(info.Env(), requireBackend(info.Env(), slot).barrier());
+    return info.Env().Undefined();
+  }));
+  exports.Set("allreduce", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend& b = requireBackend(info.Env(), slot);
+    Napi::Array in = info[0].As<Napi::Array>();
+    std::vector<double> v(in.Length());
+    for (uint32_t i = 0; i < in.Length(); ++i) v[i] = in.Get(i).As<Napi::Number>().DoubleValue();
+    const auto how = static_cast<Combine>(info[1].As<Napi::Number>().Int32Value());
+    throwIfError(info.Env(), b.allreduce(v.data(), static_cast<int>(v.size()), how));
+    return numbers(info.Env(), v);
+  }));
+  exports.Set("gatherStrings", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend& b = requireBackend(info.Env(), slot);
+    std::vector<std::string> all;
+    throwIfError(info.Env(), b.gatherStrings(info[0].As<Napi::String>().Utf8Value(), &all));
+    if (b.rank() != 0) return info.Env().Null();
+    Napi::Array a = Napi::Array::New(info.Env(), all.size());
+    for (size_t i = 0; i < all.size(); ++i) a.Set(static_cast<uint32_t>(i), all[i]);
+    return static_cast<Napi::Value>(a);
+  }));
+}
+
+}  // namespace collbench::addon

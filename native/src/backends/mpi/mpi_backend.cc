@@ -1,0 +1,635 @@
+// MpiBackend: nccl-tests' eleven collectives mapped onto blocking MPI calls over host buffers
+// (nccl-tests.md §4, in-place layouts included), avg and mulsum emulated around MPI_SUM, and the
+// MPI control plane. Every MPI return code goes through CB_MPI (mpi_types.h) into a Status.
+#include "backends/mpi/mpi_backend.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/mpi/mpi_types.h"
+#include "core/data_check.h"
+#include "core/pattern.h"
+
+namespace collbench {
+namespace {
+
+constexpr int kTag = 0x4342;  // "CB": point-to-point traffic of sendrecv and hypercube
+constexpr uint64_t kPage = 4096;
+
+const char* collName(Coll c) {
+  static const char* const kNames[kCollCount] = {
+      "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
+      "alltoallv",  "gather",     "scatter",        "sendrecv",  "hypercube"};
+  const int i = static_cast<int>(c);
+  return i >= 0 && i < kCollCount ? kNames[i] : "unknown";
+}
+
+Status badSpec(const std::string& message, const char* where) {
+  return Status::Error("core", "CORE_BAD_SPEC", message, CB_SITE(where));
+}
+
+// MPI counts and displacements are int; larger values would need derived types (not done yet).
+Status toInt(uint64_t v, const char* what, Coll c, int* out) {
+  if (v > static_cast<uint64_t>(INT_MAX))
+    return Status::Error("core", "CORE_COUNT_TOO_LARGE",
+                         std::string(collName(c)) + ": " + what + " " + std::to_string(v) +
+                             " exceeds INT_MAX, the largest count an MPI call takes",
+                         CB_SITE("MpiBackend::enqueue"));
+  *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+bool isReducing(Coll c) {
+  return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter;
+}
+
+char* bytesAt(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
+const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
+  return static_cast<const char*>(p) + elems * ts;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Host buffers
+
+void MpiBackend::HostBuffer::release() {
+  std::free(ptr);
+  ptr = nullptr;
+  bytes = 0;
+}
+
+bool MpiBackend::HostBuffer::allocate(uint64_t n) {
+  release();
+  // Never a null pointer, even for 0 bytes: ops with count 0 still pass real addresses.
+  const uint64_t size = std::max<uint64_t>(kPage, (n + kPage - 1) / kPage * kPage);
+  if (size < n) return false;  // overflow
+  void* p = nullptr;
+  if (posix_memalign(&p, kPage, static_cast<size_t>(size)) != 0 || p == nullptr) return false;
+  std::memset(p, 0, static_cast<size_t>(size));  // zero and fault every page in before timing
+  ptr = p;
+  bytes = n;
+  return true;
+}
+
+bool MpiBackend::HostBuffer::contains(const void* p, uint64_t n) const {
+  if (ptr == nullptr) return false;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(ptr), a = reinterpret_cast<uintptr_t>(p);
+  return a >= lo && a - lo <= bytes && n <= bytes - (a - lo);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Life cycle
+
+Status MpiBackend::create(std::unique_ptr<MpiBackend>* out) {
+  if (out == nullptr) return badSpec("MpiBackend::create needs an output pointer", "MpiBackend::create");
+  int initialized = 0, finalized = 0;
+  CB_MPI(MPI_Initialized(&initialized));
+  CB_MPI(MPI_Finalized(&finalized));
+  if (finalized)
+    return Status::Error("mpi", "MPI_ALREADY_FINALIZED",
+                         "MPI was finalized in this process and cannot be initialized again",
+                         CB_SITE("MpiBackend::create"));
+  std::unique_ptr<MpiBackend> b(new MpiBackend());
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized) {
+    CB_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+  } else {
+    CB_MPI(MPI_Query_thread(&provided));
+  }
+  b->threadLevel_ = provided;
+  // Before any check that can fail, so failures below come back as codes, not aborts.
+  CB_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  if (provided < MPI_THREAD_SERIALIZED)
+    return Status::Error("mpi", "MPI_THREAD_LEVEL",
+                         std::string("MPI provides ") + threadLevelName(provided) +
+                             "; collbench needs MPI_THREAD_SERIALIZED or higher because "
+                             "collectives run on a worker thread",
+                         CB_SITE("MPI_Init_thread"));
+  CB_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &b->rank_));
+  CB_MPI(MPI_Comm_size(MPI_COMM_WORLD, &b->size_));
+  // Private communicators: our traffic never matches anyone else's, and control-plane calls
+  // (barrier, combines) never interleave with data collectives on one communicator.
+  CB_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b->comm_));
+  CB_MPI(MPI_Comm_set_errhandler(b->comm_, MPI_ERRORS_RETURN));
+  CB_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b->ctrl_));
+  CB_MPI(MPI_Comm_set_errhandler(b->ctrl_, MPI_ERRORS_RETURN));
+
+  MPI_Comm local = MPI_COMM_NULL;
+  CB_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, b->rank_, MPI_INFO_NULL, &local));
+  const int rcRank = MPI_Comm_rank(local, &b->localRank_);
+  const int rcSize = rcRank == MPI_SUCCESS ? MPI_Comm_size(local, &b->localSize_) : rcRank;
+  CB_MPI(MPI_Comm_free(&local));
+  CB_MPI(rcSize);
+
+  char name[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+  int len = 0;
+  CB_MPI(MPI_Get_processor_name(name, &len));
+  b->processorName_.assign(name, static_cast<size_t>(std::max(len, 0)));
+
+  CB_TRY(initMpiTypes());
+  CB_TRY(probeSmallIntSumSaturates(&b->smallIntSumSaturates_));
+  *out = std::move(b);
+  return Status::Ok();
+}
+
+Status MpiBackend::freeComms() {
+  Status first = Status::Ok();
+  for (MPI_Comm* c : {&comm_, &ctrl_}) {
+    if (*c == MPI_COMM_NULL) continue;
+    const int rc = MPI_Comm_free(c);
+    if (rc != MPI_SUCCESS && first.ok) first = mpiErrorStatus(rc, CB_SITE("MPI_Comm_free"));
+    *c = MPI_COMM_NULL;
+  }
+  return first;
+}
+
+MpiBackend::~MpiBackend() {
+  send_.release();
+  recv_.release();
+  scratch_.release();
+  int initialized = 0, finalized = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) (void)freeComms();
+}
+
+Status MpiBackend::finalize() {
+  if (finalized_) return Status::Ok();
+  send_.release();
+  recv_.release();
+  scratch_.release();
+  int initialized = 0, finalized = 0;
+  CB_MPI(MPI_Initialized(&initialized));
+  CB_MPI(MPI_Finalized(&finalized));
+  finalized_ = true;  // even on error below: nothing here is safe to retry
+  if (!initialized || finalized) return Status::Ok();
+  Status s = freeComms();
+  const Status t = freeMpiTypes();
+  if (s.ok) s = t;
+  const int rc = MPI_Finalize();
+  if (rc != MPI_SUCCESS && s.ok) s = mpiErrorStatus(rc, CB_SITE("MPI_Finalize"));
+  return s;
+}
+
+Status MpiBackend::abort(int code) {
+  CB_TRY(alive("abort"));
+  CB_MPI(MPI_Abort(MPI_COMM_WORLD, code));
+  return Status::Ok();
+}
+
+Status MpiBackend::alive(const char* what) const {
+  if (finalized_)
+    return Status::Error("mpi", "MPI_ALREADY_FINALIZED",
+                         std::string("MpiBackend::") + what + " called after finalize()",
+                         CB_SITE(std::string("MpiBackend::") + what));
+  return Status::Ok();
+}
+
+std::string MpiBackend::libraryVersion() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {0};
+  int len = 0;
+  if (MPI_Get_library_version(text, &len) != MPI_SUCCESS || len <= 0) return "";
+  std::string s(text, static_cast<size_t>(len));
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string MpiBackend::libraryVersionShort() { return shortenLibraryVersion(libraryVersion()); }
+
+std::string MpiBackend::shortenLibraryVersion(const std::string& full) {
+  const std::string line = full.substr(0, full.find('\n'));
+  // Open MPI: "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, ..."
+  const std::string ompi = "Open MPI v";
+  if (line.compare(0, ompi.size(), ompi) == 0) {
+    const size_t end = line.find_first_of(", ", ompi.size());
+    return "Open MPI " + line.substr(ompi.size(), end - ompi.size());
+  }
+  // MPICH: "MPICH Version:\t4.0.2\nMPICH Release date: ..."
+  const std::string mpich = "MPICH Version:";
+  if (line.compare(0, mpich.size(), mpich) == 0) {
+    const size_t start = line.find_first_not_of(" \t", mpich.size());
+    if (start != std::string::npos) {
+      const size_t end = line.find_first_of(" \t", start);
+      return "MPICH " + line.substr(start, end - start);
+    }
+  }
+  return line.substr(0, line.find(','));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+Status MpiBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
+  send_.release();
+  recv_.release();
+  scratch_.release();
+  if (!send_.allocate(sendBytes) || !recv_.allocate(recvBytes)) {
+    send_.release();
+    recv_.release();
+    return Status::Error("core", "CORE_OUT_OF_MEMORY",
+                         "cannot allocate " + std::to_string(sendBytes) + " + " +
+                             std::to_string(recvBytes) + " bytes of page-aligned host memory",
+                         CB_SITE("posix_memalign"));
+  }
+  return Status::Ok();
+}
+
+void* MpiBackend::buffer(BufId which) { return which == BufId::Send ? send_.ptr : recv_.ptr; }
+
+Status MpiBackend::region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const {
+  const uint64_t bytes = elems * dtypeSize(a.dtype);
+  if (bytes == 0 || send_.contains(p, bytes) || recv_.contains(p, bytes)) return Status::Ok();
+  return badSpec(std::string(collName(a.coll)) + ": " + role + " region of " + std::to_string(bytes) +
+                     " bytes lies outside the allocated buffers",
+                 "MpiBackend::enqueue");
+}
+
+Status MpiBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
+                               const void** out) {
+  *out = input;
+  if (a.op != RedOp::MulSum) return Status::Ok();
+  const int scalar = pattern::mulSumScalar(rank_);  // 1 on even ranks, 2 on odd
+  if (scalar == 1) return Status::Ok();  // x·1 = x exactly, for every dtype
+  if (scaleInPlace) {
+    scaleElements(a.dtype, input, const_cast<void*>(input), elems, scalar);
+    return Status::Ok();
+  }
+  CB_TRY(ensureScratch(elems * dtypeSize(a.dtype)));
+  scaleElements(a.dtype, input, scratch_.ptr, elems, scalar);
+  *out = scratch_.ptr;
+  return Status::Ok();
+}
+
+Status MpiBackend::ensureScratch(uint64_t bytes) {
+  if (scratch_.ptr != nullptr && scratch_.bytes >= bytes) return Status::Ok();
+  // Sized to the larger buffer once, so the timed loop never reallocates.
+  if (!scratch_.allocate(std::max({bytes, send_.bytes, recv_.bytes})))
+    return Status::Error("core", "CORE_OUT_OF_MEMORY",
+                         "cannot allocate a " + std::to_string(bytes) + "-byte scratch buffer",
+                         CB_SITE("posix_memalign"));
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collectives
+
+Status MpiBackend::enqueue(const OpArgs& a) {
+  CB_TRY(alive("enqueue"));
+  const int d = static_cast<int>(a.dtype);
+  if (d < 0 || d >= kDTypeCount) return badSpec("unknown datatype " + std::to_string(d), "MpiBackend::enqueue");
+  if (isReducing(a.coll)) {
+    const int o = static_cast<int>(a.op);
+    if (o < 0 || o >= kRedOpCount) return badSpec("unknown op " + std::to_string(o), "MpiBackend::enqueue");
+  }
+  if ((a.coll == Coll::Broadcast || a.coll == Coll::Reduce || a.coll == Coll::Gather ||
+       a.coll == Coll::Scatter) &&
+      (a.root < 0 || a.root >= size_))
+    return badSpec(std::string(collName(a.coll)) + ": root " + std::to_string(a.root) +
+                       " is not a rank of " + std::to_string(size_),
+                   "MpiBackend::enqueue");
+  switch (a.coll) {
+    case Coll::AllReduce: return allReduce(a);
+    case Coll::AllGather: return allGather(a);
+    case Coll::ReduceScatter: return reduceScatter(a);
+    case Coll::Broadcast: return broadcast(a);
+    case Coll::Reduce: return reduce(a);
+    case Coll::AllToAll: return allToAll(a);
+    case Coll::AllToAllV: return allToAllV(a);
+    case Coll::Gather: return gatherColl(a);
+    case Coll::Scatter: return scatter(a);
+    case Coll::SendRecv: return sendRecv(a);
+    case Coll::HyperCube: return hyperCube(a);
+  }
+  return badSpec("unknown collective " + std::to_string(static_cast<int>(a.coll)), "MpiBackend::enqueue");
+}
+
+Status MpiBackend::allReduce(const OpArgs& a) {
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("all_reduce in-place needs send == recv", "MPI_Allreduce");
+  const void* src = nullptr;
+  CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, &src));
+  CB_MPI(MPI_Allreduce(a.inPlace ? MPI_IN_PLACE : src, a.recv, n, mpiDatatype(a.dtype),
+                       mpiReduceOp(a.dtype, a.op), comm_));
+  if (a.op == RedOp::Avg) divideElements(a.dtype, a.recv, a.count, size_);
+  return Status::Ok();
+}
+
+Status MpiBackend::allGather(const OpArgs& a) {
+  const uint64_t ts = dtypeSize(a.dtype);
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count * size_, "recv"));
+  // In place, this rank's chunk already sits at recv + rank·count (nccl-tests' layout).
+  if (a.inPlace && a.send != bytesAt(a.recv, a.count * rank_, ts))
+    return badSpec("all_gather in-place needs send == recv + rank*count", "MPI_Allgather");
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  CB_MPI(MPI_Allgather(a.inPlace ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, comm_));
+  return Status::Ok();
+}
+
+Status MpiBackend::reduceScatter(const OpArgs& a) {
+  const uint64_t ts = dtypeSize(a.dtype), total = a.count * size_;
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  CB_TRY(region(a, a.send, total, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  const MPI_Op op = mpiReduceOp(a.dtype, a.op);
+  const void* src = nullptr;
+  CB_TRY(reduceInput(a, a.send, total, a.inPlace, &src));
+  if (a.inPlace) {
+    // nccl-tests' in-place layout: send = the full recv buffer, recv = its slice at rank·count.
+    // MPI_IN_PLACE leaves the result at the start of the full buffer, so move it to the slice.
+    if (a.recv != bytesAt(a.send, a.count * rank_, ts))
+      return badSpec("reduce_scatter in-place needs recv == send + rank*count", "MPI_Reduce_scatter_block");
+    void* full = const_cast<void*>(a.send);
+    CB_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, full, n, t, op, comm_));
+    if (a.recv != full) std::memmove(a.recv, full, a.count * ts);
+  } else {
+    CB_MPI(MPI_Reduce_scatter_block(src, a.recv, n, t, op, comm_));
+  }
+  if (a.op == RedOp::Avg) divideElements(a.dtype, a.recv, a.count, size_);
+  return Status::Ok();
+}
+
+Status MpiBackend::broadcast(const OpArgs& a) {
+  const bool isRoot = rank_ == a.root;
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "MPI_Bcast");
+  // ncclBroadcast sends from the root's send buffer; MPI_Bcast works in one buffer.
+  if (isRoot && a.send != a.recv) std::memmove(a.recv, a.send, a.count * dtypeSize(a.dtype));
+  CB_MPI(MPI_Bcast(a.recv, n, mpiDatatype(a.dtype), a.root, comm_));
+  return Status::Ok();
+}
+
+Status MpiBackend::reduce(const OpArgs& a) {
+  const bool isRoot = rank_ == a.root;
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  CB_TRY(region(a, a.send, a.count, "send"));
+  if (isRoot) CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("reduce in-place needs send == recv", "MPI_Reduce");
+  // Only the root's in-place input is overwritten by the result; a non-root's must stay unchanged
+  // (nccl-tests checks it), so its mulsum input is scaled into the scratch buffer.
+  const bool rootInPlace = a.inPlace && isRoot;
+  const void* src = nullptr;
+  CB_TRY(reduceInput(a, a.send, a.count, rootInPlace, &src));
+  CB_MPI(MPI_Reduce(rootInPlace ? MPI_IN_PLACE : src, a.recv, n, mpiDatatype(a.dtype),
+                    mpiReduceOp(a.dtype, a.op), a.root, comm_));
+  if (a.op == RedOp::Avg && isRoot) divideElements(a.dtype, a.recv, a.count, size_);
+  return Status::Ok();
+}
+
+Status MpiBackend::allToAll(const OpArgs& a) {
+  const uint64_t total = a.count * size_;
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  CB_TRY(region(a, a.send, total, "send"));
+  CB_TRY(region(a, a.recv, total, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("alltoall in-place needs send == recv", "MPI_Alltoall");
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  CB_MPI(MPI_Alltoall(a.inPlace ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, comm_));
+  return Status::Ok();
+}
+
+Status MpiBackend::allToAllV(const OpArgs& a) {
+  const PeerCounts* p = a.peers;
+  const size_t np = static_cast<size_t>(size_);
+  if (p == nullptr || p->sendCounts.size() != np || p->sendDispls.size() != np ||
+      p->recvCounts.size() != np || p->recvDispls.size() != np)
+    return badSpec("alltoallv needs " + std::to_string(size_) +
+                       " send/recv counts and displacements",
+                   "MPI_Alltoallv");
+  const std::vector<uint64_t>* src[4] = {&p->sendCounts, &p->sendDispls, &p->recvCounts, &p->recvDispls};
+  static const char* const kWhat[4] = {"send count", "send displacement", "recv count",
+                                       "recv displacement"};
+  for (int k = 0; k < 4; ++k) {
+    vCounts_[k].resize(np);
+    for (size_t i = 0; i < np; ++i) CB_TRY(toInt((*src[k])[i], kWhat[k], a.coll, &vCounts_[k][i]));
+  }
+  uint64_t sendEnd = 0, recvEnd = 0;  // int-sized terms: no overflow in uint64
+  for (size_t i = 0; i < np; ++i) {
+    sendEnd = std::max(sendEnd, p->sendDispls[i] + p->sendCounts[i]);
+    recvEnd = std::max(recvEnd, p->recvDispls[i] + p->recvCounts[i]);
+  }
+  CB_TRY(region(a, a.send, sendEnd, "send"));
+  CB_TRY(region(a, a.recv, recvEnd, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("alltoallv in-place needs send == recv", "MPI_Alltoallv");
+  const void* sendArg = a.send;
+  if (a.inPlace) {
+    // MPI_IN_PLACE alltoallv sends by the *recv* counts and displacements. That equals the requested
+    // exchange only where this rank's send layout is its recv layout (a per-rank condition, so peers
+    // never disagree); otherwise sizes mismatch (MPI_ERR_TRUNCATE; Open MPI 4.1 also corrupts its
+    // heap). nccl-tests' generated matrix is asymmetric, so stage the send region in the scratch
+    // buffer instead: a copy inside the timed op, but the exchange nccl-tests performs.
+    if (vCounts_[0] == vCounts_[2] && vCounts_[1] == vCounts_[3]) {
+      sendArg = MPI_IN_PLACE;
+    } else {
+      const uint64_t bytes = sendEnd * dtypeSize(a.dtype);
+      CB_TRY(ensureScratch(bytes));
+      if (bytes > 0) std::memcpy(scratch_.ptr, a.send, bytes);
+      sendArg = scratch_.ptr;
+    }
+  }
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  // Displacements are in elements: MPI counts them in extents of the datatype.
+  CB_MPI(MPI_Alltoallv(sendArg, vCounts_[0].data(), vCounts_[1].data(), t, a.recv, vCounts_[2].data(),
+                       vCounts_[3].data(), t, comm_));
+  return Status::Ok();
+}
+
+Status MpiBackend::gatherColl(const OpArgs& a) {
+  const bool isRoot = rank_ == a.root;
+  const uint64_t ts = dtypeSize(a.dtype);
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  CB_TRY(region(a, a.send, a.count, "send"));
+  if (isRoot) CB_TRY(region(a, a.recv, a.count * size_, "recv"));
+  if (a.inPlace && a.send != bytesAt(a.recv, a.count * rank_, ts))
+    return badSpec("gather in-place needs send == recv + rank*count", "MPI_Gather");
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  // In place, the root's own chunk already sits at recv + root·count.
+  CB_MPI(MPI_Gather(a.inPlace && isRoot ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, a.root, comm_));
+  return Status::Ok();
+}
+
+Status MpiBackend::scatter(const OpArgs& a) {
+  const bool isRoot = rank_ == a.root;
+  const uint64_t ts = dtypeSize(a.dtype);
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  if (isRoot) CB_TRY(region(a, a.send, a.count * size_, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.recv != bytesAt(a.send, a.count * rank_, ts))
+    return badSpec("scatter in-place needs recv == send + rank*count", "MPI_Scatter");
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  // In place, the root's chunk is already at send + root·count = recv: MPI_IN_PLACE keeps it there.
+  CB_MPI(MPI_Scatter(a.send, n, t, a.inPlace && isRoot ? MPI_IN_PLACE : a.recv, n, t, a.root, comm_));
+  return Status::Ok();
+}
+
+Status MpiBackend::sendRecv(const OpArgs& a) {
+  int n = 0;
+  CB_TRY(toInt(a.count, "count", a.coll, &n));
+  CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  const int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  if (a.inPlace) {
+    if (a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "MPI_Sendrecv_replace");
+    CB_MPI(MPI_Sendrecv_replace(a.recv, n, t, next, kTag, prev, kTag, comm_, MPI_STATUS_IGNORE));
+  } else {
+    CB_MPI(MPI_Sendrecv(a.send, n, t, next, kTag, a.recv, n, t, prev, kTag, comm_, MPI_STATUS_IGNORE));
+  }
+  return Status::Ok();
+}
+
+Status MpiBackend::hyperCube(const OpArgs& a) {
+  if ((size_ & (size_ - 1)) != 0)
+    return badSpec("hypercube needs a power-of-two rank count, not " + std::to_string(size_),
+                   "MpiBackend::hyperCube");
+  const uint64_t ts = dtypeSize(a.dtype), b = a.count;
+  int unused = 0;
+  CB_TRY(toInt(b * std::max(1, size_ / 2), "largest exchange (count*nranks/2)", a.coll, &unused));
+  CB_TRY(region(a, a.send, b, "send"));
+  CB_TRY(region(a, a.recv, b * size_, "recv"));
+  char* recv = static_cast<char*>(a.recv);
+  char* mine = bytesAt(recv, b * rank_, ts);
+  if (a.inPlace) {
+    if (a.send != mine) return badSpec("hypercube in-place needs send == recv + rank*count", "MpiBackend::hyperCube");
+  } else {
+    std::memmove(mine, a.send, b * ts);
+  }
+  const MPI_Datatype t = mpiDatatype(a.dtype);
+  // nccl-tests' hypercube: after round `mask`, each rank holds the `2·mask` chunks of its subcube.
+  for (int mask = 1; mask < size_; mask <<= 1) {
+    const int peer = rank_ ^ mask;
+    const uint64_t sendChunk = static_cast<uint64_t>(rank_ & ~(mask - 1));
+    const uint64_t recvChunk = static_cast<uint64_t>(peer & ~(mask - 1));
+    const int n = static_cast<int>(b * mask);
+    CB_MPI(MPI_Sendrecv(bytesAt(recv, sendChunk * b, ts), n, t, peer, kTag, bytesAt(recv, recvChunk * b, ts), n,
+                        t, peer, kTag, comm_, MPI_STATUS_IGNORE));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control plane
+
+Status MpiBackend::barrier() {
+  CB_TRY(alive("barrier"));
+  CB_MPI(MPI_Barrier(ctrl_));
+  return Status::Ok();
+}
+
+Status MpiBackend::allreduce(double* values, int n, Combine how) {
+  CB_TRY(alive("allreduce"));
+  if (n <= 0) return Status::Ok();
+  if (values == nullptr) return badSpec("allreduce of a null array", "MpiBackend::allreduce");
+  switch (how) {
+    case Combine::Rank0:
+      CB_MPI(MPI_Bcast(values, n, MPI_DOUBLE, 0, ctrl_));
+      return Status::Ok();
+    case Combine::Mean:
+      CB_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, ctrl_));
+      for (int i = 0; i < n; ++i) values[i] /= size_;
+      return Status::Ok();
+    case Combine::Min:
+      CB_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_MIN, ctrl_));
+      return Status::Ok();
+    case Combine::Max:
+      CB_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_MAX, ctrl_));
+      return Status::Ok();
+    case Combine::Sum:
+      CB_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, ctrl_));
+      return Status::Ok();
+  }
+  return badSpec("unknown combine mode " + std::to_string(static_cast<int>(how)), "MpiBackend::allreduce");
+}
+
+Status MpiBackend::gather(const double* mine, int n, std::vector<double>* atRoot) {
+  CB_TRY(alive("gather"));
+  if (atRoot == nullptr || n < 0 || (n > 0 && mine == nullptr))
+    return badSpec("gather needs a value array and an output vector", "MpiBackend::gather");
+  atRoot->clear();
+  if (rank_ == 0) atRoot->resize(static_cast<size_t>(n) * size_);
+  if (n == 0) return Status::Ok();
+  CB_MPI(MPI_Gather(mine, n, MPI_DOUBLE, rank_ == 0 ? atRoot->data() : nullptr, n, MPI_DOUBLE, 0, ctrl_));
+  return Status::Ok();
+}
+
+Status MpiBackend::gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) {
+  CB_TRY(alive("gatherStrings"));
+  if (atRoot == nullptr) return badSpec("gatherStrings needs an output vector", "MpiBackend::gatherStrings");
+  atRoot->clear();
+  int len = 0;
+  CB_TRY(toInt(mine.size(), "string length", Coll::Gather, &len));
+  std::vector<int> lens(rank_ == 0 ? size_ : 0), displs(rank_ == 0 ? size_ : 0);
+  CB_MPI(MPI_Gather(&len, 1, MPI_INT, rank_ == 0 ? lens.data() : nullptr, 1, MPI_INT, 0, ctrl_));
+  std::vector<char> all;
+  if (rank_ == 0) {
+    uint64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      CB_TRY(toInt(total, "gathered string bytes", Coll::Gather, &displs[r]));
+      total += static_cast<uint64_t>(lens[r]);
+    }
+    all.resize(std::max<uint64_t>(total, 1));
+  }
+  CB_MPI(MPI_Gatherv(mine.data(), len, MPI_CHAR, rank_ == 0 ? all.data() : nullptr,
+                     rank_ == 0 ? lens.data() : nullptr, rank_ == 0 ? displs.data() : nullptr, MPI_CHAR,
+                     0, ctrl_));
+  if (rank_ == 0)
+    for (int r = 0; r < size_; ++r) atRoot->emplace_back(all.data() + displs[r], static_cast<size_t>(lens[r]));
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data
+
+Status MpiBackend::zero(BufId which, uint64_t offsetBytes, uint64_t bytes) {
+  const HostBuffer& b = which == BufId::Send ? send_ : recv_;
+  if (offsetBytes > b.bytes || bytes > b.bytes - offsetBytes)
+    return badSpec("zero of " + std::to_string(bytes) + " bytes at " + std::to_string(offsetBytes) +
+                       " overruns a " + std::to_string(b.bytes) + "-byte buffer",
+                   "MpiBackend::zero");
+  if (bytes > 0) std::memset(static_cast<char*>(b.ptr) + offsetBytes, 0, bytes);
+  return Status::Ok();
+}
+
+Status MpiBackend::segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const {
+  const uint64_t ts = dtypeSize(dtype);
+  for (const Segment& s : segs) {
+    const HostBuffer& b = s.buf == BufId::Send ? send_ : recv_;
+    const uint64_t elems = b.bytes / ts;
+    if (s.offset > elems || s.count > elems - s.offset)
+      return badSpec(std::string(what) + " segment [" + std::to_string(s.offset) + ", +" +
+                         std::to_string(s.count) + ") overruns the " +
+                         (s.buf == BufId::Send ? "send" : "recv") + " buffer of " +
+                         std::to_string(elems) + " elements",
+                     "MpiBackend::fill");
+  }
+  return Status::Ok();
+}
+
+Status MpiBackend::fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) {
+  CB_TRY(segmentsInBounds(dtype, segs, "fill"));
+  return hostFill(send_.ptr, recv_.ptr, dtype, op, size_, seed, segs);
+}
+
+Status MpiBackend::check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
+                         CheckOutcome* out) {
+  CB_TRY(segmentsInBounds(dtype, segs, "check"));
+  return hostCheck(recv_.ptr, send_.ptr, dtype, op, size_, seed, segs, out);
+}
+
+}  // namespace collbench

@@ -1,0 +1,125 @@
+// The OpenMPI backend: collbench's Backend interface (core/backend.h) on MPI collectives over host
+// memory, with nccl-tests' semantics for all eleven collectives (nccl-tests.md §4) and the MPI control
+// plane (barrier, combine, gather) that the timed loop and the launcher use.
+// Used from one thread at a time: ops on a worker thread, init/finalize/gathers on the JS thread.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/mpi/mpi_types.h"
+#include "core/backend.h"
+
+namespace collbench {
+
+class MpiBackend : public Backend {
+ public:
+  // MPI_Init_thread(MPI_THREAD_MULTIPLE) unless MPI is already initialized; needs at least
+  // MPI_THREAD_SERIALIZED because ops run on a worker thread. Sets MPI_ERRORS_RETURN on
+  // MPI_COMM_WORLD and creates the datatype/op table.
+  static Status create(std::unique_ptr<MpiBackend>* out);
+  ~MpiBackend() override;  // frees buffers and communicators; does NOT finalize MPI (call finalize())
+
+  MpiBackend(const MpiBackend&) = delete;
+  MpiBackend& operator=(const MpiBackend&) = delete;
+
+  // Free everything MPI-owned and call MPI_Finalize (once; later calls return Ok).
+  Status finalize();
+  // MPI_Abort on MPI_COMM_WORLD: ends every rank of the job with `code`. Returns only on failure.
+  Status abort(int code);
+  bool finalized() const { return finalized_; }
+
+  // MPI_Get_library_version, whole text (e.g. "Open MPI v4.1.4, package: Debian OpenMPI, ...").
+  // Callable before init and after finalize.
+  static std::string libraryVersion();
+  // Short form: "Open MPI 4.1.4", "MPICH 4.0.2", else the first line up to its first comma.
+  static std::string libraryVersionShort();
+  static std::string shortenLibraryVersion(const std::string& full);  // pure, for tests
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return size_; }
+  int localRank() const { return localRank_; }  // rank among ranks sharing this node's memory
+  int localSize() const { return localSize_; }
+  int threadLevel() const { return threadLevel_; }  // provided MPI_THREAD_* level
+  const std::string& processorName() const { return processorName_; }
+
+  // True when this library's MPI_SUM saturates int8/uint8 instead of wrapping (Open MPI 4.1 op/avx,
+  // open-mpi/ompi#8045), probed at create(). Worth a warning: int8/uint8 sum, avg and mulsum checks
+  // then report wrong elements on long enough buffers (`--mca op ^avx` is the library-side fix).
+  bool smallIntSumSaturates() const { return smallIntSumSaturates_; }
+  // Opt in to collbench's own wrapping user op for int8/uint8 sums (NCCL semantics, but no longer
+  // the library's op being measured); off by default.
+  void setWrappingSmallIntSum(bool on) { useWrappingSmallIntSum(on); }
+  bool wrappingSmallIntSum() const { return collbench::wrappingSmallIntSum(); }
+
+  Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
+  void* buffer(BufId which) override;
+
+  Status enqueue(const OpArgs& args) override;
+  Status waitAll() override { return Status::Ok(); }  // every MPI call here is blocking
+  Status barrier() override;
+  Status allreduce(double* values, int n, Combine how) override;
+  Status gather(const double* mine, int n, std::vector<double>* atRoot) override;
+  Status gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) override;
+
+  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override;
+  Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override;
+  Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
+               CheckOutcome* out) override;
+
+ private:
+  // Page-aligned, zero-filled (hence touched) host memory.
+  struct HostBuffer {
+    void* ptr = nullptr;
+    uint64_t bytes = 0;
+    ~HostBuffer() { release(); }
+    void release();
+    bool allocate(uint64_t n);
+    bool contains(const void* p, uint64_t n) const;
+  };
+
+  MpiBackend() = default;
+  Status alive(const char* what) const;
+  Status region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const;
+  Status segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const;
+  // Returns the pointer MPI should reduce from for `op`: `input` itself, or for mulsum on odd ranks
+  // `input` scaled by 2, in place when `scaleInPlace` (the region is overwritten by the result anyway)
+  // or else into the scratch buffer.
+  Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
+                     const void** out);
+  Status ensureScratch(uint64_t bytes);
+  Status freeComms();
+
+  Status allReduce(const OpArgs& a);
+  Status allGather(const OpArgs& a);
+  Status reduceScatter(const OpArgs& a);
+  Status broadcast(const OpArgs& a);
+  Status reduce(const OpArgs& a);
+  Status allToAll(const OpArgs& a);
+  Status allToAllV(const OpArgs& a);
+  Status gatherColl(const OpArgs& a);
+  Status scatter(const OpArgs& a);
+  Status sendRecv(const OpArgs& a);
+  Status hyperCube(const OpArgs& a);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;  // data: collectives only
+  MPI_Comm ctrl_ = MPI_COMM_NULL;  // control plane: barrier, combines, gathers
+  int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
+  int threadLevel_ = MPI_THREAD_SINGLE;
+  std::string processorName_;
+  bool finalized_ = false;
+  bool smallIntSumSaturates_ = false;
+
+  HostBuffer send_, recv_;
+  // The one case of a third buffer. mulsum: MPI cannot pre-multiply, so odd ranks scale their input
+  // into it (out-of-place, and for a non-root reduce whose in-place input must stay unchanged).
+  // In-place alltoallv with a send layout unlike the recv layout: the send region is staged here.
+  // Allocated on first use, freed with the other buffers.
+  HostBuffer scratch_;
+  std::vector<int> vCounts_[4];  // alltoallv: send counts, send displs, recv counts, recv displs
+};
+
+}  // namespace collbench

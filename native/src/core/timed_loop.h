@@ -1,0 +1,15 @@
+// The one timed loop of collbench, shared by every backend (DESIGN.md §2): warm-up, one row-half
+// measured exactly as nccl-tests' BenchTime does it (nccl-tests.md §5), then the correctness check.
+// Backends only enqueue ops, wait, barrier and combine numbers; nothing here is per collective.
+#pragma once
+#include "backend.h"
+
+namespace collbench {
+
+// -w ops of one warm-up size (out-of-place, rotated through the buffer as timed ops are), then wait.
+Status warmup(Backend& backend, const HalfSpec& spec, int iters);
+
+// Time one row-half and check it; on rank 0 `result` holds what the table prints.
+Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result);
+
+}  // namespace collbench

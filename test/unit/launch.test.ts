@@ -1,0 +1,50 @@
+// Launch helpers: the mpirun command --np builds, and the warning for processes that each run a
+// 1-rank world (nccl-tests issue #213).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { disconnectedWorldWarning, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
+import { mpirunPlan, stripLaunchFlags } from '../../bench/launch/mpirun.js';
+
+describe('mpirunPlan', () => {
+  const base = { program: ['/usr/bin/node', '/x/bin/all_reduce_perf'], env: {} };
+  it('adds --allow-run-as-root as root and --oversubscribe beyond the cores', () => {
+    const p = mpirunPlan({ ...base, np: 4, hosts: null, argv: ['-b', '8', '--np', '4'], cores: 2, isRoot: true });
+    assert.equal(p.command, 'mpirun');
+    assert.deepEqual(p.args, ['--allow-run-as-root', '--oversubscribe', '--mca', 'pml', 'ob1', '-np', '4',
+      '/usr/bin/node', '/x/bin/all_reduce_perf', '-b', '8']);
+  });
+  it('adds neither when not root and within the cores; passes --host', () => {
+    const p = mpirunPlan({ ...base, np: 2, hosts: 'h1,h2:4', argv: ['--hosts=h1,h2:4', '--np=2', '-e', '1M'], cores: 8, isRoot: false });
+    assert.deepEqual(p.args, ['--mca', 'pml', 'ob1', '-np', '2', '--host', 'h1,h2:4', '/usr/bin/node', '/x/bin/all_reduce_perf', '-e', '1M']);
+  });
+  it("keeps the user's own PML choice", () => {
+    const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, argv: [], cores: 8, isRoot: false });
+    assert.ok(!p.args.includes('pml'));
+  });
+  it('strips only the launch flags', () => {
+    assert.deepEqual(stripLaunchFlags(['-b', '8', '--np', '3', '--hosts', 'a,b', '-r', '-1']), ['-b', '8', '-r', '-1']);
+  });
+});
+
+describe('launch environment', () => {
+  it('recognises an MPI launcher', () => {
+    assert.equal(underMpiLauncher({ OMPI_COMM_WORLD_SIZE: '2' }), true);
+    assert.equal(underMpiLauncher({}), false);
+  });
+  it('makes a plain process an isolated ob1 singleton, unless the user chose otherwise', () => {
+    const env: NodeJS.ProcessEnv = { OMPI_MCA_pml: 'ucx' };
+    prepareSingletonMpi(env);
+    assert.equal(env.OMPI_MCA_ess_singleton_isolated, '1');
+    assert.equal(env.OMPI_MCA_pml, 'ucx');
+    const launched: NodeJS.ProcessEnv = { OMPI_COMM_WORLD_SIZE: '2' };
+    prepareSingletonMpi(launched);
+    assert.equal(launched.OMPI_MCA_ess_singleton_isolated, undefined);
+  });
+  it('warns once (launcher rank 0 only) when a multi-process launch gives 1-rank worlds', () => {
+    assert.match(disconnectedWorldWarning(1, { SLURM_NTASKS: '4', SLURM_PROCID: '0' }) ?? '', /started 4 processes .*not connected/);
+    assert.equal(disconnectedWorldWarning(1, { SLURM_NTASKS: '4', SLURM_PROCID: '3' }), null);
+    assert.equal(disconnectedWorldWarning(4, { SLURM_NTASKS: '4', SLURM_PROCID: '0' }), null);
+    assert.equal(disconnectedWorldWarning(1, {}), null);
+    assert.match(disconnectedWorldWarning(1, { WORLD_SIZE: '2' }) ?? '', /WORLD_SIZE=2/);
+  });
+});
