@@ -12,6 +12,8 @@ export interface BackendInfo {
   libraryVersionShort: string; // e.g. "Open MPI 4.1.4"
   processorName: string;
   pid: number;
+  /** mpi only: the library's MPI_SUM saturates int8/uint8 (probed at init; Open MPI op/avx bug). */
+  smallIntSumSaturates?: boolean;
 }
 
 /** How allreduce() combines numbers; values of native Combine (spec.h). */

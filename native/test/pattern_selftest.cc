@@ -496,8 +496,19 @@ void testHostFillCheck() {
         expect(out.expected == want && out.got == got, "hostCheck %s %s text: want '%s' got '%s'",
                typeName(t), opName(op), out.expected.c_str(), out.got.c_str());
       }
-      // Zero and send-buffer segments are checked too.
+      // Two wrong elements in one segment: the lower one is reported.
+      storeBits(recv.data(), t, flipA, loadBits(recv.data(), t, flipA) ^ signBit(t) ^ 0x10);  // restore
       storeBits(recv.data(), t, flipB, origB);
+      const uint64_t v650 = loadBits(recv.data(), t, 650), v600 = loadBits(recv.data(), t, 600);
+      storeBits(recv.data(), t, 650, v650 ^ signBit(t));
+      storeBits(recv.data(), t, 600, v600 ^ signBit(t));
+      st = hostCheck(recv.data(), send.data(), t, op, nranks, seed, segs, &out);
+      expect(st.ok && out.wrong == 2 && out.firstIndex == 600, "hostCheck %s %s same segment: %" PRIu64
+             " wrong, first %" PRIu64, typeName(t), opName(op), out.wrong, out.firstIndex);
+      storeBits(recv.data(), t, 650, v650);
+      storeBits(recv.data(), t, 600, v600);
+      // Zero and send-buffer segments are checked too (bit-exact, whatever the op's tolerance).
+      storeBits(recv.data(), t, flipA, loadBits(recv.data(), t, flipA) ^ signBit(t) ^ 0x10);
       storeBits(recv.data(), t, 449, 1);
       storeBits(send.data(), t, 299, loadBits(send.data(), t, 299) ^ signBit(t));
       st = hostCheck(recv.data(), send.data(), t, op, nranks, seed, segs, &out);

@@ -39,7 +39,7 @@ describe('usage errors: exit 2, one line naming the flag', () => {
 });
 
 describe('GPU-only flags are refused on the CPU backend, not ignored', () => {
-  for (const args of [['-G', '1'], ['-g', '2'], ['-R', '1'], ['-M', '1'], ['-t', '2'], ['-y', '1']]) {
+  for (const args of [['-G', '1'], ['-g', '2'], ['-R', '1'], ['-M', '1'], ['-t', '2'], ['-y', '1'], ['-x', '1'], ['-V', '32'], ['-p', '1']]) {
     it(args.join(' '), () => {
       const r = runProgram('all_reduce_perf', [...args, '-b', '8', '-e', '8']);
       assert.equal(r.code, 2, r.stderr);
@@ -50,6 +50,11 @@ describe('GPU-only flags are refused on the CPU backend, not ignored', () => {
 });
 
 describe('help, version and backends', () => {
+  it('-J is refused with a clear message until reports exist (not silently ignored)', () => {
+    const r = runProgram('all_reduce_perf', ['-J', 'out.json', '-b', '8', '-e', '8']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /-J\/--output_file: JSON reports are not available/);
+  });
   it('-h prints usage and exits 0', () => {
     const r = runProgram('all_reduce_perf', ['-h']);
     assert.equal(r.code, 0);

@@ -18,9 +18,10 @@ describe('every collective on OpenMPI, all datatypes, ops and roots', () => {
         const loopsOps = REDUCING.has(coll) || coll === 'sendrecv';
         const args = [...SIZES, '-n', '2', '-w', '1', '-d', 'all', '-r', '-1'];
         if (loopsOps) args.push('-o', 'all');
-        const r = runMpirun(np, `${coll}_perf`, args);
+        // op/avx of Open MPI 4.1 saturates int8/uint8 sums (tested separately in library-defects).
+        const r = runMpirun(np, `${coll}_perf`, args, { env: { OMPI_MCA_op: '^avx' } });
         if (coll === 'hypercube' && (np & (np - 1)) !== 0) {
-          assert.equal(r.code, 0, r.stderr);
+          assert.equal(r.code, 0, `exit ${r.code}\n${r.stderr}\n${r.stdout}`);
           assert.match(r.stdout, new RegExp(`nRanks ${np} is not a power of 2, skipping`));
           assert.equal(parseRows(r.stdout).length, 0);
           return;

@@ -1,6 +1,6 @@
 // Host-memory fill and check of pattern segments (data_check.h). The dtype and the segment kind
-// are template parameters so each element loop is a tight, switch-free loop over up to hundreds of
-// MB; pattern.h's inline generators fold their dtype switches away in each instantiation.
+// are template parameters and the pattern Shape is built once per segment, so each element loop is
+// a tight, switch-free loop over up to hundreds of MB (pattern.h's *BitsT<dtype> generators).
 #include "data_check.h"
 
 #include <cinttypes>
@@ -20,6 +20,7 @@ template <> struct StorageOf<2> { using type = uint16_t; };
 template <> struct StorageOf<4> { using type = uint32_t; };
 template <> struct StorageOf<8> { using type = uint64_t; };
 
+// dtypeSize() as a constant expression, for template arguments.
 constexpr size_t sizeOf(DType t) {
   return (t == DType::Int8 || t == DType::Uint8 || t == DType::F8e4m3 || t == DType::F8e5m2) ? 1
          : (t == DType::Float16 || t == DType::Bfloat16)                                     ? 2

@@ -17,8 +17,12 @@
 //  * Float avg: two hashed ranks bring values 1.m * 2^Ea whose significands use p - 1 bits (so their
 //    sum is exact in the type); every other rank gives +0. Expected = RNE((a + b) / n) computed in
 //    double. A backend that sums then divides (MPI, Gloo, divideBits) matches bit for bit; one that
-//    pre-multiplies by 1/n (NCCL) lands within tolerance() = 2 bit-distance. Ea is raised with n so
-//    the quotient stays normal for n <= 1024 (fp8 E4M3: beyond that it may be subnormal).
+//    pre-multiplies by RNE(1/n) (NCCL) gives avgPremulOutputBits, within tolerance() = 2 of it,
+//    except fp8 E4M3 beyond 64 ranks where 1/n itself is subnormal (see avgPremulOutputBits).
+//    Ea is raised with n so the quotient stays normal for n <= 1024 at least.
+//
+// API: reduceInputBits / reduceOutputBits / copyBits take everything per call. Bulk code builds a
+// Shape once (makeShape) and calls inputBitsT<T> / outputBitsT<T> / copyBitsT<T> per element.
 #pragma once
 #include <cstdint>
 
@@ -85,7 +89,8 @@ CB_HD uint64_t mulHi64(uint64_t h, uint64_t n) {
 #if defined(__CUDA_ARCH__)
   return __umul64hi(h, n);
 #else
-  return uint64_t((static_cast<unsigned __int128>(h) * n) >> 64);
+  __extension__ typedef unsigned __int128 U128;  // GCC/Clang; __extension__ keeps -pedantic quiet
+  return uint64_t((U128(h) * n) >> 64);
 #endif
 }
 // Draw in [lo, hi] from 64 random bits.
