@@ -4,7 +4,7 @@
 import { writeSync } from 'node:fs';
 import { basename } from 'node:path';
 import { hostname } from 'node:os';
-import { runSuite, TimeoutError, type RunIO } from '../commands/run.js';
+import { runSuite, type RunIO } from '../commands/run.js';
 import { EXIT, UsageError } from '../config/errors.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
@@ -54,10 +54,6 @@ export function reportFailure(e: unknown, program: string, io: RunIO): number {
   if (e instanceof BackendUnavailableError) {
     io.err(`${program}: ${e.message}`);
     return EXIT.ENVIRONMENT;
-  }
-  if (e instanceof TimeoutError) {
-    io.err(`${host}: ${e.message}`);
-    return EXIT.TIMEOUT;
   }
   if (isNativeError(e)) {
     io.err(`${host}: ${e.backend} failure ${e.code} at ${e.site}: ${e.message}`);

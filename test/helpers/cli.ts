@@ -42,7 +42,8 @@ export interface TableRow {
 export function parseRows(stdout: string): TableRow[] {
   const rows: TableRow[] = [];
   for (const line of stdout.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
+    // comments, blank lines and nccl-tests' un-commented skip line ("nRanks 3 is not a power of 2, …")
+    if (line.startsWith('#') || !/^\s*\d/.test(line)) continue;
     const f = line.trim().split(/\s+/);
     // hypercube prints an empty redop column: re-insert it so the columns line up.
     if (f.length === 12) f.splice(3, 0, '');

@@ -1,0 +1,54 @@
+// What a run tells its reporters (DESIGN.md §3 "reporters vs exporters"): the run's metadata once, then
+// every row as it completes, then the summary. The nccl-tests table is one reporter; JSON, CSV and the
+// other exports plug in the same way. Only rank 0 has reporters.
+import type { SweepCase } from '../core/plan.js';
+import type { HalfResult, ResolvedOptions } from '../core/types.js';
+import type { BackendInfo } from '../native/binding.js';
+import type { RankLineInfo } from './reporters/nccl-table.js';
+
+export interface RowHalfRecord {
+  inPlace: boolean;
+  timeUs: number;          // the printed time: completion time, or cputime with -C
+  algBw: number;           // GB/s, from the completion time
+  busBw: number;           // GB/s
+  wrong: number | null;    // null = not checked (N/A)
+  result: HalfResult;      // everything the native loop returned (per-iteration samples, first wrong…)
+}
+
+export interface RowRecord {
+  sweep: SweepCase;
+  cycle: number;
+  sizeBytes: number;
+  count: number;
+  type: string;
+  redop: string;
+  root: number;            // as printed: -1 for non-rooted collectives
+  halves: [RowHalfRecord, RowHalfRecord];
+  time: Date;              // when the row completed
+}
+
+export interface RunMeta {
+  options: ResolvedOptions;
+  program: string;
+  version: string;
+  backend: string;         // e.g. "mpi (Open MPI 4.1.4)"
+  info: BackendInfo;
+  ranks: RankLineInfo[];
+  warnings: string[];      // comment lines about known defects of the library under test
+  perIterTimer: string;    // how -I samples are taken, e.g. "host clock timing"
+  startTime: Date;
+}
+
+export interface RunSummary {
+  outOfBounds: number;
+  avgBusBw: number;
+  minBwVerdict: 'OK' | 'FAILED' | null;
+  exitCode: number;
+  skipped: string | null;  // why the collective did not run at this rank count (hypercube)
+}
+
+export interface Reporter {
+  begin?(meta: RunMeta): void;
+  row?(row: RowRecord): void;
+  end?(summary: RunSummary): void;
+}

@@ -1,0 +1,45 @@
+// The live nccl-tests table on stdout: preamble at begin, one line per row (plus `# first wrong`
+// comment lines), footer at end. Formatting itself is in nccl-table.ts.
+import { iterStats } from '../../core/iter-stats.js';
+import type { Reporter, RowRecord } from '../reporter.js';
+import { firstWrongLine, footerLines, preambleLines, rowLine, skipLine, type HalfCells } from './nccl-table.js';
+
+export function ncclTableReporter(out: (line: string) => void): Reporter {
+  let program = '';
+  let perIterSkip = 0;
+  let timestamps = false;
+  return {
+    begin(meta) {
+      program = meta.program;
+      perIterSkip = meta.options.perIterSkip;
+      timestamps = meta.options.reportTimestamps;
+      for (const line of preambleLines({
+        leadingLines: meta.warnings, version: meta.version, backend: meta.backend, program: meta.program,
+        options: meta.options, ranks: meta.ranks, perIterTimer: meta.perIterTimer,
+      })) out(line);
+    },
+    row(row: RowRecord) {
+      const cells = row.halves.map((h): HalfCells => ({
+        timeUs: h.timeUs, algBw: h.algBw, busBw: h.busBw, wrong: h.wrong,
+        iter: h.result.iterUs ? iterCells(h.result.iterUs, perIterSkip) : undefined,
+      }));
+      out(rowLine({
+        sizeBytes: row.sizeBytes, count: row.count, type: row.type, redop: row.redop, root: row.root,
+        halves: [cells[0], cells[1]], timestamp: timestamps ? row.time : undefined,
+      }));
+      for (const h of row.halves)
+        if (h.wrong !== null && h.wrong > 0 && h.result.firstWrong) out(firstWrongLine(h.result.firstWrong));
+    },
+    end(summary) {
+      if (summary.skipped) out(skipLine(summary.skipped));
+      for (const line of footerLines({
+        outOfBounds: summary.outOfBounds, avgBusBw: summary.avgBusBw, minBwVerdict: summary.minBwVerdict, program,
+      })) out(line);
+    },
+  };
+}
+
+function iterCells(samples: number[], skip: number): HalfCells['iter'] {
+  const s = iterStats(samples, skip);
+  return { minUs: s.min, maxUs: s.max, p99Us: s.p99, cvPct: s.cvPct };
+}
