@@ -2,14 +2,16 @@
 // round by round, collbench's all_reduce and a bare C loop over MPI_Allreduce (native/test/
 // bare_allreduce.c: same sizes, iterations, rotation and mpirun placement) at 2 ranks, and prints per
 // size the ratio of the reported times (medians over rounds). Then compares the start-up of a one-size
-// single-rank run with `node -e 0`. Usage: node --import tsx scripts/bench-overhead.ts [rounds]
+// single-rank run with `node -e 0`. Ratios are medians of per-round ratios (each round runs both
+// back to back, so slow drift of this noisy VM cancels). Usage: node --import tsx scripts/bench-overhead.ts [rounds] [iters]
 import { spawnSync } from 'node:child_process';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const rounds = Number(process.argv[2] ?? 5);
-const [MIN, MAX, FACTOR, ITERS, WARMUP] = [8, 64 * 1024 * 1024, 2, 20, 1];
+const rounds = Number(process.argv[2] ?? 7);
+const ITERS = Number(process.argv[3] ?? 100);
+const [MIN, MAX, FACTOR, WARMUP] = [8, 64 * 1024 * 1024, 2, 1];
 const mpirun = ['--bind-to', 'core', '--mca', 'pml', 'ob1', '-np', '2'];
 if (process.getuid?.() === 0) mpirun.unshift('--allow-run-as-root');
 
@@ -53,12 +55,13 @@ for (let r = 0; r < rounds; r++) {
     for (const [size, us] of times) map.set(size, [...(map.get(size) ?? []), us]);
 }
 
-console.log(`all_reduce float sum, 2 ranks, ${ITERS} iters, median of ${rounds} interleaved rounds`);
+console.log(`all_reduce float sum, 2 ranks, ${ITERS} iters, medians over ${rounds} interleaved rounds`);
 console.log('      size   collbench(us)   bare(us)    ratio   diff(us)   target');
 let failures = 0;
 for (const [size, ts] of [...cb].sort((a, b) => a[0] - b[0])) {
-  const c = median(ts), b = median(bare.get(size) ?? [NaN]);
-  const ratio = c / b, diff = c - b;
+  const bs = bare.get(size) ?? [];
+  const c = median(ts), b = median(bs);
+  const ratio = median(ts.map((t, i) => t / bs[i])), diff = median(ts.map((t, i) => t - bs[i]));
   const ok = size >= 1024 ? ratio <= 1.05 : diff <= 0.5;
   if (!ok) failures++;
   console.log(`${String(size).padStart(10)}  ${c.toFixed(2).padStart(14)}  ${b.toFixed(2).padStart(9)}  ${ratio.toFixed(3).padStart(7)}  ${diff.toFixed(2).padStart(9)}   ${size >= 1024 ? 'ratio<=1.05' : 'diff<=0.5us'} ${ok ? 'ok' : 'MISSED'}`);
