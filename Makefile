@@ -1,16 +1,17 @@
 # collbench: `make bench` sets up this machine and runs the default benchmark; `make test` sets up and
 # runs every test. System packages come from apt (only those missing), Node packages from npm ci.
 SHELL := /bin/bash
-APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev
+# chromium: the HTML report test opens the page in headless Chromium (playwright-core drives Debian's build)
+APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server
 NODE_TEST := node --import tsx --test --test-concurrency=1
-TEST_FILES = $(sort $(wildcard test/unit/*.test.ts test/native/*.test.ts test/cli/*.test.ts))
+TEST_FILES = $(sort $(wildcard test/unit/*.test.ts test/native/*.test.ts test/cli/*.test.ts test/gpu/*.test.ts))
 PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
             alltoall_perf alltoallv_perf gather_perf scatter_perf sendrecv_perf hypercube_perf
 # The default benchmark: all_reduce, 8 B to 64 MiB, one rank per core, on the best backend built.
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench test clean
+.PHONY: all deps apt-deps node-deps build native ts links bench test clean nccl-cache bundle
 
 all: build
 
@@ -49,7 +50,17 @@ build: native ts links
 bench: build
 	bin/all_reduce_perf $(BENCH_ARGS) --np $(NP)
 
-test: build
+# One self-contained tarball (Node runtime, dist/, production dependencies, build/Release/*.node, launchers):
+# collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (see README, "Bundle").
+bundle: build
+	bin/collbench bundle
+
+# A cached NCCL wheel, when this machine has one, is unpacked into the ignored .cache/nccl/ so the NCCL
+# ABI and error-path tests run against a real libnccl (they skip, saying so, without one).
+nccl-cache:
+	@scripts/nccl-cache.sh >/dev/null || true
+
+test: build nccl-cache
 	$(NODE_TEST) $(TEST_FILES)
 
 clean:

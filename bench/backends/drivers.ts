@@ -6,21 +6,33 @@ import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import { UsageError } from '../config/errors.js';
 import type { ResolvedOptions } from '../core/types.js';
 import { prepareSingletonMpi } from '../launch/environment.js';
-import type { BackendInfo } from '../native/binding.js';
+import { glooDriver } from './gloo.js';
+import { ncclDriver } from './nccl.js';
+import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { BackendName } from '../native/loader.js';
-import type { RankLineInfo } from '../report/reporters/nccl-table.js';
+import type { MemoryUsage, RankLineInfo } from '../report/reporters/nccl-table.js';
 
 export interface BackendDriver {
   /** Runs before the native module is loaded (environment the library reads at init). */
   prepare(options: ResolvedOptions): void;
   /** Throws UsageError for options this backend cannot honour (never silently ignores them). */
   validate(options: ResolvedOptions): void;
-  /** This rank's line under "# Using devices". */
-  rankLine(info: BackendInfo): RankLineInfo;
+  /** This process's line(s) under "# Using devices" (one per rank it drives). */
+  rankLine(info: BackendInfo): RankLineInfo | RankLineInfo[];
   /** Comment lines about known defects of the library that this run will meet. */
   warnings(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo): string[];
   /** Wording of the -I preamble line: how per-iteration samples are taken. */
   perIterTimer: string;
+  /** Brings the module up when that takes more than native.init() (nccl: bootstrap, unique id). */
+  init?(native: NativeBackend, options: ResolvedOptions): Promise<BackendInfo>;
+  /** After init, on every rank alike: options the job's devices and library change (nccl: GPU memory cap,
+   *  datatypes the GPUs lack) and the reduced -e to announce, if any. */
+  adjust?(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
+    { options: ResolvedOptions; reducedMaxBytes: number | null };
+  /** -M: memory used, combined over the job (called on every rank). */
+  memoryUsage?(native: NativeBackend): MemoryUsage;
+  /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). */
+  shutdown?(): void;
 }
 
 /** Flags that only mean something on GPUs; CPU backends refuse them instead of ignoring them. */
@@ -65,9 +77,12 @@ const mpiDriver: BackendDriver = {
   perIterTimer: 'host clock timing',
 };
 
-const DRIVERS: Partial<Record<BackendName, BackendDriver>> = { mpi: mpiDriver };
+// Built at the first lookup, not at module load: gloo.ts imports cpuRankLine and refuseGpuOnlyFlags from
+// this module, and whichever side of that import cycle loads first must not meet the other uninitialised.
+let DRIVERS: Partial<Record<BackendName, BackendDriver>> | null = null;
 
 export function driverFor(name: BackendName): BackendDriver {
+  DRIVERS ??= { mpi: mpiDriver, gloo: glooDriver, nccl: ncclDriver };
   const d = DRIVERS[name];
   if (!d) throw new UsageError(`--backend: the ${name} backend is not available in this version of collbench`);
   return d;

@@ -95,7 +95,8 @@ export const FLAGS: readonly FlagSpec[] = Object.freeze([
   { short: 'S', long: 'report_timestamps', field: 'reportTimestamps', arg: 'int', value: '<0/1>', group: 'Output',
     help: 'append a local timestamp to each row' },
   { short: 'J', long: 'output_file', field: 'jsonFile', arg: 'text', value: '<file>', group: 'Output',
-    help: 'also write results to this file; the format comes from the suffix (.json)', defaultText: 'none' },
+    help: 'also write the run as a JSON report to this file (collbench report schema, see --json-format), ' +
+      'rewritten atomically after every row; - = stdout', defaultText: 'none' },
   { short: 'a', long: 'average', field: 'average', arg: 'int', value: '<0/1/2/3>', group: 'Iterations and timing',
     help: 'combine per-rank times: 0 = rank 0, 1 = average, 2 = min, 3 = max' },
   { short: 'R', long: 'local_register', field: 'localRegister', arg: 'int', value: '<0/1/2>', group: 'Ranks, devices and NCCL features',
@@ -117,12 +118,40 @@ export const FLAGS: readonly FlagSpec[] = Object.freeze([
   { short: 'h', long: 'help', arg: 'none', group: 'Other', help: 'print this help and exit' },
   // collbench additions
   { long: 'np', field: 'np', arg: 'int', value: '<N>', group: 'collbench launch',
-    help: 're-run this command under mpirun with N ranks', defaultText: 'this process only' },
+    help: 're-run this command with N ranks: under mpirun, or (--backend gloo) as N local processes', defaultText: 'this process only' },
   { long: 'hosts', field: 'hosts', arg: 'text', value: '<h1,h2:4>', group: 'collbench launch',
     help: 'mpirun host list, host[:slots],…; needs --np', defaultText: 'local host' },
   { long: 'backend', field: 'backend', arg: 'name', value: `<${BACKENDS.join('|')}>`, group: 'collbench launch',
     help: 'communication library to use', defaultText: 'best available' },
-  { long: 'quiet', field: 'quiet', arg: 'none', group: 'Output', help: 'no progress output on stderr' },
+  { long: 'quiet', field: 'quiet', arg: 'none', group: 'Output',
+    help: 'no progress bar on stderr (it is drawn only when stderr is a terminal)' },
+  { long: 'json-format', field: 'jsonFormat', arg: 'name', value: '<collbench|nccl-tests>', group: 'Output',
+    help: 'layout of the -J file: collbench (versioned schema, schema/collbench-report.v1.schema.json) or ' +
+      'nccl-tests (its -J "version": 3 layout, for tools such as analyze_perf_json.py)' },
+  { long: 'csv', field: 'csvFile', arg: 'text', value: '<file>', group: 'Output',
+    help: 'write one CSV line per row half (columns with units); - = stdout', defaultText: 'none' },
+  { long: 'md', field: 'mdFile', arg: 'text', value: '<file>', group: 'Output',
+    help: 'write the run as a Markdown document; - = stdout', defaultText: 'none' },
+  { long: 'junit', field: 'junitFile', arg: 'text', value: '<file>', group: 'Output',
+    help: 'write JUnit XML: one test case per row half, failed by #wrong > 0 or a failed threshold; - = stdout',
+    defaultText: 'none' },
+  { long: 'html', field: 'htmlFile', arg: 'text', value: '<file>', group: 'Output',
+    help: 'write a self-contained HTML page with busbw and time charts (per-rank heatmap with -I 1); - = stdout',
+    defaultText: 'none' },
+  { long: 'format', field: 'format', arg: 'name', value: '<nccl-tests|pretty>', group: 'Output',
+    help: 'the live table: nccl-tests text table, or pretty boxed tables per sweep. When a report goes to ' +
+      'stdout (-), the table goes to stderr instead' },
+  { long: 'gloo-algo', field: 'glooAlgo', arg: 'name', value: '<algorithm>', group: 'collbench launch',
+    help: 'gloo all_reduce algorithm: default (Gloo\'s choice), ring, bcube (new API), legacy_ring, ' +
+      'legacy_ring_chunked, legacy_halving_doubling, legacy_bcube (legacy classes); reduce_scatter takes ' +
+      'default, ring, bcube or legacy_halving_doubling; needs --backend gloo' },
+  { long: 'gloo-store', field: 'glooStore', arg: 'text', value: '<file:DIR|redis://HOST:PORT>', group: 'collbench launch',
+    help: 'gloo rendezvous store: a directory every rank sees, or a Redis server', defaultText: 'a private directory (--np), else per launcher' },
+  { long: 'gloo-iface', field: 'glooIface', arg: 'text', value: '<iface|address>', group: 'collbench launch',
+    help: 'network interface name or local address for Gloo\'s TCP transport', defaultText: 'loopback on one host, else the host name' },
+  { long: 'nccl-lib', field: 'ncclLib', arg: 'text', value: '<path>', group: 'collbench launch',
+    help: 'libnccl.so.2 (or its directory) for the nccl backend', ncclOnly: true,
+    defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' },
   { long: 'version', arg: 'none', group: 'Other', help: 'print the version and exit' },
 ] satisfies FlagSpec[]);
 

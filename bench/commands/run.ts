@@ -14,8 +14,8 @@ import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec, type ResolvedOpti
 import { disconnectedWorldWarning } from '../launch/environment.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import { BACKENDS, loadBackend, type BackendName } from '../native/loader.js';
+import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import type { Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
-import { ncclTableReporter } from '../report/reporters/nccl-table-reporter.js';
 import { minBwVerdict } from '../report/reporters/nccl-table.js';
 import { VERSION } from '../version.js';
 
@@ -35,33 +35,39 @@ export interface SuiteOutcome {
 export interface SuiteHooks {
   /** Reporters besides the nccl-tests table (created on rank 0 only, after the backend is up). */
   extraReporters?: (info: BackendInfo) => Reporter[];
+  /** The command line as given (program path first): recorded in reports with a rerun command. */
+  argv?: readonly string[];
 }
 
 export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
-  if (options.jsonFile !== null)
-    throw new UsageError('-J/--output_file: JSON reports are not available in this version of collbench yet');
+  checkOutputPaths(outputSpecs(options)); // every rank, before anything starts: no side effects
   if (options.backend !== null && !(BACKENDS as readonly string[]).includes(options.backend))
     throw new UsageError(`--backend: unknown backend '${options.backend}' (valid: ${BACKENDS.join(', ')})`);
-  const { name, module: native } = loadBackend(options.backend as BackendName | null);
+  const { name, module: native } = loadBackend(options.backend as BackendName | null, { ncclLib: options.ncclLib });
   const driver = driverFor(name);
   driver.validate(options);
   driver.prepare(options);
-  const info = native.init();
+  const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
-    const reporters = info.rank === 0 ? [ncclTableReporter(io.out), ...(hooks.extraReporters?.(info) ?? [])] : [];
-    return await runInitialized(options, io, desc, driver, native, info, reporters);
+    // What the job's devices allow (nccl: GPU memory cap, datatypes): decided alike on every rank.
+    const adjusted = driver.adjust?.(options, info, native) ?? { options, reducedMaxBytes: null };
+    const reporters = (info.worldRank ?? info.rank) === 0
+      ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(info) ?? [])] : [];
+    return await runInitialized(adjusted.options, io, desc, driver, native, info, reporters, hooks.argv,
+      adjusted.reducedMaxBytes);
   } finally {
     native.finalize();
+    driver.shutdown?.();
   }
 }
 
-/** One row-half's native spec for this rank, from the collective's descriptor. */
+/** One row-half's native spec for one rank of this process (default: its first), from the collective's descriptor. */
 function halfSpec(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo, ctx: LayoutContext,
-  c: SweepCase, sizeBytes: number, inPlace: boolean, checkRounds: number) {
-  const layout = desc.layout(sizeBytes, DTYPE_BYTES[c.dtype], info.nranks, info.rank, ctx);
+  c: SweepCase, sizeBytes: number, inPlace: boolean, checkRounds: number, rank = info.rank) {
+  const layout = desc.layout(sizeBytes, DTYPE_BYTES[c.dtype], info.nranks, rank, ctx);
   const root = Math.max(c.root, 0);
-  const half = desc.half(layout, { rank: info.rank, nranks: info.nranks, root, inPlace, op: c.op });
+  const half = desc.half(layout, { rank, nranks: info.nranks, root, inPlace, op: c.op });
   const checked = checkRounds > 0 && half.checked;
   const spec: HalfSpec = {
     coll: COLL_ID[options.collective], dtype: DTYPE_ID[c.dtype], op: OP_ID[c.op], root, inPlace,
@@ -70,9 +76,19 @@ function halfSpec(options: ResolvedOptions, desc: CollectiveDescriptor, info: Ba
     fill: half.fill, expect: half.expect,
     iters: options.iters, aggIters: options.aggIters, blocking: options.blocking,
     perIter: options.perIterTiming, checkRounds: checked ? checkRounds : 0, checkSeed: 0,
-    average: options.average, unalignElems: options.unalign,
+    average: options.average, unalignElems: options.unalign, graphLaunches: options.cudaGraph,
   };
   return { spec, layout, checked };
+}
+
+/** The specs of every rank this process drives (one, or -t × -g with nccl): a spec, or one per local rank. */
+function localSpecs(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo, ctx: LayoutContext,
+  c: SweepCase, sizeBytes: number, inPlace: boolean, checkRounds: number, checkSeed = 0) {
+  const locals = info.localRanks ?? 1;
+  const all = Array.from({ length: locals }, (_, i) =>
+    halfSpec(options, desc, info, ctx, c, sizeBytes, inPlace, checkRounds, info.rank + i));
+  for (const h of all) h.spec.checkSeed = checkSeed;
+  return { ...all[0], specs: locals === 1 ? all[0].spec : all.map((h) => h.spec) };
 }
 
 function armWatchdog(seconds: number, native: NativeBackend, io: RunIO, what: string): { clear(): void } {
@@ -87,7 +103,8 @@ function armWatchdog(seconds: number, native: NativeBackend, io: RunIO, what: st
 
 async function runInitialized(
   options: ResolvedOptions, io: RunIO, desc: CollectiveDescriptor, driver: BackendDriver,
-  native: NativeBackend, info: BackendInfo, reporters: Reporter[],
+  native: NativeBackend, info: BackendInfo, reporters: Reporter[], argv?: readonly string[],
+  reducedMaxBytes: number | null = null,
 ): Promise<SuiteOutcome> {
   const { rank, nranks } = info;
   const warning = disconnectedWorldWarning(nranks);
@@ -103,42 +120,46 @@ async function runInitialized(
   let sendBytes = options.maxBytes, recvBytes = options.maxBytes;
   for (const dtype of options.dtypes) {
     const ts = DTYPE_BYTES[dtype];
-    const l = desc.layout(options.maxBytes, ts, nranks, rank, ctx);
-    sendBytes = Math.max(sendBytes, l.sendElems * ts, l.rotateBytes);
-    recvBytes = Math.max(recvBytes, l.recvElems * ts, l.rotateBytes);
+    for (let local = 0; local < (info.localRanks ?? 1); local++) {
+      const l = desc.layout(options.maxBytes, ts, nranks, rank + local, ctx);
+      sendBytes = Math.max(sendBytes, l.sendElems * ts, l.rotateBytes);
+      recvBytes = Math.max(recvBytes, l.recvElems * ts, l.rotateBytes);
+    }
   }
   const slack = 8 * options.unalign + 64;
   native.allocate(sendBytes + slack, recvBytes + slack);
 
+  const skipped = desc.skipReason(nranks);
+  const cases = skipped ? [] : planCases(options, { loopsOps: desc.loopsOps, rooted: desc.rooted }, nranks);
   const meta = {
     options, program: options.program, version: VERSION, backend: `${info.backend} (${info.libraryVersionShort})`,
-    info, ranks: (rankLines ?? []).map((s) => JSON.parse(s)), warnings: driver.warnings(options, desc, info),
-    perIterTimer: driver.perIterTimer, startTime: new Date(),
+    info, ranks: (rankLines ?? []).flatMap((s) => [JSON.parse(s)].flat()), warnings: driver.warnings(options, desc, info),
+    perIterTimer: driver.perIterTimer, startTime: new Date(), argv,
+    plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
+    reducedMaxBytes,
   };
-  for (const r of reporters) r.begin?.(meta);
+  for (const r of reporters) await r.begin?.(meta);
 
-  const skipped = desc.skipReason(nranks);
   const rows: RowRecord[] = [];
   const busBws: number[] = [];
   let outOfBounds = 0;
   let checkSeed = 0; // nccl-tests: a per-thread counter, one step per row-half
 
-  const cases = skipped ? [] : planCases(options, { loopsOps: desc.loopsOps, rooted: desc.rooted }, nranks);
   for (const c of cases) {
     native.barrier();
     for (const size of warmupSizes(options.minBytes, options.maxBytes))
-      await native.warmup(halfSpec(options, desc, info, ctx, c, size, false, 0).spec, options.warmupIters);
+      await native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters);
     for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {
       for (const sizeBytes of sizes) {
+        for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
         const halves: RowHalfRecord[] = [];
         let layout = null;
         for (const inPlace of [false, true]) {
-          const h = halfSpec(options, desc, info, ctx, c, sizeBytes, inPlace, options.check);
+          const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, ++checkSeed);
           layout = h.layout;
-          h.spec.checkSeed = ++checkSeed;
           const dog = armWatchdog(options.timeoutSec, native, io,
             `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`);
-          const result = await native.runHalf(h.spec).finally(() => dog.clear());
+          const result = await native.runHalf(h.specs).finally(() => dog.clear());
           // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
           const algBw = algBwGBps(layout.algBytes, result.timeUs);
           const busBw = busBwGBps(algBw, desc.busBwFactor(nranks));
@@ -154,7 +175,7 @@ async function runInitialized(
           redop: desc.redopColumn(c.op), root: desc.rootColumn(c.root), halves: [halves[0], halves[1]], time: new Date(),
         };
         rows.push(row);
-        for (const r of reporters) r.row?.(row);
+        for (const r of reporters) await r.row?.(row);
       }
     }
   }
@@ -162,7 +183,8 @@ async function runInitialized(
   const avgBusBw = averageBusBw(busBws);
   const verdict = minBwVerdict(avgBusBw, process.env.NCCL_TESTS_MIN_BW);
   const exitCode = outOfBounds > 0 || verdict === 'FAILED' ? EXIT.WRONG_RESULTS : EXIT.OK;
-  const summary: RunSummary = { outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped };
-  for (const r of reporters) r.end?.(summary);
+  const memory = options.memoryReport && driver.memoryUsage ? driver.memoryUsage(native) : null;
+  const summary: RunSummary = { outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory };
+  for (const r of reporters) await r.end?.(summary);
   return { exitCode, outOfBounds, avgBusBw, rows, info };
 }

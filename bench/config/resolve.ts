@@ -4,8 +4,8 @@
 // Used by the CLI (names = flag letters) and by programmatic callers (names = field names).
 
 import {
-  COLLECTIVES, DTYPES, OPS,
-  type CollectiveName, type DTypeName, type OpName, type ResolvedOptions,
+  COLLECTIVES, DTYPES, GLOO_ALGOS, JSON_FORMATS, OPS, TABLE_FORMATS,
+  type CollectiveName, type DTypeName, type GlooAlgo, type JsonFormat, type OpName, type ResolvedOptions, type TableFormat,
 } from '../core/types.js';
 import { UsageError } from './errors.js';
 import { countSweepSizes, MIB, parseSize } from './sizes.js';
@@ -51,6 +51,16 @@ export const DEFAULTS: Readonly<OptionValues> = Object.freeze({
   hosts: null,
   backend: null,
   quiet: false,
+  jsonFormat: 'collbench',
+  csvFile: null,
+  mdFile: null,
+  junitFile: null,
+  htmlFile: null,
+  format: 'nccl-tests',
+  glooAlgo: 'default',
+  glooStore: null,
+  glooIface: null,
+  ncclLib: null,
 });
 
 export const BACKENDS = ['mpi', 'gloo', 'nccl'] as const;
@@ -85,6 +95,10 @@ export interface OptionInput {
   deviceImpl?: NumberLike; deviceCtaCount?: NumberLike; memoryReport?: BoolLike; unalign?: NumberLike;
   perIterTiming?: BoolLike; perIterSkip?: NumberLike;
   np?: NumberLike | null; hosts?: string | null; backend?: string | null; quiet?: boolean;
+  jsonFormat?: string; csvFile?: string | null; mdFile?: string | null; junitFile?: string | null;
+  htmlFile?: string | null; format?: string;
+  glooAlgo?: string; glooStore?: string | null; glooIface?: string | null;
+  ncclLib?: string | null;
 }
 
 /** How messages name each field (`-f`, `--np`); fields without a name are called by field name. */
@@ -274,10 +288,58 @@ export function resolveOptions(input: OptionInput, names: FieldNames = {}): Reso
   const jsonFile = input.jsonFile ?? null;
   if (jsonFile !== null && jsonFile.trim() === '') fail('jsonFile', 'output file name is empty');
 
+  // Report files: kept as given ('-' = stdout); outputs.ts checks paths and clashes before the run.
+  const file = (field: 'csvFile' | 'mdFile' | 'junitFile' | 'htmlFile'): string | null => {
+    const v = input[field] ?? null;
+    if (v !== null && v.trim() === '') fail(field, 'output file name is empty');
+    return v;
+  };
+  const csvFile = file('csvFile'), mdFile = file('mdFile'), junitFile = file('junitFile'), htmlFile = file('htmlFile');
+  const jsonFormat = (input.jsonFormat ?? DEFAULTS.jsonFormat) as JsonFormat;
+  if (!(JSON_FORMATS as readonly string[]).includes(jsonFormat)) {
+    fail('jsonFormat', `unknown JSON format ${shown(jsonFormat)}; valid: ${JSON_FORMATS.join(', ')}`);
+  }
+  if (input.jsonFormat !== undefined && jsonFile === null) {
+    fail('jsonFormat', `needs ${name('jsonFile')} FILE (the JSON file it shapes)`);
+  }
+  const format = (input.format ?? DEFAULTS.format) as TableFormat;
+  if (!(TABLE_FORMATS as readonly string[]).includes(format)) {
+    fail('format', `unknown table format ${shown(format)}; valid: ${TABLE_FORMATS.join(', ')}`);
+  }
+
   const backend = input.backend ?? null;
   if (backend !== null && !(BACKENDS as readonly string[]).includes(backend)) {
     fail('backend', `unknown backend '${backend}'; valid: ${BACKENDS.join(', ')}`);
   }
+
+  // ---- gloo backend flags: only with --backend gloo (never silently ignored by another backend)
+  const glooAlgo = (input.glooAlgo ?? DEFAULTS.glooAlgo) as GlooAlgo;
+  if (!(GLOO_ALGOS as readonly string[]).includes(glooAlgo)) {
+    fail('glooAlgo', `unknown Gloo all_reduce algorithm ${shown(glooAlgo)}; valid: ${GLOO_ALGOS.join(', ')}`);
+  }
+  const glooStore = input.glooStore ?? null;
+  if (glooStore !== null && !/^file:.+$/.test(glooStore) && !/^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(glooStore)) {
+    fail('glooStore', `invalid store ${shown(glooStore)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`);
+  }
+  const glooIface = input.glooIface ?? null;
+  if (glooIface !== null && !/^[^\s]+$/.test(glooIface)) {
+    fail('glooIface', `invalid interface or address ${shown(glooIface)}`);
+  }
+  for (const [field, given] of [['glooAlgo', input.glooAlgo], ['glooStore', glooStore], ['glooIface', glooIface]] as const) {
+    if (given !== undefined && given !== null && backend !== 'gloo') fail(field, `needs ${name('backend')} gloo`);
+  }
+  // all_reduce: every algorithm; reduce_scatter: the all-reduce underneath, or Gloo's legacy class.
+  const algos: readonly string[] = collective === 'all_reduce' ? GLOO_ALGOS
+    : collective === 'reduce_scatter' ? ['default', 'ring', 'bcube', 'legacy_halving_doubling'] : ['default'];
+  if (!algos.includes(glooAlgo)) {
+    fail('glooAlgo', algos.length === 1 ? `chooses all_reduce and reduce_scatter algorithms; ${collective} has one Gloo implementation`
+      : `${collective} takes ${algos.join(', ')}, not ${glooAlgo}`);
+  }
+
+  // ---- nccl backend: the library to dlopen (a file or its directory; checked when it is loaded)
+  const ncclLib = input.ncclLib ?? null;
+  if (ncclLib !== null && ncclLib.trim() === '') fail('ncclLib', 'library path is empty');
+  if (ncclLib !== null && backend !== null && backend !== 'nccl') fail('ncclLib', `needs the nccl backend, not ${backend}`);
 
   const hosts = input.hosts ?? null;
   if (hosts !== null) {
@@ -338,7 +400,8 @@ export function resolveOptions(input: OptionInput, names: FieldNames = {}): Reso
     dtypes: Object.freeze(dtypes) as DTypeName[],
     root, blocking, streamNull, timeoutSec, cudaGraph, reportCpuTime, reportTimestamps, jsonFile, average,
     localRegister, ctaPolicy, deviceImpl, deviceCtaCount, memoryReport, unalign, perIterTiming, perIterSkip,
-    np, hosts, backend, quiet,
+    np, hosts, backend, quiet, jsonFormat, csvFile, mdFile, junitFile, htmlFile, format,
+    glooAlgo, glooStore, glooIface, ncclLib,
   };
   return Object.freeze(resolved);
 }

@@ -77,7 +77,31 @@ export interface ResolvedOptions {
   hosts: string | null;       // --hosts h1,h2:4
   backend: string | null;     // --backend mpi|gloo|nccl (null = best available)
   quiet: boolean;
+  // reports (bench/report/outputs.ts); '-' as a file name means stdout
+  jsonFormat: JsonFormat;     // --json-format: layout of the -J file
+  csvFile: string | null;     // --csv
+  mdFile: string | null;      // --md
+  junitFile: string | null;   // --junit
+  htmlFile: string | null;    // --html
+  format: TableFormat;        // --format: the live table on stdout
+  // gloo backend (bench/backends/gloo.ts)
+  glooAlgo: GlooAlgo;         // --gloo-algo: all_reduce algorithm
+  glooStore: string | null;   // --gloo-store file:DIR | redis://HOST:PORT (null = chosen by the launch)
+  glooIface: string | null;   // --gloo-iface: network interface name or local address for Gloo's TCP
+  // nccl backend (bench/backends/nccl.ts)
+  ncclLib: string | null;     // --nccl-lib: libnccl.so.2 (or its directory) to dlopen (null = COLLBENCH_NCCL_LIB, then search)
 }
+
+/** Gloo all_reduce algorithms: new API (default = Gloo's choice, ring; ring; bcube) and legacy classes. */
+export const GLOO_ALGOS = [
+  'default', 'ring', 'bcube', 'legacy_ring', 'legacy_ring_chunked', 'legacy_halving_doubling', 'legacy_bcube',
+] as const;
+export type GlooAlgo = (typeof GLOO_ALGOS)[number];
+
+export const JSON_FORMATS = ['collbench', 'nccl-tests'] as const;
+export type JsonFormat = (typeof JSON_FORMATS)[number];
+export const TABLE_FORMATS = ['nccl-tests', 'pretty'] as const;
+export type TableFormat = (typeof TABLE_FORMATS)[number];
 
 /** One generated-data run in a buffer; mirrors native Segment (spec.h). */
 export type SegmentKind = 'reduceInput' | 'reduceOutput' | 'copy' | 'zero';
@@ -105,6 +129,7 @@ export interface HalfSpec {
   fill: Segment[]; expect: Segment[];
   iters: number; aggIters: number; blocking: number; perIter: boolean;
   checkRounds: number; checkSeed: number; average: number; unalignElems: number;
+  graphLaunches?: number;     // -G: capture the timed ops once, replay them this many times (nccl)
 }
 
 export interface FirstWrong { rank: number; index: number; expected: string; got: string }

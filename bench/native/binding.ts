@@ -14,21 +14,29 @@ export interface BackendInfo {
   pid: number;
   /** mpi only: the library's MPI_SUM saturates int8/uint8 (probed at init; Open MPI op/avx bug). */
   smallIntSumSaturates?: boolean;
+  /** nccl: ranks this process drives (-t × -g; default 1); rank/nranks are those of local rank 0's communicator. */
+  localRanks?: number;
+  /** nccl: global rank of local rank 0 in the whole job (differs from rank with NCCL_TESTS_SPLIT; default rank). */
+  worldRank?: number;
 }
 
 /** How allreduce() combines numbers; values of native Combine (spec.h). */
 export const COMBINE = { rank0: 0, mean: 1, min: 2, max: 3, sum: 4 } as const;
 
 export interface NativeBackend {
-  init(): BackendInfo;
+  /** mpi/gloo: synchronous, no argument; nccl: asynchronous, with the bootstrap (bench/backends/nccl.ts). */
+  init(config?: object): BackendInfo | Promise<BackendInfo>;
   finalize(): void;
   abort(code: number): void;
   allocate(sendBytes: number, recvBytes: number): void;
-  warmup(spec: HalfSpec, iters: number): Promise<void>;
-  runHalf(spec: HalfSpec): Promise<HalfResult>;
+  /** One spec, or one per local rank when the process drives several (info.localRanks). */
+  warmup(spec: HalfSpec | HalfSpec[], iters: number): Promise<void>;
+  runHalf(spec: HalfSpec | HalfSpec[]): Promise<HalfResult>;
   barrier(): void;
   allreduce(values: number[], how: number): number[];
   gatherStrings(mine: string): string[] | null;
+  /** Lends this module's process-level control plane to another module (the nccl module under mpirun). */
+  controlPlane?(): unknown;
 }
 
 /** A native failure as JS sees it: Status {backend, code, message, site} (status.h). */

@@ -13,8 +13,8 @@ export type BackendName = (typeof BACKENDS)[number];
 
 const HOW_TO_GET: Record<BackendName, string> = {
   mpi: 'install OpenMPI (apt install openmpi-bin libopenmpi-dev) and run make',
-  gloo: 'the gloo backend is not available in this version of collbench',
-  nccl: 'the nccl backend is not available in this version of collbench',
+  gloo: 'install Gloo (apt install libgloo-dev) and run make',
+  nccl: 'install the CUDA toolkit (nvcc) and run make; NCCL itself is loaded at run time (--nccl-lib, COLLBENCH_NCCL_LIB)',
 };
 
 /** The package root: two levels above this file, in bench/ (tsx) and in dist/ (compiled) alike. */
@@ -39,15 +39,40 @@ export function missingBackendMessage(wanted: BackendName | null): string {
 
 const requireNative = createRequire(import.meta.url);
 
-export function loadBackend(wanted: BackendName | null): { name: BackendName; module: NativeBackend } {
-  const built = builtBackends();
-  const name = wanted ?? built[0];
-  if (!name || !built.includes(name)) throw new BackendUnavailableError(missingBackendMessage(wanted));
+export function requireBackend(name: BackendName): NativeBackend {
   try {
-    return { name, module: requireNative(modulePath(name)) as NativeBackend };
+    return requireNative(modulePath(name)) as NativeBackend;
   } catch (e) {
     throw new BackendUnavailableError(
       `backend ${name} is built but cannot be loaded (${(e as Error).message.split('\n')[0]}): ${HOW_TO_GET[name]}`,
     );
   }
+}
+
+/** What a module's probe() says (modules whose library or devices may be missing at run time: nccl). */
+interface Probing { probe?(o: { lib?: string }): { usable: boolean; reason?: string } }
+
+/**
+ * The backend asked for, or else the first built one (BACKENDS order) whose module says it can run
+ * here: a built nccl module on a machine without a GPU or libnccl gives way to the next backend.
+ * `probe.ncclLib` is --nccl-lib (the module reads COLLBENCH_NCCL_LIB itself).
+ */
+export function loadBackend(wanted: BackendName | null, probe: { ncclLib?: string | null } = {}):
+  { name: BackendName; module: NativeBackend } {
+  const built = builtBackends();
+  if (wanted !== null) {
+    if (!built.includes(wanted)) throw new BackendUnavailableError(missingBackendMessage(wanted));
+    return { name: wanted, module: requireBackend(wanted) };
+  }
+  const passed: string[] = [];
+  for (const name of built) {
+    // A module whose system library is missing here (libmpi, libgloo) gives way to the next one.
+    let module: NativeBackend;
+    try { module = requireBackend(name); } catch (e) { passed.push((e as Error).message); continue; }
+    const p = (module as Probing).probe?.({ lib: probe.ncclLib ?? undefined });
+    if (!p || p.usable) return { name, module };
+    passed.push(`${name}: ${p.reason ?? 'not usable here'}`);
+  }
+  if (passed.length === 0) throw new BackendUnavailableError(missingBackendMessage(null));
+  throw new BackendUnavailableError(`no built backend can run here (${passed.join('; ')}); ${HOW_TO_GET.mpi}`);
 }

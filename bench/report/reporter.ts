@@ -4,7 +4,7 @@
 import type { SweepCase } from '../core/plan.js';
 import type { HalfResult, ResolvedOptions } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
-import type { RankLineInfo } from './reporters/nccl-table.js';
+import type { MemoryUsage, RankLineInfo } from './reporters/nccl-table.js';
 
 export interface RowHalfRecord {
   inPlace: boolean;
@@ -37,6 +37,17 @@ export interface RunMeta {
   warnings: string[];      // comment lines about known defects of the library under test
   perIterTimer: string;    // how -I samples are taken, e.g. "host clock timing"
   startTime: Date;
+  argv?: readonly string[]; // the command line as given (program path first), for reports and rerun commands
+  plannedRows?: number | null; // rows the run will print; null when endless (-N 0)
+  reducedMaxBytes?: number | null; // -e lowered to fit GPU memory (nccl-tests' "Reducing maxBytes")
+}
+
+/** The row about to be measured (progress reporters show it). */
+export interface RowStart {
+  index: number;
+  sweep: SweepCase;
+  cycle: number;
+  sizeBytes: number;
 }
 
 export interface RunSummary {
@@ -45,10 +56,13 @@ export interface RunSummary {
   minBwVerdict: 'OK' | 'FAILED' | null;
   exitCode: number;
   skipped: string | null;  // why the collective did not run at this rank count (hypercube)
+  memory?: MemoryUsage | null; // -M: GPU memory usage, max over the job's GPUs (nccl)
 }
 
+/** A reporter may return a promise (an exporter rewriting its file); runSuite awaits it before going on. */
 export interface Reporter {
-  begin?(meta: RunMeta): void;
-  row?(row: RowRecord): void;
-  end?(summary: RunSummary): void;
+  begin?(meta: RunMeta): void | Promise<void>;
+  rowStart?(next: RowStart): void;
+  row?(row: RowRecord): void | Promise<void>;
+  end?(summary: RunSummary): void | Promise<void>;
 }

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { binDir, footer, mpirunArgs, parseRows, runMpirun, runProgram } from '../helpers/cli.js';
+import { binDir, footer, mpirunArgs, parseRows, repoRoot, runMpirun, runProgram } from '../helpers/cli.js';
 import { join } from 'node:path';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
 const oneLine = (s: string) => s.trim().split('\n').length === 1;
@@ -50,10 +50,10 @@ describe('GPU-only flags are refused on the CPU backend, not ignored', () => {
 });
 
 describe('help, version and backends', () => {
-  it('-J is refused with a clear message until reports exist (not silently ignored)', () => {
-    const r = runProgram('all_reduce_perf', ['-J', 'out.json', '-b', '8', '-e', '8']);
+  it('-J into a folder that does not exist is refused before the run (not silently ignored)', () => {
+    const r = runProgram('all_reduce_perf', ['-J', '/nonexistent-dir/out.json', '-b', '8', '-e', '8']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /-J\/--output_file: JSON reports are not available/);
+    assert.match(r.stderr, /-J: cannot write \/nonexistent-dir\/out.json: folder \/nonexistent-dir does not exist/);
   });
   it('-h prints usage and exits 0', () => {
     const r = runProgram('all_reduce_perf', ['-h']);
@@ -66,9 +66,12 @@ describe('help, version and backends', () => {
     assert.match(r.stderr, /no backend built: install OpenMPI \(apt install openmpi-bin libopenmpi-dev\) and run make/);
   });
   it('refuses a backend that is not built', () => {
-    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '-b', '8', '-e', '8']);
+    // A module directory holding only the mpi module: gloo is then "not built".
+    const dir = mkdtempSync(join(tmpdir(), 'collbench-modules-'));
+    symlinkSync(join(repoRoot, 'build', 'Release', 'collbench_mpi.node'), join(dir, 'collbench_mpi.node'));
+    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '-b', '8', '-e', '8'], { env: { COLLBENCH_NATIVE_DIR: dir } });
     assert.equal(r.code, 5, r.stderr);
-    assert.match(r.stderr, /backend gloo is not built/);
+    assert.match(r.stderr, /backend gloo is not built .*: install Gloo \(apt install libgloo-dev\) and run make/);
   });
 });
 

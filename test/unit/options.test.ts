@@ -112,7 +112,7 @@ test('the last occurrence of a flag wins, as with getopt', () => {
 });
 
 test('long options and -- behave like getopt_long', () => {
-  usage(['--n', '4'], /^ambiguous option '--n': could be --nthreads, --ngpus, --np$/);
+  usage(['--n', '4'], /^ambiguous option '--n': could be --nthreads, --ngpus, --np, --nccl-lib$/);
   usage(['--help=1'], /^--help: takes no value$/);
   usage(['--quiet=yes'], /^--quiet: takes no value$/);
   assert.equal(run(['--quiet']).quiet, true);

@@ -16,6 +16,7 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       for (const line of preambleLines({
         leadingLines: meta.warnings, version: meta.version, backend: meta.backend, program: meta.program,
         options: meta.options, ranks: meta.ranks, perIterTimer: meta.perIterTimer,
+        reducedMaxBytes: meta.reducedMaxBytes,
       })) out(line);
     },
     row(row: RowRecord) {
@@ -34,6 +35,7 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       if (summary.skipped) out(skipLine(summary.skipped));
       for (const line of footerLines({
         outOfBounds: summary.outOfBounds, avgBusBw: summary.avgBusBw, minBwVerdict: summary.minBwVerdict, program,
+        memory: summary.memory,
       })) out(line);
     },
   };

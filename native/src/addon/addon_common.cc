@@ -92,7 +92,20 @@ HalfSpec parseSpec(const Napi::Object& o) {
   s.checkSeed = u64(o, "checkSeed", 1);
   s.average = static_cast<Combine>(i32(o, "average", 1));
   s.unalignElems = u64(o, "unalignElems");
+  s.graphLaunches = i32(o, "graphLaunches");
   return s;
+}
+
+// One spec, or an array of them (one per local rank of a process that drives several).
+std::vector<HalfSpec> parseSpecs(const Napi::Value& v) {
+  std::vector<HalfSpec> out;
+  if (v.IsArray()) {
+    Napi::Array a = v.As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i) out.push_back(parseSpec(a.Get(i).As<Napi::Object>()));
+  } else {
+    out.push_back(parseSpec(v.As<Napi::Object>()));
+  }
+  return out;
 }
 
 Napi::Array numbers(Napi::Env env, const std::vector<double>& v, size_t from = 0, size_t n = SIZE_MAX) {
@@ -102,7 +115,7 @@ Napi::Array numbers(Napi::Env env, const std::vector<double>& v, size_t from = 0
   return a;
 }
 
-Napi::Object resultObject(Napi::Env env, const HalfResult& r, int nranks) {
+Napi::Object resultObject(Napi::Env env, const HalfResult& r) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("timeUs", r.timeUs);
   o.Set("cpuTimeUs", r.cpuTimeUs);
@@ -119,9 +132,10 @@ Napi::Object resultObject(Napi::Env env, const HalfResult& r, int nranks) {
   }
   if (!r.iterUs.empty()) {
     o.Set("iterUs", numbers(env, r.iterUs));
-    const size_t n = r.iterUs.size();
-    Napi::Array perRank = Napi::Array::New(env, nranks);
-    for (int k = 0; k < nranks && (k + 1) * n <= r.perRankIterUs.size(); ++k)
+    // One row per process (= per rank for backends that drive one rank per process).
+    const size_t n = r.iterUs.size(), rows = r.perRankIterUs.size() / n;
+    Napi::Array perRank = Napi::Array::New(env, rows);
+    for (size_t k = 0; k < rows; ++k)
       perRank.Set(static_cast<uint32_t>(k), numbers(env, r.perRankIterUs, k * n, n));
     o.Set("perRankIterUs", perRank);
   }
@@ -131,15 +145,17 @@ Napi::Object resultObject(Napi::Env env, const HalfResult& r, int nranks) {
 // Runs the timed loop (or a warm-up) for one spec off the JS thread and settles a Promise.
 class HalfWorker : public Napi::AsyncWorker {
  public:
-  HalfWorker(Napi::Env env, Backend* backend, HalfSpec spec, int warmupIters)
-      : Napi::AsyncWorker(env), backend_(backend), spec_(std::move(spec)),
+  HalfWorker(Napi::Env env, Backend* backend, std::vector<HalfSpec> specs, int warmupIters)
+      : Napi::AsyncWorker(env), backend_(backend), specs_(std::move(specs)),
         warmupIters_(warmupIters), deferred_(Napi::Promise::Deferred::New(env)) {}
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
     try {
-      status_ = warmupIters_ >= 0 ? warmup(*backend_, spec_, warmupIters_)
-                                  : benchHalf(*backend_, spec_, &result_);
+      std::vector<const HalfSpec*> specs;
+      for (const HalfSpec& s : specs_) specs.push_back(&s);
+      status_ = warmupIters_ >= 0 ? warmupLocal(*backend_, specs, warmupIters_)
+                                  : benchLocal(*backend_, specs, &result_);
     } catch (const std::exception& e) {
       status_ = Status::Error("core", "CORE_EXCEPTION", e.what(), CB_SITE("HalfWorker"));
     }
@@ -153,13 +169,13 @@ class HalfWorker : public Napi::AsyncWorker {
     if (warmupIters_ >= 0)
       deferred_.Resolve(env.Undefined());
     else
-      deferred_.Resolve(resultObject(env, result_, backend_->nranks()));
+      deferred_.Resolve(resultObject(env, result_));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
   Backend* backend_;
-  HalfSpec spec_;
+  std::vector<HalfSpec> specs_;
   int warmupIters_;  // >= 0: a warm-up; -1: a timed row-half
   HalfResult result_;
   Status status_;
@@ -177,7 +193,17 @@ void throwIfError(Napi::Env env, const Status& s) {
   if (!s.ok) throw toJsError(env, s);
 }
 
+// Marks Externals that hold a lent Backend* (random 128-bit value, the same in every module).
+constexpr napi_type_tag kControlPlaneTag = {0x636f6c6c62656e63ull, 0x6374726c706c616eull};
+
 }  // namespace
+
+Backend* borrowControlPlane(const Napi::Value& value) {
+  if (!value.IsExternal()) return nullptr;
+  Napi::External<Backend> ext = value.As<Napi::External<Backend>>();
+  if (!ext.CheckTypeTag(&kControlPlaneTag)) return nullptr;
+  return ext.Data();
+}
 
 Napi::Error toJsError(Napi::Env env, const Status& status) {
   Napi::Error err = Napi::Error::New(env, status.message.empty() ? status.code : status.message);
@@ -197,15 +223,14 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   }));
   exports.Set("warmup", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
-    auto* w = new HalfWorker(info.Env(), &b, parseSpec(info[0].As<Napi::Object>()),
-                             info[1].As<Napi::Number>().Int32Value());
+    auto* w = new HalfWorker(info.Env(), &b, parseSpecs(info[0]), info[1].As<Napi::Number>().Int32Value());
     Napi::Promise p = w->promise();
     w->Queue();
     return p;
   }));
   exports.Set("runHalf", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
-    auto* w = new HalfWorker(info.Env(), &b, parseSpec(info[0].As<Napi::Object>()), -1);
+    auto* w = new HalfWorker(info.Env(), &b, parseSpecs(info[0]), -1);
     Napi::Promise p = w->promise();
     w->Queue();
     return p;
@@ -222,6 +247,12 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     const auto how = static_cast<Combine>(info[1].As<Napi::Number>().Int32Value());
     throwIfError(info.Env(), b.allreduce(v.data(), static_cast<int>(v.size()), how));
     return numbers(info.Env(), v);
+  }));
+  exports.Set("controlPlane", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend& b = requireBackend(info.Env(), slot);
+    Napi::External<Backend> ext = Napi::External<Backend>::New(info.Env(), &b);
+    ext.TypeTag(&kControlPlaneTag);
+    return ext;
   }));
   exports.Set("gatherStrings", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);

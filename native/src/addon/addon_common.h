@@ -18,7 +18,14 @@ struct BackendSlot {
 // Throws (as a JS exception) a typed error built from a failed Status.
 Napi::Error toJsError(Napi::Env env, const Status& status);
 
-// Adds allocate, warmup, runHalf, barrier, allreduce, gatherStrings to `exports`; they act on `slot`.
+// Adds allocate, warmup, runHalf, barrier, allreduce, gatherStrings and controlPlane to `exports`;
+// they act on `slot`. controlPlane() lends the backend's process-level control plane (barrier,
+// allreduce, gather, gatherStrings) to another module of the same process as a type-tagged External:
+// under mpirun the nccl module uses MPI's this way without linking MPI itself.
 void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot);
+
+// The Backend lent by another module's controlPlane(), or nullptr when `value` is not such an External.
+// Only its control-plane methods may be called, from one thread at a time, while the lender lives.
+Backend* borrowControlPlane(const Napi::Value& value);
 
 }  // namespace collbench::addon

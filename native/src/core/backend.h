@@ -21,6 +21,7 @@ struct OpArgs {
   uint64_t count;
   bool inPlace;
   const PeerCounts* peers;  // alltoallv only
+  int local = 0;            // which of this process's ranks issues it (see localRanks())
 };
 
 struct CheckOutcome {
@@ -58,6 +59,54 @@ class Backend {
   virtual Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) = 0;
   virtual Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
                        CheckOutcome* out) = 0;
+
+  // ---- Several ranks in one process (NCCL -t/-g). Local rank i is global rank rank() + i and has
+  // its own buffers; host-memory backends drive one rank and keep these defaults.
+  virtual int localRanks() const { return 1; }
+  virtual void* localBuffer(int local, BufId which) { return local == 0 ? buffer(which) : nullptr; }
+  // One op on every local rank (args[i].local == i), e.g. inside one NCCL group.
+  virtual Status enqueueAll(const OpArgs* args, int n) {
+    for (int i = 0; i < n; ++i) CB_TRY(enqueue(args[i]));
+    return Status::Ok();
+  }
+  virtual Status localZero(int local, BufId which, uint64_t offsetBytes, uint64_t bytes) {
+    return local == 0 ? zero(which, offsetBytes, bytes) : noLocal(local);
+  }
+  virtual Status localFill(int local, DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) {
+    return local == 0 ? fill(dtype, op, seed, segs) : noLocal(local);
+  }
+  virtual Status localCheck(int local, DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
+                            CheckOutcome* out) {
+    return local == 0 ? check(dtype, op, seed, segs, out) : noLocal(local);
+  }
+
+  // ---- Per-iteration device timing (-I). A backend whose ops run asynchronously on devices records
+  // marks (CUDA events on every local stream); elapsed() is read after completion and is the max
+  // over local ranks. Default: none, and the timed loop uses the host clock.
+  virtual bool deviceTimer() const { return false; }
+  virtual Status timerMarks(int count) { (void)count; return Status::Ok(); }  // prepare marks 0..count-1
+  virtual Status timerMark(int k) { (void)k; return Status::Ok(); }
+  virtual Status timerElapsed(int from, int to, double* seconds) {
+    (void)from; (void)to; *seconds = 0;
+    return Status::Ok();
+  }
+
+  // ---- Graph capture and replay (-G): ops enqueued between captureBegin and captureEnd are recorded,
+  // not run; graphLaunch replays them. Default: not supported (the timed loop refuses -G).
+  virtual bool graphs() const { return false; }
+  virtual Status captureBegin() { return unsupported("graph capture"); }
+  virtual Status captureEnd() { return unsupported("graph capture"); }
+  virtual Status graphLaunch(int times) { (void)times; return unsupported("graph launch"); }
+
+ protected:
+  Status noLocal(int local) const {
+    return Status::Error("core", "CORE_BAD_SPEC", "local rank " + std::to_string(local) + " does not exist",
+                         CB_SITE("Backend::local"));
+  }
+  Status unsupported(const char* what) const {
+    return Status::Error("core", "CORE_UNSUPPORTED", std::string(what) + " is not supported by this backend",
+                         CB_SITE("Backend"));
+  }
 };
 
 }  // namespace collbench

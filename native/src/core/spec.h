@@ -61,6 +61,7 @@ struct HalfSpec {
   uint64_t checkSeed = 1;   // seed of this half's check (nccl-tests: per-thread counter)
   Combine average = Combine::Mean;  // -a
   uint64_t unalignElems = 0;        // -u
+  int graphLaunches = 0;            // -G: capture the timed ops once, replay them this many times
 };
 
 struct FirstWrong {

@@ -1,6 +1,7 @@
 // Implementation of the shared timed loop (see timed_loop.h). Mirrors nccl-tests' BenchTime:
-// untimed op + barrier, host monotonic clock from the first enqueue to completion divided by n·m,
-// buffer rotation by op index, -z 0..3, -I per-iteration samples, -a combination, -c check rounds.
+// untimed op + barrier, host monotonic clock from the first enqueue to completion divided by n·m(·G),
+// buffer rotation by op index, -z 0..3, -I per-iteration samples (device events when the backend has
+// them), -G capture and replay, -a combination, -c check rounds; every local rank of the process per op.
 #include "timed_loop.h"
 
 #include <algorithm>
@@ -25,10 +26,10 @@ struct OpPointers {
   char* recv;
 };
 
-OpPointers basePointers(Backend& backend, const HalfSpec& spec) {
+OpPointers basePointers(Backend& backend, const HalfSpec& spec, int local) {
   const uint64_t ts = dtypeSize(spec.dtype);
-  char* sendBuf = static_cast<char*>(backend.buffer(spec.inPlace ? BufId::Recv : BufId::Send));
-  char* recvBuf = static_cast<char*>(backend.buffer(BufId::Recv));
+  char* sendBuf = static_cast<char*>(backend.localBuffer(local, spec.inPlace ? BufId::Recv : BufId::Send));
+  char* recvBuf = static_cast<char*>(backend.localBuffer(local, BufId::Recv));
   const uint64_t unalign = spec.unalignElems * ts;
   return {sendBuf + spec.sendOffset * ts + unalign, recvBuf + spec.recvOffset * ts + unalign};
 }
@@ -38,10 +39,50 @@ uint64_t rotationSlots(const HalfSpec& spec) {
   return spec.maxBytes / spec.rotateBytes;
 }
 
-Status enqueueAt(Backend& backend, const HalfSpec& spec, const OpPointers& base, uint64_t shiftBytes) {
-  OpArgs args{spec.coll,  spec.dtype,         spec.op,    spec.root,   base.send + shiftBytes,
-              base.recv + shiftBytes, spec.count, spec.inPlace, &spec.peers};
-  return backend.enqueue(args);
+// The local ranks of one row-half: their specs, base pointers and reusable op arguments.
+struct Ranks {
+  std::vector<const HalfSpec*> specs;
+  std::vector<OpPointers> base;
+  std::vector<OpArgs> args;
+  const HalfSpec& first() const { return *specs[0]; }
+  int size() const { return static_cast<int>(specs.size()); }
+};
+
+Status badSpec(const std::string& message) {
+  return Status::Error("core", "CORE_BAD_SPEC", message, CB_SITE("benchHalf"));
+}
+
+Status makeRanks(Backend& backend, const std::vector<const HalfSpec*>& specs, Ranks* out) {
+  const int n = static_cast<int>(specs.size());
+  if (n < 1 || n != backend.localRanks())
+    return badSpec("got " + std::to_string(n) + " row-half specs for " + std::to_string(backend.localRanks()) +
+                   " local ranks");
+  const HalfSpec& a = *specs[0];
+  for (const HalfSpec* s : specs) {
+    // Everything that drives the loop itself must agree; layouts and data are per rank.
+    if (s->coll != a.coll || s->dtype != a.dtype || s->iters != a.iters || s->aggIters != a.aggIters ||
+        s->blocking != a.blocking || s->perIter != a.perIter || s->checkRounds != a.checkRounds ||
+        s->rotateBytes != a.rotateBytes || s->maxBytes != a.maxBytes || s->graphLaunches != a.graphLaunches ||
+        s->unalignElems != a.unalignElems || s->checkSeed != a.checkSeed || s->average != a.average)
+      return badSpec("the local ranks' row-half specs disagree on the loop parameters");
+  }
+  out->specs = specs;
+  out->base.resize(n);
+  out->args.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const HalfSpec& s = *specs[i];
+    out->base[i] = basePointers(backend, s, i);
+    out->args[i] = OpArgs{s.coll, s.dtype, s.op, s.root, nullptr, nullptr, s.count, s.inPlace, &s.peers, i};
+  }
+  return Status::Ok();
+}
+
+Status enqueueAt(Backend& backend, Ranks& ranks, uint64_t shiftBytes) {
+  for (int i = 0; i < ranks.size(); ++i) {
+    ranks.args[i].send = ranks.base[i].send + shiftBytes;
+    ranks.args[i].recv = ranks.base[i].recv + shiftBytes;
+  }
+  return backend.enqueueAll(ranks.args.data(), ranks.size());
 }
 
 std::vector<Segment> shiftedSegments(const std::vector<Segment>& segs, uint64_t unalignElems) {
@@ -50,46 +91,63 @@ std::vector<Segment> shiftedSegments(const std::vector<Segment>& segs, uint64_t 
   return out;
 }
 
-// Zero the part of the recv buffer that fill/expect segments touch, then write the inputs.
-Status prepareData(Backend& backend, const HalfSpec& spec, uint64_t seed) {
-  const uint64_t ts = dtypeSize(spec.dtype);
-  uint64_t recvEnd = 0;
-  for (const auto* list : {&spec.fill, &spec.expect})
-    for (const Segment& s : *list)
-      if (s.buf == BufId::Recv) recvEnd = std::max(recvEnd, s.offset + s.count);
-  if (recvEnd > 0) CB_TRY(backend.zero(BufId::Recv, spec.unalignElems * ts, recvEnd * ts));
-  return backend.fill(spec.dtype, spec.op, seed, shiftedSegments(spec.fill, spec.unalignElems));
+// Zero the part of each recv buffer that fill/expect segments touch, then write the inputs.
+Status prepareData(Backend& backend, const Ranks& ranks, uint64_t seed) {
+  for (int i = 0; i < ranks.size(); ++i) {
+    const HalfSpec& spec = *ranks.specs[i];
+    const uint64_t ts = dtypeSize(spec.dtype);
+    uint64_t recvEnd = 0;
+    for (const auto* list : {&spec.fill, &spec.expect})
+      for (const Segment& s : *list)
+        if (s.buf == BufId::Recv) recvEnd = std::max(recvEnd, s.offset + s.count);
+    if (recvEnd > 0) CB_TRY(backend.localZero(i, BufId::Recv, spec.unalignElems * ts, recvEnd * ts));
+    CB_TRY(backend.localFill(i, spec.dtype, spec.op, seed, shiftedSegments(spec.fill, spec.unalignElems)));
+  }
+  return Status::Ok();
 }
 
 constexpr uint64_t kTimingDataSeed = 99;  // nccl-tests initialises timed data with seed 99
 
-Status runCheck(Backend& backend, const HalfSpec& spec, const OpPointers& base, HalfResult* result) {
+Status runCheck(Backend& backend, Ranks& ranks, HalfResult* result) {
+  const HalfSpec& spec = ranks.first();
   result->checked = true;
   for (int round = 0; round < spec.checkRounds; ++round) {
-    CB_TRY(prepareData(backend, spec, spec.checkSeed));
-    CB_TRY(enqueueAt(backend, spec, base, 0));
+    CB_TRY(prepareData(backend, ranks, spec.checkSeed));
+    // nccl-tests: with -G the check op too is captured into a graph and launched once.
+    if (spec.graphLaunches > 0) CB_TRY(backend.captureBegin());
+    CB_TRY(enqueueAt(backend, ranks, 0));
+    if (spec.graphLaunches > 0) {
+      CB_TRY(backend.captureEnd());
+      CB_TRY(backend.graphLaunch(1));
+    }
     CB_TRY(backend.waitAll());
-    CheckOutcome local;
-    CB_TRY(backend.check(spec.dtype, spec.op, spec.checkSeed,
-                         shiftedSegments(spec.expect, spec.unalignElems), &local));
-    double counts[2] = {static_cast<double>(local.wrong), local.wrong > 0 ? 1.0 : 0.0};
+    // This process: total wrong count, ranks with wrong elements, the lowest such rank's first one.
+    double counts[2] = {0, 0};
+    std::string mine;
+    for (int i = 0; i < ranks.size(); ++i) {
+      const HalfSpec& s = *ranks.specs[i];
+      CheckOutcome local;
+      CB_TRY(backend.localCheck(i, s.dtype, s.op, s.checkSeed, shiftedSegments(s.expect, s.unalignElems), &local));
+      counts[0] += static_cast<double>(local.wrong);
+      if (local.wrong > 0) counts[1] += 1;
+      if (mine.empty() && local.haveFirst)
+        mine = std::to_string(backend.rank() + i) + '\n' + std::to_string(local.firstIndex) + '\n' +
+               local.expected + '\n' + local.got;
+    }
     CB_TRY(backend.allreduce(counts, 2, Combine::Sum));
     result->wrong = counts[0];
     result->ranksWithWrong = static_cast<int>(counts[1]);
     if (counts[0] == 0) continue;
     // Name the first wrong element of the lowest rank that has one.
-    std::string mine;
-    if (local.haveFirst)
-      mine = std::to_string(local.firstIndex) + '\n' + local.expected + '\n' + local.got;
     std::vector<std::string> all;
     CB_TRY(backend.gatherStrings(mine, &all));
-    for (size_t r = 0; r < all.size(); ++r) {
-      if (all[r].empty()) continue;
-      const size_t a = all[r].find('\n'), b = all[r].find('\n', a + 1);
-      result->firstWrong.rank = static_cast<int>(r);
-      result->firstWrong.index = std::stoull(all[r].substr(0, a));
-      result->firstWrong.expected = all[r].substr(a + 1, b - a - 1);
-      result->firstWrong.got = all[r].substr(b + 1);
+    for (const std::string& text : all) {
+      if (text.empty()) continue;
+      const size_t a = text.find('\n'), b = text.find('\n', a + 1), c = text.find('\n', b + 1);
+      result->firstWrong.rank = std::stoi(text.substr(0, a));
+      result->firstWrong.index = std::stoull(text.substr(a + 1, b - a - 1));
+      result->firstWrong.expected = text.substr(b + 1, c - b - 1);
+      result->firstWrong.got = text.substr(c + 1);
       break;
     }
     break;  // nccl-tests: a round with wrong elements stops further rounds
@@ -97,8 +155,9 @@ Status runCheck(Backend& backend, const HalfSpec& spec, const OpPointers& base, 
   return Status::Ok();
 }
 
-Status collectIterations(Backend& backend, const HalfSpec& spec, const std::vector<double>& samples,
-                         HalfResult* result) {
+// -I: one row of samples per process (the max over its ranks), gathered to rank 0; per iteration
+// the max over processes (nccl-tests: "i_* uses max over process rows").
+Status collectIterations(Backend& backend, const std::vector<double>& samples, HalfResult* result) {
   std::vector<double> all;
   CB_TRY(backend.gather(samples.data(), static_cast<int>(samples.size()), &all));
   if (backend.rank() != 0) return Status::Ok();
@@ -107,69 +166,93 @@ Status collectIterations(Backend& backend, const HalfSpec& spec, const std::vect
   result->iterUs.assign(n, 0.0);
   for (size_t r = 0; r * n < all.size(); ++r)
     for (size_t i = 0; i < n; ++i) result->iterUs[i] = std::max(result->iterUs[i], all[r * n + i]);
-  (void)spec;
   return Status::Ok();
 }
 
-}  // namespace
-
-Status warmup(Backend& backend, const HalfSpec& spec, int iters) {
-  const OpPointers base = basePointers(backend, spec);
+Status warmupRanks(Backend& backend, Ranks& ranks, int iters) {
+  const HalfSpec& spec = ranks.first();
   const uint64_t slots = rotationSlots(spec);
   for (int i = 0; i < iters; ++i)
-    CB_TRY(enqueueAt(backend, spec, base, spec.rotateBytes * (static_cast<uint64_t>(i) % slots)));
+    CB_TRY(enqueueAt(backend, ranks, spec.rotateBytes * (static_cast<uint64_t>(i) % slots)));
   return backend.waitAll();
 }
 
-Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result) {
-  if (spec.iters < 1 || spec.aggIters < 1 || spec.blocking < 0 || spec.blocking > 3)
-    return Status::Error("core", "CORE_BAD_SPEC", "iters and agg iters must be >= 1, blocking 0..3",
-                         CB_SITE("benchHalf"));
+Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
+  const HalfSpec& spec = ranks.first();
+  if (spec.iters < 1 || spec.aggIters < 1 || spec.blocking < 0 || spec.blocking > 3 || spec.graphLaunches < 0)
+    return badSpec("iters and agg iters must be >= 1, blocking 0..3, graph launches >= 0");
+  const int n = spec.iters, m = spec.aggIters, graphs = spec.graphLaunches;
+  if (graphs > 0 && !backend.graphs()) return badSpec("this backend cannot capture graphs (-G)");
+  if (graphs > 0 && (spec.blocking == 3 || spec.perIter))
+    return badSpec("graph replay (-G) cannot be combined with -z 3 or -I");
   *result = HalfResult{};
-  const OpPointers base = basePointers(backend, spec);
   const uint64_t slots = rotationSlots(spec);
-  const int n = spec.iters, m = spec.aggIters;
 
-  if (spec.checkRounds > 0) CB_TRY(prepareData(backend, spec, kTimingDataSeed));
-  CB_TRY(enqueueAt(backend, spec, base, 0));  // one untimed op
+  if (spec.checkRounds > 0) CB_TRY(prepareData(backend, ranks, kTimingDataSeed));
+  CB_TRY(enqueueAt(backend, ranks, 0));  // one untimed op
   CB_TRY(backend.waitAll());
   CB_TRY(backend.barrier());
 
+  // -I on a backend with device timers: marks k = iteration boundaries (n + 1, shared as in
+  // nccl-tests), or start/stop pairs 2i, 2i+1 with -z 3. Otherwise the host clock below.
+  const bool deviceTimer = spec.perIter && backend.deviceTimer();
+  if (deviceTimer) CB_TRY(backend.timerMarks(spec.blocking == 3 ? 2 * n : n + 1));
+  // While a graph is being captured nothing runs, so there is nothing to wait for per op.
+  const bool waitPerOp = spec.blocking > 0 && graphs == 0;
+
   std::vector<double> iterSeconds(spec.perIter ? n : 0);
   double blockedSeconds = 0;  // -z 3: sum of the pre-barrier part of each iteration
-  const auto t0 = Clock::now();
+  if (graphs > 0) CB_TRY(backend.captureBegin());
+  auto t0 = Clock::now();
   auto iterStart = t0;
   for (int iter = 0; iter < n; ++iter) {
     if (spec.perIter || spec.blocking == 3) iterStart = Clock::now();
     if (m > 1) CB_TRY(backend.groupStart());
+    if (deviceTimer) CB_TRY(backend.timerMark(spec.blocking == 3 ? 2 * iter : iter));
     for (int a = 0; a < m; ++a) {
       const uint64_t opIndex = static_cast<uint64_t>(iter) * m + a;
-      CB_TRY(enqueueAt(backend, spec, base, spec.rotateBytes * (opIndex % slots)));
-      if (spec.blocking > 0) {
+      CB_TRY(enqueueAt(backend, ranks, spec.rotateBytes * (opIndex % slots)));
+      if (waitPerOp) {
         CB_TRY(backend.waitAll());
         if (spec.blocking == 1) CB_TRY(backend.barrier());
       }
     }
     if (m > 1) CB_TRY(backend.groupEnd());
     if (spec.blocking == 3) {
+      if (deviceTimer) CB_TRY(backend.timerMark(2 * iter + 1));
       CB_TRY(backend.waitAll());
       const double s = secondsSince(iterStart);
       blockedSeconds += s;
-      if (spec.perIter) iterSeconds[iter] = s;
+      if (spec.perIter && !deviceTimer) iterSeconds[iter] = s;
       CB_TRY(backend.barrier());
-    } else if (spec.perIter) {
+    } else if (spec.perIter && !deviceTimer) {
       // Host clock: an iteration ends when the next one starts (nccl-tests' shared boundary
       // events); the last one ends at completion below.
       if (iter > 0) iterSeconds[iter - 1] = std::chrono::duration<double>(iterStart - t0).count();
     }
   }
-  const double ops = static_cast<double>(n) * m;
+  if (deviceTimer && spec.blocking != 3) CB_TRY(backend.timerMark(n));
+  if (graphs > 0) {
+    // nccl-tests: end capture, instantiate, barrier, restart the clock, replay -G times.
+    CB_TRY(backend.captureEnd());
+    CB_TRY(backend.barrier());
+    t0 = Clock::now();
+    CB_TRY(backend.graphLaunch(graphs));
+  }
+  const double ops = static_cast<double>(n) * m * std::max(graphs, 1);
   const double cpuSeconds = spec.blocking == 3 ? blockedSeconds : secondsSince(t0);
   CB_TRY(backend.waitAll());
   const auto tEnd = Clock::now();
   const double seconds = spec.blocking == 3 ? blockedSeconds
                                             : std::chrono::duration<double>(tEnd - t0).count();
-  if (spec.perIter && spec.blocking != 3) {
+  if (deviceTimer) {
+    for (int i = 0; i < n; ++i) {
+      if (spec.blocking == 3)
+        CB_TRY(backend.timerElapsed(2 * i, 2 * i + 1, &iterSeconds[i]));
+      else
+        CB_TRY(backend.timerElapsed(i, i + 1, &iterSeconds[i]));
+    }
+  } else if (spec.perIter && spec.blocking != 3) {
     // iterSeconds[i] currently holds the start offset of iteration i+1; turn offsets into durations.
     std::vector<double> ends(n);
     for (int i = 0; i + 1 < n; ++i) ends[i] = iterSeconds[i];
@@ -189,12 +272,34 @@ Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result) {
   if (spec.perIter) {
     std::vector<double> samplesUs(n);
     for (int i = 0; i < n; ++i) samplesUs[i] = iterSeconds[i] * 1e6 / m;
-    CB_TRY(collectIterations(backend, spec, samplesUs, result));
+    CB_TRY(collectIterations(backend, samplesUs, result));
   }
   CB_TRY(backend.barrier());
 
-  if (spec.checkRounds > 0) CB_TRY(runCheck(backend, spec, base, result));
+  if (spec.checkRounds > 0) CB_TRY(runCheck(backend, ranks, result));
   return Status::Ok();
+}
+
+}  // namespace
+
+Status warmup(Backend& backend, const HalfSpec& spec, int iters) {
+  return warmupLocal(backend, {&spec}, iters);
+}
+
+Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result) {
+  return benchLocal(backend, {&spec}, result);
+}
+
+Status warmupLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, int iters) {
+  Ranks ranks;
+  CB_TRY(makeRanks(backend, specs, &ranks));
+  return warmupRanks(backend, ranks, iters);
+}
+
+Status benchLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, HalfResult* result) {
+  Ranks ranks;
+  CB_TRY(makeRanks(backend, specs, &ranks));
+  return benchRanks(backend, ranks, result);
 }
 
 }  // namespace collbench

@@ -2,6 +2,8 @@
 // measured exactly as nccl-tests' BenchTime does it (nccl-tests.md §5), then the correctness check.
 // Backends only enqueue ops, wait, barrier and combine numbers; nothing here is per collective.
 #pragma once
+#include <vector>
+
 #include "backend.h"
 
 namespace collbench {
@@ -11,5 +13,11 @@ Status warmup(Backend& backend, const HalfSpec& spec, int iters);
 
 // Time one row-half and check it; on rank 0 `result` holds what the table prints.
 Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result);
+
+// The same for a process that drives several ranks (backend.localRanks() > 1, NCCL -t/-g): one spec
+// per local rank, in local order; sizes and modes must agree. Each op is issued on every local rank
+// (Backend::enqueueAll); times are per process, as nccl-tests' are per thread.
+Status warmupLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, int iters);
+Status benchLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, HalfResult* result);
 
 }  // namespace collbench

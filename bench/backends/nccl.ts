@@ -1,0 +1,393 @@
+// The nccl backend's driver, mirroring nccl-tests' process/thread/GPU structure (nccl-tests.md §7): GPU
+// flag checks, the bootstrap (unique id via MPI under mpirun, a TCP rendezvous torchrun-style, or local),
+// device choice (local rank × t × g, NCCL_TESTS_DEVICE), NCCL_TESTS_SPLIT, what the GPUs and library
+// lack (fp8 below sm_90), the GPU-memory cap, rank lines and -M.
+import { hostname } from 'node:os';
+import type { CollectiveDescriptor } from '../collectives/descriptor.js';
+import { UsageError } from '../config/errors.js';
+import { DTYPES, OPS, type DTypeName, type OpName, type ResolvedOptions } from '../core/types.js';
+import { underMpiLauncher } from '../launch/environment.js';
+import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
+import { COMBINE, isNativeError, type BackendInfo, type NativeBackend } from '../native/binding.js';
+import { BackendUnavailableError, builtBackends, loadBackend } from '../native/loader.js';
+import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../report/reporters/nccl-table.js';
+import type { BackendDriver } from './drivers.js';
+
+type Env = NodeJS.ProcessEnv;
+
+export interface NcclLibraryInfo {
+  path: string;
+  how: string;
+  version: string;     // "2.30.7"
+  versionCode: number; // 23007
+  features: Record<'alltoall' | 'gather' | 'scatter' | 'preMulSum' | 'avg' | 'bfloat16' | 'fp8' | 'config' | 'ctaPolicy' |
+    'ctaPolicyZero' | 'split' | 'register' | 'window' | 'graphs' | 'lastError', boolean>;
+}
+
+export interface CudaDevicesInfo {
+  count: number;
+  cudaError: number;
+  errorName: string;
+  errorText: string;
+  driverVersion: number;
+  runtimeVersion: number;
+}
+
+export interface NcclDeviceInfo {
+  worldRank: number; groupRank: number; ordinal: number;
+  pciDomain: number; pciBus: number; pciDevice: number;
+  ccMajor: number; ccMinor: number; totalMemBytes: number; name: string;
+}
+
+export interface NcclInfo extends BackendInfo {
+  worldRank: number;
+  worldRanks: number;
+  localRanks: number;
+  procRank: number;
+  nprocs: number;
+  library: NcclLibraryInfo;
+  ncclVersion: number;        // ncclGetVersion (nccl-tests' nccl-library=)
+  ncclHeadersVersion: number; // the nccl.h our declarations follow (nccl-tests' nccl-headers=)
+  controlPlane: string;
+  cudaDriverVersion: number;
+  cudaRuntimeVersion: number;
+  devices: NcclDeviceInfo[];
+}
+
+export interface NcclInitConfig {
+  lib?: string;
+  procRank: number; nprocs: number; localRank: number; localSize: number;
+  nThreads: number; nGpus: number; firstDevice: number;
+  uniqueId: number[];
+  splitColor: number;
+  streamNull: number; ctaPolicy: number; localRegister: number; timeoutSec: number;
+  controlPlane?: unknown;
+}
+
+/** collbench_nccl.node (native/src/addon/addon_nccl.cc). */
+export interface NcclNative extends NativeBackend {
+  probe(o: { lib?: string }): { usable: boolean; reason?: string; library?: NcclLibraryInfo; devices: CudaDevicesInfo };
+  library(o: { lib?: string }): NcclLibraryInfo;
+  devices(): CudaDevicesInfo;
+  uniqueId(o: { lib?: string }): number[];
+  init(config: NcclInitConfig): Promise<NcclInfo>;
+  memoryUsage(): MemoryUsage;
+}
+
+/**
+ * The environment, not the command line, is what stops this run (no libnccl, no GPU, too few GPUs,
+ * an NCCL too old for a flag, a rendezvous that never completed): exit 5 with one line.
+ */
+export class NcclEnvironmentError extends BackendUnavailableError {
+  constructor(message: string, readonly code: string, readonly backend = 'nccl', readonly site = '') {
+    super(message);
+    this.name = 'NcclEnvironmentError';
+  }
+}
+
+const ENVIRONMENT_CODES = new Set(['NCCL_NOT_FOUND', 'NCCL_TOO_OLD', 'NCCL_SYMBOL_MISSING', 'CUDA_NO_DEVICE',
+  'CUDA_TOO_FEW_DEVICES', 'CUDA_ERROR_INSUFFICIENT_DRIVER', 'CUDA_ERROR_NO_DEVICE']);
+
+/** A native failure caused by the machine (library, driver, devices) becomes an NcclEnvironmentError. */
+function environmentFailure(e: unknown, native: NcclNative): unknown {
+  if (!isNativeError(e)) return e;
+  if (ENVIRONMENT_CODES.has(e.code) || native.devices().count === 0) {
+    return new NcclEnvironmentError(`nccl backend unavailable (${e.code}): ${e.message}`, e.code, e.backend, e.site);
+  }
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// NCCL_TESTS_SPLIT, NCCL_TESTS_DEVICE
+
+const SPLIT_RE = /^\s*(and|or|mod|div|&|\||%|\/)\s*(0x[0-9a-f]+|0b[01]+|\d+)\s*$/i;
+
+/**
+ * The NCCL_TESTS_SPLIT colour of process `procRank`, or -1 when no split is asked for (nccl-tests.md
+ * §1): NCCL_TESTS_SPLIT_MASK=<hex> gives rank & mask and wins; NCCL_TESTS_SPLIT=<op><value> with op
+ * AND OR MOD DIV (or & | % /), value decimal, 0x hex or 0b binary.
+ */
+export function splitColor(procRank: number, env: Env = process.env): number {
+  const mask = env.NCCL_TESTS_SPLIT_MASK;
+  if (mask !== undefined && mask.trim() !== '') {
+    const m = /^\s*(?:0x)?([0-9a-f]+)\s*$/i.exec(mask);
+    if (!m) throw new UsageError(`NCCL_TESTS_SPLIT_MASK: '${mask}' is not a hexadecimal mask`);
+    return procRank & parseInt(m[1], 16);
+  }
+  const spec = env.NCCL_TESTS_SPLIT;
+  if (spec === undefined || spec.trim() === '') return -1;
+  const m = SPLIT_RE.exec(spec);
+  if (!m) throw new UsageError(`NCCL_TESTS_SPLIT: '${spec}' is not <op><value> with op AND, OR, MOD, DIV (or &, |, %, /)`);
+  const text = m[2].toLowerCase();
+  const value = text.startsWith('0x') ? parseInt(text.slice(2), 16) : text.startsWith('0b') ? parseInt(text.slice(2), 2) : Number(text);
+  switch (m[1].toLowerCase()) {
+    case 'and': case '&': return procRank & value;
+    case 'or': case '|': return procRank | value;
+    case 'mod': case '%':
+      if (value === 0) throw new UsageError('NCCL_TESTS_SPLIT: MOD 0 is undefined');
+      return procRank % value;
+    default:
+      if (value === 0) throw new UsageError('NCCL_TESTS_SPLIT: DIV 0 is undefined');
+      return Math.floor(procRank / value);
+  }
+}
+
+/** CUDA ordinal of this process's first GPU: NCCL_TESTS_DEVICE, else local rank × t × g (nccl-tests). */
+export function firstDevice(localRank: number, options: Pick<ResolvedOptions, 'nThreads' | 'nGpus'>, env: Env = process.env): number {
+  const d = env.NCCL_TESTS_DEVICE;
+  if (d !== undefined && d.trim() !== '') {
+    if (!/^\s*\d+\s*$/.test(d)) throw new UsageError(`NCCL_TESTS_DEVICE: '${d}' is not a CUDA device index`);
+    return Number(d);
+  }
+  return localRank * options.nThreads * options.nGpus;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// What the library and the devices can do
+
+/**
+ * Datatypes and ops this run may use, given what NCCL and the GPUs offer: `-d all` / `-o all` silently
+ * drop what is missing (nccl-tests drops fp8 below sm_90); an explicit request for it is refused.
+ */
+export function availableCases(options: Pick<ResolvedOptions, 'dtypes' | 'ops'>, features: NcclLibraryInfo['features'],
+  minComputeCapability: number, versionText: string): { dtypes: DTypeName[]; ops: OpName[] } {
+  const missingType = (t: DTypeName): string | null => {
+    if ((t === 'f8e4m3' || t === 'f8e5m2') && !features.fp8) return `needs NCCL 2.24 or newer (this is ${versionText})`;
+    if ((t === 'f8e4m3' || t === 'f8e5m2') && minComputeCapability < 90) {
+      return `needs compute capability 9.0 (sm_90) or newer on every GPU; the job has sm_${minComputeCapability}`;
+    }
+    if (t === 'bfloat16' && !features.bfloat16) return `needs NCCL 2.10 or newer (this is ${versionText})`;
+    return null;
+  };
+  const missingOp = (o: OpName): string | null => {
+    if (o === 'avg' && !features.avg) return `needs NCCL 2.10 or newer (this is ${versionText})`;
+    if (o === 'mulsum' && !features.preMulSum) return `needs ncclRedOpCreatePreMulSum, NCCL 2.11 or newer (this is ${versionText})`;
+    return null;
+  };
+  const allTypes = options.dtypes.length === DTYPES.length;
+  const allOps = options.ops.length === OPS.length;
+  const dtypes = options.dtypes.filter((t) => {
+    const why = missingType(t);
+    if (why && !allTypes) throw new UsageError(`-d: ${t} ${why}`);
+    return why === null;
+  });
+  const ops = options.ops.filter((o) => {
+    const why = missingOp(o);
+    if (why && !allOps) throw new UsageError(`-o: ${o} ${why}`);
+    return why === null;
+  });
+  return { dtypes, ops };
+}
+
+/**
+ * nccl-tests' cap on the largest size against GPU memory, for our two buffers (send + recv: the check
+ * regenerates expected values instead of holding a third buffer): reserve = min(⌈mem / 16 GiB⌉ GiB,
+ * 4 GiB), limit = (mem − reserve − 1 GiB) / 2. Returns the reduced maximum, or null when it fits.
+ */
+export function memoryCappedMaxBytes(maxBytes: number, minTotalMemBytes: number): number | null {
+  const GiB = 1024 ** 3;
+  const reserve = Math.min(Math.ceil(minTotalMemBytes / (16 * GiB)) * GiB, 4 * GiB);
+  const limit = Math.max(0, Math.floor((minTotalMemBytes - reserve - GiB) / 2));
+  return maxBytes > limit ? limit : null;
+}
+
+/** Flags the loaded NCCL is too old for (checked before any communicator exists). */
+export function libraryRefusals(options: ResolvedOptions, lib: NcclLibraryInfo): string | null {
+  const v = `NCCL ${lib.version} from ${lib.path}`;
+  if (options.localRegister === 1 && !lib.features.register) return `-R 1: buffer registration needs NCCL 2.19 or newer; loaded ${v}`;
+  if (options.localRegister === 2 && !lib.features.window) return `-R 2: symmetric window registration needs NCCL 2.27 or newer; loaded ${v}`;
+  if (options.ctaPolicy >= 0 && !lib.features.ctaPolicy) return `-x: the CTA policy needs NCCL 2.27 or newer; loaded ${v}`;
+  if (options.ctaPolicy === 2 && !lib.features.ctaPolicyZero) return `-x 2: the zero CTA policy needs NCCL 2.28 or newer; loaded ${v}`;
+  if (options.cudaGraph > 0 && !lib.features.graphs) return `-G: CUDA graph capture of NCCL calls needs NCCL 2.9 or newer; loaded ${v}`;
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Bootstrap
+
+interface World {
+  procRank: number; nprocs: number; localRank: number; localSize: number;
+  uniqueId: number[];
+  controlPlane?: unknown;
+  launch: 'single' | 'mpi' | 'torchrun';
+}
+
+const RENDEZVOUS_TIMEOUT_S = 300;
+
+function rendezvousTimeoutMs(env: Env): number {
+  const t = env.COLLBENCH_RENDEZVOUS_TIMEOUT;
+  if (t === undefined || t.trim() === '') return RENDEZVOUS_TIMEOUT_S * 1000;
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(t)) throw new UsageError(`COLLBENCH_RENDEZVOUS_TIMEOUT: '${t}' is not a number of seconds`);
+  return Number(t) * 1000;
+}
+
+/** torchrun-style variables, or the MPI launcher's when it started us but no mpi module exists. */
+function launchEnv(env: Env): TorchrunEnv | null {
+  if (underMpiLauncher(env) && env.OMPI_COMM_WORLD_SIZE && env.MASTER_ADDR && env.MASTER_PORT) {
+    return torchrunEnv({
+      RANK: env.OMPI_COMM_WORLD_RANK, WORLD_SIZE: env.OMPI_COMM_WORLD_SIZE, LOCAL_RANK: env.OMPI_COMM_WORLD_LOCAL_RANK,
+      MASTER_ADDR: env.MASTER_ADDR, MASTER_PORT: env.MASTER_PORT,
+    });
+  }
+  return torchrunEnv(env);
+}
+
+async function mpiWorld(native: NcclNative, lib: string | undefined, state: DriverState): Promise<World> {
+  const mpi = loadBackend('mpi').module;
+  const m = mpi.init() as BackendInfo;
+  state.mpi = mpi;
+  // Process 0 makes the id; MPI broadcasts it (as 128 numbers). A failure is broadcast too (-1s),
+  // so no process waits for an id that never comes.
+  let id: number[] = new Array(128).fill(0);
+  let failure: unknown = null;
+  if (m.rank === 0) {
+    try { id = native.uniqueId({ lib }); } catch (e) { failure = e; id = new Array(128).fill(-1); }
+  }
+  const got = mpi.allreduce(id, COMBINE.rank0);
+  if (failure) throw failure;
+  if (got[0] === -1) throw new NcclEnvironmentError('nccl backend unavailable: process 0 could not create the NCCL unique id', 'NCCL_NO_UNIQUE_ID');
+  return {
+    procRank: m.rank, nprocs: m.nranks, localRank: m.localRank, localSize: m.localSize, uniqueId: got,
+    controlPlane: mpi.controlPlane?.(), launch: 'mpi',
+  };
+}
+
+async function torchrunWorld(native: NcclNative, lib: string | undefined, world: TorchrunEnv, env: Env): Promise<World> {
+  const mine: { host: string; pid: number; uniqueId?: number[]; error?: string } = { host: hostname(), pid: process.pid };
+  let failure: unknown = null;
+  if (world.rank === 0) {
+    try { mine.uniqueId = native.uniqueId({ lib }); } catch (e) { failure = e; mine.error = (e as Error).message; }
+  }
+  let all: (typeof mine)[];
+  try {
+    all = (await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env))).map((s) => JSON.parse(s) as typeof mine);
+  } catch (e) {
+    if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
+    throw e;
+  }
+  if (failure) throw failure;
+  if (!all[0].uniqueId) {
+    throw new NcclEnvironmentError(`nccl backend unavailable: rank 0 could not create the NCCL unique id (${all[0].error ?? 'no id'})`,
+      'NCCL_NO_UNIQUE_ID');
+  }
+  const byHost = localRanksByHost(all.map((p) => p.host));
+  return {
+    procRank: world.rank, nprocs: world.worldSize,
+    localRank: world.localRank ?? byHost.localRank[world.rank], localSize: byHost.localSize[world.rank],
+    uniqueId: all[0].uniqueId, launch: 'torchrun',
+  };
+}
+
+interface DriverState {
+  mpi: NativeBackend | null;
+  color: number;
+}
+
+const state: DriverState = { mpi: null, color: -1 };
+
+function shutdownMpi(): void {
+  const mpi = state.mpi;
+  state.mpi = null;
+  mpi?.finalize();
+}
+
+async function initNccl(nativeAny: NativeBackend, options: ResolvedOptions, env: Env = process.env): Promise<NcclInfo> {
+  const native = nativeAny as NcclNative;
+  const lib = options.ncclLib ?? undefined;
+  let library: NcclLibraryInfo;
+  try {
+    library = native.library({ lib });
+  } catch (e) {
+    throw environmentFailure(e, native);
+  }
+  const refusal = libraryRefusals(options, library);
+  if (refusal) throw new NcclEnvironmentError(refusal, 'NCCL_TOO_OLD');
+
+  let world: World;
+  try {
+    if (underMpiLauncher(env) && builtBackends().includes('mpi')) {
+      world = await mpiWorld(native, lib, state);
+    } else {
+      const t = launchEnv(env);
+      if (t) {
+        world = await torchrunWorld(native, lib, t, env);
+      } else if (underMpiLauncher(env) && Number(env.OMPI_COMM_WORLD_SIZE ?? env.PMI_SIZE ?? 1) > 1) {
+        throw new NcclEnvironmentError('nccl backend: started by an MPI launcher, but collbench\'s mpi module is not built, ' +
+          'so the processes cannot exchange the NCCL unique id; build it (apt install openmpi-bin libopenmpi-dev; make) or ' +
+          'set MASTER_ADDR and MASTER_PORT for a TCP rendezvous', 'NO_BOOTSTRAP');
+      } else {
+        world = { procRank: 0, nprocs: 1, localRank: 0, localSize: 1, uniqueId: native.uniqueId({ lib }), launch: 'single' };
+      }
+    }
+  } catch (e) {
+    shutdownMpi();
+    if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
+    throw environmentFailure(e, native);
+  }
+
+  try {
+    state.color = splitColor(world.procRank, env);
+    const info = await native.init({
+      lib, procRank: world.procRank, nprocs: world.nprocs, localRank: world.localRank, localSize: world.localSize,
+      nThreads: options.nThreads, nGpus: options.nGpus, firstDevice: firstDevice(world.localRank, options, env),
+      uniqueId: world.uniqueId, splitColor: state.color,
+      streamNull: options.streamNull, ctaPolicy: options.ctaPolicy, localRegister: options.localRegister,
+      timeoutSec: options.timeoutSec, controlPlane: world.controlPlane,
+    });
+    return info;
+  } catch (e) {
+    shutdownMpi();
+    throw environmentFailure(e, native);
+  }
+}
+
+function adjustOptions(options: ResolvedOptions, infoAny: BackendInfo, native: NativeBackend) {
+  const info = infoAny as NcclInfo;
+  // Combined over the job: the smallest compute capability and the smallest GPU memory.
+  const mine = [
+    Math.min(...info.devices.map((d) => d.ccMajor * 10 + d.ccMinor)),
+    Math.min(...info.devices.map((d) => d.totalMemBytes)),
+  ];
+  const [minCc, minMem] = native.allreduce(mine, COMBINE.min);
+  const { dtypes, ops } = availableCases(options, info.library.features, minCc, `NCCL ${info.library.version}`);
+  const reduced = memoryCappedMaxBytes(options.maxBytes, minMem);
+  const maxBytes = reduced ?? options.maxBytes;
+  const adjusted: ResolvedOptions = Object.freeze({
+    ...options, dtypes: Object.freeze(dtypes) as DTypeName[], ops: Object.freeze(ops) as OpName[],
+    maxBytes, minBytes: Math.min(options.minBytes, maxBytes),
+  });
+  return { options: adjusted, reducedMaxBytes: reduced };
+}
+
+export const ncclDriver: BackendDriver = {
+  prepare() { /* nothing to set before the module loads: NCCL reads its NCCL_* variables at init */ },
+  validate(options) {
+    if (options.deviceImpl > 0) {
+      throw new UsageError('-D/--device_implementation: NCCL device-API kernels are not implemented in collbench yet');
+    }
+    if (options.deviceCtaCount !== 16) {
+      throw new UsageError('-V/--device_cta_count: applies to -D kernels, which collbench does not implement yet');
+    }
+    if (options.cudaGraph > 0 && options.streamNull) {
+      throw new UsageError('-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured');
+    }
+  },
+  init: initNccl,
+  adjust: adjustOptions,
+  rankLine(infoAny) {
+    const info = infoAny as NcclInfo;
+    return info.devices.map((d): RankLineInfo => ({
+      rank: d.worldRank, group: Math.max(state.color, 0), pid: info.pid, host: hostname().split('.')[0], device: d.ordinal,
+      bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name,
+    }));
+  },
+  warnings(_options, _desc: CollectiveDescriptor, _info) { return []; },
+  memoryUsage(native) {
+    const m = (native as NcclNative).memoryUsage();
+    const [initialization, userAllocated, collective] = native.allreduce(
+      [m.initialization, m.userAllocated, m.collective], COMBINE.max);
+    return { initialization, userAllocated, collective };
+  },
+  shutdown: shutdownMpi,
+  perIterTimer: 'CUDA event timing',
+};

@@ -1,0 +1,280 @@
+// `collbench compare --env NAME=v1,v2 [--mca NAME=v1,v2] [--gloo-algo a,b] [--runs R] … -- <program> <args…>`:
+// runs the program once per combination of settings (the cartesian product plus the default) and per
+// run, each in its own child process writing its own JSON report (-J), interleaved run by run, and
+// renders the verdict per size (bench/compare/). Replaces rerunning all_reduce_perf under NCCL_ALGO=… by hand.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { EXIT, UsageError } from '../config/errors.js';
+import { BackendUnavailableError, loadBackend, type BackendName } from '../native/loader.js';
+import { writeFileAtomic } from '../report/atomic-write.js';
+import { isoLocal } from '../report/exporters/json.js';
+import { checkOutputPaths, OutputError } from '../report/outputs.js';
+import { ARGV_ENV } from '../report/provenance.js';
+import { reportErrors, type ReportDocument } from '../report/schema.js';
+import { analyze, classifyRun, type RunResult } from '../compare/analyze.js';
+import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument, type NcclProbe } from '../compare/document.js';
+import { NCCL_FUNC_OF, parseNcclTuningLog, type NcclTuningEvent } from '../compare/nccl-log.js';
+import { checkCombination, childArgv, parseProgram, type ProgramSpec } from '../compare/program.js';
+import {
+  renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText, shorten,
+} from '../compare/render.js';
+import { startChild, type RunningChild } from '../compare/runner.js';
+import { childEnv, combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
+import { renderTunerCsv, TUNER_COLLECTIVE } from '../compare/tuner-csv.js';
+
+export const COMPARE_USAGE = `USAGE: collbench compare SETTINGS… [options] -- <program> <args…>
+  Runs <program> (all_reduce_perf … or collbench <collective>, with nccl-tests' flags) once per combination of
+  the settings (their cartesian product) plus the default (no setting) as baseline, each in its own process, and
+  prints per size the median busbw of every combination [min-max over runs], the best one, its gain over the
+  default, the sizes where the best changes (crossovers) and #wrong per combination.
+Settings (at least one; values separated by commas, \\, for a comma inside a value):
+  --env NAME=v1,v2      an environment variable (NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple,LL,LL128, …)
+  --mca NAME=v1,v2      an Open MPI MCA parameter, passed as OMPI_MCA_NAME; coll_tuned_* parameters also get
+                        coll_tuned_use_dynamic_rules=1 (e.g. --mca coll_tuned_allreduce_algorithm=0,1,2,3,4,5,6)
+  --gloo-algo a,b       the gloo backend's all_reduce algorithm (--gloo-algo of the program; needs --backend gloo)
+Options:
+  --runs R              runs per combination, interleaved run by run (odd runs in order, even runs reversed) (default 1)
+  --timeout S           seconds one run may take before it is killed and reported (default 600; 0 = no limit)
+  --placement P         out-of-place (default) or in-place: the half whose busbw is compared
+  --json FILE           the comparison as JSON (kind "collbench-compare")      - = stdout, for every output
+  --csv FILE            one line per size × combination
+  --md FILE             Markdown tables
+  --html FILE           self-contained HTML page: the verdict tables and busbw/time charts, one line per combination
+  --junit FILE          JUnit XML, one test case per combination (failed, rejected, timed out or wrong results fail)
+  --tuner-csv FILE      the winners in the format of NCCL's example tuner plugin (NCCL_TUNER_CONFIG_FILE)
+  --reports-dir DIR     keep every run's own JSON report (and the NCCL log) in DIR (default: a temporary folder, removed)
+  --quiet               no progress lines on stderr
+On the NCCL backend an extra default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING records which algorithm and
+protocol NCCL chose per size (the "NCCL chose" column); its timings are not used.
+Exit status: 0 all clean, 7 a combination gave wrong results, 3 a combination failed or was rejected, 4 a run
+timed out, 2 bad input (nothing was run).`;
+
+const PLACEMENTS = ['out-of-place', 'in-place'] as const;
+
+interface CompareOptions {
+  axes: Axis[];
+  runs: number;
+  timeoutSec: number;
+  placement: (typeof PLACEMENTS)[number];
+  outputs: { flag: string; path: string; render: (d: CompareDocument) => string | Promise<string> }[];
+  reportsDir: string | null;
+  quiet: boolean;
+}
+
+function intFlag(flag: string, text: string | undefined, dflt: number, min: number, max: number): number {
+  if (text === undefined) return dflt;
+  if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
+    throw UsageError.forFlag(flag, `expected an integer from ${min} to ${max}, got '${text}'`);
+  }
+  return Number(text);
+}
+
+/** Compare's own flags (before --) → options; the axes keep the order they were given in. */
+export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args, strict: true, allowPositionals: false, tokens: true,
+      options: {
+        env: { type: 'string', multiple: true }, mca: { type: 'string', multiple: true }, 'gloo-algo': { type: 'string' },
+        runs: { type: 'string' }, timeout: { type: 'string' }, placement: { type: 'string' },
+        json: { type: 'string' }, csv: { type: 'string' }, md: { type: 'string' }, html: { type: 'string' },
+        junit: { type: 'string' }, 'tuner-csv': { type: 'string' }, 'reports-dir': { type: 'string' },
+        quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    throw new UsageError(`compare: ${(e as Error).message.split('\n')[0]} (see collbench compare --help)`);
+  }
+  const v = parsed.values;
+  if (v.help) return 'help';
+  const axes: Axis[] = [];
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind !== 'option' || t.value === undefined) continue;
+    if (t.name === 'env' || t.name === 'mca') axes.push(parseAxis(t.name, t.value));
+    if (t.name === 'gloo-algo') axes.push(parseGlooAxis(t.value));
+  }
+  const placement = (v.placement ?? 'out-of-place') as CompareOptions['placement'];
+  if (!PLACEMENTS.includes(placement)) throw UsageError.forFlag('--placement', `expected out-of-place or in-place, got '${v.placement}'`);
+  const outputs: CompareOptions['outputs'] = [];
+  const add = (flag: string, path: string | undefined, render: CompareOptions['outputs'][number]['render']): void => {
+    if (path !== undefined) outputs.push({ flag, path, render });
+  };
+  add('--json', v.json, renderCompareJson);
+  add('--csv', v.csv, renderCompareCsv);
+  add('--md', v.md, renderCompareMarkdown);
+  add('--html', v.html, renderCompareHtml);
+  add('--junit', v.junit, renderCompareJunit);
+  add('--tuner-csv', v['tuner-csv'], renderTunerCsv);
+  return {
+    axes, placement, outputs, quiet: v.quiet === true, reportsDir: v['reports-dir'] ?? null,
+    runs: intFlag('--runs', v.runs, 1, 1, 1000),
+    timeoutSec: intFlag('--timeout', v.timeout, 600, 0, 7 * 24 * 3600),
+  };
+}
+
+/** The backend the children will use: the program's --backend, else the one the loader picks here. */
+export function predictBackend(p: ProgramSpec): BackendName | null {
+  if (p.options.backend !== null) return p.options.backend as BackendName;
+  try {
+    return loadBackend(null, { ncclLib: p.options.ncclLib }).name;
+  } catch (e) {
+    if (e instanceof BackendUnavailableError) return null;
+    throw e;
+  }
+}
+
+const NCCL_PROBE_ENV = { NCCL_DEBUG: 'INFO', NCCL_DEBUG_SUBSYS: 'TUNING' };
+
+function readReport(path: string): { doc: ReportDocument | null; error: string | null } {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return { doc: null, error: err.code === 'ENOENT' ? 'the run wrote no report' : `unreadable report: ${err.message}` };
+  }
+  const errors = reportErrors(json);
+  if (errors.length) return { doc: null, error: `report does not match the schema: ${errors.slice(0, 2).join('; ')}` };
+  return { doc: json as ReportDocument, error: null };
+}
+
+export interface CompareIO { out(line: string): void; err(line: string): void }
+
+export async function compareCommand(argv: string[], scriptPath: string, io: CompareIO): Promise<number> {
+  const dash = argv.indexOf('--');
+  const opts = parseCompareArgs(dash < 0 ? argv : argv.slice(0, dash));
+  if (opts === 'help') { io.out(COMPARE_USAGE); return EXIT.OK; }
+  if (dash < 0) throw new UsageError('compare: no program; put it after --, e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M');
+  const combos = combinations(opts.axes);
+  const program = parseProgram(argv.slice(dash + 1));
+  for (const c of combos) checkCombination(program, c);
+  checkOutputPaths(opts.outputs);
+  const backend = predictBackend(program);
+  if (opts.outputs.some((o) => o.flag === '--tuner-csv')) {
+    if (!TUNER_COLLECTIVE[program.collective]) {
+      throw UsageError.forFlag('--tuner-csv', `NCCL's example tuner plugin does not tune ${program.collective}; it takes ${Object.keys(TUNER_COLLECTIVE).join(', ')}`);
+    }
+    const ncclAxis = opts.axes.some((a) => a.kind === 'env' && /^NCCL_/.test(a.name));
+    if (!ncclAxis && backend !== 'nccl') {
+      throw UsageError.forFlag('--tuner-csv', 'writes NCCL algorithm/protocol choices; compare NCCL settings (--env NCCL_ALGO=…, NCCL_PROTO=…) on the nccl backend');
+    }
+  }
+
+  const keep = opts.reportsDir !== null;
+  let dir: string;
+  try {
+    if (keep) mkdirSync(opts.reportsDir!, { recursive: true });
+    dir = keep ? resolve(opts.reportsDir!) : mkdtempSync(join(tmpdir(), 'collbench-compare-'));
+  } catch (e) {
+    throw UsageError.forFlag('--reports-dir', `cannot create ${opts.reportsDir}: ${(e as Error).message}`);
+  }
+  const toStdout = opts.outputs.some((o) => o.path === '-');
+  const tableOut = toStdout ? io.err : io.out;
+  const progress = (line: string): void => { if (!opts.quiet) io.err(`compare: ${line}`); };
+  const self = { execArgv: process.execArgv, script: scriptPath };
+  const baseEnv: NodeJS.ProcessEnv = { ...process.env };
+  delete baseEnv[ARGV_ENV]; // each child records its own command line
+
+  const startTime = new Date();
+  const results = new Map<string, RunResult[]>(combos.map((c) => [c.id, []]));
+  let probe: NcclProbe | null = null;
+  let probeEvents: NcclTuningEvent[] | null = null;
+  let current: RunningChild | null = null;
+  let interrupted = false;
+  const onSignal = (): void => { interrupted = true; current?.stop(); };
+
+  const buildDoc = (status: CompareDocument['status']): CompareDocument => {
+    const a = analyze(combos, results, {
+      placement: opts.placement, timeoutSec: opts.timeoutSec, collective: program.collective, probeEvents,
+    });
+    return {
+      kind: COMPARE_KIND, schemaVersion: COMPARE_SCHEMA_VERSION, status,
+      startTime: isoLocal(startTime), endTime: status === 'incomplete' ? null : isoLocal(new Date()),
+      argv: ['collbench', 'compare', ...argv], program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
+      axes: opts.axes.map((x) => ({ kind: x.kind, name: x.name, values: [...x.values] })),
+      runsPerCombination: opts.runs, placement: opts.placement, timeoutSec: opts.timeoutSec,
+      backend: a.backend, nranks: a.nranks, nodes: a.nodes, combinations: a.combinations, cases: a.cases,
+      probe, winners: a.winners,
+      // the NCCL probe is a checked default run too: wrong results there are wrong results
+      exitCode: interrupted ? 130 : a.exitCode === EXIT.OK && probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
+    };
+  };
+  const writeFiles = async (doc: CompareDocument, final: boolean): Promise<void> => {
+    for (const o of opts.outputs) {
+      if (o.path === '-') continue;
+      if (!final && o.flag === '--html') continue; // charts cost a moment; the page is written at the end
+      try {
+        writeFileAtomic(o.path, await o.render(doc));
+      } catch (e) {
+        throw new OutputError(`${o.flag}: cannot write ${o.path}: ${(e as Error).message}`);
+      }
+    }
+  };
+
+  const runOne = async (c: Combination, run: number, tag: string, extraEnv: Record<string, string> = {}):
+    Promise<RunResult> => {
+    const reportPath = join(dir, `${tag}.json`);
+    rmSync(reportPath, { force: true });
+    current = startChild({
+      command: process.execPath, args: childArgv(self, program, c, reportPath),
+      env: childEnv(baseEnv, c, extraEnv), timeoutMs: opts.timeoutSec * 1000,
+    });
+    const outcome = await current.done;
+    current = null;
+    const { doc, error } = readReport(reportPath);
+    return { run, outcome, doc, docError: error, reportPath };
+  };
+
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    // NCCL: one extra default run logging NCCL's per-call choice (its timings are not used: logging costs time).
+    if (backend === 'nccl' && !interrupted) {
+      const base = combos.find((c) => c.baseline)!;
+      const env = { ...NCCL_PROBE_ENV, NCCL_DEBUG_FILE: join(dir, 'nccl-tuning.%h.%p.log') };
+      progress(`NCCL probe: default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING`);
+      const r = await runOne(base, 0, 'probe-C0', env);
+      const { status, error } = classifyRun(r, opts.timeoutSec);
+      const files = readdirSync(dir).filter((f) => /^nccl-tuning\..*\.log$/.test(f)).map((f) => join(dir, f));
+      const text = [...files.map((f) => readFileSync(f, 'utf8')), r.outcome?.stdoutTail ?? ''].join('\n');
+      probeEvents = parseNcclTuningLog(text);
+      probe = { ran: true, env, status, error, events: probeEvents.length, files: keep ? files : [] };
+      if (probeEvents.length === 0 && NCCL_FUNC_OF[program.collective] !== undefined) {
+        progress(`NCCL probe: no per-call tuning lines found (${shorten(error ?? 'this NCCL does not log them')})`);
+      }
+    }
+    const total = combos.length * opts.runs;
+    let n = 0;
+    for (let run = 1; run <= opts.runs && !interrupted; run++) {
+      const order = run % 2 === 1 ? combos : [...combos].reverse(); // ABBA: linear drift cancels over pairs
+      for (const c of order) {
+        if (interrupted) break;
+        n++;
+        const prior = results.get(c.id)!;
+        if (prior.some((r) => r.skipped || ['failed', 'rejected', 'timeout'].includes(classifyRun(r, opts.timeoutSec).status))) {
+          prior.push({ run, outcome: null, skipped: true, doc: null, docError: null, reportPath: null });
+          progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: skipped (failed before)`);
+          continue;
+        }
+        const r = await runOne(c, run, `${c.id}-run${run}`);
+        prior.push(r);
+        const { status, error } = classifyRun(r, opts.timeoutSec);
+        progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: ${status}` +
+          `${error ? ` (${shorten(error)})` : ''} ${r.outcome ? `${r.outcome.durationSec.toFixed(1)} s` : ''}`.trimEnd());
+        await writeFiles(buildDoc('incomplete'), false);
+      }
+    }
+    const doc = buildDoc(interrupted ? 'interrupted' : 'complete');
+    await writeFiles(doc, true);
+    for (const line of renderText(doc)) tableOut(line);
+    for (const o of opts.outputs) if (o.path === '-') io.out((await o.render(doc)).replace(/\n$/, ''));
+    return doc.exitCode;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    if (!keep) rmSync(dir, { recursive: true, force: true });
+  }
+}

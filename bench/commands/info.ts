@@ -1,0 +1,205 @@
+// `collbench info [--json] [--nccl-lib PATH]`: what this installation (source tree or bundle) can run here —
+// version, Node runtime and glibc, each backend module (built? loadable? usable? why not?), the libraries
+// they load (libmpi, libgloo, the libnccl the nccl module would dlopen) and the GPUs. The check to run
+// first on a new node; the answer to "why did it pick that backend".
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { RunIO } from './run.js';
+import { UsageError } from '../config/errors.js';
+import { prepareSingletonMpi, underMpiLauncher } from '../launch/environment.js';
+import type { BackendInfo } from '../native/binding.js';
+import { BACKENDS, type BackendName, modulePath, packageRoot, requireBackend } from '../native/loader.js';
+import { filterEnv } from '../report/provenance.js';
+import { VERSION } from '../version.js';
+import { BUNDLE_MANIFEST, SYSTEM_LIBRARIES, type BundleManifest } from './bundle.js';
+
+export interface BackendReport {
+  name: BackendName;
+  built: boolean;
+  loadable: boolean;
+  usable: boolean;
+  /** Why it is not built / not loadable / not usable here. */
+  reason: string | null;
+  modulePath: string;
+  /** Library version as the module reports it (e.g. "Open MPI v4.1.4", "NCCL 2.30.7"). */
+  version: string | null;
+  /** Shared libraries this module brought into the process (realpaths), e.g. libmpi.so.40.30.4. */
+  libraries: string[];
+  /** nccl only: the libnccl it would load and how it was found. */
+  nccl?: { path: string; how: string; version: string; versionCode: number } | { error: string };
+  /** nccl only: CUDA's view of the machine. */
+  cuda?: { devices: number; driverVersion: number; runtimeVersion: number; error: string | null };
+  /** What the module needs from the system (SYSTEM_LIBRARIES). */
+  needs: string;
+}
+
+export interface InfoReport {
+  collbench: string;
+  installation: { root: string; kind: 'bundle' | 'source'; bundle: BundleManifest | null; nativeDir: string };
+  node: { version: string; execPath: string; platform: string; arch: string; glibc: string | null };
+  backends: BackendReport[];
+  defaultBackend: BackendName | null;
+  gpus: string[] | null;
+  env: Record<string, string>;
+}
+
+function glibcVersion(): string | null {
+  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
+  return header?.glibcVersionRuntime ?? null;
+}
+
+/** Shared objects mapped into this process whose file name matches one of the stems (libmpi.so, …). */
+function mappedLibraries(stems: readonly string[]): string[] {
+  let maps = '';
+  try { maps = readFileSync('/proc/self/maps', 'utf8'); } catch { return []; }
+  const found = new Set<string>();
+  for (const line of maps.split('\n')) {
+    if (!line.includes('/')) continue;
+    const path = line.slice(line.indexOf('/'));
+    const base = path.slice(path.lastIndexOf('/') + 1);
+    if (stems.some((s) => base.startsWith(s + '.'))) found.add(path);
+  }
+  return [...found].sort();
+}
+
+function readManifest(): BundleManifest | null {
+  const path = `${packageRoot}/${BUNDLE_MANIFEST}`;
+  if (!existsSync(path)) return null;
+  try { return JSON.parse(readFileSync(path, 'utf8')) as BundleManifest; } catch { return null; }
+}
+
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
+}
+
+interface NcclProbe {
+  usable: boolean; reason?: string;
+  library?: { path: string; how: string; version: string; versionCode: number };
+  devices: { count: number; cudaError: number; errorName: string; errorText: string; driverVersion: number; runtimeVersion: number };
+}
+
+function probeBackend(name: BackendName, ncclLib: string | undefined): BackendReport {
+  const r: BackendReport = {
+    name, built: existsSync(modulePath(name)), loadable: false, usable: false, reason: null,
+    modulePath: modulePath(name), version: null, libraries: [], needs: SYSTEM_LIBRARIES[name].needs,
+  };
+  if (!r.built) { r.reason = `not built (${r.modulePath} missing)`; return r; }
+  let module;
+  try { module = requireBackend(name); } catch (e) { r.reason = firstLine(e); return r; }
+  r.loadable = true;
+  r.libraries = mappedLibraries(SYSTEM_LIBRARIES[name].stems);
+  if (name === 'nccl') {
+    const p = (module as unknown as { probe(o: { lib?: string }): NcclProbe }).probe({ lib: ncclLib });
+    const d = p.devices;
+    r.cuda = { devices: d.count, driverVersion: d.driverVersion, runtimeVersion: d.runtimeVersion,
+      error: d.cudaError !== 0 ? `${d.errorName}: ${d.errorText}` : null };
+    if (p.library) {
+      r.nccl = { path: p.library.path, how: p.library.how, version: p.library.version, versionCode: p.library.versionCode };
+      r.version = `NCCL ${p.library.version}`;
+      r.libraries = mappedLibraries(SYSTEM_LIBRARIES.nccl.stems);
+    } else r.nccl = { error: p.reason ?? 'libnccl not found' };
+    r.usable = p.usable;
+    if (!p.usable) r.reason = p.reason ?? 'not usable here';
+    return r;
+  }
+  if (name === 'mpi') {
+    if (underMpiLauncher()) { r.usable = true; r.version = null; return r; } // init would be collective
+    try {
+      prepareSingletonMpi();
+      const info = module.init() as BackendInfo;
+      r.version = info.libraryVersionShort || info.libraryVersion;
+      module.finalize();
+      r.usable = true;
+    } catch (e) { r.reason = `MPI_Init failed: ${firstLine(e)}`; }
+    return r;
+  }
+  // gloo: the version is the headers' (libgloo has no version call); a single rank needs no peers.
+  r.usable = true;
+  return r;
+}
+
+function gpuList(): string[] | null {
+  const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,pci.bus_id,memory.total,driver_version', '--format=csv,noheader'],
+    { encoding: 'utf8', timeout: 15_000 });
+  if (r.error || r.status !== 0) return null;
+  return r.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+}
+
+export function collectInfo(ncclLib?: string): InfoReport {
+  const manifest = readManifest();
+  const env = filterEnv(process.env); // before probing: MPI_Init adds OMPI_* variables of its own
+  const backends = BACKENDS.map((b) => probeBackend(b, ncclLib ?? process.env.COLLBENCH_NCCL_LIB));
+  return {
+    collbench: VERSION,
+    installation: { root: packageRoot, kind: manifest ? 'bundle' : 'source', bundle: manifest, nativeDir: dirname(modulePath('mpi')) },
+    node: { version: process.version, execPath: realpathSync(process.execPath), platform: process.platform, arch: process.arch, glibc: glibcVersion() },
+    backends,
+    defaultBackend: backends.find((b) => b.usable)?.name ?? null,
+    gpus: gpuList(),
+    env,
+  };
+}
+
+function cudaVersion(v: number): string {
+  return v > 0 ? `${Math.floor(v / 1000)}.${Math.floor((v % 1000) / 10)}` : 'none';
+}
+
+export function formatInfo(info: InfoReport): string[] {
+  const out: string[] = [];
+  const b = info.installation.bundle;
+  out.push(`collbench ${info.collbench}`);
+  out.push(`  installation  ${info.installation.root} (${b ? `bundle built ${b.created} with Node.js ${b.node}, glibc ${b.glibc ?? '?'}` : 'source tree'})`);
+  out.push(`  runtime       Node.js ${info.node.version} ${info.node.platform}-${info.node.arch} (${info.node.execPath}), glibc ${info.node.glibc ?? 'unknown'}`);
+  if (b?.glibc && info.node.glibc && compareVersions(info.node.glibc, b.glibc) < 0)
+    out.push(`  WARNING       this glibc ${info.node.glibc} is older than the build machine's ${b.glibc}: modules may fail to load`);
+  out.push(`  modules       ${info.installation.nativeDir}${process.env.COLLBENCH_NATIVE_DIR ? ' (COLLBENCH_NATIVE_DIR)' : ''}`);
+  out.push(`backends (in order of preference; default here: ${info.defaultBackend ?? 'none usable'})`);
+  for (const r of info.backends) {
+    const state = !r.built ? 'not built' : !r.loadable ? 'UNAVAILABLE' : r.usable ? 'usable' : 'loaded, not usable here';
+    out.push(`  ${r.name.padEnd(5)} ${state}${r.version ? `: ${r.version}` : ''}`);
+    if (r.reason) out.push(`        why: ${r.reason}`);
+    if (r.nccl) out.push('error' in r.nccl ? `        libnccl: not found (--nccl-lib PATH or COLLBENCH_NCCL_LIB=PATH)`
+      : `        libnccl: NCCL ${r.nccl.version} (${r.nccl.versionCode}) ${r.nccl.path} (found via ${r.nccl.how})`);
+    if (r.cuda) out.push(`        CUDA: ${r.cuda.devices} device(s), driver ${cudaVersion(r.cuda.driverVersion)}, runtime ${cudaVersion(r.cuda.runtimeVersion)}${r.cuda.error ? ` (${r.cuda.error})` : ''}`);
+    for (const lib of r.libraries) out.push(`        loads ${lib}`);
+    if (r.built && !r.usable) out.push(`        needs: ${r.needs}`);
+  }
+  if (info.gpus) { out.push('GPUs (nvidia-smi)'); for (const g of info.gpus) out.push(`  ${g}`); }
+  const env = Object.entries(info.env).filter(([k]) => k !== 'COLLBENCH_ARGV');
+  if (env.length > 0) { out.push('environment'); for (const [k, v] of env) out.push(`  ${k}=${v}`); }
+  return out;
+}
+
+function compareVersions(a: string, b: string): number {
+  const pa = a.split('.').map(Number), pb = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+export const INFO_HELP = `usage: collbench info [--json] [--nccl-lib PATH]
+  Prints collbench's version, the Node.js runtime, each backend module (built, loadable, usable here, and why
+  not), the libraries they load (libmpi, libgloo, the libnccl the nccl backend would use) and the GPUs.
+  --json           one JSON object instead of text
+  --nccl-lib PATH  the libnccl.so.2 (or its directory) to try, as for a benchmark run (else COLLBENCH_NCCL_LIB)`;
+
+export async function infoCommand(argv: string[], io: RunIO): Promise<number> {
+  let json = false;
+  let ncclLib: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--json') json = true;
+    else if (a === '-h' || a === '--help') { io.out(INFO_HELP); return 0; }
+    else if (a === '--nccl-lib' || a.startsWith('--nccl-lib=')) {
+      ncclLib = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      if (!ncclLib) throw new UsageError('info: --nccl-lib needs a path');
+    } else throw new UsageError(`info: unknown argument '${a}' (try collbench info --help)`);
+  }
+  const info = collectInfo(ncclLib);
+  if (json) io.out(JSON.stringify(info, null, 2));
+  else for (const line of formatInfo(info)) io.out(line);
+  return 0;
+}

@@ -1,0 +1,127 @@
+// `collbench report a.json [b.json …] --html out.html [--md out.md] [--label NAME …] [--title TEXT]`:
+// overlays saved runs (collbench reports, or nccl-tests -J files) in one self-contained HTML page of charts
+// and/or a Markdown comparison. Reads only the report document (DESIGN.md §3); runs nothing.
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { parseArgs } from 'node:util';
+import { EXIT, UsageError } from '../config/errors.js';
+import { writeFileAtomic } from '../report/atomic-write.js';
+import {
+  chartRunFromNcclTests, chartRunFromReport, isNcclTestsJson, meanBySeriesAndSize, renderHtml, type ChartRun,
+} from '../report/exporters/html.js';
+import { mdEscape, mdTable } from '../report/exporters/md.js';
+import { adaptiveFloat } from '../report/format.js';
+import { checkOutputPaths, OutputError } from '../report/outputs.js';
+import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
+
+export const REPORT_USAGE = `USAGE: collbench report FILE.json [FILE.json …] [--html OUT.html] [--md OUT.md] [--label NAME …] [--title TEXT]
+  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).
+  --html FILE   self-contained HTML page: busbw vs size, time vs size (log2 size axis, one line per run and
+                placement), and per run with -I 1 per-rank samples a rank × size heatmap of time / median rank
+  --md FILE     Markdown: the runs, and busbw and time per size side by side
+  --label NAME  name of the next run in the legend (repeat, in file order; default: the file name)
+  --title TEXT  page title
+  At least one of --html and --md is needed; - writes it to stdout.`;
+
+export interface LoadedRun { file: string; run: ChartRun; doc: ReportDocument | null }
+
+/** Reads one input file: a collbench report (validated against the schema) or an nccl-tests JSON file. */
+export function loadRun(file: string, label: string): LoadedRun {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`report: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`report: ${file} is not JSON (${(e as Error).message})`);
+  }
+  if (typeof json === 'object' && json !== null && (json as { kind?: unknown }).kind === REPORT_KIND) {
+    const errors = reportErrors(json);
+    if (errors.length > 0) {
+      throw new UsageError(`report: ${file} does not match the collbench report schema: ${errors.slice(0, 3).join('; ')}` +
+        `${errors.length > 3 ? ` (+${errors.length - 3} more)` : ''}`);
+    }
+    const doc = json as ReportDocument;
+    return { file, doc, run: chartRunFromReport(doc, label, file) };
+  }
+  if (isNcclTestsJson(json)) return { file, doc: null, run: chartRunFromNcclTests(json, label, file) };
+  throw new UsageError(`report: ${file} is neither a collbench report (kind "${REPORT_KIND}") nor nccl-tests JSON ("version": 3)`);
+}
+
+/** Default label: the file name without .json; made unique with #2, #3. */
+export function labelsFor(files: readonly string[], given: readonly string[]): string[] {
+  const out: string[] = [];
+  files.forEach((f, i) => {
+    const base = given[i] ?? basename(f).replace(/\.json$/i, '');
+    let label = base;
+    for (let n = 2; out.includes(label); n++) label = `${base} #${n}`;
+    out.push(label);
+  });
+  return out;
+}
+
+/** The Markdown comparison: one section per run, then busbw and time per size, one column per series. */
+export function renderComparisonMarkdown(runs: ChartRun[], title: string): string {
+  const lines = [`# ${mdEscape(title)}`, ''];
+  for (const r of runs) {
+    lines.push(`## ${mdEscape(r.label)}${r.source ? ` (${mdEscape(r.source)})` : ''}`, '');
+    for (const [k, v] of r.facts) lines.push(`- ${mdEscape(k)}: ${k === 'rerun' || k === 'command' ? `\`${v.replace(/`/g, "'")}\`` : mdEscape(v)}`);
+    lines.push('');
+  }
+  const points = runs.flatMap((r) => meanBySeriesAndSize(r.points));
+  const series = [...new Set(points.map((p) => p.series))];
+  const sizes = [...new Set(points.map((p) => p.sizeBytes))].sort((a, b) => a - b);
+  const at = new Map(points.map((p) => [`${p.series}\u0000${p.sizeBytes}`, p]));
+  for (const [field, heading, unit, w] of [['busBwGBps', 'Bus bandwidth', 'GB/s', 6], ['timeUs', 'Time', 'us', 7]] as const) {
+    lines.push(`## ${heading} (${unit})`, '');
+    const rows = sizes.map((size) => [String(size), ...series.map((s) => {
+      const v = at.get(`${s}\u0000${size}`)?.[field];
+      return v === undefined || v === null ? '' : adaptiveFloat(v, w).trim();
+    })]);
+    lines.push(...mdTable(['size (B)', ...series.map(mdEscape)], rows), '');
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function reportCommand(args: string[], io: { out(line: string): void; err(line: string): void }): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args, allowPositionals: true, strict: true,
+      options: {
+        html: { type: 'string' }, md: { type: 'string' }, label: { type: 'string', multiple: true },
+        title: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    throw new UsageError(`report: ${(e as Error).message.split('\n')[0]} (see collbench report --help)`);
+  }
+  const { values, positionals: files } = parsed;
+  if (values.help) { io.out(REPORT_USAGE); return EXIT.OK; }
+  if (files.length === 0) throw new UsageError('report: no input file; give one or more report JSON files (see --help)');
+  const html = values.html ?? null, md = values.md ?? null;
+  if (html === null && md === null) throw new UsageError('report: nothing to write; give --html FILE and/or --md FILE');
+  const given = values.label ?? [];
+  if (given.length > files.length) throw UsageError.forFlag('--label', `${given.length} labels for ${files.length} files`);
+  const outputs = [...(html !== null ? [{ flag: '--html', path: html }] : []), ...(md !== null ? [{ flag: '--md', path: md }] : [])];
+  checkOutputPaths(outputs);
+
+  const labels = labelsFor(files, given);
+  const runs = files.map((f, i) => loadRun(f, labels[i]!).run);
+  const title = values.title ?? (runs.length === 1 ? `collbench report: ${runs[0]!.label}` : `collbench report: ${labels.join(' vs ')}`);
+  const write = (flag: string, path: string, text: string): void => {
+    if (path === '-') { io.out(text.replace(/\n$/, '')); return; }
+    try {
+      writeFileAtomic(path, text);
+    } catch (e) {
+      throw new OutputError(`${flag}: cannot write ${path}: ${(e as Error).message}`);
+    }
+  };
+  if (html !== null) write('--html', html, await renderHtml(runs, title));
+  if (md !== null) write('--md', md, renderComparisonMarkdown(runs, title));
+  return EXIT.OK;
+}

@@ -1,0 +1,194 @@
+// The verdict of `collbench compare`: from each combination's runs (their JSON reports and exit
+// statuses) to, per size, the median busbw with its spread, the best combination, its gain over the
+// default, the crossovers where the best changes, and #wrong per combination. What users of nccl-tests
+// do by eye across pasted tables (NCCL issues #1368, #812, #762, #1712), as data.
+import type { ReportDocument, ReportHalf } from '../report/schema.js';
+import { EXIT } from '../config/errors.js';
+import { choicesAt, type NcclTuningEvent } from './nccl-log.js';
+import type { CollectiveName } from '../core/types.js';
+import type { ChildOutcome } from './runner.js';
+import { failureLine } from './runner.js';
+import type {
+  CombinationStatus, CompareCase, CompareCombination, CompareRun, RunStatus, SizeVerdict, Spread,
+} from './document.js';
+import type { Combination } from './settings.js';
+
+/** One run of one combination as it ended: what the child did and the report it left (if any). */
+export interface RunResult {
+  run: number;
+  outcome: ChildOutcome | null;  // null: not run (pending or skipped)
+  skipped?: boolean;
+  doc: ReportDocument | null;
+  docError: string | null;       // why the report could not be read
+  reportPath: string | null;
+}
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+}
+
+export function spread(xs: readonly number[]): Spread | null {
+  if (xs.length === 0) return null;
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+}
+
+const wrongOf = (h: ReportHalf): number | null => h.wrong;
+
+function docWrong(doc: ReportDocument): number {
+  return doc.rows.reduce((n, r) => n + (r.outOfPlace.wrong ?? 0) + (r.inPlace.wrong ?? 0), 0);
+}
+
+/** How one run ended, with a one-line error for anything but a clean run. */
+export function classifyRun(r: RunResult, timeoutSec: number): { status: RunStatus; error: string | null } {
+  if (r.skipped) return { status: 'skipped', error: 'not run: an earlier run of this combination failed' };
+  const o = r.outcome;
+  if (!o) return { status: 'pending', error: null };
+  if (o.spawnError || o.timedOut || o.interrupted) return { status: o.timedOut ? 'timeout' : 'failed', error: failureLine(o, timeoutSec) };
+  const line = failureLine(o, timeoutSec);
+  if (o.exitCode === EXIT.OK || o.exitCode === EXIT.WRONG_RESULTS) {
+    if (!r.doc) return { status: 'failed', error: `${line}, but no readable report: ${r.docError ?? 'missing'}` };
+    if (r.doc.status !== 'complete') return { status: 'failed', error: `${line}, but its report is incomplete` };
+    const wrong = docWrong(r.doc);
+    if (wrong > 0) return { status: 'wrong', error: `${wrong} wrong elements` };
+    return { status: 'ok', error: null }; // exit 7 without wrong elements: NCCL_TESTS_MIN_BW, not a failure of the setting
+  }
+  // The program refused its options (exit 2), or NCCL refused the setting (invalid usage/argument).
+  if (o.exitCode === EXIT.USAGE || /NCCL_INVALID_(?:USAGE|ARGUMENT)|ncclInvalid(?:Usage|Argument)/.test(o.stderrTail)) {
+    return { status: 'rejected', error: line };
+  }
+  return { status: 'failed', error: line };
+}
+
+const FAILING: RunStatus[] = ['timeout', 'rejected', 'failed'];
+
+function combinationStatus(runs: CompareRun[]): { status: CombinationStatus; error: string | null } {
+  const bad = runs.find((r) => FAILING.includes(r.status));
+  if (bad) return { status: bad.status as CombinationStatus, error: `run ${bad.run}: ${bad.error}` };
+  const wrong = runs.find((r) => r.status === 'wrong');
+  if (wrong) return { status: 'wrong', error: `run ${wrong.run}: ${wrong.error}` };
+  if (runs.some((r) => r.status === 'pending')) return { status: 'pending', error: null };
+  return { status: 'ok', error: null };
+}
+
+function stderrTail(text: string, lines = 12): string {
+  return text.split('\n').filter((l) => l.trim() !== '').slice(-lines).join('\n');
+}
+
+export interface Analysis {
+  combinations: CompareCombination[];
+  cases: CompareCase[];
+  winners: string[];
+  backend: string | null;
+  nranks: number | null;
+  nodes: number | null;
+  exitCode: number;
+}
+
+interface Acc { bus: number[]; time: number[]; wrong: number | null; count: number }
+
+/**
+ * Builds the verdict. `placement` picks the half whose busbw is compared; #wrong counts both halves.
+ * A combination is eligible to be "best" only when every run completed with #wrong 0 everywhere: a
+ * failed, rejected, timed-out or corrupting setting is shown, never counted.
+ */
+export function analyze(combos: readonly Combination[], results: ReadonlyMap<string, readonly RunResult[]>,
+  opts: { placement: 'out-of-place' | 'in-place'; timeoutSec: number; collective: CollectiveName;
+    probeEvents?: readonly NcclTuningEvent[] | null }): Analysis {
+  const key = opts.placement === 'in-place' ? 'inPlace' : 'outOfPlace';
+  const cases = new Map<string, { type: string; redop: string; root: number; sizes: Map<number, Map<string, Acc>> }>();
+  let firstDoc: ReportDocument | null = null;
+
+  const combinations: CompareCombination[] = combos.map((c) => {
+    const runs: CompareRun[] = (results.get(c.id) ?? []).map((r) => {
+      const { status, error } = classifyRun(r, opts.timeoutSec);
+      const run: CompareRun = {
+        run: r.run, status, error, exitCode: r.outcome?.exitCode ?? null, signal: r.outcome?.signal ?? null,
+        durationSec: r.outcome ? Math.round(r.outcome.durationSec * 1000) / 1000 : null,
+        report: r.doc ? r.reportPath : null, rows: r.doc?.rows.length ?? 0,
+      };
+      if (FAILING.includes(status) && r.outcome) run.stderrTail = stderrTail(r.outcome.stderrTail);
+      return run;
+    });
+    let wrong: number | null = null;
+    for (const r of results.get(c.id) ?? []) {
+      const doc = r.doc;
+      if (!doc) continue;
+      firstDoc ??= doc;
+      for (const row of doc.rows) {
+        const ck = `${row.type}\u0000${row.redop}\u0000${row.root}`;
+        let cs = cases.get(ck);
+        if (!cs) { cs = { type: row.type, redop: row.redop, root: row.root, sizes: new Map() }; cases.set(ck, cs); }
+        let bySize = cs.sizes.get(row.sizeBytes);
+        if (!bySize) { bySize = new Map(); cs.sizes.set(row.sizeBytes, bySize); }
+        let acc = bySize.get(c.id);
+        if (!acc) { acc = { bus: [], time: [], wrong: null, count: row.count }; bySize.set(c.id, acc); }
+        const h = row[key];
+        if (h.busBwGBps !== null) acc.bus.push(h.busBwGBps);
+        if (h.timeUs !== null) acc.time.push(h.timeUs);
+        for (const w of [wrongOf(row.outOfPlace), wrongOf(row.inPlace)]) {
+          if (w === null) continue;
+          acc.wrong = (acc.wrong ?? 0) + w;
+          wrong = (wrong ?? 0) + w;
+        }
+      }
+    }
+    const { status, error } = combinationStatus(runs);
+    return {
+      id: c.id, baseline: c.baseline, label: c.label, settings: c.settings, env: c.env, unset: c.unset, args: c.args,
+      status, error, wrong, runs,
+    };
+  });
+
+  const statusOf = new Map(combinations.map((c) => [c.id, c.status]));
+  const baseline = combos.find((c) => c.baseline)?.id ?? null;
+  const doc0 = firstDoc as ReportDocument | null;
+  const nranks = doc0?.world.nranks ?? null;
+  const winners: string[] = [];
+  const outCases: CompareCase[] = [...cases.values()].map((cs) => {
+    const sizes: SizeVerdict[] = [...cs.sizes.entries()].sort((a, b) => a[0] - b[0]).map(([sizeBytes, bySize]) => {
+      const base = baseline ? spread(bySize.get(baseline)?.bus ?? []) : null;
+      const results = combos.map((c) => {
+        const acc = bySize.get(c.id);
+        const bus = spread(acc?.bus ?? []);
+        return {
+          id: c.id, n: acc?.bus.length ?? 0, busBwGBps: bus, timeUs: spread(acc?.time ?? []), wrong: acc?.wrong ?? null,
+          vsDefaultPct: bus && base && base.median > 0 ? (bus.median / base.median - 1) * 100 : null,
+        };
+      });
+      const eligible = results.filter((r) => r.busBwGBps !== null && statusOf.get(r.id) === 'ok')
+        .sort((a, b) => b.busBwGBps!.median - a.busBwGBps!.median);
+      const best = eligible[0] ?? null, second = eligible[1] ?? null;
+      const runs = best ? best.n : 0;
+      const count = [...bySize.values()][0]?.count ?? 0;
+      return {
+        sizeBytes, count, results,
+        best: best?.id ?? null, runnerUp: second?.id ?? null,
+        gainPct: best && base && base.median > 0 ? (best.busBwGBps!.median / base.median - 1) * 100 : null,
+        clear: best && second && runs > 1 && second.n > 1 ? best.busBwGBps!.min > second.busBwGBps!.max : null,
+        ncclChoice: opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null,
+      };
+    });
+    const crossovers: CompareCase['crossovers'] = [];
+    let prev: string | null = null;
+    for (const s of sizes) {
+      if (s.best === null) continue;
+      if (!winners.includes(s.best)) winners.push(s.best);
+      if (prev !== null && s.best !== prev) crossovers.push({ sizeBytes: s.sizeBytes, from: prev, to: s.best });
+      prev = s.best;
+    }
+    return { type: cs.type, redop: cs.redop, root: cs.root, sizes, crossovers };
+  });
+
+  const statuses = combinations.map((c) => c.status);
+  const exitCode = statuses.includes('wrong') ? EXIT.WRONG_RESULTS
+    : statuses.some((s) => s === 'failed' || s === 'rejected') ? EXIT.BACKEND
+      : statuses.includes('timeout') ? EXIT.TIMEOUT : EXIT.OK;
+  return {
+    combinations, cases: outCases, winners,
+    backend: doc0?.world.backend ?? null, nranks,
+    nodes: doc0 ? new Set(doc0.ranks.map((r) => r.host)).size || null : null,
+    exitCode,
+  };
+}

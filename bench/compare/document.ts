@@ -1,0 +1,101 @@
+// The `collbench compare` result document (`--json FILE`): versioned like the run report
+// (report/schema.ts), built only from the children's own JSON reports (-J) and exit statuses. Every
+// compare output (terminal table, Markdown, CSV, HTML, JUnit, tuner CSV) renders this document.
+// Units in the names: Bytes, Us (microseconds), GBps (1e9 B/s), Pct (percent).
+import type { AxisKind, Setting } from './settings.js';
+import type { Choice } from './nccl-log.js';
+
+export const COMPARE_KIND = 'collbench-compare';
+export const COMPARE_SCHEMA_VERSION = 1;
+
+/** How one run of one combination ended. `rejected`: the library or the program refused the setting. */
+export type RunStatus = 'ok' | 'wrong' | 'failed' | 'rejected' | 'timeout' | 'skipped' | 'pending';
+/** A combination: the worst of its runs (skipped and pending runs aside). */
+export type CombinationStatus = 'ok' | 'wrong' | 'failed' | 'rejected' | 'timeout' | 'pending';
+
+export interface CompareRun {
+  run: number;                  // 1-based
+  status: RunStatus;
+  exitCode: number | null;
+  signal: string | null;
+  durationSec: number | null;
+  error: string | null;         // one line, for every status but ok/pending
+  report: string | null;        // the child's -J file (kept with --reports-dir)
+  rows: number;                 // rows its report holds
+  stderrTail?: string;          // last lines the child printed on stderr, for failed runs
+}
+
+export interface CompareCombination {
+  id: string;
+  baseline: boolean;
+  label: string;
+  settings: Setting[];
+  env: Record<string, string>;
+  unset: string[];
+  args: string[];
+  status: CombinationStatus;
+  error: string | null;         // the first failed run's error
+  wrong: number | null;         // #wrong summed over sizes, placements and runs; null = nothing checked
+  runs: CompareRun[];
+}
+
+export interface Spread { median: number; min: number; max: number }
+
+export interface CombinationAtSize {
+  id: string;
+  n: number;                    // samples (runs × -N cycles) at this size
+  busBwGBps: Spread | null;
+  timeUs: Spread | null;
+  wrong: number | null;         // both placements, all runs; null = not checked
+  vsDefaultPct: number | null;  // median busbw / default's median busbw − 1
+}
+
+export interface SizeVerdict {
+  sizeBytes: number;
+  count: number;
+  results: CombinationAtSize[]; // one per combination, in combination order
+  best: string | null;          // id; eligible = status ok (every run completed, #wrong 0 everywhere)
+  runnerUp: string | null;
+  gainPct: number | null;       // best over the default, in percent
+  clear: boolean | null;        // best's min > runner-up's max (null with one run or one eligible)
+  ncclChoice: Choice[] | null;  // what NCCL chose for the default (null when no NCCL log was taken)
+}
+
+export interface CompareCase {
+  type: string;
+  redop: string;
+  root: number;
+  sizes: SizeVerdict[];
+  crossovers: { sizeBytes: number; from: string; to: string }[];
+}
+
+export interface NcclProbe {
+  ran: boolean;
+  env: Record<string, string>;
+  status: RunStatus;
+  error: string | null;
+  events: number;               // per-call tuning lines parsed
+  files: string[];
+}
+
+export interface CompareDocument {
+  kind: typeof COMPARE_KIND;
+  schemaVersion: typeof COMPARE_SCHEMA_VERSION;
+  status: 'incomplete' | 'complete' | 'interrupted';
+  startTime: string;
+  endTime: string | null;
+  argv: string[];
+  program: { words: string[]; collective: string; name: string };
+  axes: { kind: AxisKind; name: string; values: string[] }[];
+  runsPerCombination: number;
+  placement: 'out-of-place' | 'in-place';
+  timeoutSec: number;
+  backend: string | null;       // from the first child report: "mpi (Open MPI 4.1.4)"
+  nranks: number | null;
+  nodes: number | null;         // distinct hosts of the ranks
+  combinations: CompareCombination[];
+  cases: CompareCase[];
+  probe: NcclProbe | null;
+  winners: string[];            // distinct best ids over all sizes, in order of first appearance
+  exitCode: number;
+}

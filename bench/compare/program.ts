@@ -1,0 +1,91 @@
+// The benchmark `collbench compare … -- <program> <args…>` runs for every combination: one of the 11
+// nccl-tests names (all_reduce_perf …) or `collbench [run] <collective>`, with nccl-tests' flags. It is
+// parsed here with the very option parser the program uses, so a bad flag is refused before anything
+// runs, and turned into the argument array of a child running this package's own binary (never a shell).
+import { basename } from 'node:path';
+import { UsageError } from '../config/errors.js';
+import { COLLECTIVES, type CollectiveName, type ResolvedOptions } from '../core/types.js';
+import { collectiveFromProgram, parseCommandLine } from '../cli/options.js';
+import type { Combination } from './settings.js';
+
+export interface ProgramSpec {
+  words: string[];              // as typed after --
+  collective: CollectiveName;
+  /** Arguments of the child `collbench` (collective word first), without compare's own -J. */
+  args: string[];
+  options: ResolvedOptions;
+}
+
+const PROGRAMS = COLLECTIVES.map((c) => `${c}_perf`);
+
+function unknown(word: string): UsageError {
+  return new UsageError(`compare: unknown program '${word}' after --; give one of ${PROGRAMS.join(', ')}, or collbench <collective>`);
+}
+
+/** Output flags compare sets itself (-J) or that would make every combination overwrite one file. */
+const OWN_OUTPUTS: [keyof ResolvedOptions, string][] = [
+  ['jsonFile', '-J'], ['csvFile', '--csv'], ['mdFile', '--md'], ['junitFile', '--junit'], ['htmlFile', '--html'],
+];
+
+function parsed(args: string[], program: string, shown = basename(program)): ResolvedOptions {
+  let p;
+  try {
+    p = parseCommandLine(args, program);
+  } catch (e) {
+    if (e instanceof UsageError) throw new UsageError(`compare: ${shown}: ${e.message}`, e.flag);
+    throw e;
+  }
+  if (p.kind !== 'run') throw new UsageError(`compare: the program's arguments ask for --${p.kind}; give a benchmark to run`);
+  return p.options;
+}
+
+/** Parses `<program> <args…>` (the words after --). Throws UsageError (exit 2) on anything it cannot run. */
+export function parseProgram(words: readonly string[]): ProgramSpec {
+  if (words.length === 0) {
+    throw new UsageError('compare: no program after --; e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M -f 2');
+  }
+  const first = words[0]!;
+  const base = basename(first).replace(/\.(?:[cm]?js|ts)$/, '');
+  let collective: CollectiveName | null;
+  let args: string[];
+  let options: ResolvedOptions;
+  if (base === 'collbench') {
+    const rest = words.slice(1);
+    options = parsed(rest, 'collbench');
+    collective = options.collective;
+    args = rest;
+  } else {
+    try {
+      collective = collectiveFromProgram(base);
+    } catch {
+      throw unknown(first);
+    }
+    if (collective === null) throw unknown(first);
+    options = parsed(words.slice(1), base);
+    args = [collective, ...words.slice(1)];
+  }
+  for (const [field, flag] of OWN_OUTPUTS) {
+    if (options[field] !== null) {
+      throw UsageError.forFlag(flag, `compare writes each run's report itself; give compare's own --json/--csv/--md/--html/--junit (before --) instead`);
+    }
+  }
+  if (options.runCycles === 0) throw UsageError.forFlag('-N', 'compare needs runs that end; -N 0 runs forever');
+  return { words: [...words], collective, args, options };
+}
+
+/** Checks one combination's arguments with the program's parser (e.g. --gloo-algo without --backend gloo). */
+export function checkCombination(p: ProgramSpec, c: Combination): ResolvedOptions {
+  if (c.args.length === 0) return p.options;
+  try {
+    return parsed([...p.args, ...c.args], 'collbench', basename(p.words[0]!));
+  } catch (e) {
+    if (e instanceof UsageError) throw new UsageError(`${e.message} (in combination ${c.id}: ${c.label})`, e.flag);
+    throw e;
+  }
+}
+
+/** The child's argv after the executable: [...node flags, script, collective, args…, extra…, -J path]. */
+export function childArgv(self: { execArgv: readonly string[]; script: string }, p: ProgramSpec, c: Combination,
+  reportPath: string, extra: readonly string[] = []): string[] {
+  return [...self.execArgv, self.script, ...p.args, ...c.args, ...extra, '-J', reportPath];
+}

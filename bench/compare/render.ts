@@ -1,0 +1,245 @@
+// The outputs of `collbench compare`, all rendered from the one CompareDocument: the terminal table
+// (nccl-tests style: '#' comment lines around aligned data lines), JSON, CSV (csv-stringify), Markdown
+// and JUnit (the report exporters' helpers), and the HTML page of the report exporter with one busbw
+// line per combination, preceded by the verdict tables.
+import { stringify } from 'csv-stringify/sync';
+import { formatSize } from '../config/sizes.js';
+import { adaptiveFloat } from '../report/format.js';
+import { mdEscape, mdTable } from '../report/exporters/md.js';
+import { xmlEscape } from '../report/exporters/junit.js';
+import type { ChartRun } from '../report/exporters/html.js';
+import { choiceCell } from './nccl-log.js';
+import type { CombinationAtSize, CompareCase, CompareCombination, CompareDocument, SizeVerdict, Spread } from './document.js';
+
+const num = (x: number): string => adaptiveFloat(x, 6).trim();
+
+export function spreadCell(s: Spread | null, n: number): string {
+  if (s === null) return '';
+  return n > 1 ? `${num(s.median)} [${num(s.min)}-${num(s.max)}]` : num(s.median);
+}
+
+const pct = (x: number | null): string => (x === null ? '' : `${x >= 0 ? '+' : ''}${x.toFixed(1)}%`);
+
+function resultCell(r: CombinationAtSize, c: CompareCombination): string {
+  if (r.busBwGBps === null) return c.status === 'ok' || c.status === 'pending' ? '-' : c.status;
+  return spreadCell(r.busBwGBps, r.n) + (r.wrong !== null && r.wrong > 0 ? ' !' : '');
+}
+
+const marginCell = (s: SizeVerdict): string => (s.clear === null ? '' : s.clear ? 'clear' : 'overlap');
+
+export function caseTitle(cs: CompareCase): string {
+  return `${cs.type} ${cs.redop || 'none'} root ${cs.root}`;
+}
+
+function runsCell(c: CompareCombination): string {
+  const done = c.runs.filter((r) => r.status === 'ok' || r.status === 'wrong').length;
+  return `${done}/${c.runs.length}`;
+}
+
+const wrongTotal = (c: CompareCombination): string => (c.wrong === null ? 'N/A' : String(c.wrong));
+
+/** Errors can be long (a library's search path): the table shows their start, the JSON all of it. */
+export const shorten = (s: string, max = 140): string => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
+
+/** Rows of text columns, padded; `left` = indexes of left-aligned columns (the others align right). */
+function aligned(rows: string[][], left: readonly number[], prefix: string[]): string[] {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => { widths[i] = Math.max(widths[i] ?? 0, c.length); });
+  return rows.map((r, ri) => (prefix[ri] ?? '') +
+    r.map((c, i) => (left.includes(i) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd());
+}
+
+function hasNccl(doc: CompareDocument): boolean {
+  return doc.probe !== null && doc.probe.ran;
+}
+
+function correctnessClean(doc: CompareDocument): boolean {
+  return doc.cases.every((cs) => cs.sizes.every((s) => s.results.every((r) => r.n === 0 || r.wrong === 0)));
+}
+
+/** The extra NCCL_DEBUG run: how it went (its numbers are not in the tables, its #wrong would be here). */
+function probeLine(doc: CompareDocument): string {
+  const p = doc.probe!;
+  return `NCCL choice: one extra default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING (timings unused): ${p.status}` +
+    `${p.error ? ` (${shorten(p.error)})` : ''}, ${p.events} per-call lines`;
+}
+
+/** The terminal table. */
+export function renderText(doc: CompareDocument): string[] {
+  const out: string[] = [];
+  const nCombos = doc.combinations.length;
+  out.push(`# collbench compare: ${doc.program.words.join(' ')}`);
+  out.push(`# ${doc.backend ?? 'backend unknown'}, ${doc.nranks ?? '?'} ranks on ${doc.nodes ?? '?'} node(s); ` +
+    `${nCombos} combinations x ${doc.runsPerCombination} run(s), interleaved${doc.status !== 'complete' ? ` [${doc.status}]` : ''}`);
+  out.push(`# busbw: ${doc.placement} bus bandwidth (GB/s), median over runs [min-max]; ! = wrong results at that size`);
+  out.push('# best: highest median among combinations whose every run completed with #wrong 0; gain: best over C0 (default);');
+  out.push('# margin: clear = best\'s min above the runner-up\'s max, overlap = within the spread of runs');
+  out.push('#');
+  const combRows = [['id', 'combination', 'status', '#wrong', 'runs', 'error'],
+    ...doc.combinations.map((c) => [c.id, c.label, c.status, wrongTotal(c), runsCell(c), shorten(c.error ?? '')])];
+  out.push(...aligned(combRows, [0, 1, 2, 5], combRows.map(() => '#  ')));
+  for (const cs of doc.cases) {
+    out.push('#', `# ${caseTitle(cs)}`);
+    const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
+    const rows = cs.sizes.map((s) => [
+      String(s.sizeBytes), ...s.results.map((r, i) => resultCell(r, doc.combinations[i]!)),
+      s.best ?? 'none', pct(s.gainPct), marginCell(s), ...(hasNccl(doc) ? [choiceCell(s.ncclChoice ?? []) || '?'] : []),
+    ]);
+    const lines = aligned([head, ...rows], [], ['# ', ...rows.map(() => '  ')]);
+    out.push(...lines);
+    out.push(cs.crossovers.length
+      ? `# crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)} ${x.from} -> ${x.to}`).join(', ')}`
+      : `# no crossover${cs.sizes.some((s) => s.best) ? `: ${cs.sizes.find((s) => s.best)!.best} wins at every size with a winner` : ''}`);
+  }
+  out.push('#');
+  if (correctnessClean(doc)) {
+    out.push('# correctness: #wrong 0 for every combination at every size (both placements, every run)');
+  } else {
+    out.push('# correctness: #wrong per size (both placements, all runs); N/A = not checked (-c 0)');
+    for (const cs of doc.cases) {
+      const head = ['size (B)', ...doc.combinations.map((c) => c.id)];
+      const rows = cs.sizes.map((s) => [String(s.sizeBytes), ...s.results.map((r) => (r.n === 0 ? '-' : r.wrong === null ? 'N/A' : String(r.wrong)))]);
+      if (doc.cases.length > 1) out.push(`# ${caseTitle(cs)}`);
+      out.push(...aligned([head, ...rows], [], ['# ', ...rows.map(() => '  ')]));
+    }
+  }
+  if (doc.probe?.ran) out.push(`# ${probeLine(doc)}`);
+  out.push(`# winners: ${doc.winners.length ? `${doc.winners.join(', ')} (${doc.winners.length} distinct)` : 'none'}`);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+export function renderCompareJson(doc: CompareDocument): string {
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+export const COMPARE_CSV_COLUMNS = [
+  'type', 'redop', 'root', 'size_bytes', 'count', 'combination', 'label', 'status', 'samples',
+  'busbw_median_gbps', 'busbw_min_gbps', 'busbw_max_gbps', 'time_median_us', 'wrong', 'vs_default_pct',
+  'is_best', 'best', 'gain_pct', 'margin', 'nccl_choice_default',
+] as const;
+
+/** One CSV line per sweep × size × combination. */
+export function renderCompareCsv(doc: CompareDocument): string {
+  const records: (string | number | null)[][] = [];
+  for (const cs of doc.cases) {
+    for (const s of cs.sizes) {
+      s.results.forEach((r, i) => {
+        const c = doc.combinations[i]!;
+        records.push([cs.type, cs.redop, cs.root, s.sizeBytes, s.count, c.id, c.label, c.status, r.n,
+          r.busBwGBps?.median ?? null, r.busBwGBps?.min ?? null, r.busBwGBps?.max ?? null, r.timeUs?.median ?? null,
+          r.wrong, r.vsDefaultPct, s.best === c.id ? 1 : 0, s.best, s.gainPct, marginCell(s),
+          s.ncclChoice ? choiceCell(s.ncclChoice) : null]);
+      });
+    }
+  }
+  return stringify(records, { header: true, columns: [...COMPARE_CSV_COLUMNS], cast: { number: (n) => String(n) } });
+}
+
+export function renderCompareMarkdown(doc: CompareDocument): string {
+  const lines = [`# collbench compare: ${mdEscape(doc.program.words.join(' '))}`, ''];
+  lines.push(`- ${mdEscape(doc.backend ?? 'backend unknown')}, ${doc.nranks ?? '?'} ranks on ${doc.nodes ?? '?'} node(s)`);
+  lines.push(`- ${doc.combinations.length} combinations × ${doc.runsPerCombination} run(s), interleaved; status: ${doc.status}`);
+  lines.push(`- busbw: ${doc.placement} bus bandwidth (GB/s), median over runs [min-max]; ! = wrong results at that size`);
+  lines.push('- best: highest median among combinations whose every run completed with #wrong 0; gain: best over C0 (default)');
+  lines.push(`- started ${doc.startTime}${doc.endTime ? `, ended ${doc.endTime}` : ''}`, '');
+  lines.push('```sh', doc.argv.join(' '), '```', '', '## Combinations', '');
+  lines.push(...mdTable(['id', 'combination', 'status', '#wrong', 'runs', 'error'],
+    doc.combinations.map((c) => [c.id, mdEscape(c.label), c.status, wrongTotal(c), runsCell(c), mdEscape(c.error ?? '')]), 6), '');
+  for (const cs of doc.cases) {
+    lines.push(`## Bus bandwidth: ${mdEscape(caseTitle(cs))}`, '');
+    const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
+    lines.push(...mdTable(head, cs.sizes.map((s) => [String(s.sizeBytes),
+      ...s.results.map((r, i) => mdEscape(resultCell(r, doc.combinations[i]!))), s.best ?? 'none', pct(s.gainPct), marginCell(s),
+      ...(hasNccl(doc) ? [mdEscape(choiceCell(s.ncclChoice ?? []))] : [])]), 1), '');
+    lines.push(cs.crossovers.length
+      ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}`
+      : 'No crossover.', '');
+    lines.push(`### #wrong: ${mdEscape(caseTitle(cs))}`, '');
+    lines.push(...mdTable(['size (B)', ...doc.combinations.map((c) => c.id)], cs.sizes.map((s) => [String(s.sizeBytes),
+      ...s.results.map((r) => (r.n === 0 ? '-' : r.wrong === null ? 'N/A' : String(r.wrong)))]), 1), '');
+  }
+  if (doc.probe?.ran) lines.push(mdEscape(probeLine(doc)), '');
+  lines.push(`Winners: ${doc.winners.join(', ') || 'none'}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** JUnit: one test case per combination, failed when it failed, was rejected, timed out or corrupted data. */
+export function renderCompareJunit(doc: CompareDocument): string {
+  const a = (k: string, v: string | number): string => ` ${k}="${xmlEscape(String(v))}"`;
+  const failed = doc.combinations.filter((c) => c.status !== 'ok' && c.status !== 'pending');
+  const time = doc.combinations.reduce((t, c) => t + c.runs.reduce((u, r) => u + (r.durationSec ?? 0), 0), 0);
+  const out = ['<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites${a('name', `collbench compare ${doc.program.name}`)}${a('tests', doc.combinations.length)}${a('failures', failed.length)}` +
+    `${a('errors', 0)}${a('time', time.toFixed(3))}>`,
+    `  <testsuite${a('name', `compare ${doc.program.words.join(' ')}`)}${a('tests', doc.combinations.length)}${a('failures', failed.length)}` +
+    `${a('errors', 0)}${a('time', time.toFixed(3))}${a('timestamp', doc.startTime)}>`];
+  for (const c of doc.combinations) {
+    const t = c.runs.reduce((u, r) => u + (r.durationSec ?? 0), 0);
+    out.push(`    <testcase${a('name', `${c.id} ${c.label}`)}${a('classname', `collbench.compare.${doc.program.collective}`)}${a('time', t.toFixed(3))}>`);
+    if (c.status !== 'ok' && c.status !== 'pending') {
+      const msg = c.error ?? c.status;
+      out.push(`      <failure${a('message', msg)}${a('type', c.status === 'wrong' ? 'wrong-results' : c.status)}>${xmlEscape(msg)}</failure>`);
+    }
+    out.push(`      <system-out>${xmlEscape(`runs ${runsCell(c)}, #wrong ${wrongTotal(c)}`)}</system-out>`, '    </testcase>');
+  }
+  out.push('  </testsuite>', '</testsuites>');
+  return `${out.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// HTML: the report exporter's page (charts of every combination overlaid) with the verdict in front.
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+type HtmlCell = string | { text: string; strong: boolean };
+
+function htmlTable(head: string[], rows: HtmlCell[][], attrs = ''): string {
+  const td = (c: HtmlCell): string => (typeof c === 'string' ? `<td>${esc(c)}</td>`
+    : c.strong ? `<td class="best"><strong>${esc(c.text)}</strong></td>` : `<td>${esc(c.text)}</td>`);
+  return `<table class="facts"${attrs}><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>\n` +
+    rows.map((r) => `<tr>${r.map(td).join('')}</tr>`).join('\n') + '</table>';
+}
+
+/** One chart run per combination: its median busbw and time per size (series = id and label). */
+export function chartRuns(doc: CompareDocument): ChartRun[] {
+  return doc.combinations.map((c, i) => ({
+    label: `${c.id} ${c.label}`, source: '',
+    facts: [['status', c.status], ['runs', runsCell(c)], ['#wrong', wrongTotal(c)], ...(c.error ? [['error', c.error] as [string, string]] : [])],
+    heat: [], heatCase: null,
+    points: doc.cases.flatMap((cs) => cs.sizes.map((s) => ({
+      series: `${c.id} ${c.label}${doc.cases.length > 1 ? ` [${caseTitle(cs)}]` : ''}`, placement: doc.placement,
+      sizeBytes: s.sizeBytes, busBwGBps: s.results[i]!.busBwGBps?.median ?? null, timeUs: s.results[i]!.timeUs?.median ?? null,
+    }))).filter((p) => p.busBwGBps !== null),
+  }));
+}
+
+export async function renderCompareHtml(doc: CompareDocument): Promise<string> {
+  const { renderHtml } = await import('../report/exporters/html.js');
+  const title = `collbench compare: ${doc.program.words.join(' ')}`;
+  const page = await renderHtml(chartRuns(doc), title);
+  const parts: string[] = ['<section id="compare-verdict">',
+    '<style>#compare-verdict td { white-space: nowrap; } #compare-verdict td.best { background: #e6f4e6; }</style>'];
+  parts.push(`<p>${esc(`${doc.backend ?? 'backend unknown'}, ${doc.nranks ?? '?'} ranks on ${doc.nodes ?? '?'} node(s); ` +
+    `${doc.combinations.length} combinations × ${doc.runsPerCombination} run(s), interleaved; ${doc.placement} busbw (GB/s), ` +
+    'median [min-max]; best = highest median among combinations whose every run completed with #wrong 0.')}</p>`);
+  parts.push('<h2>Combinations</h2>', htmlTable(['id', 'combination', 'status', '#wrong', 'runs', 'error'],
+    doc.combinations.map((c) => [c.id, c.label, c.status, wrongTotal(c), runsCell(c), c.error ?? ''])));
+  for (const cs of doc.cases) {
+    parts.push(`<h2>Verdict per size: ${esc(caseTitle(cs))}</h2>`);
+    parts.push(htmlTable(['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])],
+      cs.sizes.map((s) => [String(s.sizeBytes),
+        ...s.results.map((r, i) => ({ text: resultCell(r, doc.combinations[i]!), strong: r.id === s.best })), s.best ?? 'none',
+        pct(s.gainPct), marginCell(s), ...(hasNccl(doc) ? [choiceCell(s.ncclChoice ?? [])] : [])]), ' data-table="verdict"'));
+    parts.push(`<p>${esc(cs.crossovers.length ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}` : 'No crossover.')}</p>`);
+    parts.push(`<h2>#wrong per size: ${esc(caseTitle(cs))}</h2>`);
+    parts.push(htmlTable(['size (B)', ...doc.combinations.map((c) => c.id)], cs.sizes.map((s) => [String(s.sizeBytes),
+      ...s.results.map((r) => (r.n === 0 ? '-' : r.wrong === null ? 'N/A' : String(r.wrong)))]), ' data-table="correctness"'));
+  }
+  parts.push('</section>');
+  const at = page.indexOf('</h1>');
+  return at < 0 ? page : `${page.slice(0, at + 5)}\n${parts.join('\n')}${page.slice(at + 5)}`;
+}

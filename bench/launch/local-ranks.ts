@@ -1,0 +1,149 @@
+// `--np N` for the gloo backend: starts N local processes of this very command through
+// child_process, without MPI (as torchrun --standalone does for PyTorch): each child learns its rank,
+// the world size and a private FileStore directory from the environment (bench/backends/gloo.ts reads
+// it). Rank 0's stdout and every rank's stderr pass through; the exit code is the worst child's.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { constants, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { glooDriver } from '../backends/gloo.js';
+import { UsageError } from '../config/errors.js';
+import type { ResolvedOptions } from '../core/types.js';
+import { BackendUnavailableError, builtBackends, missingBackendMessage } from '../native/loader.js';
+import { mpirunPlan, runUnderMpirun, stripLaunchFlags } from './mpirun.js';
+
+export interface LocalRanksPlan {
+  np: number;
+  command: string;
+  args: string[];
+}
+
+export function localRanksPlan(opts: { np: number; program: string[]; argv: string[] }): LocalRanksPlan {
+  const [command, ...rest] = opts.program;
+  return { np: opts.np, command, args: [...rest, ...stripLaunchFlags(opts.argv)] };
+}
+
+/** The environment of rank `rank` (torchrun's names, plus collbench's store and launcher mark). */
+export function localRankEnv(base: NodeJS.ProcessEnv, rank: number, np: number, storeDir: string, runId: string): NodeJS.ProcessEnv {
+  return {
+    ...base,
+    COLLBENCH_GLOO_LAUNCHER: 'collbench',
+    RANK: String(rank), WORLD_SIZE: String(np), LOCAL_RANK: String(rank), LOCAL_WORLD_SIZE: String(np),
+    COLLBENCH_GLOO_STORE: `file:${storeDir}`, COLLBENCH_GLOO_RUN_ID: runId,
+  };
+}
+
+/** Exit status of a child as a shell reports it: its code, or 128 + the signal number. */
+export function exitStatus(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  const n = signal ? constants.signals[signal] : undefined;
+  return 128 + (n ?? 15);
+}
+
+export interface LocalRanksOptions {
+  env?: NodeJS.ProcessEnv;
+  /** How long the others may take to fail on their own after a rank ended badly (default 5 s). */
+  graceMs?: number;
+  err?: (line: string) => void;
+}
+
+/**
+ * Runs the plan. When a rank ends badly (non-zero exit or a signal), the others normally fail within
+ * milliseconds (Gloo sees the closed connections); any still running after the grace period are
+ * terminated, so a dead or frozen rank never leaves the job hanging. Resolves to the worst exit
+ * status among the ranks that ended on their own (ranks this launcher terminated do not count).
+ */
+export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}): Promise<number> {
+  const env = opts.env ?? process.env;
+  const graceMs = opts.graceMs ?? 5_000;
+  const err = opts.err ?? ((line: string) => process.stderr.write(line + '\n'));
+  const storeDir = mkdtempSync(join(tmpdir(), 'collbench-gloo-np-'));
+  const runId = `np-${process.pid}-${Date.now()}`;
+
+  return new Promise((resolvePromise, reject) => {
+    const children: ChildProcess[] = [];
+    const status: (number | null)[] = new Array(plan.np).fill(null);
+    const terminatedByUs = new Set<number>();
+    let running = plan.np;
+    let graceTimer: NodeJS.Timeout | null = null;
+
+    const terminateRest = (signal: NodeJS.Signals) => {
+      children.forEach((c, r) => {
+        if (status[r] === null && c.exitCode === null && c.signalCode === null) {
+          terminatedByUs.add(r);
+          c.kill(signal);
+        }
+      });
+    };
+    const startGrace = () => {
+      if (graceTimer !== null) return;
+      graceTimer = setTimeout(() => {
+        if (running === 0) return;
+        err(`collbench: killing ${running} rank(s) still running ${graceMs / 1000} s after another rank failed`);
+        // SIGKILL: it also ends a stopped (SIGSTOP) or wedged process, which SIGTERM would not.
+        terminateRest('SIGKILL');
+      }, graceMs);
+    };
+    const forward = (sig: NodeJS.Signals) => () => children.forEach((c) => c.kill(sig));
+    const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+
+    const finish = () => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      if (graceTimer) clearTimeout(graceTimer);
+      rmSync(storeDir, { recursive: true, force: true });
+      const counted = status.filter((s, r) => s !== null && !terminatedByUs.has(r)) as number[];
+      resolvePromise(counted.length > 0 ? Math.max(...counted) : 1);
+    };
+
+    for (let rank = 0; rank < plan.np; rank++) {
+      let child: ChildProcess;
+      try {
+        child = spawn(plan.command, plan.args, {
+          env: localRankEnv(env, rank, plan.np, storeDir, runId),
+          stdio: ['ignore', rank === 0 ? 'inherit' : 'ignore', 'inherit'],
+        });
+      } catch (e) {
+        terminateRest('SIGKILL');
+        rmSync(storeDir, { recursive: true, force: true });
+        reject(e);
+        return;
+      }
+      children.push(child);
+      child.on('error', (e) => {
+        err(`collbench: cannot start rank ${rank}: ${e.message}`);
+        if (status[rank] === null) { status[rank] = 127; running--; }
+        startGrace();
+        if (running === 0) finish();
+      });
+      child.on('exit', (code, signal) => {
+        if (status[rank] !== null) return;
+        status[rank] = exitStatus(code, signal);
+        running--;
+        if (signal && !terminatedByUs.has(rank)) err(`collbench: rank ${rank} (pid ${child.pid}) was killed by ${signal}`);
+        if (status[rank] !== 0) startGrace();
+        if (running === 0) finish();
+      });
+    }
+  });
+}
+
+/**
+ * `--np N` with the gloo backend: N local processes (runLocalRanks), or with `--hosts` mpirun as the
+ * process starter only (ranks read the MPI launcher's environment; Gloo carries the data, so the
+ * ranks need a store they all reach: --gloo-store). Checks what every rank would refuse first, so a
+ * bad command fails once rather than N times.
+ */
+export async function launchGlooRanks(options: ResolvedOptions, program: string[], argv: string[]): Promise<number> {
+  if (!builtBackends().includes('gloo')) throw new BackendUnavailableError(missingBackendMessage('gloo'));
+  glooDriver.validate(options);
+  if (options.hosts !== null) {
+    if (options.glooStore === null) {
+      throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
+    }
+    return runUnderMpirun(mpirunPlan({ np: options.np!, hosts: options.hosts, program, argv }));
+  }
+  return runLocalRanks(localRanksPlan({ np: options.np!, program, argv }));
+}

@@ -1,0 +1,122 @@
+// The one place that turns options into reporters (DESIGN.md §3): the live table (nccl-tests or
+// --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html), which share
+// one report document and rewrite their files atomically after every row. `-` sends a document to stdout
+// once the run ends; the live table then goes to stderr so stdout holds only that document.
+import { accessSync, constants, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { UsageError } from '../config/errors.js';
+import type { ResolvedOptions } from '../core/types.js';
+import { writeFileAtomic } from './atomic-write.js';
+import { renderCsv } from './exporters/csv.js';
+import { renderJson, reportBuilder } from './exporters/json.js';
+import { renderJunit } from './exporters/junit.js';
+import { renderMarkdown } from './exporters/md.js';
+import { renderNcclTestsJson } from './exporters/nccl-tests-json.js';
+import type { Reporter } from './reporter.js';
+import { ncclTableReporter } from './reporters/nccl-table-reporter.js';
+import { prettyReporter } from './reporters/pretty.js';
+import { progressReporter, progressWanted, type ProgressStream } from './reporters/progress.js';
+import type { ReportDocument } from './schema.js';
+
+/** A report file could not be written during the run (disk full, directory removed): exit 5. */
+export class OutputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutputError';
+  }
+}
+
+export interface OutputSpec {
+  flag: string;                 // how messages name it: -J, --csv, …
+  path: string;                 // '-' = stdout
+  render(doc: ReportDocument): string | Promise<string>;
+}
+
+export function outputSpecs(o: ResolvedOptions): OutputSpec[] {
+  const specs: OutputSpec[] = [];
+  if (o.jsonFile !== null) {
+    specs.push({ flag: '-J', path: o.jsonFile, render: o.jsonFormat === 'nccl-tests' ? renderNcclTestsJson : renderJson });
+  }
+  if (o.csvFile !== null) specs.push({ flag: '--csv', path: o.csvFile, render: renderCsv });
+  if (o.mdFile !== null) specs.push({ flag: '--md', path: o.mdFile, render: renderMarkdown });
+  if (o.junitFile !== null) specs.push({ flag: '--junit', path: o.junitFile, render: renderJunit });
+  // vega is loaded only when a page is wanted (it costs a noticeable part of a second at start-up)
+  if (o.htmlFile !== null) {
+    specs.push({ flag: '--html', path: o.htmlFile, render: async (doc) => (await import('./exporters/html.js')).renderRunHtml(doc) });
+  }
+  return specs;
+}
+
+/** Refuses, before anything runs, outputs that cannot be written: missing or read-only folder, clashes. */
+export function checkOutputPaths(specs: readonly { flag: string; path: string }[]): void {
+  const stdout = specs.filter((s) => s.path === '-');
+  if (stdout.length > 1) {
+    throw UsageError.forFlag(stdout[1]!.flag, `stdout (-) already receives ${stdout[0]!.flag}; give one of them a file name`);
+  }
+  const seen = new Map<string, string>();
+  for (const s of specs) {
+    if (s.path === '-') continue;
+    const abs = resolve(s.path);
+    const other = seen.get(abs);
+    if (other) throw UsageError.forFlag(s.flag, `${s.path} is also the file of ${other}`);
+    seen.set(abs, s.flag);
+    try {
+      if (statSync(abs, { throwIfNoEntry: false })?.isDirectory()) throw new Error('is a directory');
+      const dir = dirname(abs);
+      if (!statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`);
+      accessSync(dir, constants.W_OK);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      const why = err.code === 'ENOENT' ? `folder ${dirname(abs)} does not exist` : err.code === 'EACCES' ? 'not writable' : err.message;
+      throw UsageError.forFlag(s.flag, `cannot write ${s.path}: ${why}`);
+    }
+  }
+}
+
+/** The exporters of one run: one shared document, every file rewritten after begin, every row and end. */
+export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: string) => void,
+  env: NodeJS.ProcessEnv = process.env): Reporter {
+  const builder = reportBuilder(env);
+  const flush = async (final: boolean): Promise<void> => {
+    const doc = builder.doc!;
+    for (const s of specs) {
+      if (s.path === '-') {
+        if (final) toStdout((await s.render(doc)).replace(/\n$/, ''));
+        continue;
+      }
+      const text = await s.render(doc);
+      try {
+        writeFileAtomic(s.path, text);
+      } catch (e) {
+        throw new OutputError(`${s.flag}: cannot write ${s.path}: ${(e as Error).message}`);
+      }
+    }
+  };
+  return {
+    begin: (meta) => { builder.begin(meta); return flush(false); },
+    row: (row) => { builder.row(row); return flush(false); },
+    end: (summary) => { builder.end(summary); return flush(true); },
+  };
+}
+
+export interface OutputIO {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+/**
+ * Rank 0's reporters for these options, in the order they must run for each row: progress (erases its
+ * line), the live table, the exporters. `stderr` is where the progress bar may draw.
+ */
+export function buildReporters(options: ResolvedOptions, io: OutputIO,
+  ctx: { stderr?: ProgressStream; env?: NodeJS.ProcessEnv } = {}): Reporter[] {
+  const env = ctx.env ?? process.env;
+  const specs = outputSpecs(options);
+  const tableOut = specs.some((s) => s.path === '-') ? io.err : io.out;
+  const reporters: Reporter[] = [];
+  const stderr = ctx.stderr ?? process.stderr;
+  if (progressWanted(stderr, options.quiet, env)) reporters.push(progressReporter(stderr));
+  reporters.push(options.format === 'pretty' ? prettyReporter(tableOut) : ncclTableReporter(tableOut));
+  if (specs.length > 0) reporters.push(exportReporter(specs, io.out, env));
+  return reporters;
+}

@@ -1,0 +1,156 @@
+// The collbench report document (DESIGN.md §3 "one report schema"): TypeScript types of what `-J` writes
+// and what `collbench report`, compare and accept read, and its validator. The same shape is published as a
+// JSON Schema in schema/collbench-report.v1.schema.json (shipped with the package; the validator reads it).
+// Units are in the names: Bytes, Us (microseconds), GBps (1e9 B/s), as in the nccl-tests table.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import type { IterStats } from '../core/iter-stats.js';
+
+export const REPORT_KIND = 'collbench-report';
+/** Bumped when a field changes meaning or disappears; adding optional fields keeps the version. */
+export const SCHEMA_VERSION = 1;
+
+export type ReportStatus = 'incomplete' | 'complete';
+
+export interface ReportDocument {
+  kind: typeof REPORT_KIND;
+  schemaVersion: typeof SCHEMA_VERSION;
+  /** 'incomplete' until the run ends: a crash or Ctrl-C leaves the rows completed so far. */
+  status: ReportStatus;
+  startTime: string;            // ISO 8601 with the local offset
+  endTime: string | null;
+  argv: string[];               // program path, then its arguments, as given
+  rerun: string;                // shell command running the same benchmark again
+  program: string;              // all_reduce_perf
+  collective: string;           // all_reduce
+  options: Record<string, unknown>; // every ResolvedOptions field
+  provenance: Provenance;
+  world: { nranks: number; backend: string };
+  ranks: ReportRank[];
+  warnings: string[];
+  perIterTimer: string | null;
+  rows: ReportRow[];
+  summary: ReportSummary | null;
+}
+
+export interface Provenance {
+  collbench: { version: string };
+  node: { version: string };
+  backend: { name: string; library: string; libraryVersion: string };
+  versions: LibraryVersions;
+  host: HostInfo;
+  launcher: 'mpirun' | 'other' | 'none';
+  /** Only NCCL_, CUDA_, OMPI_, UCX_, GLOO_ and COLLBENCH_ variables (see provenance.ts). */
+  env: Record<string, string>;
+}
+
+export interface LibraryVersions {
+  mpi?: string;
+  gloo?: string;
+  ncclRuntime?: number;         // ncclGetVersion(), e.g. 22807
+  ncclHeaders?: number;         // NCCL_VERSION_CODE at build time
+  ncclLibraryPath?: string;     // the libnccl.so the run loaded
+  cudaRuntime?: number;         // cudaRuntimeGetVersion(), e.g. 13000
+  cudaDriver?: number;          // cudaDriverGetVersion()
+}
+
+export interface HostInfo {
+  hostname: string;
+  platform: string;
+  osRelease: string;
+  distro: string | null;
+  arch: string;
+  cpuModel: string;
+  cpuCount: number;
+  memoryBytes: number;
+}
+
+export interface ReportRank {
+  rank: number;
+  group: number;
+  host: string;
+  pid: number;
+  device: number | string;      // CUDA ordinal, or 'cpu'
+  deviceName: string;
+  pciBusId: string | null;      // GPUs: dddd:bb:dd
+  numaNode: number | null;      // CPUs, when known
+}
+
+export interface ReportPerIter {
+  skip: number;
+  stats: IterStats;
+  samplesUs: number[];          // max over ranks, one per iteration
+  perRank: { rank: number; samplesUs: number[]; stats: IterStats }[];
+}
+
+export interface ReportHalf {
+  timeUs: number | null;        // null only when not finite
+  cpuTimeUs: number | null;
+  algBwGBps: number | null;
+  busBwGBps: number | null;
+  wrong: number | null;         // null = not checked (N/A)
+  ranksWithWrong: number;
+  firstWrong?: { rank: number; index: number; expected: string; got: string };
+  perIter?: ReportPerIter;
+}
+
+export interface ReportRow {
+  index: number;
+  cycle: number;
+  sizeBytes: number;
+  count: number;
+  type: string;
+  redop: string;
+  root: number;
+  time: string;
+  outOfPlace: ReportHalf;
+  inPlace: ReportHalf;
+}
+
+export interface ReportSummary {
+  outOfBounds: number;
+  avgBusBwGBps: number | null;
+  minBwGBps: number | null;
+  minBwVerdict: 'OK' | 'FAILED' | null;
+  exitCode: number;
+  skipped: string | null;
+}
+
+/** The two halves of a row in table order, with their names as nccl-tests prints them. */
+export const PLACEMENTS = [
+  { key: 'outOfPlace', label: 'out-of-place' },
+  { key: 'inPlace', label: 'in-place' },
+] as const;
+export type PlacementKey = (typeof PLACEMENTS)[number]['key'];
+
+/** The published JSON Schema: <package>/schema/, two levels above this file in bench/ and in dist/. */
+export const SCHEMA_PATH = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'schema',
+  `collbench-report.v${SCHEMA_VERSION}.schema.json`);
+
+let validator: ValidateFunction | null = null;
+
+export function reportJsonSchema(): Record<string, unknown> {
+  return JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as Record<string, unknown>;
+}
+
+function compiled(): ValidateFunction {
+  // ajv is loaded on first use only: a benchmark run writes reports but never validates them.
+  const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020Class };
+  if (!validator) validator = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(reportJsonSchema());
+  return validator;
+}
+
+/** Validation errors of a parsed document as short lines (`/rows/3/inPlace: must have …`); [] if valid. */
+export function reportErrors(doc: unknown): string[] {
+  const validate = compiled();
+  if (validate(doc)) return [];
+  return (validate.errors ?? []).map((e: ErrorObject) =>
+    `${e.instancePath || '/'}: ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`);
+}
+
+export function isReportDocument(doc: unknown): doc is ReportDocument {
+  return reportErrors(doc).length === 0;
+}

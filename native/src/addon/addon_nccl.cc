@@ -1,0 +1,303 @@
+// Entry point of collbench_nccl.node: the NCCL backend behind the shared N-API glue. Besides the common
+// functions it offers what the TypeScript driver (bench/backends/nccl.ts) needs before and around init:
+// probe (is NCCL usable here?), library (load + version), devices (CUDA's view, never throws),
+// uniqueId (process 0's ncclGetUniqueId), init (async: communicators may wait for peers), memoryUsage.
+#include <napi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../backends/nccl/nccl_backend.h"
+#include "addon_common.h"
+
+namespace {
+
+using collbench::NcclBackend;
+using collbench::Status;
+
+collbench::addon::BackendSlot gSlot;
+
+NcclBackend* nccl() { return static_cast<NcclBackend*>(gSlot.backend.get()); }
+
+std::string optString(const Napi::Value& v, const char* key) {
+  if (!v.IsObject()) return "";
+  Napi::Value s = v.As<Napi::Object>().Get(key);
+  return s.IsString() ? s.As<Napi::String>().Utf8Value() : "";
+}
+
+int optInt(const Napi::Object& o, const char* key, int fallback) {
+  Napi::Value v = o.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : fallback;
+}
+
+void throwIfError(Napi::Env env, const Status& s) {
+  if (!s.ok) throw collbench::addon::toJsError(env, s);
+}
+
+Napi::Object libraryObject(Napi::Env env, const collbench::NcclLibrary& lib) {
+  const collbench::ncclapi::Api& a = lib.api;
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("path", lib.path);
+  o.Set("how", lib.how);
+  o.Set("version", lib.versionString());
+  o.Set("versionCode", lib.versionCode);
+  Napi::Object f = Napi::Object::New(env);
+  f.Set("alltoall", a.AlltoAll != nullptr);
+  f.Set("gather", a.Gather != nullptr);
+  f.Set("scatter", a.Scatter != nullptr);
+  f.Set("preMulSum", a.RedOpCreatePreMulSum != nullptr);
+  f.Set("avg", lib.atLeast(2, 10, 0));
+  f.Set("bfloat16", lib.atLeast(2, 10, 0));
+  f.Set("fp8", lib.atLeast(2, 24, 0));
+  f.Set("config", a.CommInitRankConfig != nullptr);
+  f.Set("ctaPolicy", a.CommInitRankConfig != nullptr && lib.atLeast(2, 27, 0));
+  f.Set("ctaPolicyZero", a.CommInitRankConfig != nullptr && lib.atLeast(2, 28, 0));
+  f.Set("split", a.CommSplit != nullptr);
+  f.Set("register", a.CommRegister != nullptr);
+  f.Set("window", a.CommWindowRegister != nullptr);
+  f.Set("graphs", lib.atLeast(2, 9, 0));
+  f.Set("lastError", a.GetLastError != nullptr);
+  o.Set("features", f);
+  return o;
+}
+
+Napi::Object devicesObject(Napi::Env env, const collbench::CudaDevices& d) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("count", d.count);
+  o.Set("cudaError", d.cudaError);
+  o.Set("errorName", d.errorName);
+  o.Set("errorText", d.errorText);
+  o.Set("driverVersion", d.driverVersion);
+  o.Set("runtimeVersion", d.runtimeVersion);
+  return o;
+}
+
+// probe({lib}): whether this backend can run here, without throwing; used to pick a default backend.
+Napi::Value Probe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  const collbench::NcclLibrary* lib = nullptr;
+  const Status s = collbench::loadNccl(optString(info[0], "lib"), &lib);
+  const collbench::CudaDevices d = collbench::queryCudaDevices();
+  o.Set("devices", devicesObject(env, d));
+  if (!s.ok) {
+    o.Set("usable", false);
+    o.Set("reason", s.message);
+    return o;
+  }
+  o.Set("library", libraryObject(env, *lib));
+  o.Set("usable", d.count > 0);
+  if (d.count <= 0)
+    o.Set("reason", "no CUDA device: " + (d.cudaError != 0 ? d.errorText + " (" + d.errorName + ")"
+                                                           : std::string("cudaGetDeviceCount found 0 devices")));
+  return o;
+}
+
+Napi::Value Library(const Napi::CallbackInfo& info) {
+  const collbench::NcclLibrary* lib = nullptr;
+  throwIfError(info.Env(), collbench::loadNccl(optString(info[0], "lib"), &lib));
+  return libraryObject(info.Env(), *lib);
+}
+
+Napi::Value Devices(const Napi::CallbackInfo& info) {
+  return devicesObject(info.Env(), collbench::queryCudaDevices());
+}
+
+Napi::Value UniqueId(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const collbench::NcclLibrary* lib = nullptr;
+  throwIfError(env, collbench::loadNccl(optString(info[0], "lib"), &lib));
+  collbench::ncclapi::UniqueId id{};
+  const collbench::ncclapi::Result r = lib->api.GetUniqueId(&id);
+  if (r != collbench::ncclapi::Success) {
+    const char* last = lib->api.GetLastError ? lib->api.GetLastError(nullptr) : nullptr;
+    throwIfError(env, Status::Error("nccl", collbench::ncclapi::resultCode(r),
+                                    std::string("ncclGetUniqueId failed: ") + collbench::ncclapi::resultName(r) +
+                                        (last && *last ? std::string(": ") + last : std::string()),
+                                    CB_SITE("ncclGetUniqueId")));
+  }
+  Napi::Array a = Napi::Array::New(env, sizeof id.internal);
+  for (uint32_t i = 0; i < sizeof id.internal; ++i)
+    a.Set(i, static_cast<double>(static_cast<unsigned char>(id.internal[i])));
+  return a;
+}
+
+std::string hostName() {
+  char buf[HOST_NAME_MAX + 1] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+Napi::Object infoObject(Napi::Env env, NcclBackend& b, int localProcRank, int localProcSize) {
+  const collbench::NcclLibrary& lib = b.library();
+  const collbench::CudaDevices cuda = collbench::queryCudaDevices();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("backend", "nccl");
+  o.Set("rank", b.groupRank());  // in the communicator collectives run on (the split group)
+  o.Set("nranks", b.groupSize());
+  o.Set("worldRank", b.rank());
+  o.Set("worldRanks", b.nranks());
+  o.Set("localRanks", b.localRanks());
+  o.Set("procRank", b.procRank());
+  o.Set("nprocs", b.nprocs());
+  o.Set("localRank", localProcRank);
+  o.Set("localSize", localProcSize);
+  // The preamble prints "backend nccl (<libraryVersionShort>)": version and the file loaded.
+  o.Set("libraryVersion", "NCCL " + lib.versionString() + " (nccl-library=" + std::to_string(lib.versionCode) +
+                              " nccl-headers=" + std::to_string(collbench::ncclapi::kDeclaredVersion) + ", " +
+                              lib.path + ", found by " + lib.how + ")");
+  o.Set("libraryVersionShort", "NCCL " + lib.versionString() + " " + lib.path);
+  o.Set("ncclVersion", lib.versionCode);
+  o.Set("ncclHeadersVersion", collbench::ncclapi::kDeclaredVersion);
+  o.Set("library", libraryObject(env, lib));
+  o.Set("processorName", hostName());
+  o.Set("pid", static_cast<double>(getpid()));
+  o.Set("controlPlane", b.controlPlaneName());
+  o.Set("cudaDriverVersion", cuda.driverVersion);
+  o.Set("cudaRuntimeVersion", cuda.runtimeVersion);
+  Napi::Array devs = Napi::Array::New(env, b.devices().size());
+  for (size_t i = 0; i < b.devices().size(); ++i) {
+    const collbench::NcclDevice& d = b.devices()[i];
+    Napi::Object x = Napi::Object::New(env);
+    x.Set("worldRank", d.worldRank);
+    x.Set("groupRank", d.groupRank);
+    x.Set("ordinal", d.ordinal);
+    x.Set("pciDomain", d.pciDomain);
+    x.Set("pciBus", d.pciBus);
+    x.Set("pciDevice", d.pciDevice);
+    x.Set("ccMajor", d.ccMajor);
+    x.Set("ccMinor", d.ccMinor);
+    x.Set("totalMemBytes", static_cast<double>(d.totalMemBytes));
+    x.Set("name", d.name);
+    devs.Set(static_cast<uint32_t>(i), x);
+  }
+  o.Set("devices", devs);
+  return o;
+}
+
+// Creates the backend off the JS thread: communicator init may wait for peers for a long time.
+class InitWorker : public Napi::AsyncWorker {
+ public:
+  InitWorker(Napi::Env env, collbench::NcclOptions options, int localProcRank, int localProcSize)
+      : Napi::AsyncWorker(env), options_(std::move(options)), localProcRank_(localProcRank),
+        localProcSize_(localProcSize), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+  void Execute() override {
+    try {
+      status_ = NcclBackend::create(options_, &backend_);
+    } catch (const std::exception& e) {
+      status_ = Status::Error("core", "CORE_EXCEPTION", e.what(), CB_SITE("NcclBackend::create"));
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!status_.ok) {
+      deferred_.Reject(collbench::addon::toJsError(env, status_).Value());
+      return;
+    }
+    gSlot.backend = std::move(backend_);
+    deferred_.Resolve(infoObject(env, *nccl(), localProcRank_, localProcSize_));
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  collbench::NcclOptions options_;
+  int localProcRank_, localProcSize_;
+  std::unique_ptr<NcclBackend> backend_;
+  Status status_;
+  Napi::Promise::Deferred deferred_;
+};
+
+Napi::Value Init(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (gSlot.backend)
+    throwIfError(env, Status::Error("core", "CORE_ALREADY_INITIALIZED", "init() was called already",
+                                    CB_SITE("init")));
+  if (!info[0].IsObject())
+    throwIfError(env, Status::Error("core", "CORE_BAD_SPEC", "init needs a configuration object", CB_SITE("init")));
+  Napi::Object c = info[0].As<Napi::Object>();
+  collbench::NcclOptions o;
+  o.libPath = optString(c, "lib");
+  o.procRank = optInt(c, "procRank", 0);
+  o.nprocs = optInt(c, "nprocs", 1);
+  o.nThreads = optInt(c, "nThreads", 1);
+  o.nGpus = optInt(c, "nGpus", 1);
+  o.firstDevice = optInt(c, "firstDevice", 0);
+  o.splitColor = optInt(c, "splitColor", -1);
+  o.streamNull = optInt(c, "streamNull", 0) != 0;
+  o.ctaPolicy = optInt(c, "ctaPolicy", -1);
+  o.localRegister = optInt(c, "localRegister", 0);
+  o.timeoutSec = optInt(c, "timeoutSec", 0);
+  Napi::Value id = c.Get("uniqueId");
+  if (id.IsArray()) {
+    Napi::Array a = id.As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i)
+      o.uniqueId.push_back(static_cast<char>(a.Get(i).As<Napi::Number>().Uint32Value() & 0xff));
+  }
+  Napi::Value cp = c.Get("controlPlane");
+  if (!cp.IsUndefined() && !cp.IsNull()) {
+    o.control = collbench::addon::borrowControlPlane(cp);
+    if (o.control == nullptr)
+      throwIfError(env, Status::Error("core", "CORE_BAD_SPEC",
+                                      "controlPlane must be another collbench module's controlPlane()",
+                                      CB_SITE("init")));
+  }
+  auto* w = new InitWorker(env, std::move(o), optInt(c, "localRank", 0), optInt(c, "localSize", 1));
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value Finalize(const Napi::CallbackInfo& info) {
+  if (gSlot.backend) {
+    const Status s = nccl()->finalize();
+    gSlot.backend.reset();
+    throwIfError(info.Env(), s);
+  }
+  return info.Env().Undefined();
+}
+
+// The -T watchdog (the process exits right after): the wait in progress on the worker thread aborts
+// the communicators, so peers see the failure instead of hanging. Gives it up to 2 s to do so (a
+// thread stuck inside an NCCL call never gets there; the exit then ends everything anyway).
+Napi::Value Abort(const Napi::CallbackInfo& info) {
+  if (gSlot.backend) {
+    nccl()->requestAbort();
+    for (int i = 0; i < 2000 && !nccl()->aborted(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return info.Env().Undefined();
+}
+
+Napi::Value MemoryUsage(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!gSlot.backend)
+    throwIfError(env, Status::Error("core", "CORE_NOT_INITIALIZED", "init() has not been called", CB_SITE("memoryUsage")));
+  uint64_t init = 0, user = 0, coll = 0;
+  throwIfError(env, nccl()->memoryUsage(&init, &user, &coll));
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("initialization", static_cast<double>(init));
+  o.Set("userAllocated", static_cast<double>(user));
+  o.Set("collective", static_cast<double>(coll));
+  return o;
+}
+
+Napi::Object ModuleInit(Napi::Env env, Napi::Object exports) {
+  exports.Set("probe", Napi::Function::New(env, Probe));
+  exports.Set("library", Napi::Function::New(env, Library));
+  exports.Set("devices", Napi::Function::New(env, Devices));
+  exports.Set("uniqueId", Napi::Function::New(env, UniqueId));
+  exports.Set("init", Napi::Function::New(env, Init));
+  exports.Set("finalize", Napi::Function::New(env, Finalize));
+  exports.Set("abort", Napi::Function::New(env, Abort));
+  exports.Set("memoryUsage", Napi::Function::New(env, MemoryUsage));
+  collbench::addon::registerCommon(env, exports, &gSlot);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(collbench_nccl, ModuleInit)

@@ -1,0 +1,958 @@
+// GlooBackend: nccl-tests' eleven collectives mapped onto Gloo's blocking collectives over host
+// buffers (nccl-tests.md §4, in-place layouts included), avg and mulsum emulated around sum as the
+// MPI backend does, reduce_scatter and the legacy all_reduce algorithms on Gloo's legacy classes.
+// Every Gloo call runs inside CB_GLOO (gloo_types.h): no exception crosses this file's boundary.
+#include "backends/gloo/gloo_backend.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_bcube.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/config.h>
+#include <gloo/gather.h>
+#include <gloo/reduce.h>
+#include <gloo/reduce_scatter.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#ifndef COLLBENCH_GLOO_NO_REDIS
+#include <gloo/rendezvous/redis_store.h>
+#endif
+#include <gloo/scatter.h>
+#include <gloo/transport/tcp/device.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/gloo/gloo_types.h"
+#include "core/data_check.h"
+#include "core/pattern.h"
+
+namespace collbench {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint32_t kTag = 0;            // one op at a time per context: one tag is enough
+constexpr uint8_t kP2PSlotPrefix = 0x43;  // "C": sendrecv and hypercube point-to-point traffic
+
+const char* collName(Coll c) {
+  static const char* const kNames[kCollCount] = {
+      "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
+      "alltoallv",  "gather",     "scatter",        "sendrecv",  "hypercube"};
+  const int i = static_cast<int>(c);
+  return i >= 0 && i < kCollCount ? kNames[i] : "unknown";
+}
+
+Status badSpec(const std::string& message, const char* where) {
+  return Status::Error("core", "CORE_BAD_SPEC", message, CB_SITE(where));
+}
+
+char* bytesAt(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
+const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
+  return static_cast<const char*>(p) + elems * ts;
+}
+uint8_t* bytePtr(const void* p) { return static_cast<uint8_t*>(const_cast<void*>(p)); }
+
+// Legacy classes take `int` counts and keep `int` byte counts.
+Status legacyCount(uint64_t count, uint64_t ts, const char* what, int* out) {
+  if (count * ts > static_cast<uint64_t>(INT_MAX))
+    return Status::Error("core", "CORE_COUNT_TOO_LARGE",
+                         std::string(what) + ": " + std::to_string(count * ts) +
+                             " bytes exceed INT_MAX, the largest buffer Gloo's legacy classes take",
+                         CB_SITE(what));
+  *out = static_cast<int>(count);
+  return Status::Ok();
+}
+
+// ---- legacy reduction functions ------------------------------------------------------------
+
+template <DType D, RedOp O, bool GlooHalf>
+void legacyReduce(typename ElementOf<D>::type* x, const typename ElementOf<D>::type* y, size_t n) {
+  reduceElements<D, O, GlooHalf>(x, x, y, n);
+}
+
+template <DType D, bool GlooHalf>
+const gloo::ReductionFunction<typename ElementOf<D>::type>* legacyFunctionOf(RedOp op) {
+  using RF = gloo::ReductionFunction<typename ElementOf<D>::type>;
+  static const RF sum(gloo::SUM, &legacyReduce<D, RedOp::Sum, GlooHalf>);
+  static const RF prod(gloo::PRODUCT, &legacyReduce<D, RedOp::Prod, GlooHalf>);
+  static const RF max(gloo::MAX, &legacyReduce<D, RedOp::Max, GlooHalf>);
+  static const RF min(gloo::MIN, &legacyReduce<D, RedOp::Min, GlooHalf>);
+  switch (baseOp(op)) {
+    case RedOp::Prod: return &prod;
+    case RedOp::Max: return &max;
+    case RedOp::Min: return &min;
+    default: return &sum;
+  }
+}
+
+// The legacy classes' ReductionFunction<T> for dtype D: the same element functions as the new API
+// (gloo/math.h for native types, element_ops.h for raw storage types).
+template <DType D>
+const gloo::ReductionFunction<typename ElementOf<D>::type>* legacyFunction(RedOp op, bool glooHalf) {
+  return glooHalf ? legacyFunctionOf<D, true>(op) : legacyFunctionOf<D, false>(op);
+}
+
+// ---- stores --------------------------------------------------------------------------------
+
+Status makeStore(const GlooConfig& c, std::unique_ptr<gloo::rendezvous::Store>* out) {
+  const std::string& s = c.store;
+  if (s.empty()) {
+    if (c.size != 1)
+      return Status::Error("gloo", "GLOO_NO_STORE",
+                           "a world of " + std::to_string(c.size) +
+                               " ranks needs a rendezvous store (file:DIR or redis://HOST:PORT)",
+                           CB_SITE("GlooBackend::create"));
+    *out = std::make_unique<gloo::rendezvous::HashStore>();  // in-memory: a 1-rank world
+    return Status::Ok();
+  }
+  if (s.rfind("file:", 0) == 0) {
+    const std::string dir = s.substr(5);
+    struct stat st {};
+    if (dir.empty() || stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return Status::Error("gloo", "GLOO_STORE",
+                           "FileStore directory '" + dir + "' does not exist or is not a directory",
+                           CB_SITE("gloo::rendezvous::FileStore"));
+    CB_GLOO("gloo::rendezvous::FileStore", *out = std::make_unique<gloo::rendezvous::FileStore>(dir));
+    return Status::Ok();
+  }
+  if (s.rfind("redis://", 0) == 0) {
+    const std::string hostPort = s.substr(8);
+    const size_t colon = hostPort.rfind(':');
+    const std::string host = colon == std::string::npos ? hostPort : hostPort.substr(0, colon);
+    int port = 6379;
+    if (colon != std::string::npos) {
+      char* end = nullptr;
+      const long p = std::strtol(hostPort.c_str() + colon + 1, &end, 10);
+      if (end == nullptr || *end != '\0' || p < 1 || p > 65535)
+        return Status::Error("gloo", "GLOO_STORE", "bad Redis port in '" + s + "'",
+                             CB_SITE("gloo::rendezvous::RedisStore"));
+      port = static_cast<int>(p);
+    }
+    if (host.empty())
+      return Status::Error("gloo", "GLOO_STORE", "no Redis host in '" + s + "'",
+                           CB_SITE("gloo::rendezvous::RedisStore"));
+#ifdef COLLBENCH_GLOO_NO_REDIS
+    (void)port;
+    return Status::Error("gloo", "GLOO_STORE", "this build has no RedisStore (hiredis.h was not found)",
+                         CB_SITE("gloo::rendezvous::RedisStore"));
+#else
+    CB_GLOO("gloo::rendezvous::RedisStore", *out = std::make_unique<gloo::rendezvous::RedisStore>(host, port));
+    return Status::Ok();
+#endif
+  }
+  return Status::Error("gloo", "GLOO_STORE",
+                       "unknown store '" + s + "' (expected file:DIR or redis://HOST:PORT)",
+                       CB_SITE("GlooBackend::create"));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+bool parseGlooAlgo(const std::string& name, GlooAlgo* out) {
+  for (int i = 0; i <= static_cast<int>(GlooAlgo::LegacyBcube); ++i) {
+    if (name == glooAlgoName(static_cast<GlooAlgo>(i))) {
+      *out = static_cast<GlooAlgo>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* glooAlgoName(GlooAlgo a) {
+  switch (a) {
+    case GlooAlgo::Default: return "default";
+    case GlooAlgo::Ring: return "ring";
+    case GlooAlgo::Bcube: return "bcube";
+    case GlooAlgo::LegacyRing: return "legacy_ring";
+    case GlooAlgo::LegacyRingChunked: return "legacy_ring_chunked";
+    case GlooAlgo::LegacyHalvingDoubling: return "legacy_halving_doubling";
+    case GlooAlgo::LegacyBcube: return "legacy_bcube";
+  }
+  return "unknown";
+}
+
+std::string GlooBackend::libraryVersionShort() {
+  return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+         std::to_string(GLOO_VERSION_PATCH);
+}
+
+std::string GlooBackend::libraryVersion() { return libraryVersionShort() + " (tcp transport)"; }
+
+// ---------------------------------------------------------------------------------------------
+// Host buffers (page-aligned, zero-filled, never null: as the MPI backend's)
+
+void GlooBackend::HostBuffer::release() {
+  std::free(ptr);
+  ptr = nullptr;
+  bytes = 0;
+}
+
+bool GlooBackend::HostBuffer::allocate(uint64_t n) {
+  release();
+  const uint64_t size = std::max<uint64_t>(kPage, (n + kPage - 1) / kPage * kPage);
+  if (size < n) return false;
+  void* p = nullptr;
+  if (posix_memalign(&p, kPage, static_cast<size_t>(size)) != 0 || p == nullptr) return false;
+  std::memset(p, 0, static_cast<size_t>(size));
+  ptr = p;
+  bytes = n;
+  return true;
+}
+
+bool GlooBackend::HostBuffer::contains(const void* p, uint64_t n) const {
+  if (ptr == nullptr) return false;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(ptr), a = reinterpret_cast<uintptr_t>(p);
+  return a >= lo && a - lo <= bytes && n <= bytes - (a - lo);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Life cycle
+
+Status GlooBackend::create(const GlooConfig& config, std::unique_ptr<GlooBackend>* out) {
+  if (out == nullptr) return badSpec("GlooBackend::create needs an output pointer", "GlooBackend::create");
+  if (config.size < 1 || config.rank < 0 || config.rank >= config.size)
+    return Status::Error("gloo", "GLOO_BAD_RANK",
+                         "rank " + std::to_string(config.rank) + " is not in a world of " +
+                             std::to_string(config.size) + " ranks",
+                         CB_SITE("GlooBackend::create"));
+  if (config.timeoutMs <= 0)
+    return badSpec("the Gloo timeout must be positive", "GlooBackend::create");
+  std::unique_ptr<GlooBackend> b(new GlooBackend(config));
+  CB_TRY(makeStore(config, &b->baseStore_));
+  CB_GLOO("gloo::rendezvous::PrefixStore",
+          b->runStore_ = std::make_unique<gloo::rendezvous::PrefixStore>(config.runId, *b->baseStore_));
+
+  gloo::transport::tcp::attr attr;
+  if (!config.iface.empty()) attr.iface = config.iface;
+  else if (!config.hostname.empty()) attr.hostname = config.hostname;
+  CB_GLOO("gloo::transport::tcp::CreateDevice", b->device_ = gloo::transport::tcp::CreateDevice(attr));
+
+  const auto timeout = std::chrono::milliseconds(config.timeoutMs);
+  auto connect = [&](const char* name, std::shared_ptr<gloo::Context>* ctx) -> Status {
+    auto c = std::make_shared<gloo::rendezvous::Context>(config.rank, config.size);
+    c->setTimeout(timeout);
+    CB_GLOO(std::string("gloo::rendezvous::Context::connectFullMesh (") + name + " context)", {
+      gloo::rendezvous::PrefixStore store(name, *b->runStore_);
+      c->connectFullMesh(store, b->device_);
+    });
+    *ctx = c;
+    return Status::Ok();
+  };
+  CB_TRY(connect("ctrl", &b->ctrl_));
+  CB_TRY(connect("data", &b->data_));
+  *out = std::move(b);
+  return Status::Ok();
+}
+
+Status GlooBackend::legacyContext() {
+  if (legacy_) return Status::Ok();
+  // Every rank gets here at the same op of the same plan, so this rendezvous always pairs up.
+  auto c = std::make_shared<gloo::rendezvous::Context>(config_.rank, config_.size);
+  c->setTimeout(std::chrono::milliseconds(config_.timeoutMs));
+  CB_GLOO("gloo::rendezvous::Context::connectFullMesh (legacy context)", {
+    gloo::rendezvous::PrefixStore store("legacy", *runStore_);
+    c->connectFullMesh(store, device_);
+  });
+  legacy_ = c;
+  return Status::Ok();
+}
+
+void GlooBackend::dropLegacyAlgorithms() {
+  for (LegacyEntry& e : legacyCache_) {
+    try {
+      e.algorithm.reset();
+    } catch (...) {  // ~Algorithm is noexcept(false); nothing useful to do with its error here
+    }
+  }
+  legacyCache_.clear();
+}
+
+GlooBackend::~GlooBackend() {
+  dropLegacyAlgorithms();
+  for (auto* c : {&legacy_, &data_, &ctrl_}) {
+    try {
+      c->reset();
+    } catch (...) {
+    }
+  }
+  device_.reset();
+}
+
+Status GlooBackend::finalize() {
+  if (finalized_) return Status::Ok();
+  finalized_ = true;
+  Status s = Status::Ok();
+  if (!failed_ && ctrl_) {
+    s = glooGuard(CB_SITE("gloo::barrier (final)"), [&]() {
+      gloo::BarrierOptions opts(ctrl_);
+      opts.setTag(kTag);
+      gloo::barrier(opts);
+    });
+  }
+  dropLegacyAlgorithms();
+  for (auto* c : {&legacy_, &data_, &ctrl_}) {
+    const Status t = glooGuard(CB_SITE("gloo::Context::closeConnections"), [&]() {
+      if (*c) (*c)->closeConnections();
+      c->reset();
+    });
+    if (s.ok) s = t;
+  }
+  send_.release();
+  recv_.release();
+  scratch_.release();
+  return s;
+}
+
+Status GlooBackend::alive(const char* what) const {
+  if (finalized_)
+    return Status::Error("gloo", "GLOO_FINALIZED", std::string("GlooBackend::") + what + " called after finalize()",
+                         CB_SITE(std::string("GlooBackend::") + what));
+  return Status::Ok();
+}
+
+Status GlooBackend::track(Status s) {
+  if (!s.ok && s.backend == "gloo") failed_ = true;
+  return s;
+}
+
+std::string GlooBackend::deviceText() const { return device_ ? device_->str() : std::string(); }
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+Status GlooBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
+  dropLegacyAlgorithms();  // they hold pointers into the old buffers
+  send_.release();
+  recv_.release();
+  scratch_.release();
+  if (!send_.allocate(sendBytes) || !recv_.allocate(recvBytes)) {
+    send_.release();
+    recv_.release();
+    return Status::Error("core", "CORE_OUT_OF_MEMORY",
+                         "cannot allocate " + std::to_string(sendBytes) + " + " + std::to_string(recvBytes) +
+                             " bytes of page-aligned host memory",
+                         CB_SITE("posix_memalign"));
+  }
+  return Status::Ok();
+}
+
+void* GlooBackend::buffer(BufId which) { return which == BufId::Send ? send_.ptr : recv_.ptr; }
+
+Status GlooBackend::ensureScratch(uint64_t bytes) {
+  if (scratch_.ptr != nullptr && scratch_.bytes >= bytes) return Status::Ok();
+  // Twice the larger buffer once (reduce needs an input and an output region), so the timed loop
+  // never reallocates.
+  const uint64_t want = std::max(bytes, 2 * std::max(send_.bytes, recv_.bytes) + 128);
+  if (!scratch_.allocate(want))
+    return Status::Error("core", "CORE_OUT_OF_MEMORY",
+                         "cannot allocate a " + std::to_string(want) + "-byte scratch buffer",
+                         CB_SITE("posix_memalign"));
+  return Status::Ok();
+}
+
+Status GlooBackend::region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const {
+  const uint64_t bytes = elems * dtypeSize(a.dtype);
+  if (bytes == 0 || send_.contains(p, bytes) || recv_.contains(p, bytes)) return Status::Ok();
+  return badSpec(std::string(collName(a.coll)) + ": " + role + " region of " + std::to_string(bytes) +
+                     " bytes lies outside the allocated buffers",
+                 "GlooBackend::enqueue");
+}
+
+Status GlooBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
+                                uint64_t scratchOffset, const void** out) {
+  *out = input;
+  if (a.op != RedOp::MulSum) return Status::Ok();
+  const int scalar = pattern::mulSumScalar(config_.rank);  // 1 on even ranks, 2 on odd
+  if (scalar == 1) return Status::Ok();
+  if (scaleInPlace) {
+    glooScaleElements(a.dtype, input, const_cast<void*>(input), elems, scalar);
+    return Status::Ok();
+  }
+  CB_TRY(ensureScratch(scratchOffset + elems * dtypeSize(a.dtype)));
+  void* dst = static_cast<char*>(scratch_.ptr) + scratchOffset;
+  glooScaleElements(a.dtype, input, dst, elems, scalar);
+  *out = dst;
+  return Status::Ok();
+}
+
+Status GlooBackend::legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void* ptr, uint64_t count,
+                                    gloo::Algorithm** out) {
+  const RedOp base = baseOp(op);
+  for (LegacyEntry& e : legacyCache_) {
+    if (e.kind == kind && e.dtype == dtype && e.op == base && e.ptr == ptr && e.count == count) {
+      *out = e.algorithm.get();
+      return Status::Ok();
+    }
+  }
+  // A new shape (another size, type or op): the old objects will not be used again.
+  if (!legacyCache_.empty()) {
+    const LegacyEntry& last = legacyCache_.back();
+    if (last.kind != kind || last.dtype != dtype || last.op != base || last.count != count) dropLegacyAlgorithms();
+  }
+  CB_TRY(legacyContext());
+  int n = 0;
+  CB_TRY(legacyCount(count, dtypeSize(dtype), "gloo legacy algorithm", &n));
+  std::unique_ptr<gloo::Algorithm> algo;
+  CB_TRY(dispatchDType(dtype, [&](auto tag) -> Status {
+    constexpr DType D = decltype(tag)::value;
+    using T = typename ElementOf<D>::type;
+    const std::vector<T*> ptrs{static_cast<T*>(ptr)};
+    const auto* fn = legacyFunction<D>(op, config_.glooFloat16);
+    CB_GLOO("gloo legacy algorithm constructor", {
+      switch (kind) {
+        case LegacyKind::Ring: algo.reset(new gloo::AllreduceRing<T>(legacy_, ptrs, n, fn)); break;
+        case LegacyKind::RingChunked: algo.reset(new gloo::AllreduceRingChunked<T>(legacy_, ptrs, n, fn)); break;
+        case LegacyKind::HalvingDoubling:
+          algo.reset(new gloo::AllreduceHalvingDoubling<T>(legacy_, ptrs, n, fn));
+          break;
+        case LegacyKind::Bcube: algo.reset(new gloo::AllreduceBcube<T>(legacy_, ptrs, n, fn)); break;
+        case LegacyKind::ReduceScatter: {
+          const std::vector<int> recvElems(config_.size, n / config_.size);
+          algo.reset(new gloo::ReduceScatterHalvingDoubling<T>(legacy_, ptrs, n, recvElems, fn));
+          break;
+        }
+      }
+    });
+    return Status::Ok();
+  }));
+  *out = algo.get();
+  legacyCache_.push_back(LegacyEntry{kind, dtype, base, ptr, count, std::move(algo)});
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collectives
+
+Status GlooBackend::enqueue(const OpArgs& a) {
+  CB_TRY(alive("enqueue"));
+  const int d = static_cast<int>(a.dtype);
+  if (d < 0 || d >= kDTypeCount) return badSpec("unknown datatype " + std::to_string(d), "GlooBackend::enqueue");
+  if (a.coll == Coll::AllReduce || a.coll == Coll::Reduce || a.coll == Coll::ReduceScatter) {
+    const int o = static_cast<int>(a.op);
+    if (o < 0 || o >= kRedOpCount) return badSpec("unknown op " + std::to_string(o), "GlooBackend::enqueue");
+  }
+  if ((a.coll == Coll::Broadcast || a.coll == Coll::Reduce || a.coll == Coll::Gather || a.coll == Coll::Scatter) &&
+      (a.root < 0 || a.root >= config_.size))
+    return badSpec(std::string(collName(a.coll)) + ": root " + std::to_string(a.root) + " is not a rank of " +
+                       std::to_string(config_.size),
+                   "GlooBackend::enqueue");
+  switch (a.coll) {
+    case Coll::AllReduce: return track(allReduce(a));
+    case Coll::AllGather: return track(allGather(a));
+    case Coll::ReduceScatter: return track(reduceScatter(a));
+    case Coll::Broadcast: return track(broadcast(a));
+    case Coll::Reduce: return track(reduce(a));
+    case Coll::AllToAll: return track(allToAll(a));
+    case Coll::AllToAllV: return track(allToAllV(a));
+    case Coll::Gather: return track(gatherColl(a));
+    case Coll::Scatter: return track(scatter(a));
+    case Coll::SendRecv: return track(sendRecv(a));
+    case Coll::HyperCube: return track(hyperCube(a));
+  }
+  return badSpec("unknown collective " + std::to_string(static_cast<int>(a.coll)), "GlooBackend::enqueue");
+}
+
+Status GlooBackend::allReduce(const OpArgs& a) {
+  CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("all_reduce in-place needs send == recv", "gloo::allreduce");
+  switch (config_.algo) {
+    case GlooAlgo::LegacyRing: case GlooAlgo::LegacyRingChunked: case GlooAlgo::LegacyHalvingDoubling:
+    case GlooAlgo::LegacyBcube:
+      return allReduceLegacy(a);
+    default: break;
+  }
+  if (a.count == 0) return Status::Ok();
+  const void* src = nullptr;
+  CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, 0, &src));
+  const auto algorithm = config_.algo == GlooAlgo::Ring    ? gloo::AllreduceOptions::Algorithm::RING
+                         : config_.algo == GlooAlgo::Bcube ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                                           : gloo::AllreduceOptions::Algorithm::UNSPECIFIED;
+  CB_TRY(dispatchDType(a.dtype, [&](auto tag) -> Status {
+    constexpr DType D = decltype(tag)::value;
+    using T = typename ElementOf<D>::type;
+    CB_GLOO("gloo::allreduce", {
+      gloo::AllreduceOptions opts(data_);
+      if (!a.inPlace) opts.setInput<T>(static_cast<T*>(const_cast<void*>(src)), a.count);
+      opts.setOutput<T>(static_cast<T*>(a.recv), a.count);
+      opts.setAlgorithm(algorithm);
+      opts.setReduceFunction(reduceFunction<D>(a.op, config_.glooFloat16));
+      opts.setTag(kTag);
+      gloo::allreduce(opts);
+    });
+    return Status::Ok();
+  }));
+  if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
+  return Status::Ok();
+}
+
+Status GlooBackend::allReduceLegacy(const OpArgs& a) {
+  // Legacy classes reduce in place: out of place, the (scaled) input is first copied to recv.
+  if (a.count == 0) return Status::Ok();
+  const uint64_t bytes = a.count * dtypeSize(a.dtype);
+  if (a.op == RedOp::MulSum && pattern::mulSumScalar(config_.rank) != 1) {
+    glooScaleElements(a.dtype, a.send, a.recv, a.count, pattern::mulSumScalar(config_.rank));
+  } else if (!a.inPlace) {
+    std::memcpy(a.recv, a.send, bytes);
+  }
+  LegacyKind kind = LegacyKind::Ring;
+  switch (config_.algo) {
+    case GlooAlgo::LegacyRingChunked: kind = LegacyKind::RingChunked; break;
+    case GlooAlgo::LegacyHalvingDoubling: kind = LegacyKind::HalvingDoubling; break;
+    case GlooAlgo::LegacyBcube: kind = LegacyKind::Bcube; break;
+    default: break;
+  }
+  gloo::Algorithm* algo = nullptr;
+  CB_TRY(legacyAlgorithm(kind, a.dtype, a.op, a.recv, a.count, &algo));
+  CB_GLOO(std::string("gloo::Allreduce") +
+              (kind == LegacyKind::Ring ? "Ring" : kind == LegacyKind::RingChunked ? "RingChunked"
+                                                 : kind == LegacyKind::HalvingDoubling ? "HalvingDoubling"
+                                                                                        : "Bcube") +
+              "::run",
+          algo->run());
+  if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
+  return Status::Ok();
+}
+
+Status GlooBackend::allGather(const OpArgs& a) {
+  const uint64_t ts = dtypeSize(a.dtype), n = config_.size;
+  CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count * n, "recv"));
+  // In place, this rank's chunk already sits at recv + rank·count (nccl-tests' layout), which is
+  // what Gloo's allgather expects when no input is given.
+  if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
+    return badSpec("all_gather in-place needs send == recv + rank*count", "gloo::allgather");
+  if (a.count == 0) return Status::Ok();
+  CB_GLOO("gloo::allgather", {
+    gloo::AllgatherOptions opts(data_);
+    if (!a.inPlace) opts.setInput<uint8_t>(bytePtr(a.send), a.count * ts);
+    opts.setOutput<uint8_t>(bytePtr(a.recv), a.count * ts * n);
+    opts.setTag(kTag);
+    gloo::allgather(opts);
+  });
+  return Status::Ok();
+}
+
+Status GlooBackend::reduceScatter(const OpArgs& a) {
+  const uint64_t ts = dtypeSize(a.dtype), total = a.count * config_.size;
+  CB_TRY(region(a, a.send, total, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
+    return badSpec("reduce_scatter in-place needs recv == send + rank*count", "gloo reduce_scatter");
+  if (a.count == 0) return Status::Ok();
+  if (config_.algo == GlooAlgo::LegacyHalvingDoubling) return reduceScatterLegacy(a);
+  // Gloo's new API has no reduce-scatter. As PyTorch's ProcessGroupGloo does it: an all-reduce of
+  // the whole input (into a copy), then this rank's block. In place the full buffer is the recv
+  // buffer, which may be overwritten, and the block already sits at recv.
+  // Out of place: scratch = [mulsum-scaled input | all-reduce output].
+  void* work = const_cast<void*>(a.send);
+  const uint64_t offset = a.op == RedOp::MulSum ? (total * ts + 63) / 64 * 64 : 0;
+  if (!a.inPlace) {
+    CB_TRY(ensureScratch(offset + total * ts));
+    work = static_cast<char*>(scratch_.ptr) + offset;
+  }
+  const void* src = nullptr;
+  CB_TRY(reduceInput(a, a.send, total, a.inPlace, 0, &src));
+  const auto algorithm = config_.algo == GlooAlgo::Ring    ? gloo::AllreduceOptions::Algorithm::RING
+                         : config_.algo == GlooAlgo::Bcube ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                                           : gloo::AllreduceOptions::Algorithm::UNSPECIFIED;
+  CB_TRY(dispatchDType(a.dtype, [&](auto tag) -> Status {
+    constexpr DType D = decltype(tag)::value;
+    using T = typename ElementOf<D>::type;
+    CB_GLOO("gloo::allreduce (reduce_scatter)", {
+      gloo::AllreduceOptions opts(data_);
+      if (!a.inPlace) opts.setInput<T>(static_cast<T*>(const_cast<void*>(src)), total);
+      opts.setOutput<T>(static_cast<T*>(work), total);
+      opts.setAlgorithm(algorithm);
+      opts.setReduceFunction(reduceFunction<D>(a.op, config_.glooFloat16));
+      opts.setTag(kTag);
+      gloo::allreduce(opts);
+    });
+    return Status::Ok();
+  }));
+  const char* block = bytesAt(work, a.count * config_.rank, ts);
+  if (block != a.recv) std::memcpy(a.recv, block, a.count * ts);
+  if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
+  return Status::Ok();
+}
+
+Status GlooBackend::reduceScatterLegacy(const OpArgs& a) {
+  // Gloo's one reduce-scatter class, ReduceScatterHalvingDoubling (legacy API, legacy context): it
+  // reduces in place over the full buffer and leaves this rank's block at its start.
+  const uint64_t ts = dtypeSize(a.dtype), total = a.count * config_.size;
+  void* work = nullptr;
+  if (a.inPlace) {
+    // The full buffer is the recv buffer: overwriting it is allowed; mulsum scales it in place.
+    work = const_cast<void*>(a.send);
+    const void* unused = nullptr;
+    CB_TRY(reduceInput(a, a.send, total, true, 0, &unused));
+  } else {
+    // The send buffer must stay unchanged: work on a (scaled) copy in the scratch buffer.
+    CB_TRY(ensureScratch(total * ts));
+    work = scratch_.ptr;
+    const int scalar = a.op == RedOp::MulSum ? pattern::mulSumScalar(config_.rank) : 1;
+    if (scalar != 1) glooScaleElements(a.dtype, a.send, work, total, scalar);
+    else std::memcpy(work, a.send, total * ts);
+  }
+  gloo::Algorithm* algo = nullptr;
+  CB_TRY(legacyAlgorithm(LegacyKind::ReduceScatter, a.dtype, a.op, work, total, &algo));
+  CB_GLOO("gloo::ReduceScatterHalvingDoubling::run", algo->run());
+  if (a.recv != work) std::memmove(a.recv, work, a.count * ts);
+  if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
+  return Status::Ok();
+}
+
+Status GlooBackend::broadcast(const OpArgs& a) {
+  const bool isRoot = config_.rank == a.root;
+  const uint64_t bytes = a.count * dtypeSize(a.dtype);
+  if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "gloo::broadcast");
+  if (a.count == 0) return Status::Ok();
+  CB_GLOO("gloo::broadcast", {
+    gloo::BroadcastOptions opts(data_);
+    // ncclBroadcast sends from the root's send buffer: Gloo takes it as the root's input.
+    if (isRoot && a.send != a.recv) opts.setInput<uint8_t>(bytePtr(a.send), bytes);
+    opts.setOutput<uint8_t>(bytePtr(a.recv), bytes);
+    opts.setRoot(a.root);
+    opts.setTag(kTag);
+    gloo::broadcast(opts);
+  });
+  return Status::Ok();
+}
+
+Status GlooBackend::reduce(const OpArgs& a) {
+  const bool isRoot = config_.rank == a.root;
+  const uint64_t ts = dtypeSize(a.dtype), bytes = a.count * ts;
+  CB_TRY(region(a, a.send, a.count, "send"));
+  if (isRoot) CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("reduce in-place needs send == recv", "gloo::reduce");
+  if (a.count == 0) return Status::Ok();
+  // Gloo's ring reduce writes partial results into every rank's output, but a non-root's recv
+  // buffer must stay unchanged (nccl-tests checks it): non-roots reduce into the scratch buffer,
+  // after the (mulsum-scaled) input region.
+  const uint64_t outOffset = (bytes + 63) / 64 * 64;
+  if (!isRoot || a.op == RedOp::MulSum) CB_TRY(ensureScratch(2 * outOffset));
+  const bool rootInPlace = a.inPlace && isRoot;
+  const void* src = nullptr;
+  CB_TRY(reduceInput(a, a.send, a.count, rootInPlace, 0, &src));
+  void* dst = isRoot ? a.recv : static_cast<char*>(scratch_.ptr) + outOffset;
+  CB_TRY(dispatchDType(a.dtype, [&](auto tag) -> Status {
+    constexpr DType D = decltype(tag)::value;
+    using T = typename ElementOf<D>::type;
+    CB_GLOO("gloo::reduce", {
+      gloo::ReduceOptions opts(data_);
+      if (!rootInPlace) opts.setInput<T>(static_cast<T*>(const_cast<void*>(src)), a.count);
+      opts.setOutput<T>(static_cast<T*>(dst), a.count);
+      opts.setRoot(a.root);
+      opts.setReduceFunction(reduceFunction<D>(a.op, config_.glooFloat16));
+      opts.setTag(kTag);
+      gloo::reduce(opts);
+    });
+    return Status::Ok();
+  }));
+  if (a.op == RedOp::Avg && isRoot) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
+  return Status::Ok();
+}
+
+Status GlooBackend::allToAll(const OpArgs& a) {
+  const uint64_t n = config_.size, bytes = a.count * dtypeSize(a.dtype) * n;
+  CB_TRY(region(a, a.send, a.count * n, "send"));
+  CB_TRY(region(a, a.recv, a.count * n, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("alltoall in-place needs send == recv", "gloo::alltoall");
+  if (a.count == 0) return Status::Ok();
+  // In place (not validated by nccl-tests: not a valid use) Gloo gets the same buffer twice, as
+  // NCCL does.
+  CB_GLOO("gloo::alltoall", {
+    gloo::AlltoallOptions opts(data_);
+    opts.setInput<uint8_t>(bytePtr(a.send), bytes);
+    opts.setOutput<uint8_t>(bytePtr(a.recv), bytes);
+    opts.setTag(kTag);
+    gloo::alltoall(opts);
+  });
+  return Status::Ok();
+}
+
+Status GlooBackend::allToAllV(const OpArgs& a) {
+  const PeerCounts* p = a.peers;
+  const size_t np = static_cast<size_t>(config_.size);
+  if (p == nullptr || p->sendCounts.size() != np || p->sendDispls.size() != np || p->recvCounts.size() != np ||
+      p->recvDispls.size() != np)
+    return badSpec("alltoallv needs " + std::to_string(np) + " send/recv counts and displacements", "gloo::alltoallv");
+  const uint64_t ts = dtypeSize(a.dtype);
+  // Gloo's alltoallv takes per-rank counts only and packs the blocks back to back: the
+  // displacements must be those prefix sums (they are, in nccl-tests' generated and matrix modes).
+  std::vector<int64_t> sendBytes(np), recvBytes(np);
+  uint64_t sendEnd = 0, recvEnd = 0;
+  for (size_t i = 0; i < np; ++i) {
+    if (p->sendDispls[i] != sendEnd || p->recvDispls[i] != recvEnd)
+      return badSpec("alltoallv on gloo needs packed blocks (displacement = sum of earlier counts)",
+                     "gloo::alltoallv");
+    sendEnd += p->sendCounts[i];
+    recvEnd += p->recvCounts[i];
+    sendBytes[i] = static_cast<int64_t>(p->sendCounts[i] * ts);
+    recvBytes[i] = static_cast<int64_t>(p->recvCounts[i] * ts);
+  }
+  CB_TRY(region(a, a.send, sendEnd, "send"));
+  CB_TRY(region(a, a.recv, recvEnd, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("alltoallv in-place needs send == recv", "gloo::alltoallv");
+  // Every rank takes part even with nothing to move: Gloo still exchanges empty messages.
+  CB_GLOO("gloo::alltoallv", {
+    gloo::AlltoallvOptions opts(data_);
+    opts.setInput<uint8_t>(bytePtr(a.send), sendBytes);
+    opts.setOutput<uint8_t>(bytePtr(a.recv), recvBytes);
+    opts.setTag(kTag);
+    gloo::alltoallv(opts);
+  });
+  return Status::Ok();
+}
+
+Status GlooBackend::gatherColl(const OpArgs& a) {
+  const bool isRoot = config_.rank == a.root;
+  const uint64_t ts = dtypeSize(a.dtype), bytes = a.count * ts;
+  CB_TRY(region(a, a.send, a.count, "send"));
+  if (isRoot) CB_TRY(region(a, a.recv, a.count * config_.size, "recv"));
+  if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
+    return badSpec("gather in-place needs send == recv + rank*count", "gloo::gather");
+  if (a.count == 0) return Status::Ok();
+  CB_GLOO("gloo::gather", {
+    gloo::GatherOptions opts(data_);
+    opts.setInput<uint8_t>(bytePtr(a.send), bytes);
+    if (isRoot) opts.setOutput<uint8_t>(bytePtr(a.recv), bytes * config_.size);
+    opts.setRoot(a.root);
+    opts.setTag(kTag);
+    gloo::gather(opts);
+  });
+  return Status::Ok();
+}
+
+Status GlooBackend::scatter(const OpArgs& a) {
+  const bool isRoot = config_.rank == a.root;
+  const uint64_t ts = dtypeSize(a.dtype), bytes = a.count * ts;
+  if (isRoot) CB_TRY(region(a, a.send, a.count * config_.size, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
+    return badSpec("scatter in-place needs recv == send + rank*count", "gloo::scatter");
+  if (a.count == 0) return Status::Ok();
+  CB_GLOO("gloo::scatter", {
+    gloo::ScatterOptions opts(data_);
+    if (isRoot) {
+      std::vector<uint8_t*> chunks(config_.size);
+      for (int r = 0; r < config_.size; ++r) chunks[r] = bytePtr(bytesAt(a.send, a.count * r, ts));
+      opts.setInputs<uint8_t>(chunks, bytes);
+    }
+    opts.setOutput<uint8_t>(bytePtr(a.recv), bytes);
+    opts.setRoot(a.root);
+    opts.setTag(kTag);
+    gloo::scatter(opts);
+  });
+  return Status::Ok();
+}
+
+Status GlooBackend::sendRecv(const OpArgs& a) {
+  const uint64_t bytes = a.count * dtypeSize(a.dtype);
+  CB_TRY(region(a, a.send, a.count, "send"));
+  CB_TRY(region(a, a.recv, a.count, "recv"));
+  if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "gloo::UnboundBuffer");
+  if (bytes == 0) return Status::Ok();
+  const int size = config_.size, rank = config_.rank;
+  if (size == 1) {
+    if (a.send != a.recv) std::memmove(a.recv, a.send, bytes);
+    return Status::Ok();
+  }
+  const int next = (rank + 1) % size, prev = (rank - 1 + size) % size;
+  CB_GLOO("gloo::transport::UnboundBuffer send/recv", {
+    auto out = data_->createUnboundBuffer(const_cast<void*>(a.send), bytes);
+    auto in = data_->createUnboundBuffer(a.recv, bytes);
+    const auto slot = gloo::Slot::build(kP2PSlotPrefix, 0);
+    in->recv(prev, slot);
+    out->send(next, slot);
+    in->waitRecv();
+    out->waitSend();
+  });
+  return Status::Ok();
+}
+
+Status GlooBackend::hyperCube(const OpArgs& a) {
+  const int size = config_.size, rank = config_.rank;
+  if ((size & (size - 1)) != 0)
+    return badSpec("hypercube needs a power-of-two rank count, not " + std::to_string(size), "GlooBackend::hyperCube");
+  const uint64_t ts = dtypeSize(a.dtype), b = a.count;
+  CB_TRY(region(a, a.send, b, "send"));
+  CB_TRY(region(a, a.recv, b * size, "recv"));
+  char* mine = bytesAt(a.recv, b * rank, ts);
+  if (a.inPlace) {
+    if (a.send != mine) return badSpec("hypercube in-place needs send == recv + rank*count", "GlooBackend::hyperCube");
+  } else if (b > 0) {
+    std::memmove(mine, a.send, b * ts);
+  }
+  if (b == 0 || size == 1) return Status::Ok();
+  // nccl-tests' hypercube: after round `mask`, each rank holds the `2·mask` chunks of its subcube.
+  CB_GLOO("gloo::transport::UnboundBuffer send/recv (hypercube)", {
+    auto buf = data_->createUnboundBuffer(a.recv, b * size * ts);
+    uint32_t round = 0;
+    for (int mask = 1; mask < size; mask <<= 1, ++round) {
+      const int peer = rank ^ mask;
+      const uint64_t sendChunk = static_cast<uint64_t>(rank & ~(mask - 1));
+      const uint64_t recvChunk = static_cast<uint64_t>(peer & ~(mask - 1));
+      const uint64_t n = b * mask * ts;
+      const auto slot = gloo::Slot::build(kP2PSlotPrefix, 1 + round);
+      buf->recv(peer, slot, recvChunk * b * ts, n);
+      buf->send(peer, slot, sendChunk * b * ts, n);
+      buf->waitRecv();
+      buf->waitSend();
+    }
+  });
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control plane (new API on its own context)
+
+Status GlooBackend::barrier() {
+  CB_TRY(alive("barrier"));
+  return track(glooGuard(CB_SITE("gloo::barrier"), [&]() {
+    gloo::BarrierOptions opts(ctrl_);
+    opts.setTag(kTag);
+    gloo::barrier(opts);
+  }));
+}
+
+Status GlooBackend::allreduce(double* values, int n, Combine how) {
+  CB_TRY(alive("allreduce"));
+  if (n <= 0) return Status::Ok();
+  if (values == nullptr) return badSpec("allreduce of a null array", "GlooBackend::allreduce");
+  if (config_.size == 1) return Status::Ok();
+  using Fn = void (*)(void*, const void*, const void*, size_t);
+  Fn fn = static_cast<Fn>(&gloo::sum<double>);
+  switch (how) {
+    case Combine::Rank0:
+      return track(glooGuard(CB_SITE("gloo::broadcast (control)"), [&]() {
+        gloo::BroadcastOptions opts(ctrl_);
+        opts.setOutput<double>(values, n);
+        opts.setRoot(0);
+        opts.setTag(kTag);
+        gloo::broadcast(opts);
+      }));
+    case Combine::Min: fn = static_cast<Fn>(&gloo::min<double>); break;
+    case Combine::Max: fn = static_cast<Fn>(&gloo::max<double>); break;
+    case Combine::Mean: case Combine::Sum: break;
+    default: return badSpec("unknown combine mode " + std::to_string(static_cast<int>(how)), "GlooBackend::allreduce");
+  }
+  CB_TRY(track(glooGuard(CB_SITE("gloo::allreduce (control)"), [&]() {
+    gloo::AllreduceOptions opts(ctrl_);
+    opts.setOutput<double>(values, n);
+    opts.setReduceFunction(fn);
+    opts.setTag(kTag);
+    gloo::allreduce(opts);
+  })));
+  if (how == Combine::Mean)
+    for (int i = 0; i < n; ++i) values[i] /= config_.size;
+  return Status::Ok();
+}
+
+Status GlooBackend::gather(const double* mine, int n, std::vector<double>* atRoot) {
+  CB_TRY(alive("gather"));
+  if (atRoot == nullptr || n < 0 || (n > 0 && mine == nullptr))
+    return badSpec("gather needs a value array and an output vector", "GlooBackend::gather");
+  atRoot->clear();
+  if (config_.rank == 0) atRoot->resize(static_cast<size_t>(n) * config_.size);
+  if (n == 0) return Status::Ok();
+  if (config_.size == 1) {
+    std::copy(mine, mine + n, atRoot->begin());
+    return Status::Ok();
+  }
+  return track(glooGuard(CB_SITE("gloo::gather (control)"), [&]() {
+    gloo::GatherOptions opts(ctrl_);
+    opts.setInput<double>(const_cast<double*>(mine), n);
+    if (config_.rank == 0) opts.setOutput<double>(atRoot->data(), atRoot->size());
+    opts.setRoot(0);
+    opts.setTag(kTag);
+    gloo::gather(opts);
+  }));
+}
+
+Status GlooBackend::gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) {
+  CB_TRY(alive("gatherStrings"));
+  if (atRoot == nullptr) return badSpec("gatherStrings needs an output vector", "GlooBackend::gatherStrings");
+  atRoot->clear();
+  if (config_.size == 1) {
+    atRoot->push_back(mine);
+    return Status::Ok();
+  }
+  // Gloo's gather moves equal-sized blocks: pad every string to the longest one.
+  double longest = static_cast<double>(mine.size());
+  CB_TRY(allreduce(&longest, 1, Combine::Max));
+  const size_t width = static_cast<size_t>(longest) + 1;
+  std::vector<double> lengths;
+  const double myLength = static_cast<double>(mine.size());
+  CB_TRY(gather(&myLength, 1, &lengths));
+  std::vector<char> block(width, '\0'), all(config_.rank == 0 ? width * config_.size : 0);
+  std::memcpy(block.data(), mine.data(), mine.size());
+  CB_TRY(track(glooGuard(CB_SITE("gloo::gather (control strings)"), [&]() {
+    gloo::GatherOptions opts(ctrl_);
+    opts.setInput<char>(block.data(), width);
+    if (config_.rank == 0) opts.setOutput<char>(all.data(), all.size());
+    opts.setRoot(0);
+    opts.setTag(kTag);
+    gloo::gather(opts);
+  })));
+  if (config_.rank == 0)
+    for (int r = 0; r < config_.size; ++r)
+      atRoot->emplace_back(all.data() + r * width, static_cast<size_t>(lengths[r]));
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data
+
+Status GlooBackend::zero(BufId which, uint64_t offsetBytes, uint64_t bytes) {
+  const HostBuffer& b = which == BufId::Send ? send_ : recv_;
+  if (offsetBytes > b.bytes || bytes > b.bytes - offsetBytes)
+    return badSpec("zero of " + std::to_string(bytes) + " bytes at " + std::to_string(offsetBytes) +
+                       " overruns a " + std::to_string(b.bytes) + "-byte buffer",
+                   "GlooBackend::zero");
+  if (bytes > 0) std::memset(static_cast<char*>(b.ptr) + offsetBytes, 0, bytes);
+  return Status::Ok();
+}
+
+Status GlooBackend::segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const {
+  const uint64_t ts = dtypeSize(dtype);
+  for (const Segment& s : segs) {
+    const HostBuffer& b = s.buf == BufId::Send ? send_ : recv_;
+    const uint64_t elems = b.bytes / ts;
+    if (s.offset > elems || s.count > elems - s.offset)
+      return badSpec(std::string(what) + " segment [" + std::to_string(s.offset) + ", +" + std::to_string(s.count) +
+                         ") overruns the " + (s.buf == BufId::Send ? "send" : "recv") + " buffer of " +
+                         std::to_string(elems) + " elements",
+                     "GlooBackend::fill");
+  }
+  return Status::Ok();
+}
+
+Status GlooBackend::fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) {
+  CB_TRY(segmentsInBounds(dtype, segs, "fill"));
+  return hostFill(send_.ptr, recv_.ptr, dtype, op, config_.size, seed, segs);
+}
+
+Status GlooBackend::check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
+                          CheckOutcome* out) {
+  CB_TRY(segmentsInBounds(dtype, segs, "check"));
+  return hostCheck(recv_.ptr, send_.ptr, dtype, op, config_.size, seed, segs, out);
+}
+
+}  // namespace collbench

@@ -1,0 +1,155 @@
+// The Gloo backend: collbench's Backend interface (core/backend.h) on Gloo collectives over host
+// memory and TCP, with nccl-tests' semantics for all eleven collectives (nccl-tests.md §4), the same
+// way mpi_backend.h does it for MPI. Contexts are kept apart per API family (platform.md, Gloo
+// pitfall 1): control plane and data on new-API contexts, legacy algorithm classes on their own.
+#pragma once
+#include <gloo/algorithm.h>
+#include <gloo/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/device.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace collbench {
+
+// all_reduce algorithms (--gloo-algo). The new API's UNSPECIFIED ("default") is ring in this Gloo.
+// reduce_scatter (an all-reduce underneath, as PyTorch does it) takes default, ring and bcube, or
+// legacy_halving_doubling for Gloo's legacy ReduceScatterHalvingDoubling class.
+enum class GlooAlgo : int {
+  Default = 0, Ring, Bcube, LegacyRing, LegacyRingChunked, LegacyHalvingDoubling, LegacyBcube,
+};
+// "default", "ring", "bcube", "legacy_ring", "legacy_ring_chunked", "legacy_halving_doubling",
+// "legacy_bcube"; false for an unknown name.
+bool parseGlooAlgo(const std::string& name, GlooAlgo* out);
+const char* glooAlgoName(GlooAlgo a);
+
+struct GlooConfig {
+  int rank = 0;
+  int size = 1;
+  // Rendezvous store: "file:DIR" (an existing directory every rank sees) or
+  // "redis://HOST:PORT" (RedisStore). Keys are prefixed with runId so runs never collide.
+  std::string store;
+  std::string runId = "collbench";
+  // TCP transport: bind to this interface (iface) or this address / host name (hostname).
+  std::string iface;
+  std::string hostname;
+  GlooAlgo algo = GlooAlgo::Default;
+  int timeoutMs = 30000;  // every Gloo wait (rendezvous, collectives) gives up after this
+  // Reduce float16 with gloo::float16's operators, as Gloo and PyTorch do (their copy assignment is
+  // defective, see gloo_types.h); false: collbench's element_ops.h (COLLBENCH_GLOO_FLOAT16=collbench).
+  bool glooFloat16 = true;
+};
+
+class GlooBackend : public Backend {
+ public:
+  // Creates the store, the TCP device and the control and data contexts (full-mesh rendezvous).
+  static Status create(const GlooConfig& config, std::unique_ptr<GlooBackend>* out);
+  ~GlooBackend() override;  // closes connections without a barrier (call finalize() first)
+
+  GlooBackend(const GlooBackend&) = delete;
+  GlooBackend& operator=(const GlooBackend&) = delete;
+
+  // Final barrier (platform.md, Gloo pitfall 2), then closes every context. After a failed Gloo
+  // call the barrier is skipped: peers may be gone and would make it wait for the timeout.
+  Status finalize();
+  bool finalized() const { return finalized_; }
+
+  static std::string libraryVersion();       // "Gloo 0.5.0 (tcp transport)"
+  static std::string libraryVersionShort();  // "Gloo 0.5.0"
+
+  int rank() const override { return config_.rank; }
+  int nranks() const override { return config_.size; }
+  const GlooConfig& config() const { return config_; }
+  std::string deviceText() const;  // the transport device as Gloo describes it (address, iface)
+
+  Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
+  void* buffer(BufId which) override;
+
+  Status enqueue(const OpArgs& args) override;
+  Status waitAll() override { return Status::Ok(); }  // every Gloo call here is blocking
+  Status barrier() override;
+  Status allreduce(double* values, int n, Combine how) override;
+  Status gather(const double* mine, int n, std::vector<double>* atRoot) override;
+  Status gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) override;
+
+  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override;
+  Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override;
+  Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
+               CheckOutcome* out) override;
+
+ private:
+  struct HostBuffer {
+    void* ptr = nullptr;
+    uint64_t bytes = 0;
+    ~HostBuffer() { release(); }
+    void release();
+    bool allocate(uint64_t n);
+    bool contains(const void* p, uint64_t n) const;
+  };
+
+  // Legacy algorithm objects own scratch memory and transport buffers bound to one pointer and
+  // count, so they are built once per (kind, dtype, op, pointer, count) and reused: the timed
+  // loop then measures run() only, as a Gloo user that keeps its algorithm objects would.
+  enum class LegacyKind : int { Ring, RingChunked, HalvingDoubling, Bcube, ReduceScatter };
+  struct LegacyEntry {
+    LegacyKind kind;
+    DType dtype;
+    RedOp op;
+    void* ptr;
+    uint64_t count;
+    std::unique_ptr<gloo::Algorithm> algorithm;
+  };
+
+  explicit GlooBackend(const GlooConfig& config) : config_(config) {}
+  Status alive(const char* what) const;
+  Status region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const;
+  Status segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const;
+  Status ensureScratch(uint64_t bytes);
+  // Pointer Gloo reduces from: `input`, or for mulsum on odd ranks `input` scaled by 2 (in place
+  // when `scaleInPlace`, else into the scratch buffer at byte offset `scratchOffset`).
+  Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
+                     uint64_t scratchOffset, const void** out);
+  Status legacyContext();
+  Status legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void* ptr, uint64_t count,
+                         gloo::Algorithm** out);
+  void dropLegacyAlgorithms();
+  // Runs a data-plane call; a failure marks the backend failed (finalize then skips its barrier).
+  Status track(Status s);
+
+  Status allReduce(const OpArgs& a);
+  Status allReduceLegacy(const OpArgs& a);
+  Status allGather(const OpArgs& a);
+  Status reduceScatter(const OpArgs& a);
+  Status reduceScatterLegacy(const OpArgs& a);
+  Status broadcast(const OpArgs& a);
+  Status reduce(const OpArgs& a);
+  Status allToAll(const OpArgs& a);
+  Status allToAllV(const OpArgs& a);
+  Status gatherColl(const OpArgs& a);
+  Status scatter(const OpArgs& a);
+  Status sendRecv(const OpArgs& a);
+  Status hyperCube(const OpArgs& a);
+
+  GlooConfig config_;
+  bool finalized_ = false;
+  bool failed_ = false;
+  std::unique_ptr<gloo::rendezvous::Store> baseStore_;
+  std::unique_ptr<gloo::rendezvous::Store> runStore_;  // baseStore_ keys prefixed with the run id
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::Context> ctrl_;    // new API: barrier, combines, gathers
+  std::shared_ptr<gloo::Context> data_;    // new API: the measured collectives
+  std::shared_ptr<gloo::Context> legacy_;  // legacy algorithm classes only (created on first use)
+  std::vector<LegacyEntry> legacyCache_;
+
+  HostBuffer send_, recv_;
+  // Third buffer: mulsum's scaled input, reduce's non-root output (Gloo writes partial sums into
+  // every rank's output), reduce_scatter's working copy. Allocated on first use.
+  HostBuffer scratch_;
+};
+
+}  // namespace collbench

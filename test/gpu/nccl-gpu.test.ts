@@ -1,0 +1,123 @@
+// The nccl backend on real GPUs (skipped, reason printed, where none is visible): every collective ×
+// datatype × op on all visible GPUs with #wrong 0, preamble and rank lines, -G -z -I -m -y -R -M, the
+// memory cap, and two processes joined torchrun-style. Needs a libnccl the loader finds (site-packages,
+// LD_LIBRARY_PATH, COLLBENCH_NCCL_LIB, or the cached wheel).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { COLLECTIVES } from '../../bench/core/types.js';
+import { binDir, footer, parseRows, runProgram, type CliResult } from '../helpers/cli.js';
+import { cachedNccl, ncclModule, visibleGpus } from '../helpers/nccl.js';
+
+const gpus = visibleGpus();
+const libEnv: NodeJS.ProcessEnv = {};
+if (!process.env.COLLBENCH_NCCL_LIB && gpus.count > 0) {
+  const probe = ncclModule()!.probe({});
+  if (!probe.library) {
+    const cached = cachedNccl();
+    if (cached) libEnv.COLLBENCH_NCCL_LIB = cached.lib;
+  }
+}
+const skip = gpus.count === 0 ? `no GPU visible: ${gpus.reason}` : false;
+if (skip) console.log(`# skipping the GPU tests: ${skip}`);
+const n = gpus.count;
+const powerOfTwo = (x: number) => (x & (x - 1)) === 0;
+
+function run(program: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 600_000): CliResult {
+  return runProgram(program, ['--backend', 'nccl', ...args], { env: { ...libEnv, ...env }, timeoutMs });
+}
+
+/** Every checked half of every row has #wrong 0 (N/A only where nccl-tests prints it). */
+function assertAllCorrect(r: CliResult, what: string) {
+  assert.equal(r.code, 0, `${what}\n${r.stderr}\n${r.stdout.slice(-3000)}`);
+  const rows = parseRows(r.stdout);
+  assert.ok(rows.length > 0, `${what}: no rows\n${r.stdout}`);
+  for (const row of rows) {
+    assert.equal(row.oop.wrong, 0, `${what}: ${row.line}`);
+    assert.ok(row.ip.wrong === 0 || row.ip.wrong === null, `${what}: ${row.line}`);
+  }
+  assert.equal(footer(r.stdout).outOfBounds, 0);
+}
+
+describe(`nccl on ${n} visible GPU(s)`, { skip }, () => {
+  it('preamble: NCCL version and path, one rank line per GPU as nccl-tests prints it', () => {
+    const r = run('all_reduce_perf', ['-g', String(n), '-b', '8', '-e', '8']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^# collbench version \S+ backend nccl \(NCCL \d+\.\d+\.\d+ \/\S*libnccl\.so[.\d]*\)$/m);
+    const ranks = r.stdout.split('\n').filter((l) => l.startsWith('#  Rank'));
+    assert.equal(ranks.length, n);
+    ranks.forEach((l, i) => assert.match(l, new RegExp(`^#  Rank ${String(i).padStart(2)} Group  0 Pid +\\d+ on +\\S+ device ${String(i).padStart(2)} \\[[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\] \\S.*$`)));
+  });
+
+  for (const coll of COLLECTIVES) {
+    it(`${coll}: -d all -o all, in- and out-of-place, all GPUs, #wrong 0`, () => {
+      const r = run(`${coll}_perf`, ['-g', String(n), '-d', 'all', '-o', 'all', '-r', '-1', '-b', '8', '-e', '1M', '-f', '16', '-w', '1', '-n', '2', '-c', '1']);
+      if (coll === 'hypercube' && !powerOfTwo(n)) {
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, new RegExp(`nRanks ${n} is not a power of 2, skipping`));
+        return;
+      }
+      assertAllCorrect(r, coll);
+    });
+  }
+
+  const modes: [string, string[]][] = [
+    ['-G 3 (CUDA graph replay)', ['-G', '3']], ['-z 1', ['-z', '1']], ['-z 2', ['-z', '2']], ['-z 3', ['-z', '3']],
+    ['-I 1 (CUDA events)', ['-I', '1']], ['-I 1 -z 3', ['-I', '1', '-z', '3']], ['-m 4', ['-m', '4']], ['-y 1 (NULL stream)', ['-y', '1']],
+    ['-R 1', ['-R', '1']], ['-R 2', ['-R', '2']], ['-u 3 -c 3', ['-u', '3', '-c', '3']], ['-C 1 -a 3', ['-C', '1', '-a', '3']],
+  ];
+  for (const [name, flags] of modes) {
+    it(`all_reduce ${name}: correct on all GPUs`, () => {
+      assertAllCorrect(run('all_reduce_perf', ['-g', String(n), '-b', '8', '-e', '4M', '-f', '8', '-o', 'all', ...flags]), name);
+    });
+  }
+
+  it('-I prints the per-iteration columns from CUDA events', () => {
+    const r = run('all_reduce_perf', ['-g', String(n), '-b', '1K', '-e', '1K', '-I', '1']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^# Per-Iteration Report: CUDA event timing; i_\* uses max over process rows $/m);
+  });
+
+  it('-M prints the GPU memory line', () => {
+    const r = run('all_reduce_perf', ['-g', String(n), '-b', '1M', '-e', '1M', '-M', '1']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^# GPU memory usage     : Initialization .* \| User-Allocated .* \| Collective .* \| Total  .*$/m);
+  });
+
+  it('a maximum size beyond GPU memory is reduced, as nccl-tests does', () => {
+    const r = run('all_reduce_perf', ['-b', '1T', '-e', '1T', '-c', '0', '-n', '1', '-w', '0']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^# Reducing maxBytes to \d+ due to memory limitation$/m);
+  });
+
+  it('-t 2 -g 1 on 2 GPUs: ranks numbered across "threads"', { skip: n < 2 ? 'needs 2 GPUs' : false }, () => {
+    assertAllCorrect(run('all_gather_perf', ['-t', '2', '-g', '1', '-b', '8', '-e', '64K', '-f', '8']), '-t 2');
+  });
+
+  it('NCCL_TESTS_SPLIT=MOD 1 with one process: a single group, correct results', () => {
+    assertAllCorrect(run('all_reduce_perf', ['-g', String(n), '-b', '8', '-e', '64K', '-f', '8'], { NCCL_TESTS_SPLIT: 'MOD 1' }), 'split');
+  });
+
+  it('torchrun-style: one process per GPU joined by the TCP rendezvous', { skip: n < 2 ? 'needs 2 GPUs' : false }, async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer();
+      s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
+    });
+    const procs = [0, 1].map((rank) => new Promise<CliResult>((resolve) => {
+      const c = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'nccl', '-b', '8', '-e', '1M', '-f', '8', '-o', 'all'], {
+        env: { ...process.env, ...libEnv, RANK: String(rank), WORLD_SIZE: '2', LOCAL_RANK: String(rank), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) },
+      });
+      let stdout = '', stderr = '';
+      c.stdout.on('data', (d) => { stdout += d; });
+      c.stderr.on('data', (d) => { stderr += d; });
+      c.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    }));
+    const [r0, r1] = await Promise.all(procs);
+    assertAllCorrect(r0, 'rank 0');
+    assert.equal(r1.code, 0, r1.stderr);
+    assert.equal(r1.stdout, '', 'only rank 0 prints');
+    assert.equal(r0.stdout.split('\n').filter((l) => l.startsWith('#  Rank')).length, 2);
+  });
+});

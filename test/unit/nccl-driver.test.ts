@@ -1,0 +1,103 @@
+// The nccl driver's pure decisions: NCCL_TESTS_SPLIT / _MASK colours, NCCL_TESTS_DEVICE and the device
+// numbering, what -d all / -o all keep on a given library and GPUs (fp8 below sm_90), the GPU-memory cap
+// (nccl-tests' rule for two buffers), flags the library is too old for, and flags refused up front.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { availableCases, firstDevice, libraryRefusals, memoryCappedMaxBytes, ncclDriver, splitColor,
+  type NcclLibraryInfo } from '../../bench/backends/nccl.js';
+import { resolveOptions } from '../../bench/config/resolve.js';
+import { DTYPES, OPS } from '../../bench/core/types.js';
+
+const GiB = 1024 ** 3;
+const allFeatures = (on: boolean): NcclLibraryInfo['features'] => ({
+  alltoall: on, gather: on, scatter: on, preMulSum: on, avg: on, bfloat16: on, fp8: on, config: on, ctaPolicy: on,
+  ctaPolicyZero: on, split: on, register: on, window: on, graphs: on, lastError: on,
+});
+const lib = (version: string, features: NcclLibraryInfo['features']): NcclLibraryInfo =>
+  ({ path: '/x/libnccl.so.2', how: 'test', version, versionCode: 0, features });
+
+describe('NCCL_TESTS_SPLIT colours (nccl-tests.md §1)', () => {
+  const cases: [string, number, number][] = [
+    ['AND 1', 5, 1], ['&0x2', 6, 2], ['or 4', 1, 5], ['|0b10', 1, 3], ['MOD 4', 7, 3], ['%3', 7, 1],
+    ['DIV 4', 7, 1], ['/ 2', 7, 3], ['  div   0x8 ', 17, 2],
+  ];
+  for (const [spec, rank, color] of cases) {
+    it(`${JSON.stringify(spec)} rank ${rank} → ${color}`, () => assert.equal(splitColor(rank, { NCCL_TESTS_SPLIT: spec }), color));
+  }
+  it('no split without the variables', () => assert.equal(splitColor(3, {}), -1));
+  it('NCCL_TESTS_SPLIT_MASK is hexadecimal and wins', () => {
+    assert.equal(splitColor(7, { NCCL_TESTS_SPLIT_MASK: '10', NCCL_TESTS_SPLIT: 'MOD 2' }), 7 & 0x10);
+    assert.equal(splitColor(0x13, { NCCL_TESTS_SPLIT_MASK: '0x3' }), 3);
+  });
+  it('bad values are refused, naming the variable', () => {
+    assert.throws(() => splitColor(1, { NCCL_TESTS_SPLIT: 'XOR 1' }), /NCCL_TESTS_SPLIT: 'XOR 1'/);
+    assert.throws(() => splitColor(1, { NCCL_TESTS_SPLIT: 'MOD 0' }), /MOD 0/);
+    assert.throws(() => splitColor(1, { NCCL_TESTS_SPLIT_MASK: 'zz' }), /NCCL_TESTS_SPLIT_MASK/);
+  });
+});
+
+describe('device choice', () => {
+  it('local process rank × t × g, as nccl-tests', () => {
+    assert.equal(firstDevice(0, { nThreads: 1, nGpus: 1 }, {}), 0);
+    assert.equal(firstDevice(3, { nThreads: 1, nGpus: 2 }, {}), 6);
+    assert.equal(firstDevice(1, { nThreads: 2, nGpus: 2 }, {}), 4);
+  });
+  it('NCCL_TESTS_DEVICE overrides it', () => {
+    assert.equal(firstDevice(3, { nThreads: 1, nGpus: 1 }, { NCCL_TESTS_DEVICE: '5' }), 5);
+    assert.throws(() => firstDevice(0, { nThreads: 1, nGpus: 1 }, { NCCL_TESTS_DEVICE: 'gpu0' }), /NCCL_TESTS_DEVICE/);
+  });
+});
+
+describe('datatypes and ops the job can run', () => {
+  const all = { dtypes: [...DTYPES], ops: [...OPS] };
+  it('-d all drops fp8 below sm_90 (nccl-tests), keeps it on sm_90', () => {
+    assert.deepEqual(availableCases(all, allFeatures(true), 80, 'NCCL 2.30.7').dtypes, DTYPES.filter((t) => !t.startsWith('f8')));
+    assert.deepEqual(availableCases(all, allFeatures(true), 90, 'NCCL 2.30.7').dtypes, [...DTYPES]);
+  });
+  it('an explicit fp8 request below sm_90 is refused with the reason', () => {
+    assert.throws(() => availableCases({ dtypes: ['float', 'f8e4m3'], ops: ['sum'] }, allFeatures(true), 80, 'NCCL 2.30.7'),
+      /-d: f8e4m3 needs compute capability 9.0 \(sm_90\) or newer on every GPU; the job has sm_80/);
+  });
+  it('an old library loses bf16, fp8, avg and mulsum from "all", and refuses them when asked', () => {
+    const old = { ...allFeatures(false) };
+    const r = availableCases(all, old, 90, 'NCCL 2.8.4');
+    assert.deepEqual(r.dtypes, DTYPES.filter((t) => t !== 'bfloat16' && !t.startsWith('f8')));
+    assert.deepEqual(r.ops, ['sum', 'prod', 'max', 'min']);
+    assert.throws(() => availableCases({ dtypes: ['float'], ops: ['mulsum'] }, old, 90, 'NCCL 2.8.4'), /-o: mulsum needs .*NCCL 2.8.4/);
+  });
+});
+
+describe('GPU memory cap (nccl-tests rule, two buffers)', () => {
+  it('80 GiB GPUs: reserve 4 GiB, limit (80 − 4 − 1) / 2 GiB', () => {
+    assert.equal(memoryCappedMaxBytes(64 * GiB, 80 * GiB), Math.floor(75 * GiB / 2));
+    assert.equal(memoryCappedMaxBytes(8 * GiB, 80 * GiB), null);
+  });
+  it('16 GiB GPU: reserve 1 GiB', () => assert.equal(memoryCappedMaxBytes(16 * GiB, 16 * GiB), 7 * GiB));
+  it('the cap is exact at the boundary', () => {
+    const limit = Math.floor((24 * GiB - 2 * GiB - GiB) / 2);
+    assert.equal(memoryCappedMaxBytes(limit, 24 * GiB), null);
+    assert.equal(memoryCappedMaxBytes(limit + 1, 24 * GiB), limit);
+  });
+});
+
+describe('flags against the library and the driver', () => {
+  const opts = (o: Record<string, unknown>) => resolveOptions({ collective: 'all_reduce', backend: 'nccl', ...o });
+  it('flags an old NCCL cannot honour are named with the version needed', () => {
+    const old = lib('2.18.1', { ...allFeatures(true), register: false, window: false, ctaPolicy: false, ctaPolicyZero: false });
+    assert.match(libraryRefusals(opts({ localRegister: 1 }), old)!, /^-R 1: .*2.19.*loaded NCCL 2.18.1 from \/x\/libnccl.so.2/);
+    assert.match(libraryRefusals(opts({ localRegister: 2 }), old)!, /^-R 2: .*2.27/);
+    assert.match(libraryRefusals(opts({ ctaPolicy: 1 }), old)!, /^-x: .*2.27/);
+    assert.equal(libraryRefusals(opts({}), old), null);
+    assert.equal(libraryRefusals(opts({ localRegister: 2, ctaPolicy: 2, cudaGraph: 1 }), lib('2.30.7', allFeatures(true))), null);
+  });
+  it('validate refuses what collbench does not do, instead of ignoring it', () => {
+    assert.throws(() => ncclDriver.validate(opts({ deviceImpl: 1, localRegister: 2 })), /-D\/--device_implementation/);
+    assert.throws(() => ncclDriver.validate(opts({ deviceCtaCount: 32 })), /-V/);
+    assert.throws(() => ncclDriver.validate(opts({ cudaGraph: 1, streamNull: 1 })), /-G: .*-y 1/);
+    assert.doesNotThrow(() => ncclDriver.validate(opts({ nGpus: 8, nThreads: 2, cudaGraph: 4, localRegister: 1, memoryReport: 1 })));
+  });
+  it('--nccl-lib needs the nccl backend when another one is named', () => {
+    assert.throws(() => resolveOptions({ collective: 'all_reduce', backend: 'mpi', ncclLib: '/x' }), /ncclLib: needs the nccl backend, not mpi/);
+    assert.doesNotThrow(() => resolveOptions({ collective: 'all_reduce', ncclLib: '/x' }));
+  });
+});
