@@ -85,7 +85,11 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
     assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms`);
     assert.equal(code, 137, c.err());
     assert.match(c.err(), new RegExp(`rank 1 \\(pid ${victim}\\) was killed by SIGKILL`));
-    assert.equal((c.err().match(/gloo failure GLOO_IO at .*(Connection reset by peer|Connection closed by peer)/g) ?? []).length, 2, c.err());
+    // Both survivors normally report the broken connection; on a loaded machine one may still be waiting
+    // on the other when the launcher's 5 s grace ends, and is then killed by the launcher (still no hang).
+    const ioErrors = (c.err().match(/gloo failure GLOO_IO at .*(Connection reset by peer|Connection closed by peer)/g) ?? []).length;
+    assert.ok(ioErrors >= 1, c.err());
+    if (ioErrors < 2) assert.match(c.err(), /killing 1 rank\(s\) still running 5 s after another rank failed/);
   });
 
   it('a frozen rank (SIGSTOP): the others time out with GLOO_TIMEOUT (exit 3), the frozen one is killed', async () => {

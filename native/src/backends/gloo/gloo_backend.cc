@@ -36,27 +36,14 @@
 #include <cstring>
 
 #include "backends/gloo/gloo_types.h"
-#include "core/data_check.h"
+#include "core/backend_errors.h"
 #include "core/pattern.h"
 
 namespace collbench {
 namespace {
 
-constexpr uint64_t kPage = 4096;
 constexpr uint32_t kTag = 0;            // one op at a time per context: one tag is enough
 constexpr uint8_t kP2PSlotPrefix = 0x43;  // "C": sendrecv and hypercube point-to-point traffic
-
-const char* collName(Coll c) {
-  static const char* const kNames[kCollCount] = {
-      "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
-      "alltoallv",  "gather",     "scatter",        "sendrecv",  "hypercube"};
-  const int i = static_cast<int>(c);
-  return i >= 0 && i < kCollCount ? kNames[i] : "unknown";
-}
-
-Status badSpec(const std::string& message, const char* where) {
-  return Status::Error("core", "CORE_BAD_SPEC", message, CB_SITE(where));
-}
 
 char* bytesAt(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
 const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
@@ -193,33 +180,6 @@ std::string GlooBackend::libraryVersionShort() {
 std::string GlooBackend::libraryVersion() { return libraryVersionShort() + " (tcp transport)"; }
 
 // ---------------------------------------------------------------------------------------------
-// Host buffers (page-aligned, zero-filled, never null: as the MPI backend's)
-
-void GlooBackend::HostBuffer::release() {
-  std::free(ptr);
-  ptr = nullptr;
-  bytes = 0;
-}
-
-bool GlooBackend::HostBuffer::allocate(uint64_t n) {
-  release();
-  const uint64_t size = std::max<uint64_t>(kPage, (n + kPage - 1) / kPage * kPage);
-  if (size < n) return false;
-  void* p = nullptr;
-  if (posix_memalign(&p, kPage, static_cast<size_t>(size)) != 0 || p == nullptr) return false;
-  std::memset(p, 0, static_cast<size_t>(size));
-  ptr = p;
-  bytes = n;
-  return true;
-}
-
-bool GlooBackend::HostBuffer::contains(const void* p, uint64_t n) const {
-  if (ptr == nullptr) return false;
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(ptr), a = reinterpret_cast<uintptr_t>(p);
-  return a >= lo && a - lo <= bytes && n <= bytes - (a - lo);
-}
-
-// ---------------------------------------------------------------------------------------------
 // Life cycle
 
 Status GlooBackend::create(const GlooConfig& config, std::unique_ptr<GlooBackend>* out) {
@@ -311,9 +271,7 @@ Status GlooBackend::finalize() {
     });
     if (s.ok) s = t;
   }
-  send_.release();
-  recv_.release();
-  scratch_.release();
+  releaseBuffers();
   return s;
 }
 
@@ -336,40 +294,13 @@ std::string GlooBackend::deviceText() const { return device_ ? device_->str() : 
 
 Status GlooBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
   dropLegacyAlgorithms();  // they hold pointers into the old buffers
-  send_.release();
-  recv_.release();
-  scratch_.release();
-  if (!send_.allocate(sendBytes) || !recv_.allocate(recvBytes)) {
-    send_.release();
-    recv_.release();
-    return Status::Error("core", "CORE_OUT_OF_MEMORY",
-                         "cannot allocate " + std::to_string(sendBytes) + " + " + std::to_string(recvBytes) +
-                             " bytes of page-aligned host memory",
-                         CB_SITE("posix_memalign"));
-  }
-  return Status::Ok();
+  return HostMemoryBackend::allocate(sendBytes, recvBytes);
 }
 
-void* GlooBackend::buffer(BufId which) { return which == BufId::Send ? send_.ptr : recv_.ptr; }
-
-Status GlooBackend::ensureScratch(uint64_t bytes) {
-  if (scratch_.ptr != nullptr && scratch_.bytes >= bytes) return Status::Ok();
+uint64_t GlooBackend::scratchReserve() const {
   // Twice the larger buffer once (reduce needs an input and an output region), so the timed loop
   // never reallocates.
-  const uint64_t want = std::max(bytes, 2 * std::max(send_.bytes, recv_.bytes) + 128);
-  if (!scratch_.allocate(want))
-    return Status::Error("core", "CORE_OUT_OF_MEMORY",
-                         "cannot allocate a " + std::to_string(want) + "-byte scratch buffer",
-                         CB_SITE("posix_memalign"));
-  return Status::Ok();
-}
-
-Status GlooBackend::region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const {
-  const uint64_t bytes = elems * dtypeSize(a.dtype);
-  if (bytes == 0 || send_.contains(p, bytes) || recv_.contains(p, bytes)) return Status::Ok();
-  return badSpec(std::string(collName(a.coll)) + ": " + role + " region of " + std::to_string(bytes) +
-                     " bytes lies outside the allocated buffers",
-                 "GlooBackend::enqueue");
+  return 2 * std::max(send_.bytes, recv_.bytes) + 128;
 }
 
 Status GlooBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
@@ -915,44 +846,6 @@ Status GlooBackend::gatherStrings(const std::string& mine, std::vector<std::stri
     for (int r = 0; r < config_.size; ++r)
       atRoot->emplace_back(all.data() + r * width, static_cast<size_t>(lengths[r]));
   return Status::Ok();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Data
-
-Status GlooBackend::zero(BufId which, uint64_t offsetBytes, uint64_t bytes) {
-  const HostBuffer& b = which == BufId::Send ? send_ : recv_;
-  if (offsetBytes > b.bytes || bytes > b.bytes - offsetBytes)
-    return badSpec("zero of " + std::to_string(bytes) + " bytes at " + std::to_string(offsetBytes) +
-                       " overruns a " + std::to_string(b.bytes) + "-byte buffer",
-                   "GlooBackend::zero");
-  if (bytes > 0) std::memset(static_cast<char*>(b.ptr) + offsetBytes, 0, bytes);
-  return Status::Ok();
-}
-
-Status GlooBackend::segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const {
-  const uint64_t ts = dtypeSize(dtype);
-  for (const Segment& s : segs) {
-    const HostBuffer& b = s.buf == BufId::Send ? send_ : recv_;
-    const uint64_t elems = b.bytes / ts;
-    if (s.offset > elems || s.count > elems - s.offset)
-      return badSpec(std::string(what) + " segment [" + std::to_string(s.offset) + ", +" + std::to_string(s.count) +
-                         ") overruns the " + (s.buf == BufId::Send ? "send" : "recv") + " buffer of " +
-                         std::to_string(elems) + " elements",
-                     "GlooBackend::fill");
-  }
-  return Status::Ok();
-}
-
-Status GlooBackend::fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) {
-  CB_TRY(segmentsInBounds(dtype, segs, "fill"));
-  return hostFill(send_.ptr, recv_.ptr, dtype, op, config_.size, seed, segs);
-}
-
-Status GlooBackend::check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
-                          CheckOutcome* out) {
-  CB_TRY(segmentsInBounds(dtype, segs, "check"));
-  return hostCheck(recv_.ptr, send_.ptr, dtype, op, config_.size, seed, segs, out);
 }
 
 }  // namespace collbench

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
+#include "core/host_backend.h"
 
 namespace collbench {
 
@@ -45,7 +45,7 @@ struct GlooConfig {
   bool glooFloat16 = true;
 };
 
-class GlooBackend : public Backend {
+class GlooBackend : public HostMemoryBackend {
  public:
   // Creates the store, the TCP device and the control and data contexts (full-mesh rendezvous).
   static Status create(const GlooConfig& config, std::unique_ptr<GlooBackend>* out);
@@ -67,8 +67,8 @@ class GlooBackend : public Backend {
   const GlooConfig& config() const { return config_; }
   std::string deviceText() const;  // the transport device as Gloo describes it (address, iface)
 
+  // Drops the cached legacy algorithms (they hold pointers into the old buffers), then allocates.
   Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
-  void* buffer(BufId which) override;
 
   Status enqueue(const OpArgs& args) override;
   Status waitAll() override { return Status::Ok(); }  // every Gloo call here is blocking
@@ -77,21 +77,7 @@ class GlooBackend : public Backend {
   Status gather(const double* mine, int n, std::vector<double>* atRoot) override;
   Status gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) override;
 
-  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override;
-  Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override;
-  Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
-               CheckOutcome* out) override;
-
  private:
-  struct HostBuffer {
-    void* ptr = nullptr;
-    uint64_t bytes = 0;
-    ~HostBuffer() { release(); }
-    void release();
-    bool allocate(uint64_t n);
-    bool contains(const void* p, uint64_t n) const;
-  };
-
   // Legacy algorithm objects own scratch memory and transport buffers bound to one pointer and
   // count, so they are built once per (kind, dtype, op, pointer, count) and reused: the timed
   // loop then measures run() only, as a Gloo user that keeps its algorithm objects would.
@@ -105,11 +91,10 @@ class GlooBackend : public Backend {
     std::unique_ptr<gloo::Algorithm> algorithm;
   };
 
-  explicit GlooBackend(const GlooConfig& config) : config_(config) {}
+  explicit GlooBackend(const GlooConfig& config) : HostMemoryBackend("GlooBackend"), config_(config) {}
   Status alive(const char* what) const;
-  Status region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const;
-  Status segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const;
-  Status ensureScratch(uint64_t bytes);
+  // Twice the larger buffer plus 128 bytes (reduce needs an input and an output region).
+  uint64_t scratchReserve() const override;
   // Pointer Gloo reduces from: `input`, or for mulsum on odd ranks `input` scaled by 2 (in place
   // when `scaleInPlace`, else into the scratch buffer at byte offset `scratchOffset`).
   Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
@@ -146,10 +131,8 @@ class GlooBackend : public Backend {
   std::shared_ptr<gloo::Context> legacy_;  // legacy algorithm classes only (created on first use)
   std::vector<LegacyEntry> legacyCache_;
 
-  HostBuffer send_, recv_;
-  // Third buffer: mulsum's scaled input, reduce's non-root output (Gloo writes partial sums into
-  // every rank's output), reduce_scatter's working copy. Allocated on first use.
-  HostBuffer scratch_;
+  // HostMemoryBackend's scratch_ here: mulsum's scaled input, reduce's non-root output (Gloo writes
+  // partial sums into every rank's output), reduce_scatter's working copy.
 };
 
 }  // namespace collbench

@@ -9,26 +9,13 @@
 #include <cstring>
 
 #include "backends/mpi/mpi_types.h"
-#include "core/data_check.h"
+#include "core/backend_errors.h"
 #include "core/pattern.h"
 
 namespace collbench {
 namespace {
 
 constexpr int kTag = 0x4342;  // "CB": point-to-point traffic of sendrecv and hypercube
-constexpr uint64_t kPage = 4096;
-
-const char* collName(Coll c) {
-  static const char* const kNames[kCollCount] = {
-      "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
-      "alltoallv",  "gather",     "scatter",        "sendrecv",  "hypercube"};
-  const int i = static_cast<int>(c);
-  return i >= 0 && i < kCollCount ? kNames[i] : "unknown";
-}
-
-Status badSpec(const std::string& message, const char* where) {
-  return Status::Error("core", "CORE_BAD_SPEC", message, CB_SITE(where));
-}
 
 // MPI counts and displacements are int; larger values would need derived types (not done yet).
 Status toInt(uint64_t v, const char* what, Coll c, int* out) {
@@ -51,34 +38,6 @@ const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// Host buffers
-
-void MpiBackend::HostBuffer::release() {
-  std::free(ptr);
-  ptr = nullptr;
-  bytes = 0;
-}
-
-bool MpiBackend::HostBuffer::allocate(uint64_t n) {
-  release();
-  // Never a null pointer, even for 0 bytes: ops with count 0 still pass real addresses.
-  const uint64_t size = std::max<uint64_t>(kPage, (n + kPage - 1) / kPage * kPage);
-  if (size < n) return false;  // overflow
-  void* p = nullptr;
-  if (posix_memalign(&p, kPage, static_cast<size_t>(size)) != 0 || p == nullptr) return false;
-  std::memset(p, 0, static_cast<size_t>(size));  // zero and fault every page in before timing
-  ptr = p;
-  bytes = n;
-  return true;
-}
-
-bool MpiBackend::HostBuffer::contains(const void* p, uint64_t n) const {
-  if (ptr == nullptr) return false;
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(ptr), a = reinterpret_cast<uintptr_t>(p);
-  return a >= lo && a - lo <= bytes && n <= bytes - (a - lo);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Life cycle
@@ -147,9 +106,7 @@ Status MpiBackend::freeComms() {
 }
 
 MpiBackend::~MpiBackend() {
-  send_.release();
-  recv_.release();
-  scratch_.release();
+  releaseBuffers();
   int initialized = 0, finalized = 1;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -158,9 +115,7 @@ MpiBackend::~MpiBackend() {
 
 Status MpiBackend::finalize() {
   if (finalized_) return Status::Ok();
-  send_.release();
-  recv_.release();
-  scratch_.release();
+  releaseBuffers();
   int initialized = 0, finalized = 0;
   CB_MPI(MPI_Initialized(&initialized));
   CB_MPI(MPI_Finalized(&finalized));
@@ -222,31 +177,6 @@ std::string MpiBackend::shortenLibraryVersion(const std::string& full) {
 // ---------------------------------------------------------------------------------------------
 // Memory
 
-Status MpiBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
-  send_.release();
-  recv_.release();
-  scratch_.release();
-  if (!send_.allocate(sendBytes) || !recv_.allocate(recvBytes)) {
-    send_.release();
-    recv_.release();
-    return Status::Error("core", "CORE_OUT_OF_MEMORY",
-                         "cannot allocate " + std::to_string(sendBytes) + " + " +
-                             std::to_string(recvBytes) + " bytes of page-aligned host memory",
-                         CB_SITE("posix_memalign"));
-  }
-  return Status::Ok();
-}
-
-void* MpiBackend::buffer(BufId which) { return which == BufId::Send ? send_.ptr : recv_.ptr; }
-
-Status MpiBackend::region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const {
-  const uint64_t bytes = elems * dtypeSize(a.dtype);
-  if (bytes == 0 || send_.contains(p, bytes) || recv_.contains(p, bytes)) return Status::Ok();
-  return badSpec(std::string(collName(a.coll)) + ": " + role + " region of " + std::to_string(bytes) +
-                     " bytes lies outside the allocated buffers",
-                 "MpiBackend::enqueue");
-}
-
 Status MpiBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
                                const void** out) {
   *out = input;
@@ -260,16 +190,6 @@ Status MpiBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elem
   CB_TRY(ensureScratch(elems * dtypeSize(a.dtype)));
   scaleElements(a.dtype, input, scratch_.ptr, elems, scalar);
   *out = scratch_.ptr;
-  return Status::Ok();
-}
-
-Status MpiBackend::ensureScratch(uint64_t bytes) {
-  if (scratch_.ptr != nullptr && scratch_.bytes >= bytes) return Status::Ok();
-  // Sized to the larger buffer once, so the timed loop never reallocates.
-  if (!scratch_.allocate(std::max({bytes, send_.bytes, recv_.bytes})))
-    return Status::Error("core", "CORE_OUT_OF_MEMORY",
-                         "cannot allocate a " + std::to_string(bytes) + "-byte scratch buffer",
-                         CB_SITE("posix_memalign"));
   return Status::Ok();
 }
 
@@ -591,45 +511,6 @@ Status MpiBackend::gatherStrings(const std::string& mine, std::vector<std::strin
   if (rank_ == 0)
     for (int r = 0; r < size_; ++r) atRoot->emplace_back(all.data() + displs[r], static_cast<size_t>(lens[r]));
   return Status::Ok();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Data
-
-Status MpiBackend::zero(BufId which, uint64_t offsetBytes, uint64_t bytes) {
-  const HostBuffer& b = which == BufId::Send ? send_ : recv_;
-  if (offsetBytes > b.bytes || bytes > b.bytes - offsetBytes)
-    return badSpec("zero of " + std::to_string(bytes) + " bytes at " + std::to_string(offsetBytes) +
-                       " overruns a " + std::to_string(b.bytes) + "-byte buffer",
-                   "MpiBackend::zero");
-  if (bytes > 0) std::memset(static_cast<char*>(b.ptr) + offsetBytes, 0, bytes);
-  return Status::Ok();
-}
-
-Status MpiBackend::segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const {
-  const uint64_t ts = dtypeSize(dtype);
-  for (const Segment& s : segs) {
-    const HostBuffer& b = s.buf == BufId::Send ? send_ : recv_;
-    const uint64_t elems = b.bytes / ts;
-    if (s.offset > elems || s.count > elems - s.offset)
-      return badSpec(std::string(what) + " segment [" + std::to_string(s.offset) + ", +" +
-                         std::to_string(s.count) + ") overruns the " +
-                         (s.buf == BufId::Send ? "send" : "recv") + " buffer of " +
-                         std::to_string(elems) + " elements",
-                     "MpiBackend::fill");
-  }
-  return Status::Ok();
-}
-
-Status MpiBackend::fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) {
-  CB_TRY(segmentsInBounds(dtype, segs, "fill"));
-  return hostFill(send_.ptr, recv_.ptr, dtype, op, size_, seed, segs);
-}
-
-Status MpiBackend::check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
-                         CheckOutcome* out) {
-  CB_TRY(segmentsInBounds(dtype, segs, "check"));
-  return hostCheck(recv_.ptr, send_.ptr, dtype, op, size_, seed, segs, out);
 }
 
 }  // namespace collbench

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "backends/mpi/mpi_types.h"
-#include "core/backend.h"
+#include "core/host_backend.h"
 
 namespace collbench {
 
-class MpiBackend : public Backend {
+class MpiBackend : public HostMemoryBackend {
  public:
   // MPI_Init_thread(MPI_THREAD_MULTIPLE) unless MPI is already initialized; needs at least
   // MPI_THREAD_SERIALIZED because ops run on a worker thread. Sets MPI_ERRORS_RETURN on
@@ -55,9 +55,6 @@ class MpiBackend : public Backend {
   void setWrappingSmallIntSum(bool on) { useWrappingSmallIntSum(on); }
   bool wrappingSmallIntSum() const { return collbench::wrappingSmallIntSum(); }
 
-  Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
-  void* buffer(BufId which) override;
-
   Status enqueue(const OpArgs& args) override;
   Status waitAll() override { return Status::Ok(); }  // every MPI call here is blocking
   Status barrier() override;
@@ -65,32 +62,14 @@ class MpiBackend : public Backend {
   Status gather(const double* mine, int n, std::vector<double>* atRoot) override;
   Status gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) override;
 
-  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override;
-  Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override;
-  Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
-               CheckOutcome* out) override;
-
  private:
-  // Page-aligned, zero-filled (hence touched) host memory.
-  struct HostBuffer {
-    void* ptr = nullptr;
-    uint64_t bytes = 0;
-    ~HostBuffer() { release(); }
-    void release();
-    bool allocate(uint64_t n);
-    bool contains(const void* p, uint64_t n) const;
-  };
-
-  MpiBackend() = default;
+  MpiBackend() : HostMemoryBackend("MpiBackend") {}
   Status alive(const char* what) const;
-  Status region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const;
-  Status segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const;
   // Returns the pointer MPI should reduce from for `op`: `input` itself, or for mulsum on odd ranks
   // `input` scaled by 2, in place when `scaleInPlace` (the region is overwritten by the result anyway)
   // or else into the scratch buffer.
   Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
                      const void** out);
-  Status ensureScratch(uint64_t bytes);
   Status freeComms();
 
   Status allReduce(const OpArgs& a);
@@ -113,12 +92,10 @@ class MpiBackend : public Backend {
   bool finalized_ = false;
   bool smallIntSumSaturates_ = false;
 
-  HostBuffer send_, recv_;
-  // The one case of a third buffer. mulsum: MPI cannot pre-multiply, so odd ranks scale their input
+  // send_, recv_ and scratch_ are HostMemoryBackend's. scratch_ (sized to the larger buffer once)
+  // is the one case of a third buffer. mulsum: MPI cannot pre-multiply, so odd ranks scale their input
   // into it (out-of-place, and for a non-root reduce whose in-place input must stay unchanged).
   // In-place alltoallv with a send layout unlike the recv layout: the send region is staged here.
-  // Allocated on first use, freed with the other buffers.
-  HostBuffer scratch_;
   std::vector<int> vCounts_[4];  // alltoallv: send counts, send displs, recv counts, recv displs
 };
 

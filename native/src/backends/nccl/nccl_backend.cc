@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "backends/nccl/nccl_kernels.h"
+#include "core/backend_errors.h"
 #include "core/data_check.h"
 #include "core/minifloat.h"
 #include "core/pattern.h"
@@ -35,18 +36,6 @@ using ncclapi::Result;
     const cudaError_t cb_e_ = (expr);                       \
     if (cb_e_ != cudaSuccess) return cudaStatus(cb_e_, name, CB_SITE(name)); \
   } while (0)
-
-const char* collName(Coll c) {
-  static const char* const kNames[kCollCount] = {
-      "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
-      "alltoallv",  "gather",     "scatter",        "sendrecv",  "hypercube"};
-  const int i = static_cast<int>(c);
-  return i >= 0 && i < kCollCount ? kNames[i] : "unknown";
-}
-
-Status badSpec(const std::string& message, const char* where) {
-  return Status::Error("core", "CORE_BAD_SPEC", message, CB_SITE(where));
-}
 
 ncclapi::DataType ncclType(DType t) { return static_cast<ncclapi::DataType>(static_cast<int>(t)); }
 

@@ -1,0 +1,64 @@
+// HostMemoryBackend: the host-memory half that the CPU backends (MpiBackend, GlooBackend) share:
+// page-aligned, zero-filled send/recv buffers and an on-demand scratch buffer, with bounds-checked
+// allocate/buffer/zero/fill/check (fill/check through data_check.h's hostFill/hostCheck).
+// Subclasses implement the collectives and the control plane of core/backend.h.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace collbench {
+
+class HostMemoryBackend : public Backend {
+ public:
+  ~HostMemoryBackend() override = default;
+  HostMemoryBackend(const HostMemoryBackend&) = delete;
+  HostMemoryBackend& operator=(const HostMemoryBackend&) = delete;
+
+  // Frees send, recv and scratch, then allocates send and recv (scratch comes on first use).
+  Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
+  void* buffer(BufId which) override;
+
+  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override;
+  Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override;
+  Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
+               CheckOutcome* out) override;
+
+ protected:
+  // Page-aligned, zero-filled (hence touched) host memory; never a null pointer once allocated.
+  struct HostBuffer {
+    void* ptr = nullptr;
+    uint64_t bytes = 0;
+    ~HostBuffer() { release(); }
+    void release();
+    bool allocate(uint64_t n);
+    bool contains(const void* p, uint64_t n) const;
+  };
+
+  // `name` is the subclass as error sites name it: "MpiBackend", "GlooBackend".
+  explicit HostMemoryBackend(std::string name) : name_(std::move(name)) {}
+
+  void releaseBuffers();
+  // Makes scratch_ at least `bytes` long; a new scratch buffer gets max(bytes, scratchReserve()).
+  Status ensureScratch(uint64_t bytes);
+  // How much scratch to reserve at once so the timed loop never reallocates: by default the larger
+  // of send and recv.
+  virtual uint64_t scratchReserve() const;
+  // CORE_BAD_SPEC unless [p, p + elems·size) lies inside send_ or recv_ (empty regions pass).
+  Status region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const;
+
+  HostBuffer send_, recv_;
+  // The third buffer (mulsum's scaled input, staging copies): see each subclass for its uses.
+  // Allocated on first use, freed with the other buffers.
+  HostBuffer scratch_;
+
+ private:
+  Status segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const;
+
+  std::string name_;
+};
+
+}  // namespace collbench
