@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unpacks a cached NCCL wheel (nvidia_nccl_cu1x-*.whl, a zip; ../shared/reference/platform.md) into the
+# Unpacks a cached NCCL wheel (nvidia_nccl_cu1x-*.whl, a zip) into the
 # ignored .cache/nccl/ so the NCCL ABI and error-path tests use a real libnccl without a GPU; never commit it.
 # Usage: scripts/nccl-cache.sh [WHEEL] (or COLLBENCH_NCCL_WHEEL): prints the directory holding include/ and
 # lib/, or nothing (exit 0) when no wheel is found.

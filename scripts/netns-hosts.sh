@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Several "hosts" on one machine: network namespaces PREFIX-h1..hN, each with its own eth0 at
-# 10.250.SUBNET.i/24 on a private bridge PREFIXbr, and its own loopback (reference/platform.md,
-# "Several hosts on one machine"). Needs root and iproute2. Used by test/cli/gloo-netns.test.ts.
+# 10.250.SUBNET.i/24 on a private bridge PREFIXbr, and its own loopback. Needs root and iproute2. Used by test/cli/gloo-netns.test.ts.
 #   scripts/netns-hosts.sh up N [PREFIX] [SUBNET]   create N (2..8) hosts; prints "name address" lines
 #   scripts/netns-hosts.sh down [PREFIX]            delete them (idempotent; also after a partial up)
 #   scripts/netns-hosts.sh exec HOST CMD...         run CMD inside HOST's network namespace

@@ -1,17 +1,18 @@
 // The gloo backend's driver: where this process's rank, world size, rendezvous store and TCP address
 // come from (collbench's --np launcher, an MPI launcher, or a torchrun-style environment), handed to
-// the native module as COLLBENCH_GLOO_* variables (read by native/src/addon/addon_gloo.cc at init).
+// the native module's init as one typed config object (checked by native/src/addon/addon_gloo.cc).
 // Mirrors how torch.distributed picks up RANK/WORLD_SIZE/MASTER_* and GLOO_SOCKET_IFNAME.
 import { mkdirSync, rmSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
-import { UsageError } from '../config/errors.js';
-import type { ResolvedOptions } from '../core/types.js';
-import type { BackendInfo } from '../native/binding.js';
-import type { BackendDriver } from './drivers.js';
-import { cpuRankLine, refuseGpuOnlyFlags } from './drivers.js';
+import { UsageError } from '../core/errors.js';
+import type { GlooAlgo } from '../core/types.js';
+import type { ResolvedOptions } from '../core/flags.js';
+import type { BackendInfo, NativeBackend } from '../native/binding.js';
+import type { BackendDriver } from './driver.js';
+import { cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
 type Env = NodeJS.ProcessEnv;
 
@@ -112,23 +113,82 @@ export function glooTransport(world: GlooWorld, option: string | null, env: Env 
   return { hostname: hostname() };
 }
 
-const GLOO_VARS = ['COLLBENCH_GLOO_RANK', 'COLLBENCH_GLOO_SIZE', 'COLLBENCH_GLOO_LOCAL_RANK', 'COLLBENCH_GLOO_LOCAL_SIZE',
-  'COLLBENCH_GLOO_STORE', 'COLLBENCH_GLOO_RUN_ID', 'COLLBENCH_GLOO_IFACE', 'COLLBENCH_GLOO_HOSTNAME', 'COLLBENCH_GLOO_ALGO'];
+/** What collbench_gloo.node's init() takes; native/src/addon/addon_gloo.cc checks every field (GLOO_BAD_CONFIG). */
+export interface GlooInitConfig {
+  rank: number;
+  size: number;
+  localRank: number;
+  localSize: number;
+  /** Prefix of every store key (GlooWorld.runId). */
+  runId: string;
+  /** all_reduce algorithm (--gloo-algo). */
+  algo: GlooAlgo;
+  /** Rendezvous store: file:DIR or redis://HOST:PORT; absent for a 1-rank world (in-memory store). */
+  store?: string;
+  /** TCP transport: bind to this interface, or else to this address / host name. */
+  iface?: string;
+  hostname?: string;
+  /** Every Gloo wait (rendezvous, collectives) gives up after this (COLLBENCH_GLOO_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Reduce half with gloo::float16's operators (as Gloo and PyTorch do) or collbench's (COLLBENCH_GLOO_FLOAT16). */
+  float16: GlooFloat16;
+}
 
-/** The COLLBENCH_GLOO_* variables the native init reads, for one process. Pure (for tests). */
-export function glooNativeEnv(options: ResolvedOptions, env: Env = process.env): { vars: Record<string, string>; ownedDir: string | null; world: GlooWorld } {
+export type GlooFloat16 = 'gloo' | 'collbench';
+
+/** What the gloo module's init() returns besides the common fields. */
+export interface GlooInfo extends BackendInfo {
+  transport: string;   // the TCP device as Gloo describes it
+  glooAlgo: GlooAlgo;
+  glooFloat16: GlooFloat16;
+}
+
+/** collbench_gloo.node (native/src/addon/addon_gloo.cc). */
+export interface GlooNative extends NativeBackend {
+  /** Synchronous: connects the full mesh (waits up to timeoutMs for the other ranks). */
+  init(config: GlooInitConfig): GlooInfo;
+}
+
+export const GLOO_DEFAULT_TIMEOUT_MS = 30_000;
+
+/** COLLBENCH_GLOO_TIMEOUT_MS: milliseconds, a positive integer (unset or empty: 30000). */
+function glooTimeoutMs(env: Env): number {
+  const v = env.COLLBENCH_GLOO_TIMEOUT_MS;
+  if (v === undefined || v === '') return GLOO_DEFAULT_TIMEOUT_MS;
+  const ms = /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
+  if (!(ms >= 1 && ms <= 2 ** 30)) {
+    throw new UsageError(`--backend gloo: COLLBENCH_GLOO_TIMEOUT_MS=${v} is not a timeout in milliseconds (an integer from 1 to 2^30)`);
+  }
+  return ms;
+}
+
+/** COLLBENCH_GLOO_FLOAT16: gloo (default) or collbench. */
+function glooFloat16(env: Env): GlooFloat16 {
+  const v = env.COLLBENCH_GLOO_FLOAT16;
+  if (v === undefined) return 'gloo';
+  if (v !== 'gloo' && v !== 'collbench') {
+    throw new UsageError(`--backend gloo: COLLBENCH_GLOO_FLOAT16=${v} must be gloo or collbench`);
+  }
+  return v;
+}
+
+/**
+ * The native init's config for this process, the store directory this driver must create (null when
+ * the user chose the store) and the world it was built from. Pure (for tests): reads `env` only, and
+ * throws UsageError naming the variable for a bad value.
+ */
+export function glooInitConfig(options: ResolvedOptions, env: Env = process.env): { config: GlooInitConfig; ownedDir: string | null; world: GlooWorld } {
   const world = glooWorld(env);
   const plan = glooStorePlan(world, options.glooStore, env);
   const transport = glooTransport(world, options.glooIface, env);
-  const vars: Record<string, string> = {
-    COLLBENCH_GLOO_RANK: String(world.rank), COLLBENCH_GLOO_SIZE: String(world.size),
-    COLLBENCH_GLOO_LOCAL_RANK: String(world.localRank), COLLBENCH_GLOO_LOCAL_SIZE: String(world.localSize),
-    COLLBENCH_GLOO_RUN_ID: world.runId, COLLBENCH_GLOO_ALGO: options.glooAlgo,
+  const config: GlooInitConfig = {
+    rank: world.rank, size: world.size, localRank: world.localRank, localSize: world.localSize,
+    runId: world.runId, algo: options.glooAlgo, timeoutMs: glooTimeoutMs(env), float16: glooFloat16(env),
   };
-  if (plan.store !== null) vars.COLLBENCH_GLOO_STORE = plan.store;
-  if (transport.iface) vars.COLLBENCH_GLOO_IFACE = transport.iface;
-  if (transport.hostname) vars.COLLBENCH_GLOO_HOSTNAME = transport.hostname;
-  return { vars, ownedDir: plan.ownedDir, world };
+  if (plan.store !== null) config.store = plan.store;
+  if (transport.iface) config.iface = transport.iface;
+  if (transport.hostname) config.hostname = transport.hostname;
+  return { config, ownedDir: plan.ownedDir, world };
 }
 
 function isPowerOf(n: number, base: number): boolean {
@@ -137,46 +197,42 @@ function isPowerOf(n: number, base: number): boolean {
   return x === n;
 }
 
-export const glooDriver: BackendDriver = {
-  prepare(options) {
-    const { vars, ownedDir, world } = glooNativeEnv(options);
-    for (const v of GLOO_VARS) delete process.env[v];
-    Object.assign(process.env, vars);
-    if (ownedDir !== null) {
-      mkdirSync(ownedDir, { recursive: true });
-      // Rank 0 leaves last (it reports after the final barrier): it removes the job's directory.
-      if (world.rank === 0) process.on('exit', () => rmSync(ownedDir, { recursive: true, force: true }));
-    }
-  },
-  validate(options) {
-    refuseGpuOnlyFlags(options, 'gloo');
-    // Gloo's legacy classes (all_reduce legacy_*, and reduce_scatter, which only exists as one)
-    // keep byte counts in an `int`.
-    const legacy = options.glooAlgo.startsWith('legacy_');
-    if (legacy && options.maxBytes > 2 ** 31 - 1) {
-      throw new UsageError(`-e: ${options.maxBytes} bytes exceed what Gloo's legacy ` +
-        `${options.collective === 'reduce_scatter' ? 'ReduceScatterHalvingDoubling' : options.glooAlgo} takes (2 GiB - 1)`);
-    }
-  },
-  rankLine: (info) => cpuRankLine(info),
-  warnings(options, desc: CollectiveDescriptor, info: BackendInfo) {
-    const out: string[] = [];
-    if (options.collective === 'all_reduce' && options.glooAlgo === 'legacy_bcube' && !isPowerOf(info.nranks, 2)) {
-      out.push(`# Warning: Gloo's legacy AllreduceBcube is known to give wrong sums when the rank count (${info.nranks}) ` +
-        'is not a power of its base (2); the check reports what it computes (use bcube, the new-API version)');
-    }
-    if (options.collective === 'reduce_scatter' && options.glooAlgo === 'legacy_halving_doubling' && info.nranks > 1) {
-      out.push('# Warning: Gloo\'s legacy ReduceScatterHalvingDoubling overwrites the start of its buffer while the ' +
-        'reduce-scatter send from there may still be in flight: expect #wrong > 0 where a send does not complete at ' +
-        'once (e.g. after a smaller size); the default (an all-reduce, as PyTorch does it) has no such race');
-    }
-    const half = (info as BackendInfo & { glooFloat16?: string }).glooFloat16;
-    if (desc.reduces && half === 'gloo' && options.dtypes.includes('half') && info.nranks > 1) {
-      out.push('# Warning: Gloo\'s gloo::float16 drops some stores (its operator= skips the copy when its ' +
-        'operator!= reads the old bits as an integer): expect #wrong > 0 for half now and then; ' +
-        'COLLBENCH_GLOO_FLOAT16=collbench reduces half with collbench\'s own arithmetic instead');
-    }
-    return out;
-  },
-  perIterTimer: 'host clock timing',
-};
+/** The gloo driver of one run (the registry's constructor); `env` holds the launcher's and COLLBENCH_GLOO_* variables.
+ *  Nothing is process-wide: init() hands the module its whole configuration. */
+export function createGlooDriver(env: Env = process.env): BackendDriver {
+  return {
+    async init(native, options) {
+      const { config, ownedDir, world } = glooInitConfig(options, env);
+      if (ownedDir !== null) {
+        mkdirSync(ownedDir, { recursive: true });
+        // Rank 0 leaves last (it reports after the final barrier): it removes the job's directory.
+        if (world.rank === 0) process.on('exit', () => rmSync(ownedDir, { recursive: true, force: true }));
+      }
+      return (native as GlooNative).init(config);
+    },
+    validate(options) {
+      refuseGpuOnlyFlags(options, 'gloo');
+    },
+    rankLine: (info) => cpuRankLine(info),
+    warnings(options, desc: CollectiveDescriptor, info: BackendInfo) {
+      const out: string[] = [];
+      if (options.collective === 'all_reduce' && options.glooAlgo === 'legacy_bcube' && !isPowerOf(info.nranks, 2)) {
+        out.push(`# Warning: Gloo's legacy AllreduceBcube is known to give wrong sums when the rank count (${info.nranks}) ` +
+          'is not a power of its base (2); the check reports what it computes (use bcube, the new-API version)');
+      }
+      if (options.collective === 'reduce_scatter' && options.glooAlgo === 'legacy_halving_doubling' && info.nranks > 1) {
+        out.push('# Warning: Gloo\'s legacy ReduceScatterHalvingDoubling overwrites the start of its buffer while the ' +
+          'reduce-scatter send from there may still be in flight: expect #wrong > 0 where a send does not complete at ' +
+          'once (e.g. after a smaller size); the default (an all-reduce, as PyTorch does it) has no such race');
+      }
+      const half = (info as BackendInfo & { glooFloat16?: string }).glooFloat16;
+      if (desc.reduces && half === 'gloo' && options.dtypes.includes('half') && info.nranks > 1) {
+        out.push('# Warning: Gloo\'s gloo::float16 drops some stores (its operator= skips the copy when its ' +
+          'operator!= reads the old bits as an integer): expect #wrong > 0 for half now and then; ' +
+          'COLLBENCH_GLOO_FLOAT16=collbench reduces half with collbench\'s own arithmetic instead');
+      }
+      return out;
+    },
+    perIterTimer: 'host clock timing',
+  };
+}

@@ -1,17 +1,18 @@
-// The nccl backend's driver, mirroring nccl-tests' process/thread/GPU structure (nccl-tests.md §7): GPU
+// The nccl backend's driver, mirroring nccl-tests' process/thread/GPU structure (https://github.com/NVIDIA/nccl-tests/blob/master/src/common.cu): GPU
 // flag checks, the bootstrap (unique id via MPI under mpirun, a TCP rendezvous torchrun-style, or local),
 // device choice (local rank × t × g, NCCL_TESTS_DEVICE), NCCL_TESTS_SPLIT, what the GPUs and library
 // lack (fp8 below sm_90), the GPU-memory cap, rank lines and -M.
 import { hostname } from 'node:os';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
-import { UsageError } from '../config/errors.js';
-import { DTYPES, OPS, type DTypeName, type OpName, type ResolvedOptions } from '../core/types.js';
+import { BackendUnavailableError, UsageError } from '../core/errors.js';
+import { DTYPES, OPS, type DTypeName, type OpName } from '../core/types.js';
+import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
 import { COMBINE, isNativeError, type BackendInfo, type NativeBackend } from '../native/binding.js';
-import { BackendUnavailableError, builtBackends, loadBackend } from '../native/loader.js';
-import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../report/reporters/nccl-table.js';
-import type { BackendDriver } from './drivers.js';
+import { moduleBuilt, requireNativeModule } from '../native/loader.js';
+import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
+import type { BackendDriver } from './driver.js';
 
 type Env = NodeJS.ProcessEnv;
 
@@ -103,8 +104,8 @@ function environmentFailure(e: unknown, native: NcclNative): unknown {
 const SPLIT_RE = /^\s*(and|or|mod|div|&|\||%|\/)\s*(0x[0-9a-f]+|0b[01]+|\d+)\s*$/i;
 
 /**
- * The NCCL_TESTS_SPLIT colour of process `procRank`, or -1 when no split is asked for (nccl-tests.md
- * §1): NCCL_TESTS_SPLIT_MASK=<hex> gives rank & mask and wins; NCCL_TESTS_SPLIT=<op><value> with op
+ * The NCCL_TESTS_SPLIT colour of process `procRank`, or -1 when no split is asked for (as nccl-tests'
+ * src/common.cu reads it; docs/nccl-tests-contract.md, "Flags"): NCCL_TESTS_SPLIT_MASK=<hex> gives rank & mask and wins; NCCL_TESTS_SPLIT=<op><value> with op
  * AND OR MOD DIV (or & | % /), value decimal, 0x hex or 0b binary.
  */
 export function splitColor(procRank: number, env: Env = process.env): number {
@@ -233,7 +234,7 @@ function launchEnv(env: Env): TorchrunEnv | null {
 }
 
 async function mpiWorld(native: NcclNative, lib: string | undefined, state: DriverState): Promise<World> {
-  const mpi = loadBackend('mpi').module;
+  const mpi = requireNativeModule<NativeBackend>('mpi');
   const m = mpi.init() as BackendInfo;
   state.mpi = mpi;
   // Process 0 makes the id; MPI broadcasts it (as 128 numbers). A failure is broadcast too (-1s),
@@ -283,15 +284,13 @@ interface DriverState {
   color: number;
 }
 
-const state: DriverState = { mpi: null, color: -1 };
-
-function shutdownMpi(): void {
+function shutdownMpi(state: DriverState): void {
   const mpi = state.mpi;
   state.mpi = null;
   mpi?.finalize();
 }
 
-async function initNccl(nativeAny: NativeBackend, options: ResolvedOptions, env: Env = process.env): Promise<NcclInfo> {
+async function initNccl(state: DriverState, nativeAny: NativeBackend, options: ResolvedOptions, env: Env): Promise<NcclInfo> {
   const native = nativeAny as NcclNative;
   const lib = options.ncclLib ?? undefined;
   let library: NcclLibraryInfo;
@@ -305,7 +304,7 @@ async function initNccl(nativeAny: NativeBackend, options: ResolvedOptions, env:
 
   let world: World;
   try {
-    if (underMpiLauncher(env) && builtBackends().includes('mpi')) {
+    if (underMpiLauncher(env) && moduleBuilt('mpi', env)) {
       world = await mpiWorld(native, lib, state);
     } else {
       const t = launchEnv(env);
@@ -320,7 +319,7 @@ async function initNccl(nativeAny: NativeBackend, options: ResolvedOptions, env:
       }
     }
   } catch (e) {
-    shutdownMpi();
+    shutdownMpi(state);
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw environmentFailure(e, native);
   }
@@ -336,7 +335,7 @@ async function initNccl(nativeAny: NativeBackend, options: ResolvedOptions, env:
     });
     return info;
   } catch (e) {
-    shutdownMpi();
+    shutdownMpi(state);
     throw environmentFailure(e, native);
   }
 }
@@ -359,35 +358,38 @@ function adjustOptions(options: ResolvedOptions, infoAny: BackendInfo, native: N
   return { options: adjusted, reducedMaxBytes: reduced };
 }
 
-export const ncclDriver: BackendDriver = {
-  prepare() { /* nothing to set before the module loads: NCCL reads its NCCL_* variables at init */ },
-  validate(options) {
-    if (options.deviceImpl > 0) {
-      throw new UsageError('-D/--device_implementation: NCCL device-API kernels are not implemented in collbench yet');
-    }
-    if (options.deviceCtaCount !== 16) {
-      throw new UsageError('-V/--device_cta_count: applies to -D kernels, which collbench does not implement yet');
-    }
-    if (options.cudaGraph > 0 && options.streamNull) {
-      throw new UsageError('-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured');
-    }
-  },
-  init: initNccl,
-  adjust: adjustOptions,
-  rankLine(infoAny) {
-    const info = infoAny as NcclInfo;
-    return info.devices.map((d): RankLineInfo => ({
-      rank: d.worldRank, group: Math.max(state.color, 0), pid: info.pid, host: hostname().split('.')[0], device: d.ordinal,
-      bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name,
-    }));
-  },
-  warnings(_options, _desc: CollectiveDescriptor, _info) { return []; },
-  memoryUsage(native) {
-    const m = (native as NcclNative).memoryUsage();
-    const [initialization, userAllocated, collective] = native.allreduce(
-      [m.initialization, m.userAllocated, m.collective], COMBINE.max);
-    return { initialization, userAllocated, collective };
-  },
-  shutdown: shutdownMpi,
-  perIterTimer: 'CUDA event timing',
-};
+/** The nccl driver of one run; `env` is where NCCL_TESTS_*, the launcher's and the rendezvous variables are read. */
+export function createNcclDriver(env: Env = process.env): BackendDriver {
+  const state: DriverState = { mpi: null, color: -1 };
+  return {
+    validate(options) {
+      if (options.deviceImpl > 0) {
+        throw new UsageError('-D/--device_implementation: NCCL device-API kernels are not implemented in collbench yet');
+      }
+      if (options.deviceCtaCount !== 16) {
+        throw new UsageError('-V/--device_cta_count: applies to -D kernels, which collbench does not implement yet');
+      }
+      if (options.cudaGraph > 0 && options.streamNull) {
+        throw new UsageError('-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured');
+      }
+    },
+    init: (native, options) => initNccl(state, native, options, env),
+    adjust: adjustOptions,
+    rankLine(infoAny) {
+      const info = infoAny as NcclInfo;
+      return info.devices.map((d): RankLineInfo => ({
+        rank: d.worldRank, group: Math.max(state.color, 0), pid: info.pid, host: hostname().split('.')[0], device: d.ordinal,
+        bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name,
+      }));
+    },
+    warnings(_options, _desc: CollectiveDescriptor, _info) { return []; },
+    memoryUsage(native) {
+      const m = (native as NcclNative).memoryUsage();
+      const [initialization, userAllocated, collective] = native.allreduce(
+        [m.initialization, m.userAllocated, m.collective], COMBINE.max);
+      return { initialization, userAllocated, collective };
+    },
+    shutdown: () => shutdownMpi(state),
+    perIterTimer: 'CUDA event timing',
+  };
+}

@@ -1,31 +1,22 @@
 // The command-line entry: parse, launch (directly, or re-executed under mpirun for --np), run, and
 // map every failure to one line on stderr and a documented exit code. The only place that chooses
-// exit codes (DESIGN.md §1).
+// exit codes (docs/architecture.md, "commands/ and cli/").
 import { writeSync } from 'node:fs';
-import { basename } from 'node:path';
 import { hostname } from 'node:os';
+import { launchRanks } from '../commands/launch.js';
 import { runSuite, type RunIO } from '../commands/run.js';
-import { EXIT, UsageError } from '../config/errors.js';
-import { underMpiLauncher } from '../launch/environment.js';
-import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
-import { launchGlooRanks } from '../launch/local-ranks.js';
-import { isNativeError } from '../native/binding.js';
-import { BackendUnavailableError, builtBackends } from '../native/loader.js';
-import { OutputError } from '../report/outputs.js';
-import { ARGV_ENV } from '../report/provenance.js';
 import { PlanError } from '../collectives/alltoallv-plan.js';
+import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
+import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
+import { isNativeError } from '../native/binding.js';
+import { OutputError } from '../report/outputs.js';
 import { VERSION } from '../version.js';
-import { collectiveFromProgram, parseCommandLine } from './options.js';
 
 /** Line-at-a-time output straight to the file descriptors, so nothing is lost on exit. */
 export const stdio: RunIO = {
   out: (line) => { writeSync(1, line + '\n'); },
   err: (line) => { writeSync(2, line + '\n'); },
 };
-
-export function programName(scriptPath: string): string {
-  return basename(scriptPath).replace(/\.(js|ts|mjs)$/, '');
-}
 
 type Subcommand = (args: string[], scriptPath: string, io: RunIO) => Promise<number>;
 
@@ -42,7 +33,7 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
 };
 
 export async function main(argv: string[], scriptPath: string, io: RunIO = stdio): Promise<number> {
-  const program = programName(scriptPath);
+  const program = programBase(scriptPath);
   try {
     const subcommand = collectiveFromProgram(program) === null ? SUBCOMMANDS[argv[0]] : undefined;
     if (subcommand) return await subcommand(argv.slice(1), scriptPath, io);
@@ -51,20 +42,19 @@ export async function main(argv: string[], scriptPath: string, io: RunIO = stdio
     if (parsed.kind === 'version') { io.out(`collbench ${VERSION}`); return EXIT.OK; }
     const options = parsed.options;
     if (options.np !== null) {
-      if (underMpiLauncher()) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
-      if ((options.backend ?? builtBackends()[0]) === 'gloo') {
-        process.env[ARGV_ENV] ??= JSON.stringify([scriptPath, ...argv]);
-        return await launchGlooRanks(options, [process.execPath, ...process.execArgv, scriptPath], argv);
-      }
-      const plan = mpirunPlan({
-        np: options.np, hosts: options.hosts, program: [process.execPath, ...process.execArgv, scriptPath], argv,
+      return await launchRanks(options, {
+        program: [process.execPath, ...process.execArgv, scriptPath],
+        programNamesCollective: collectiveFromProgram(program) !== null,
+        typed: [scriptPath, ...argv],
       });
-      process.env[ARGV_ENV] ??= JSON.stringify([scriptPath, ...argv]); // reports record the command as typed
-      return await runUnderMpirun(plan);
     }
-    const outcome = await runSuite(options, io, { argv: [scriptPath, ...argv] });
+    const outcome = await runSuite(options, io, {
+      argv: [scriptPath, ...argv],
+      // -T expired: the backend's abort ends the job; this exit is for a backend without one.
+      onTimeout: () => process.exit(EXIT.TIMEOUT),
+    });
     return outcome.exitCode;
-  } catch (e) {
+  } catch (e: unknown) {
     return reportFailure(e, program, io);
   }
 }

@@ -1,9 +1,9 @@
 // all_gather descriptor: every rank contributes a b-chunk and receives all n chunks in rank order.
 // Mirrors nccl-tests src/all_gather.cu (16-byte chunk rounding, in-place send at recv + rank*b).
 import {
-  allButOneFactor, checkHalfArgs, chunkElems, copySeg, nonEmpty, sendPlacement, uniformLayout,
-  type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { chunkElems } from './counts.js';
 import type { Segment } from '../core/types.js';
 
 export const allGather: CollectiveDescriptor = {

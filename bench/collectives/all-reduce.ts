@@ -1,15 +1,18 @@
 // all_reduce descriptor: every rank reduces c elements and receives the whole result.
 // Mirrors nccl-tests src/all_reduce.cu (byte count, init data, busbw factor 2(n-1)/n).
+import { GLOO_ALGOS } from '../core/types.js';
 import {
-  checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, totalElems, uniformLayout,
-  type CollectiveDescriptor, type HalfLayout,
+  glooAlgoCheck, checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { totalElems } from './counts.js';
 
 export const allReduce: CollectiveDescriptor = {
   name: 'all_reduce',
   program: 'all_reduce_perf',
   rooted: false,
   reduces: true,
+  // every Gloo algorithm, new API and legacy classes
+  validate: glooAlgoCheck(GLOO_ALGOS),
   loopsOps: true,
   inPlaceChecked: true,
   redopColumn: (op) => op,

@@ -1,9 +1,9 @@
 // alltoall descriptor: chunk j of rank i's b*n elements lands at chunk i of rank j.
 // Mirrors nccl-tests src/alltoall.cu (16-byte chunk rounding; in-place half is not validated).
 import {
-  allButOneFactor, checkHalfArgs, chunkElems, copySeg, nonEmpty, sendPlacement, uniformLayout,
-  type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { chunkElems } from './counts.js';
 import type { Segment } from '../core/types.js';
 
 export const alltoall: CollectiveDescriptor = {

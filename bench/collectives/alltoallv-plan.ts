@@ -3,7 +3,7 @@
 // _MATRIX_SCALE, 16-byte flooring per peer); environment and file reading are injected.
 import { readFileSync } from 'node:fs';
 import type { PeerCounts } from '../core/types.js';
-import { chunkElems } from './descriptor.js';
+import { chunkElems } from './counts.js';
 
 export const ENV_SPREAD = 'NCCL_TESTS_ALLTOALLV_SPREAD';
 export const ENV_MATRIX_FILE = 'NCCL_TESTS_ALLTOALLV_MATRIX_FILE';

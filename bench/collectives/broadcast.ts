@@ -1,9 +1,9 @@
 // broadcast descriptor: the root's c elements reach every rank.
 // Mirrors nccl-tests src/broadcast.cu (count c, busbw factor 1).
 import {
-  checkHalfArgs, copySeg, nonEmpty, sendPlacement, totalElems, uniformLayout,
-  type CollectiveDescriptor, type HalfLayout,
+  checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { totalElems } from './counts.js';
 
 export const broadcast: CollectiveDescriptor = {
   name: 'broadcast',

@@ -1,7 +1,11 @@
-// The shape every collective descriptor has ("collectives are data", DESIGN.md §3) and the helpers
+// The shape every collective descriptor has ("collectives are data", docs/architecture.md, "collectives/") and the helpers
 // they share. Mirrors the per-collective plug-in record of nccl-tests (byte-count, init-data and
 // bandwidth functions, src/<coll>.cu) as pure data: no I/O, no process state.
-import type { CollectiveName, OpName, PeerCounts, Segment, SegmentKind } from '../core/types.js';
+import { UsageError } from '../core/errors.js';
+import { checkRanks } from './counts.js';
+import type { OptionField } from '../core/flags.js';
+import type { CollectiveName, GlooAlgo, OpName, PeerCounts, Segment, SegmentKind } from '../core/types.js';
+import type { ResolvedOptions } from '../core/flags.js';
 import type { AlltoallvSource, EnvLike } from './alltoallv-plan.js';
 
 /** What a layout may need beyond the size: only alltoallv reads it. */
@@ -91,33 +95,25 @@ export interface CollectiveDescriptor {
   redopColumn(op: OpName): string;
   /** "root" column value: the root, or -1 for non-rooted collectives. */
   rootColumn(root: number): number;
-  /** busbw = algbw * busBwFactor(nranks) (nccl-tests.md §4). */
+  /** busbw = algbw * busBwFactor(nranks) (docs/nccl-tests-contract.md, "Formulas"). */
   busBwFactor(nranks: number): number;
   /** Non-null: the line nccl-tests prints instead of running this collective at this rank count. */
   skipReason(nranks: number): string | null;
   layout(sizeBytes: number, dtypeBytes: number, nranks: number, rank: number, ctx?: LayoutContext): Layout;
   half(layout: Layout, args: HalfArgs): HalfLayout;
+  /** Refuses options this collective cannot run with, before anything starts (a UsageError naming the flag as
+   *  `flag(field)` spells it). Absent: the default check, {@link glooAlgoCheck} of `default` only. */
+  validate?(options: ResolvedOptions, flag: (field: OptionField) => string): void;
 }
 
-/** Elements per 16 bytes: the per-rank chunk granularity of nccl-tests (16 for 1-byte types). */
-export function chunkAlignElems(dtypeBytes: number): number {
-  return Math.max(1, Math.floor(16 / dtypeBytes));
-}
-
-/** c = floor(S / ts): the count of the whole-buffer collectives. */
-export function totalElems(sizeBytes: number, dtypeBytes: number): number {
-  checkSizeArgs(sizeBytes, dtypeBytes);
-  return Math.floor(sizeBytes / dtypeBytes);
-}
-
-/**
- * b = floor(c / n) rounded down to a multiple of 16 bytes' worth of elements: the per-rank chunk of
- * the chunked collectives (nccl-tests: `(count/nranks) & ~(16/eltSize - 1)`).
- */
-export function chunkElems(sizeBytes: number, dtypeBytes: number, nranks: number): number {
-  checkRanks(nranks);
-  const per = Math.floor(totalElems(sizeBytes, dtypeBytes) / nranks);
-  return per - (per % chunkAlignElems(dtypeBytes));
+/** The check of --gloo-algo for a collective that takes `algos` (all_reduce every one, reduce_scatter some). */
+export function glooAlgoCheck(algos: readonly GlooAlgo[]): NonNullable<CollectiveDescriptor['validate']> {
+  return (o, flag) => {
+    if (algos.includes(o.glooAlgo)) return;
+    throw UsageError.forFlag(flag('glooAlgo'), algos.length === 1
+      ? `chooses all_reduce and reduce_scatter algorithms; ${o.collective} has one Gloo implementation`
+      : `${o.collective} takes ${algos.join(', ')}, not ${o.glooAlgo}`);
+  };
 }
 
 /** Layout of the collectives whose counts are the same on every rank. */
@@ -166,13 +162,4 @@ export function checkHalfArgs(args: HalfArgs, rooted: boolean): void {
   if (rooted && (!Number.isInteger(args.root) || args.root < 0 || args.root >= args.nranks)) {
     throw new RangeError(`root ${args.root} out of range for ${args.nranks} ranks`);
   }
-}
-
-export function checkRanks(nranks: number): void {
-  if (!Number.isInteger(nranks) || nranks < 1) throw new RangeError(`invalid rank count ${nranks}`);
-}
-
-function checkSizeArgs(sizeBytes: number, dtypeBytes: number): void {
-  if (!Number.isSafeInteger(sizeBytes) || sizeBytes < 0) throw new RangeError(`invalid size ${sizeBytes} B`);
-  if (!Number.isInteger(dtypeBytes) || dtypeBytes < 1) throw new RangeError(`invalid element size ${dtypeBytes} B`);
 }

@@ -1,9 +1,9 @@
 // gather descriptor: every rank's b-chunk lands at chunk `rank` of the root's recv buffer.
 // Mirrors nccl-tests src/gather.cu: non-roots must leave their recv buffer as initialised.
 import {
-  allButOneFactor, checkHalfArgs, chunkElems, copySeg, nonEmpty, sendPlacement, uniformLayout, zeroSeg,
-  type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, zeroSeg, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { chunkElems } from './counts.js';
 import type { Segment } from '../core/types.js';
 
 export const gather: CollectiveDescriptor = {

@@ -1,8 +1,9 @@
 // hypercube descriptor: an all-gather done as log2(n) pairwise exchange rounds; algbw counts only
 // the (n-1) received chunks. Mirrors nccl-tests src/hypercube.cu (power-of-two ranks only).
 import {
-  checkHalfArgs, chunkElems, uniformLayout, type CollectiveDescriptor,
+  checkHalfArgs, uniformLayout, type CollectiveDescriptor,
 } from './descriptor.js';
+import { chunkElems } from './counts.js';
 import { gatherAllHalf } from './all-gather.js';
 
 export const hypercube: CollectiveDescriptor = {

@@ -46,16 +46,3 @@ export function getCollective(name: CollectiveName): CollectiveDescriptor {
 export function findCollective(name: string): CollectiveDescriptor | null {
   return isCollectiveName(name) ? REGISTRY[name] : null;
 }
-
-/**
- * The collective a program name runs: `all_reduce_perf`, `/opt/bin/all_reduce_perf_mpi`,
- * `all_reduce_perf.js` → 'all_reduce'; `collbench` or anything else → null.
- */
-export function collectiveForProgram(program: string): CollectiveName | null {
-  const base = program.split(/[\\/]/).pop()!.replace(/\.(js|mjs|cjs|ts|mts|cts|exe)$/i, '');
-  // Whole-name match (plus "_suffix"), so "reduce_scatter_perf" never resolves to "reduce".
-  for (const name of COLLECTIVES) {
-    if (base === `${name}_perf` || base.startsWith(`${name}_perf_`)) return name;
-  }
-  return null;
-}

@@ -1,15 +1,17 @@
 // reduce_scatter descriptor: every rank contributes b*n elements and receives its reduced b-chunk.
 // Mirrors nccl-tests src/reduce_scatter.cu (16-byte chunk rounding, in-place recv at rank*b).
 import {
-  allButOneFactor, checkHalfArgs, chunkElems, reduceInputSeg, reduceOutputSeg, sendPlacement, uniformLayout,
-  type CollectiveDescriptor, type HalfLayout,
+  glooAlgoCheck, allButOneFactor, checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { chunkElems } from './counts.js';
 
 export const reduceScatter: CollectiveDescriptor = {
   name: 'reduce_scatter',
   program: 'reduce_scatter_perf',
   rooted: false,
   reduces: true,
+  // the all-reduce underneath (as PyTorch's ProcessGroupGloo), or Gloo's one legacy reduce-scatter class
+  validate: glooAlgoCheck(['default', 'ring', 'bcube', 'legacy_halving_doubling']),
   loopsOps: true,
   inPlaceChecked: true,
   redopColumn: (op) => op,

@@ -1,9 +1,9 @@
 // reduce descriptor: every rank contributes c elements, only the root receives the reduction.
 // Mirrors nccl-tests src/reduce.cu: non-roots must leave their recv buffer as initialised.
 import {
-  checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, totalElems, uniformLayout, zeroSeg,
-  type CollectiveDescriptor, type HalfLayout,
+  checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, uniformLayout, zeroSeg, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { totalElems } from './counts.js';
 
 export const reduce: CollectiveDescriptor = {
   name: 'reduce',

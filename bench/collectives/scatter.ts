@@ -1,9 +1,9 @@
 // scatter descriptor: chunk r of the root's b*n elements lands on rank r.
 // Mirrors nccl-tests src/scatter.cu (16-byte chunk rounding, in-place recv at rank*b).
 import {
-  allButOneFactor, checkHalfArgs, chunkElems, copySeg, nonEmpty, sendPlacement, uniformLayout,
-  type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { chunkElems } from './counts.js';
 
 export const scatter: CollectiveDescriptor = {
   name: 'scatter',

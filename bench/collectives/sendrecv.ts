@@ -1,9 +1,9 @@
 // sendrecv descriptor: ring shift, each rank sends c elements to rank+1 and receives from rank-1.
 // Mirrors nccl-tests src/sendrecv.cu (loops -o ops though they are unused; in-place not validated).
 import {
-  checkHalfArgs, copySeg, nonEmpty, sendPlacement, totalElems, uniformLayout,
-  type CollectiveDescriptor, type HalfLayout,
+  checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
 } from './descriptor.js';
+import { totalElems } from './counts.js';
 
 export const sendrecv: CollectiveDescriptor = {
   name: 'sendrecv',

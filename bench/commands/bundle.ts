@@ -9,9 +9,11 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
+import { tokenize } from '../config/parse.js';
 import type { RunIO } from './run.js';
-import { UsageError } from '../config/errors.js';
-import { BACKENDS, type BackendName, modulePath, packageRoot } from '../native/loader.js';
+import { UsageError } from '../core/errors.js';
+import { BACKENDS } from '../backends/registry.js';
+import { nativeDir as builtModulesDir, packageRoot } from '../native/loader.js';
 import { VERSION } from '../version.js';
 
 /** The nccl-tests program names; each gets a launcher (and the Makefile's bin/ links). */
@@ -23,30 +25,6 @@ export const BUNDLE_MANIFEST = 'BUNDLE.json';
 
 /** Compressed size the bundle must stay under (issue: ≤ 40 MB; the node binary alone is ~23 MB of it). */
 export const MAX_BUNDLE_BYTES = 40 * 1000 * 1000;
-
-/**
- * What each module needs from the system it runs on, beyond glibc and libstdc++ (which Node itself needs):
- * `stems` name the libraries `collbench info` reports as loaded; `optional` matches every library `ldd` may
- * find missing on a node without them (the library and what it pulls in) — the bundle README documents both.
- */
-export const SYSTEM_LIBRARIES: Record<BackendName, { stems: readonly string[]; optional: RegExp; needs: string }> = {
-  nccl: {
-    stems: ['libnccl.so', 'libcuda.so'],
-    optional: /^$/, // nothing: the CUDA runtime is linked statically, libcuda and libnccl are dlopen'ed
-    needs: 'an NVIDIA driver (libcuda.so.1) and a libnccl.so.2, loaded at run time: --nccl-lib PATH or ' +
-      'COLLBENCH_NCCL_LIB=PATH, else the system loader path and pip nvidia-nccl-cu* wheels in site-packages',
-  },
-  mpi: {
-    stems: ['libmpi.so'],
-    optional: /^lib(mpi|open-rte|open-pal|hwloc|event_core|event_pthreads|udev|z)[-.]/,
-    needs: 'Open MPI 4.x: libmpi.so.40 (Debian/Ubuntu: apt install libopenmpi3 openmpi-bin), mpirun for several ranks',
-  },
-  gloo: {
-    stems: ['libgloo.so'],
-    optional: /^lib(gloo|hiredis|ibverbs|nl-3|nl-route-3)\./,
-    needs: 'libgloo.so.0 and its libhiredis, libibverbs (Debian/Ubuntu: apt install libgloo0)',
-  },
-};
 
 export interface BundleManifest {
   collbench: string;
@@ -145,7 +123,7 @@ function glibcVersion(): string | null {
 export function stageBundle(top: string, root: string = packageRoot): BundleManifest {
   const dist = join(root, 'dist');
   if (!existsSync(join(dist, 'bin', 'collbench.js'))) throw new UsageError(`bundle: ${dist} is not built: run make build`);
-  const nativeDir = dirname(modulePath('mpi'));
+  const nativeDir = builtModulesDir();
   const modules = existsSync(nativeDir) ? readdirSync(nativeDir).filter((f) => f.endsWith('.node')).sort() : [];
   if (modules.length === 0) throw new UsageError(`bundle: no native module in ${nativeDir}: run make build`);
   const packages = runtimePackages(root);
@@ -187,9 +165,9 @@ export function stageBundle(top: string, root: string = packageRoot): BundleMani
 function readme(root: string, m: BundleManifest): string {
   // The template opens with an HTML comment about itself: not for the bundle's reader.
   const template = readFileSync(join(root, 'bundle', 'README.md'), 'utf8').replace(/^<!--[\s\S]*?-->\n/, '');
-  const modules = BACKENDS.map((b) => {
+  const modules = BACKENDS.map(({ name: b, system }) => {
     const built = m.modules.includes(`collbench_${b}.node`);
-    return `| ${b} | ${built ? `build/Release/collbench_${b}.node` : 'not in this bundle (not built)'} | ${SYSTEM_LIBRARIES[b].needs} |`;
+    return `| ${b} | ${built ? `build/Release/collbench_${b}.node` : 'not in this bundle (not built)'} | ${system.needs} |`;
   }).join('\n');
   const vars: Record<string, string> = {
     VERSION: m.collbench, NAME: bundleName(m.arch), ARCH: m.arch, NODE: m.node, GLIBC: m.glibc ?? 'unknown',
@@ -224,18 +202,15 @@ export function writeBundle(output: string, io: RunIO): number {
 }
 
 export async function bundleCommand(argv: string[], io: RunIO): Promise<number> {
-  let output: string | null = null;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '-h' || a === '--help') { io.out(BUNDLE_HELP); return 0; }
-    if (a === '-o' || a === '--output') {
-      output = argv[++i] ?? null;
-      if (!output) throw new UsageError(`bundle: ${a} needs a file name`);
-    } else if (a.startsWith('--output=')) output = a.slice('--output='.length);
-    else if (a.startsWith('-o') && a.length > 2) output = a.slice(2);
-    else throw new UsageError(`bundle: unknown argument '${a}' (usage: collbench bundle [-o FILE])`);
-  }
-  const file = resolve(output ?? `${bundleName()}.tar.xz`);
+  const tokens = tokenize(argv, [
+    { short: 'o', long: 'output', key: 'output', takesValue: true, value: 'FILE' },
+    { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
+  ], 'bundle: ');
+  if (tokens.stop === 'help') { io.out(BUNDLE_HELP); return 0; }
+  if (tokens.positionals.length > 0) throw new UsageError(`bundle: unknown argument '${tokens.positionals[0]}' (usage: collbench bundle [-o FILE])`);
+  const output = tokens.values.get('output');
+  if (output === '') throw UsageError.forFlag('bundle: --output', 'needs a file name');
+  const file = resolve(typeof output === 'string' ? output : `${bundleName()}.tar.xz`);
   const size = writeBundle(file, io);
   const mb = (size / 1e6).toFixed(1);
   io.out(`${file} (${mb} MB)`);

@@ -5,9 +5,10 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { EXIT, UsageError } from '../config/errors.js';
-import { BackendUnavailableError, loadBackend, type BackendName } from '../native/loader.js';
+import { selectBackend } from '../backends/registry.js';
+import { tokenize, type OptionSpec } from '../config/parse.js';
+import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
+import type { BackendName } from '../core/types.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
@@ -71,55 +72,56 @@ function intFlag(flag: string, text: string | undefined, dflt: number, min: numb
   return Number(text);
 }
 
+/** Compare's own options (before --). */
+const COMPARE_OPTIONS: readonly OptionSpec[] = [
+  ...['env', 'mca', 'gloo-algo', 'runs', 'timeout', 'placement', 'json', 'csv', 'md', 'html', 'junit', 'tuner-csv', 'reports-dir']
+    .map((long): OptionSpec => ({ long, key: long, takesValue: true })),
+  { long: 'quiet', key: 'quiet', takesValue: false },
+  { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
+];
+
 /** Compare's own flags (before --) → options; the axes keep the order they were given in. */
 export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args, strict: true, allowPositionals: false, tokens: true,
-      options: {
-        env: { type: 'string', multiple: true }, mca: { type: 'string', multiple: true }, 'gloo-algo': { type: 'string' },
-        runs: { type: 'string' }, timeout: { type: 'string' }, placement: { type: 'string' },
-        json: { type: 'string' }, csv: { type: 'string' }, md: { type: 'string' }, html: { type: 'string' },
-        junit: { type: 'string' }, 'tuner-csv': { type: 'string' }, 'reports-dir': { type: 'string' },
-        quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    throw new UsageError(`compare: ${(e as Error).message.split('\n')[0]} (see collbench compare --help)`);
+  const tokens = tokenize(args, COMPARE_OPTIONS, 'compare: ');
+  if (tokens.stop === 'help') return 'help';
+  if (tokens.positionals.length > 0) {
+    throw new UsageError(`compare: unexpected argument '${tokens.positionals[0]}' (the program goes after --; see collbench compare --help)`);
   }
-  const v = parsed.values;
-  if (v.help) return 'help';
+  const v = (key: string): string | undefined => {
+    const value = tokens.values.get(key);
+    return value === undefined || value === true ? undefined : value;
+  };
   const axes: Axis[] = [];
-  for (const t of parsed.tokens ?? []) {
-    if (t.kind !== 'option' || t.value === undefined) continue;
-    if (t.name === 'env' || t.name === 'mca') axes.push(parseAxis(t.name, t.value));
-    if (t.name === 'gloo-algo') axes.push(parseGlooAxis(t.value));
+  for (const t of tokens.ordered) {
+    if (t.value === true) continue;
+    if (t.key === 'env' || t.key === 'mca') axes.push(parseAxis(t.key, t.value));
+    if (t.key === 'gloo-algo') axes.push(parseGlooAxis(t.value));
   }
-  const placement = (v.placement ?? 'out-of-place') as CompareOptions['placement'];
-  if (!PLACEMENTS.includes(placement)) throw UsageError.forFlag('--placement', `expected out-of-place or in-place, got '${v.placement}'`);
+  const placement = (v('placement') ?? 'out-of-place') as CompareOptions['placement'];
+  if (!PLACEMENTS.includes(placement)) throw UsageError.forFlag('--placement', `expected out-of-place or in-place, got '${v('placement')}'`);
   const outputs: CompareOptions['outputs'] = [];
-  const add = (flag: string, path: string | undefined, render: CompareOptions['outputs'][number]['render']): void => {
+  const add = (flag: string, render: CompareOptions['outputs'][number]['render']): void => {
+    const path = v(flag.slice(2));
     if (path !== undefined) outputs.push({ flag, path, render });
   };
-  add('--json', v.json, renderCompareJson);
-  add('--csv', v.csv, renderCompareCsv);
-  add('--md', v.md, renderCompareMarkdown);
-  add('--html', v.html, renderCompareHtml);
-  add('--junit', v.junit, renderCompareJunit);
-  add('--tuner-csv', v['tuner-csv'], renderTunerCsv);
+  add('--json', renderCompareJson);
+  add('--csv', renderCompareCsv);
+  add('--md', renderCompareMarkdown);
+  add('--html', renderCompareHtml);
+  add('--junit', renderCompareJunit);
+  add('--tuner-csv', renderTunerCsv);
   return {
-    axes, placement, outputs, quiet: v.quiet === true, reportsDir: v['reports-dir'] ?? null,
-    runs: intFlag('--runs', v.runs, 1, 1, 1000),
-    timeoutSec: intFlag('--timeout', v.timeout, 600, 0, 7 * 24 * 3600),
+    axes, placement, outputs, quiet: tokens.values.get('quiet') === true, reportsDir: v('reports-dir') ?? null,
+    runs: intFlag('--runs', v('runs'), 1, 1, 1000),
+    timeoutSec: intFlag('--timeout', v('timeout'), 600, 0, 7 * 24 * 3600),
   };
 }
 
 /** The backend the children will use: the program's --backend, else the one the loader picks here. */
 export function predictBackend(p: ProgramSpec): BackendName | null {
-  if (p.options.backend !== null) return p.options.backend as BackendName;
+  if (p.options.backend !== null) return p.options.backend;
   try {
-    return loadBackend(null, { ncclLib: p.options.ncclLib }).name;
+    return selectBackend(null, { ncclLib: p.options.ncclLib }).record.name;
   } catch (e) {
     if (e instanceof BackendUnavailableError) return null;
     throw e;
@@ -143,10 +145,19 @@ function readReport(path: string): { doc: ReportDocument | null; error: string |
 
 export interface CompareIO { out(line: string): void; err(line: string): void }
 
-export async function compareCommand(argv: string[], scriptPath: string, io: CompareIO): Promise<number> {
+/** Everything decided before the first child starts; bad input throws here, with nothing run. */
+interface ComparePlan {
+  argv: string[];
+  opts: CompareOptions;
+  combos: Combination[];
+  program: ProgramSpec;
+  backend: BackendName | null;
+}
+
+function planCompare(argv: string[]): ComparePlan | 'help' {
   const dash = argv.indexOf('--');
   const opts = parseCompareArgs(dash < 0 ? argv : argv.slice(0, dash));
-  if (opts === 'help') { io.out(COMPARE_USAGE); return EXIT.OK; }
+  if (opts === 'help') return 'help';
   if (dash < 0) throw new UsageError('compare: no program; put it after --, e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M');
   const combos = combinations(opts.axes);
   const program = parseProgram(argv.slice(dash + 1));
@@ -162,48 +173,61 @@ export async function compareCommand(argv: string[], scriptPath: string, io: Com
       throw UsageError.forFlag('--tuner-csv', 'writes NCCL algorithm/protocol choices; compare NCCL settings (--env NCCL_ALGO=…, NCCL_PROTO=…) on the nccl backend');
     }
   }
+  return { argv, opts, combos, program, backend };
+}
 
+/** The folder every run's report goes to: --reports-dir (kept), or a temporary one (removed at the end). */
+function reportsDirectory(opts: CompareOptions): { dir: string; keep: boolean } {
   const keep = opts.reportsDir !== null;
-  let dir: string;
   try {
     if (keep) mkdirSync(opts.reportsDir!, { recursive: true });
-    dir = keep ? resolve(opts.reportsDir!) : mkdtempSync(join(tmpdir(), 'collbench-compare-'));
+    return { dir: keep ? resolve(opts.reportsDir!) : mkdtempSync(join(tmpdir(), 'collbench-compare-')), keep };
   } catch (e) {
     throw UsageError.forFlag('--reports-dir', `cannot create ${opts.reportsDir}: ${(e as Error).message}`);
   }
-  const toStdout = opts.outputs.some((o) => o.path === '-');
-  const tableOut = toStdout ? io.err : io.out;
-  const progress = (line: string): void => { if (!opts.quiet) io.err(`compare: ${line}`); };
-  const self = { execArgv: process.execArgv, script: scriptPath };
-  const baseEnv: NodeJS.ProcessEnv = { ...process.env };
-  delete baseEnv[ARGV_ENV]; // each child records its own command line
+}
 
-  const startTime = new Date();
-  const results = new Map<string, RunResult[]>(combos.map((c) => [c.id, []]));
-  let probe: NcclProbe | null = null;
-  let probeEvents: NcclTuningEvent[] | null = null;
-  let current: RunningChild | null = null;
-  let interrupted = false;
-  const onSignal = (): void => { interrupted = true; current?.stop(); };
+/** The state of one comparison while its children run, and the steps that use it. */
+class CompareSession {
+  readonly results: Map<string, RunResult[]>;
+  readonly startTime = new Date();
+  probe: NcclProbe | null = null;
+  probeEvents: NcclTuningEvent[] | null = null;
+  interrupted = false;
+  private current: RunningChild | null = null;
+  private readonly baseEnv: NodeJS.ProcessEnv;
 
-  const buildDoc = (status: CompareDocument['status']): CompareDocument => {
-    const a = analyze(combos, results, {
-      placement: opts.placement, timeoutSec: opts.timeoutSec, collective: program.collective, probeEvents,
+  constructor(private readonly plan: ComparePlan, private readonly dir: string, private readonly keep: boolean,
+    private readonly scriptPath: string, private readonly io: CompareIO) {
+    this.results = new Map(plan.combos.map((c) => [c.id, []]));
+    this.baseEnv = { ...process.env };
+    delete this.baseEnv[ARGV_ENV]; // each child records its own command line
+  }
+
+  readonly onSignal = (): void => { this.interrupted = true; this.current?.stop(); };
+
+  progress(line: string): void { if (!this.plan.opts.quiet) this.io.err(`compare: ${line}`); }
+
+  buildDoc(status: CompareDocument['status']): CompareDocument {
+    const { opts, combos, program, argv } = this.plan;
+    const a = analyze(combos, this.results, {
+      placement: opts.placement, timeoutSec: opts.timeoutSec, collective: program.collective, probeEvents: this.probeEvents,
     });
     return {
       kind: COMPARE_KIND, schemaVersion: COMPARE_SCHEMA_VERSION, status,
-      startTime: isoLocal(startTime), endTime: status === 'incomplete' ? null : isoLocal(new Date()),
+      startTime: isoLocal(this.startTime), endTime: status === 'incomplete' ? null : isoLocal(new Date()),
       argv: ['collbench', 'compare', ...argv], program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
       axes: opts.axes.map((x) => ({ kind: x.kind, name: x.name, values: [...x.values] })),
       runsPerCombination: opts.runs, placement: opts.placement, timeoutSec: opts.timeoutSec,
       backend: a.backend, nranks: a.nranks, nodes: a.nodes, combinations: a.combinations, cases: a.cases,
-      probe, winners: a.winners,
+      probe: this.probe, winners: a.winners,
       // the NCCL probe is a checked default run too: wrong results there are wrong results
-      exitCode: interrupted ? 130 : a.exitCode === EXIT.OK && probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
+      exitCode: this.interrupted ? 130 : a.exitCode === EXIT.OK && this.probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
     };
-  };
-  const writeFiles = async (doc: CompareDocument, final: boolean): Promise<void> => {
-    for (const o of opts.outputs) {
+  }
+
+  async writeFiles(doc: CompareDocument, final: boolean): Promise<void> {
+    for (const o of this.plan.opts.outputs) {
       if (o.path === '-') continue;
       if (!final && o.flag === '--html') continue; // charts cost a moment; the page is written at the end
       try {
@@ -212,69 +236,83 @@ export async function compareCommand(argv: string[], scriptPath: string, io: Com
         throw new OutputError(`${o.flag}: cannot write ${o.path}: ${(e as Error).message}`);
       }
     }
-  };
+  }
 
-  const runOne = async (c: Combination, run: number, tag: string, extraEnv: Record<string, string> = {}):
-    Promise<RunResult> => {
-    const reportPath = join(dir, `${tag}.json`);
+  async runOne(c: Combination, run: number, tag: string, extraEnv: Record<string, string> = {}): Promise<RunResult> {
+    const reportPath = join(this.dir, `${tag}.json`);
     rmSync(reportPath, { force: true });
-    current = startChild({
-      command: process.execPath, args: childArgv(self, program, c, reportPath),
-      env: childEnv(baseEnv, c, extraEnv), timeoutMs: opts.timeoutSec * 1000,
+    this.current = startChild({
+      command: process.execPath, args: childArgv({ execArgv: process.execArgv, script: this.scriptPath }, this.plan.program, c, reportPath),
+      env: childEnv(this.baseEnv, c, extraEnv), timeoutMs: this.plan.opts.timeoutSec * 1000,
     });
-    const outcome = await current.done;
-    current = null;
+    const outcome = await this.current.done;
+    this.current = null;
     const { doc, error } = readReport(reportPath);
     return { run, outcome, doc, docError: error, reportPath };
-  };
+  }
 
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    // NCCL: one extra default run logging NCCL's per-call choice (its timings are not used: logging costs time).
-    if (backend === 'nccl' && !interrupted) {
-      const base = combos.find((c) => c.baseline)!;
-      const env = { ...NCCL_PROBE_ENV, NCCL_DEBUG_FILE: join(dir, 'nccl-tuning.%h.%p.log') };
-      progress(`NCCL probe: default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING`);
-      const r = await runOne(base, 0, 'probe-C0', env);
-      const { status, error } = classifyRun(r, opts.timeoutSec);
-      const files = readdirSync(dir).filter((f) => /^nccl-tuning\..*\.log$/.test(f)).map((f) => join(dir, f));
-      const text = [...files.map((f) => readFileSync(f, 'utf8')), r.outcome?.stdoutTail ?? ''].join('\n');
-      probeEvents = parseNcclTuningLog(text);
-      probe = { ran: true, env, status, error, events: probeEvents.length, files: keep ? files : [] };
-      if (probeEvents.length === 0 && NCCL_FUNC_OF[program.collective] !== undefined) {
-        progress(`NCCL probe: no per-call tuning lines found (${shorten(error ?? 'this NCCL does not log them')})`);
-      }
+  /** NCCL: one extra default run logging NCCL's per-call choice (its timings are not used: logging costs time). */
+  async runNcclProbe(): Promise<void> {
+    const base = this.plan.combos.find((c) => c.baseline)!;
+    const env = { ...NCCL_PROBE_ENV, NCCL_DEBUG_FILE: join(this.dir, 'nccl-tuning.%h.%p.log') };
+    this.progress(`NCCL probe: default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING`);
+    const r = await this.runOne(base, 0, 'probe-C0', env);
+    const { status, error } = classifyRun(r, this.plan.opts.timeoutSec);
+    const files = readdirSync(this.dir).filter((f) => /^nccl-tuning\..*\.log$/.test(f)).map((f) => join(this.dir, f));
+    const text = [...files.map((f) => readFileSync(f, 'utf8')), r.outcome?.stdoutTail ?? ''].join('\n');
+    this.probeEvents = parseNcclTuningLog(text);
+    this.probe = { ran: true, env, status, error, events: this.probeEvents.length, files: this.keep ? files : [] };
+    if (this.probeEvents.length === 0 && NCCL_FUNC_OF[this.plan.program.collective] !== undefined) {
+      this.progress(`NCCL probe: no per-call tuning lines found (${shorten(error ?? 'this NCCL does not log them')})`);
     }
+  }
+
+  /** Every combination, run by run, interleaved; a combination that failed once is skipped after. */
+  async runCombinations(): Promise<void> {
+    const { combos, opts } = this.plan;
     const total = combos.length * opts.runs;
     let n = 0;
-    for (let run = 1; run <= opts.runs && !interrupted; run++) {
+    for (let run = 1; run <= opts.runs && !this.interrupted; run++) {
       const order = run % 2 === 1 ? combos : [...combos].reverse(); // ABBA: linear drift cancels over pairs
       for (const c of order) {
-        if (interrupted) break;
+        if (this.interrupted) break;
         n++;
-        const prior = results.get(c.id)!;
+        const prior = this.results.get(c.id)!;
         if (prior.some((r) => r.skipped || ['failed', 'rejected', 'timeout'].includes(classifyRun(r, opts.timeoutSec).status))) {
           prior.push({ run, outcome: null, skipped: true, doc: null, docError: null, reportPath: null });
-          progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: skipped (failed before)`);
+          this.progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: skipped (failed before)`);
           continue;
         }
-        const r = await runOne(c, run, `${c.id}-run${run}`);
+        const r = await this.runOne(c, run, `${c.id}-run${run}`);
         prior.push(r);
         const { status, error } = classifyRun(r, opts.timeoutSec);
-        progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: ${status}` +
+        this.progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: ${status}` +
           `${error ? ` (${shorten(error)})` : ''} ${r.outcome ? `${r.outcome.durationSec.toFixed(1)} s` : ''}`.trimEnd());
-        await writeFiles(buildDoc('incomplete'), false);
+        await this.writeFiles(this.buildDoc('incomplete'), false);
       }
     }
-    const doc = buildDoc(interrupted ? 'interrupted' : 'complete');
-    await writeFiles(doc, true);
-    for (const line of renderText(doc)) tableOut(line);
-    for (const o of opts.outputs) if (o.path === '-') io.out((await o.render(doc)).replace(/\n$/, ''));
+  }
+}
+
+export async function compareCommand(argv: string[], scriptPath: string, io: CompareIO): Promise<number> {
+  const plan = planCompare(argv);
+  if (plan === 'help') { io.out(COMPARE_USAGE); return EXIT.OK; }
+  const { dir, keep } = reportsDirectory(plan.opts);
+  const session = new CompareSession(plan, dir, keep, scriptPath, io);
+  process.on('SIGINT', session.onSignal);
+  process.on('SIGTERM', session.onSignal);
+  try {
+    if (plan.backend === 'nccl' && !session.interrupted) await session.runNcclProbe();
+    await session.runCombinations();
+    const doc = session.buildDoc(session.interrupted ? 'interrupted' : 'complete');
+    await session.writeFiles(doc, true);
+    const toStdout = plan.opts.outputs.some((o) => o.path === '-');
+    for (const line of renderText(doc)) (toStdout ? io.err : io.out)(line);
+    for (const o of plan.opts.outputs) if (o.path === '-') io.out((await o.render(doc)).replace(/\n$/, ''));
     return doc.exitCode;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', session.onSignal);
+    process.off('SIGTERM', session.onSignal);
     if (!keep) rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -4,15 +4,17 @@
 // first on a new node; the answer to "why did it pick that backend".
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { tokenize } from '../config/parse.js';
 import type { RunIO } from './run.js';
-import { UsageError } from '../config/errors.js';
+import { UsageError } from '../core/errors.js';
 import { prepareSingletonMpi, underMpiLauncher } from '../launch/environment.js';
 import type { BackendInfo } from '../native/binding.js';
-import { BACKENDS, type BackendName, modulePath, packageRoot, requireBackend } from '../native/loader.js';
+import { BACKENDS, backendRecord, requireBackend, selectBackend } from '../backends/registry.js';
+import type { BackendName } from '../core/types.js';
+import { modulePath, nativeDir, packageRoot } from '../native/loader.js';
 import { filterEnv } from '../report/provenance.js';
 import { VERSION } from '../version.js';
-import { BUNDLE_MANIFEST, SYSTEM_LIBRARIES, type BundleManifest } from './bundle.js';
+import { BUNDLE_MANIFEST, type BundleManifest } from './bundle.js';
 
 export interface BackendReport {
   name: BackendName;
@@ -30,7 +32,7 @@ export interface BackendReport {
   nccl?: { path: string; how: string; version: string; versionCode: number } | { error: string };
   /** nccl only: CUDA's view of the machine. */
   cuda?: { devices: number; driverVersion: number; runtimeVersion: number; error: string | null };
-  /** What the module needs from the system (SYSTEM_LIBRARIES). */
+  /** What the module needs from the system (its registry record). */
   needs: string;
 }
 
@@ -80,15 +82,16 @@ interface NcclProbe {
 }
 
 function probeBackend(name: BackendName, ncclLib: string | undefined): BackendReport {
+  const system = backendRecord(name).system;
   const r: BackendReport = {
     name, built: existsSync(modulePath(name)), loadable: false, usable: false, reason: null,
-    modulePath: modulePath(name), version: null, libraries: [], needs: SYSTEM_LIBRARIES[name].needs,
+    modulePath: modulePath(name), version: null, libraries: [], needs: system.needs,
   };
   if (!r.built) { r.reason = `not built (${r.modulePath} missing)`; return r; }
   let module;
   try { module = requireBackend(name); } catch (e) { r.reason = firstLine(e); return r; }
   r.loadable = true;
-  r.libraries = mappedLibraries(SYSTEM_LIBRARIES[name].stems);
+  r.libraries = mappedLibraries(system.stems);
   if (name === 'nccl') {
     const p = (module as unknown as { probe(o: { lib?: string }): NcclProbe }).probe({ lib: ncclLib });
     const d = p.devices;
@@ -97,7 +100,7 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
     if (p.library) {
       r.nccl = { path: p.library.path, how: p.library.how, version: p.library.version, versionCode: p.library.versionCode };
       r.version = `NCCL ${p.library.version}`;
-      r.libraries = mappedLibraries(SYSTEM_LIBRARIES.nccl.stems);
+      r.libraries = mappedLibraries(system.stems);
     } else r.nccl = { error: p.reason ?? 'libnccl not found' };
     r.usable = p.usable;
     if (!p.usable) r.reason = p.reason ?? 'not usable here';
@@ -119,6 +122,15 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
   return r;
 }
 
+/** The backend a run would pick here (the one selectBackend() every command uses). */
+function defaultBackend(ncclLib: string | undefined): BackendName | null {
+  try {
+    return selectBackend(null, { ncclLib }).record.name;
+  } catch {
+    return null;
+  }
+}
+
 function gpuList(): string[] | null {
   const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,pci.bus_id,memory.total,driver_version', '--format=csv,noheader'],
     { encoding: 'utf8', timeout: 15_000 });
@@ -129,13 +141,13 @@ function gpuList(): string[] | null {
 export function collectInfo(ncclLib?: string): InfoReport {
   const manifest = readManifest();
   const env = filterEnv(process.env); // before probing: MPI_Init adds OMPI_* variables of its own
-  const backends = BACKENDS.map((b) => probeBackend(b, ncclLib ?? process.env.COLLBENCH_NCCL_LIB));
+  const backends = BACKENDS.map((b) => probeBackend(b.name, ncclLib ?? process.env.COLLBENCH_NCCL_LIB));
   return {
     collbench: VERSION,
-    installation: { root: packageRoot, kind: manifest ? 'bundle' : 'source', bundle: manifest, nativeDir: dirname(modulePath('mpi')) },
+    installation: { root: packageRoot, kind: manifest ? 'bundle' : 'source', bundle: manifest, nativeDir: nativeDir() },
     node: { version: process.version, execPath: realpathSync(process.execPath), platform: process.platform, arch: process.arch, glibc: glibcVersion() },
     backends,
-    defaultBackend: backends.find((b) => b.usable)?.name ?? null,
+    defaultBackend: defaultBackend(ncclLib),
     gpus: gpuList(),
     env,
   };
@@ -187,17 +199,17 @@ export const INFO_HELP = `usage: collbench info [--json] [--nccl-lib PATH]
   --nccl-lib PATH  the libnccl.so.2 (or its directory) to try, as for a benchmark run (else COLLBENCH_NCCL_LIB)`;
 
 export async function infoCommand(argv: string[], io: RunIO): Promise<number> {
-  let json = false;
-  let ncclLib: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--json') json = true;
-    else if (a === '-h' || a === '--help') { io.out(INFO_HELP); return 0; }
-    else if (a === '--nccl-lib' || a.startsWith('--nccl-lib=')) {
-      ncclLib = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
-      if (!ncclLib) throw new UsageError('info: --nccl-lib needs a path');
-    } else throw new UsageError(`info: unknown argument '${a}' (try collbench info --help)`);
-  }
+  const tokens = tokenize(argv, [
+    { long: 'json', key: 'json', takesValue: false },
+    { long: 'nccl-lib', key: 'ncclLib', takesValue: true, value: 'PATH' },
+    { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
+  ], 'info: ');
+  if (tokens.stop === 'help') { io.out(INFO_HELP); return 0; }
+  if (tokens.positionals.length > 0) throw new UsageError(`info: unknown argument '${tokens.positionals[0]}' (try collbench info --help)`);
+  const json = tokens.values.get('json') === true;
+  const given = tokens.values.get('ncclLib');
+  if (given === '') throw new UsageError('info: --nccl-lib needs a path');
+  const ncclLib = typeof given === 'string' ? given : undefined;
   const info = collectInfo(ncclLib);
   if (json) io.out(JSON.stringify(info, null, 2));
   else for (const line of formatInfo(info)) io.out(line);

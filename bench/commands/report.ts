@@ -1,10 +1,10 @@
 // `collbench report a.json [b.json …] --html out.html [--md out.md] [--label NAME …] [--title TEXT]`:
 // overlays saved runs (collbench reports, or nccl-tests -J files) in one self-contained HTML page of charts
-// and/or a Markdown comparison. Reads only the report document (DESIGN.md §3); runs nothing.
+// and/or a Markdown comparison. Reads only the report document (docs/architecture.md, "report/"); runs nothing.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { parseArgs } from 'node:util';
-import { EXIT, UsageError } from '../config/errors.js';
+import { tokenize, type OptionSpec } from '../config/parse.js';
+import { EXIT, UsageError } from '../core/errors.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import {
   chartRunFromNcclTests, chartRunFromReport, isNcclTestsJson, meanBySeriesAndSize, renderHtml, type ChartRun,
@@ -87,21 +87,23 @@ export function renderComparisonMarkdown(runs: ChartRun[], title: string): strin
   return `${lines.join('\n')}\n`;
 }
 
+const REPORT_OPTIONS: readonly OptionSpec[] = [
+  ...['html', 'md', 'label', 'title'].map((long): OptionSpec => ({ long, key: long, takesValue: true })),
+  { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
+];
+
 export async function reportCommand(args: string[], io: { out(line: string): void; err(line: string): void }): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args, allowPositionals: true, strict: true,
-      options: {
-        html: { type: 'string' }, md: { type: 'string' }, label: { type: 'string', multiple: true },
-        title: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    throw new UsageError(`report: ${(e as Error).message.split('\n')[0]} (see collbench report --help)`);
-  }
-  const { values, positionals: files } = parsed;
-  if (values.help) { io.out(REPORT_USAGE); return EXIT.OK; }
+  const tokens = tokenize(args, REPORT_OPTIONS, 'report: ');
+  if (tokens.stop === 'help') { io.out(REPORT_USAGE); return EXIT.OK; }
+  const files = tokens.positionals;
+  const text = (key: string): string | undefined => {
+    const v = tokens.values.get(key);
+    return typeof v === 'string' ? v : undefined;
+  };
+  const values = {
+    html: text('html'), md: text('md'), title: text('title'),
+    label: tokens.ordered.filter((t) => t.key === 'label').map((t) => String(t.value)),
+  };
   if (files.length === 0) throw new UsageError('report: no input file; give one or more report JSON files (see --help)');
   const html = values.html ?? null, md = values.md ?? null;
   if (html === null && md === null) throw new UsageError('report: nothing to write; give --html FILE and/or --md FILE');

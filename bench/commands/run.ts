@@ -1,22 +1,23 @@
 // runSuite(): one benchmark run — the programmatic entry the CLI, compare and the tests share
-// (DESIGN.md §1). Loads a backend, plans the sweeps, drives the native timed loop row-half by
+// (docs/architecture.md, "The flow of one run"). Loads a backend, plans the sweeps, drives the native timed loop row-half by
 // row-half and hands every row to the reporters (rank 0 only). Every rank runs the same plan, so
 // decisions never need to be negotiated between ranks.
 import { hostname } from 'node:os';
-import { driverFor, type BackendDriver } from '../backends/drivers.js';
+import type { BackendDriver } from '../backends/driver.js';
+import { selectBackend } from '../backends/registry.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
-import { EXIT, UsageError } from '../config/errors.js';
+import { EXIT, UsageError } from '../core/errors.js';
+import { minBwVerdict, runExitCode } from '../core/verdict.js';
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
-import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec, type ResolvedOptions } from '../core/types.js';
+import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
+import type { ResolvedOptions } from '../core/flags.js';
 import { disconnectedWorldWarning } from '../launch/environment.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
-import { BACKENDS, loadBackend, type BackendName } from '../native/loader.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import type { Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
-import { minBwVerdict } from '../report/reporters/nccl-table.js';
 import { VERSION } from '../version.js';
 
 export interface RunIO {
@@ -37,25 +38,28 @@ export interface SuiteHooks {
   extraReporters?: (info: BackendInfo) => Reporter[];
   /** The command line as given (program path first): recorded in reports with a rerun command. */
   argv?: readonly string[];
+  /** Where NCCL_TESTS_MIN_BW, NCCL_TESTS_ALLTOALLV_* and the launchers' variables are read (default: process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** -T expired and the backend's abort returned (a backend without a job-wide abort): end the process. The
+   *  caller decides how (cli/main.ts exits 4): library code never exits the process itself. */
+  onTimeout?: () => never;
 }
 
 export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
   checkOutputPaths(outputSpecs(options)); // every rank, before anything starts: no side effects
-  if (options.backend !== null && !(BACKENDS as readonly string[]).includes(options.backend))
-    throw new UsageError(`--backend: unknown backend '${options.backend}' (valid: ${BACKENDS.join(', ')})`);
-  const { name, module: native } = loadBackend(options.backend as BackendName | null, { ncclLib: options.ncclLib });
-  const driver = driverFor(name);
+  const { record, module: native } = selectBackend(options.backend, { ncclLib: options.ncclLib }, hooks.env);
+  const driver = record.createDriver(hooks.env);
   driver.validate(options);
-  driver.prepare(options);
+  driver.prepare?.(options);
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
     // What the job's devices allow (nccl: GPU memory cap, datatypes): decided alike on every rank.
     const adjusted = driver.adjust?.(options, info, native) ?? { options, reducedMaxBytes: null };
     const reporters = (info.worldRank ?? info.rank) === 0
       ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(info) ?? [])] : [];
-    return await runInitialized(adjusted.options, io, desc, driver, native, info, reporters, hooks.argv,
-      adjusted.reducedMaxBytes);
+    return await runInitialized({ options: adjusted.options, io, desc, driver, native, info, reporters, hooks,
+      reducedMaxBytes: adjusted.reducedMaxBytes });
   } finally {
     native.finalize();
     driver.shutdown?.();
@@ -91,59 +95,102 @@ function localSpecs(options: ResolvedOptions, desc: CollectiveDescriptor, info: 
   return { ...all[0], specs: locals === 1 ? all[0].spec : all.map((h) => h.spec) };
 }
 
-function armWatchdog(seconds: number, native: NativeBackend, io: RunIO, what: string): { clear(): void } {
+/** One run's state shared by the steps below (the backend is up; reporters exist on rank 0 only). */
+interface RunContext {
+  options: ResolvedOptions;
+  io: RunIO;
+  desc: CollectiveDescriptor;
+  driver: BackendDriver;
+  native: NativeBackend;
+  info: BackendInfo;
+  reporters: Reporter[];
+  hooks: SuiteHooks;
+  reducedMaxBytes: number | null;
+}
+
+function armWatchdog(run: RunContext, what: string): { clear(): void } {
+  const seconds = run.options.timeoutSec;
   if (seconds <= 0) return { clear() {} };
   const timer = setTimeout(() => {
-    io.err(`${hostname().split('.')[0]}: Test timeout (${seconds}s) in ${what}`);
-    native.abort(EXIT.TIMEOUT); // ends every rank of the job; the exit below is for a backend without one
-    process.exit(EXIT.TIMEOUT);
+    run.io.err(`${hostname().split('.')[0]}: Test timeout (${seconds}s) in ${what}`);
+    run.native.abort(EXIT.TIMEOUT); // ends every rank of the job; what follows is for a backend without one
+    if (run.hooks.onTimeout) run.hooks.onTimeout();
   }, seconds * 1000);
   return { clear: () => clearTimeout(timer) };
 }
 
-async function runInitialized(
-  options: ResolvedOptions, io: RunIO, desc: CollectiveDescriptor, driver: BackendDriver,
-  native: NativeBackend, info: BackendInfo, reporters: Reporter[], argv?: readonly string[],
-  reducedMaxBytes: number | null = null,
-): Promise<SuiteOutcome> {
-  const { rank, nranks } = info;
-  const warning = disconnectedWorldWarning(nranks);
-  if (warning) io.err(warning);
-  if (options.root >= nranks)
-    throw new UsageError(`-r/--root: root ${options.root} does not exist in a world of ${nranks} ranks`);
-
-  const rankLines = native.gatherStrings(JSON.stringify(driver.rankLine(info)));
-  const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
-  const ctx: LayoutContext = { env: process.env, minBytes: options.minBytes, maxBytes: options.maxBytes };
-
-  // One allocation for the whole run: the largest send/recv need over every datatype, plus -u slack.
+/** One allocation for the whole run: the largest send/recv need over every datatype and local rank, plus -u slack. */
+function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
+  const { options, desc, info, native } = run;
   let sendBytes = options.maxBytes, recvBytes = options.maxBytes;
   for (const dtype of options.dtypes) {
     const ts = DTYPE_BYTES[dtype];
     for (let local = 0; local < (info.localRanks ?? 1); local++) {
-      const l = desc.layout(options.maxBytes, ts, nranks, rank + local, ctx);
+      const l = desc.layout(options.maxBytes, ts, info.nranks, info.rank + local, ctx);
       sendBytes = Math.max(sendBytes, l.sendElems * ts, l.rotateBytes);
       recvBytes = Math.max(recvBytes, l.recvElems * ts, l.rotateBytes);
     }
   }
   const slack = 8 * options.unalign + 64;
   native.allocate(sendBytes + slack, recvBytes + slack);
+}
+
+/** Times both halves of one row (out-of-place, then in-place) and records them. */
+async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: number, sizeBytes: number,
+  nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }): Promise<RowRecord> {
+  const { options, desc, info, native } = run;
+  const halves: RowHalfRecord[] = [];
+  let layout = null;
+  for (const inPlace of [false, true]) {
+    const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, nextSeed());
+    layout = h.layout;
+    const dog = armWatchdog(run, `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`);
+    const result = await native.runHalf(h.specs).finally(() => dog.clear());
+    // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
+    const algBw = algBwGBps(layout.algBytes, result.timeUs);
+    const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));
+    if (h.checked) totals.outOfBounds += result.ranksWithWrong;
+    totals.busBws.push(busBw);
+    halves.push({
+      inPlace, timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs, algBw, busBw,
+      wrong: h.checked ? result.wrong : null, result,
+    });
+  }
+  return {
+    sweep: c, cycle, sizeBytes: layout!.sizeBytes, count: layout!.count, type: c.dtype,
+    redop: desc.redopColumn(c.op), root: desc.rootColumn(c.root), halves: [halves[0]!, halves[1]!], time: new Date(),
+  };
+}
+
+async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
+  const { options, io, desc, driver, native, info, reporters } = run;
+  const env = run.hooks.env ?? process.env;
+  const { nranks } = info;
+  const warning = disconnectedWorldWarning(nranks, env);
+  if (warning) io.err(warning);
+  if (options.root >= nranks)
+    throw new UsageError(`-r/--root: root ${options.root} does not exist in a world of ${nranks} ranks`);
+
+  const rankLines = native.gatherStrings(JSON.stringify(driver.rankLine(info)));
+  const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
+  const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
+  allocateBuffers(run, ctx);
 
   const skipped = desc.skipReason(nranks);
   const cases = skipped ? [] : planCases(options, { loopsOps: desc.loopsOps, rooted: desc.rooted }, nranks);
   const meta = {
     options, program: options.program, version: VERSION, backend: `${info.backend} (${info.libraryVersionShort})`,
     info, ranks: (rankLines ?? []).flatMap((s) => [JSON.parse(s)].flat()), warnings: driver.warnings(options, desc, info),
-    perIterTimer: driver.perIterTimer, startTime: new Date(), argv,
+    perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
-    reducedMaxBytes,
+    reducedMaxBytes: run.reducedMaxBytes,
   };
   for (const r of reporters) await r.begin?.(meta);
 
   const rows: RowRecord[] = [];
-  const busBws: number[] = [];
-  let outOfBounds = 0;
+  const totals = { outOfBounds: 0, busBws: [] as number[] };
   let checkSeed = 0; // nccl-tests: a per-thread counter, one step per row-half
+  const nextSeed = (): number => ++checkSeed;
 
   for (const c of cases) {
     native.barrier();
@@ -152,39 +199,18 @@ async function runInitialized(
     for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {
       for (const sizeBytes of sizes) {
         for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
-        const halves: RowHalfRecord[] = [];
-        let layout = null;
-        for (const inPlace of [false, true]) {
-          const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, ++checkSeed);
-          layout = h.layout;
-          const dog = armWatchdog(options.timeoutSec, native, io,
-            `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`);
-          const result = await native.runHalf(h.specs).finally(() => dog.clear());
-          // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
-          const algBw = algBwGBps(layout.algBytes, result.timeUs);
-          const busBw = busBwGBps(algBw, desc.busBwFactor(nranks));
-          if (h.checked) outOfBounds += result.ranksWithWrong;
-          busBws.push(busBw);
-          halves.push({
-            inPlace, timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs, algBw, busBw,
-            wrong: h.checked ? result.wrong : null, result,
-          });
-        }
-        const row: RowRecord = {
-          sweep: c, cycle, sizeBytes: layout!.sizeBytes, count: layout!.count, type: c.dtype,
-          redop: desc.redopColumn(c.op), root: desc.rootColumn(c.root), halves: [halves[0], halves[1]], time: new Date(),
-        };
+        const row = await runRow(run, ctx, c, cycle, sizeBytes, nextSeed, totals);
         rows.push(row);
         for (const r of reporters) await r.row?.(row);
       }
     }
   }
 
-  const avgBusBw = averageBusBw(busBws);
-  const verdict = minBwVerdict(avgBusBw, process.env.NCCL_TESTS_MIN_BW);
-  const exitCode = outOfBounds > 0 || verdict === 'FAILED' ? EXIT.WRONG_RESULTS : EXIT.OK;
+  const avgBusBw = averageBusBw(totals.busBws);
+  const verdict = minBwVerdict(avgBusBw, env.NCCL_TESTS_MIN_BW);
+  const exitCode = runExitCode(totals.outOfBounds, verdict);
   const memory = options.memoryReport && driver.memoryUsage ? driver.memoryUsage(native) : null;
-  const summary: RunSummary = { outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory };
+  const summary: RunSummary = { outOfBounds: totals.outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory };
   for (const r of reporters) await r.end?.(summary);
-  return { exitCode, outOfBounds, avgBusBw, rows, info };
+  return { exitCode, outOfBounds: totals.outOfBounds, avgBusBw, rows, info };
 }

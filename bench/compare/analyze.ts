@@ -3,7 +3,7 @@
 // default, the crossovers where the best changes, and #wrong per combination. What users of nccl-tests
 // do by eye across pasted tables (NCCL issues #1368, #812, #762, #1712), as data.
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
-import { EXIT } from '../config/errors.js';
+import { EXIT } from '../core/errors.js';
 import { choicesAt, type NcclTuningEvent } from './nccl-log.js';
 import type { CollectiveName } from '../core/types.js';
 import type { ChildOutcome } from './runner.js';

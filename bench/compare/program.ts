@@ -3,9 +3,10 @@
 // parsed here with the very option parser the program uses, so a bad flag is refused before anything
 // runs, and turned into the argument array of a child running this package's own binary (never a shell).
 import { basename } from 'node:path';
-import { UsageError } from '../config/errors.js';
-import { COLLECTIVES, type CollectiveName, type ResolvedOptions } from '../core/types.js';
-import { collectiveFromProgram, parseCommandLine } from '../cli/options.js';
+import { UsageError } from '../core/errors.js';
+import { COLLECTIVES, type CollectiveName } from '../core/types.js';
+import type { ResolvedOptions } from '../core/flags.js';
+import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
 import type { Combination } from './settings.js';
 
 export interface ProgramSpec {
@@ -45,7 +46,7 @@ export function parseProgram(words: readonly string[]): ProgramSpec {
     throw new UsageError('compare: no program after --; e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M -f 2');
   }
   const first = words[0]!;
-  const base = basename(first).replace(/\.(?:[cm]?js|ts)$/, '');
+  const base = programBase(first);
   let collective: CollectiveName | null;
   let args: string[];
   let options: ResolvedOptions;

@@ -2,7 +2,7 @@
 // cartesian product plus the default (no setting) as baseline. What people do by hand today: rerun
 // all_reduce_perf under `mpirun -x NCCL_ALGO=Ring` vs `Tree` (NCCL issues #1368, #812, #762) or
 // `--mca coll_tuned_allreduce_algorithm N`, one setting at a time. Pure: no process is started here.
-import { UsageError } from '../config/errors.js';
+import { UsageError } from '../core/errors.js';
 
 export type AxisKind = 'env' | 'mca' | 'gloo-algo';
 

@@ -2,7 +2,7 @@
 // Mirrors nccl-tests' parsesize() (sscanf "%lf %1s", K/M/G binary units) and the two size loops
 // of TimeTest() in src/common.cu (sweep: ×f or +i; warm-up: always ×2), minus their sharp edges.
 
-import { UsageError } from './errors.js';
+import { UsageError } from '../core/errors.js';
 
 export const KIB = 1024;
 export const MIB = 1024 * KIB;

@@ -1,7 +1,7 @@
 // Bandwidth arithmetic of one row-half: algbw and busbw in GB/s (1e9 B/s), and the footer average.
 // Mirrors nccl-tests' <Coll>GetBw (algBw = bytes / 1e9 / sec; busBw = algBw × factor) and the
 // "Avg bus bandwidth" mean in src/common.cu (sum over printed halves / their count).
-import { NEG_NAN } from '../report/format.js';
+import { NEG_NAN } from './c-numbers.js';
 
 /**
  * Algorithm bandwidth in GB/s for `bytes` moved in `timeUs` µs: bytes / 1e9 / (timeUs·1e-6).

@@ -1,6 +1,7 @@
 // The cases of a run, in nccl-tests' loop order (outer → inner): datatype, op, root; each case is one
-// sweep over the sizes with its own warm-up (nccl-tests.md §1 "all handling"). Pure: no I/O.
-import type { DTypeName, OpName, ResolvedOptions } from './types.js';
+// sweep over the sizes with its own warm-up (docs/nccl-tests-contract.md, "Flags", Loops). Pure: no I/O.
+import type { ResolvedOptions } from './flags.js';
+import type { DTypeName, OpName } from './types.js';
 
 export interface SweepCase {
   dtype: DTypeName;

@@ -1,6 +1,7 @@
-// Shared vocabulary of the TypeScript layer: datatypes, ops, collectives, resolved options, the
-// per-row-half spec handed to native code and what it returns. Enum values mirror
-// native/src/core/types.h and spec.h (which mirror NCCL's ncclDataType_t / ncclRedOp_t).
+// Shared vocabulary of the TypeScript layer: datatypes, ops, collectives, backends, the per-row-half spec
+// handed to native code and what it returns (the options, ResolvedOptions, are derived from the flag table,
+// flags.ts). Enum values mirror native/src/core/types.h and spec.h (which mirror NCCL's
+// ncclDataType_t / ncclRedOp_t); test/native/enum-ids.test.ts compares them with the built modules.
 
 export const DTYPES = [
   'int8', 'uint8', 'int32', 'uint32', 'int64', 'uint64',
@@ -16,8 +17,6 @@ export const DTYPE_BYTES: Record<DTypeName, number> = {
   int8: 1, uint8: 1, int32: 4, uint32: 4, int64: 8, uint64: 8,
   half: 2, float: 4, double: 8, bfloat16: 2, f8e4m3: 1, f8e5m2: 1,
 };
-export const isFloatType = (t: DTypeName): boolean =>
-  t === 'half' || t === 'float' || t === 'double' || t === 'bfloat16' || t === 'f8e4m3' || t === 'f8e5m2';
 
 /** Ops in the order `-o all` runs them (nccl-tests). */
 export const OPS = ['sum', 'prod', 'max', 'min', 'avg', 'mulsum'] as const;
@@ -34,63 +33,9 @@ export const COLL_ID: Record<CollectiveName, number> = {
   alltoallv: 6, gather: 7, scatter: 8, sendrecv: 9, hypercube: 10,
 };
 
-/** -a: how per-rank times are combined. */
-export type AverageMode = 0 | 1 | 2 | 3;
-
-/** Options after parsing and validation: the single input of a run (frozen). */
-export interface ResolvedOptions {
-  collective: CollectiveName;
-  program: string;            // e.g. "all_reduce_perf", printed in the preamble
-  nThreads: number;           // -t
-  nGpus: number;              // -g
-  minBytes: number;           // -b
-  maxBytes: number;           // -e
-  stepBytes: number;          // -i
-  stepFactor: number;         // -f (integer; 1 = additive stepping)
-  iters: number;              // -n
-  aggIters: number;           // -m
-  warmupIters: number;        // -w
-  runCycles: number;          // -N (0 = forever)
-  parallelInit: number;       // -p
-  check: number;              // -c
-  ops: OpName[];              // -o (expanded "all")
-  dtypes: DTypeName[];        // -d (expanded "all")
-  root: number;               // -r (-1 = all roots)
-  blocking: 0 | 1 | 2 | 3;    // -z
-  streamNull: number;         // -y
-  timeoutSec: number;         // -T (0 = off)
-  cudaGraph: number;          // -G
-  reportCpuTime: boolean;     // -C
-  reportTimestamps: boolean;  // -S
-  jsonFile: string | null;    // -J
-  average: AverageMode;       // -a
-  localRegister: number;      // -R
-  ctaPolicy: number;          // -x (-1 = unset)
-  deviceImpl: number;         // -D
-  deviceCtaCount: number;     // -V
-  memoryReport: boolean;      // -M
-  unalign: number;            // -u
-  perIterTiming: boolean;     // -I
-  perIterSkip: number;        // -K
-  // collbench additions
-  np: number | null;          // --np: re-exec under mpirun with N ranks
-  hosts: string | null;       // --hosts h1,h2:4
-  backend: string | null;     // --backend mpi|gloo|nccl (null = best available)
-  quiet: boolean;
-  // reports (bench/report/outputs.ts); '-' as a file name means stdout
-  jsonFormat: JsonFormat;     // --json-format: layout of the -J file
-  csvFile: string | null;     // --csv
-  mdFile: string | null;      // --md
-  junitFile: string | null;   // --junit
-  htmlFile: string | null;    // --html
-  format: TableFormat;        // --format: the live table on stdout
-  // gloo backend (bench/backends/gloo.ts)
-  glooAlgo: GlooAlgo;         // --gloo-algo: all_reduce algorithm
-  glooStore: string | null;   // --gloo-store file:DIR | redis://HOST:PORT (null = chosen by the launch)
-  glooIface: string | null;   // --gloo-iface: network interface name or local address for Gloo's TCP
-  // nccl backend (bench/backends/nccl.ts)
-  ncclLib: string | null;     // --nccl-lib: libnccl.so.2 (or its directory) to dlopen (null = COLLBENCH_NCCL_LIB, then search)
-}
+/** Communication libraries, in order of preference when none is asked for (bench/backends/registry.ts). */
+export const BACKEND_NAMES = ['nccl', 'mpi', 'gloo'] as const;
+export type BackendName = (typeof BACKEND_NAMES)[number];
 
 /** Gloo all_reduce algorithms: new API (default = Gloo's choice, ring; ring; bcube) and legacy classes. */
 export const GLOO_ALGOS = [
@@ -99,9 +44,7 @@ export const GLOO_ALGOS = [
 export type GlooAlgo = (typeof GLOO_ALGOS)[number];
 
 export const JSON_FORMATS = ['collbench', 'nccl-tests'] as const;
-export type JsonFormat = (typeof JSON_FORMATS)[number];
 export const TABLE_FORMATS = ['nccl-tests', 'pretty'] as const;
-export type TableFormat = (typeof TABLE_FORMATS)[number];
 
 /** One generated-data run in a buffer; mirrors native Segment (spec.h). */
 export type SegmentKind = 'reduceInput' | 'reduceOutput' | 'copy' | 'zero';

@@ -6,11 +6,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { glooDriver } from '../backends/gloo.js';
-import { UsageError } from '../config/errors.js';
-import type { ResolvedOptions } from '../core/types.js';
-import { BackendUnavailableError, builtBackends, missingBackendMessage } from '../native/loader.js';
-import { mpirunPlan, runUnderMpirun, stripLaunchFlags } from './mpirun.js';
 
 export interface LocalRanksPlan {
   np: number;
@@ -18,9 +13,10 @@ export interface LocalRanksPlan {
   args: string[];
 }
 
-export function localRanksPlan(opts: { np: number; program: string[]; argv: string[] }): LocalRanksPlan {
+/** `args`: the rank's arguments, built from the parsed options (no --np / --hosts). */
+export function localRanksPlan(opts: { np: number; program: string[]; args: readonly string[] }): LocalRanksPlan {
   const [command, ...rest] = opts.program;
-  return { np: opts.np, command, args: [...rest, ...stripLaunchFlags(opts.argv)] };
+  return { np: opts.np, command: command!, args: [...rest, ...opts.args] };
 }
 
 /** The environment of rank `rank` (torchrun's names, plus collbench's store and launcher mark). */
@@ -128,22 +124,4 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
       });
     }
   });
-}
-
-/**
- * `--np N` with the gloo backend: N local processes (runLocalRanks), or with `--hosts` mpirun as the
- * process starter only (ranks read the MPI launcher's environment; Gloo carries the data, so the
- * ranks need a store they all reach: --gloo-store). Checks what every rank would refuse first, so a
- * bad command fails once rather than N times.
- */
-export async function launchGlooRanks(options: ResolvedOptions, program: string[], argv: string[]): Promise<number> {
-  if (!builtBackends().includes('gloo')) throw new BackendUnavailableError(missingBackendMessage('gloo'));
-  glooDriver.validate(options);
-  if (options.hosts !== null) {
-    if (options.glooStore === null) {
-      throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
-    }
-    return runUnderMpirun(mpirunPlan({ np: options.np!, hosts: options.hosts, program, argv }));
-  }
-  return runLocalRanks(localRanksPlan({ np: options.np!, program, argv }));
 }

@@ -9,20 +9,10 @@ export interface MpirunPlan {
   args: string[];
 }
 
-/** argv without the collbench-only launch flags (--np, --hosts and their values). */
-export function stripLaunchFlags(argv: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--np' || a === '--hosts') { i++; continue; }
-    if (a.startsWith('--np=') || a.startsWith('--hosts=')) continue;
-    out.push(a);
-  }
-  return out;
-}
-
 export function mpirunPlan(opts: {
-  np: number; hosts: string | null; program: string[]; argv: string[];
+  np: number; hosts: string | null; program: string[];
+  /** The rank's arguments (built from the parsed options: no --np / --hosts). */
+  args: readonly string[];
   env?: NodeJS.ProcessEnv; cores?: number; isRoot?: boolean;
 }): MpirunPlan {
   const env = opts.env ?? process.env;
@@ -34,14 +24,14 @@ export function mpirunPlan(opts: {
   if (!env.OMPI_MCA_pml) args.push('--mca', 'pml', 'ob1');
   args.push('-np', String(opts.np));
   if (opts.hosts) args.push('--host', opts.hosts);
-  args.push(...opts.program, ...stripLaunchFlags(opts.argv));
+  args.push(...opts.program, ...opts.args);
   return { command: env.COLLBENCH_MPIRUN ?? 'mpirun', args };
 }
 
 /** Runs the plan with inherited stdio; resolves to the exit code (signals forwarded to mpirun). */
-export function runUnderMpirun(plan: MpirunPlan): Promise<number> {
+export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(plan.command, plan.args, { stdio: 'inherit' });
+    const child = spawn(plan.command, plan.args, { stdio: 'inherit', env });
     const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
     const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
     process.on('SIGINT', onInt);

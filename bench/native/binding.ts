@@ -24,7 +24,8 @@ export interface BackendInfo {
 export const COMBINE = { rank0: 0, mean: 1, min: 2, max: 3, sum: 4 } as const;
 
 export interface NativeBackend {
-  /** mpi/gloo: synchronous, no argument; nccl: asynchronous, with the bootstrap (bench/backends/nccl.ts). */
+  /** mpi: synchronous, no argument; gloo: synchronous, its typed config (GlooNative); nccl: asynchronous, its typed
+   *  config with the bootstrap (NcclNative). The drivers of gloo and nccl call it (BackendDriver.init). */
   init(config?: object): BackendInfo | Promise<BackendInfo>;
   finalize(): void;
   abort(code: number): void;
@@ -37,6 +38,12 @@ export interface NativeBackend {
   gatherStrings(mine: string): string[] | null;
   /** Lends this module's process-level control plane to another module (the nccl module under mpirun). */
   controlPlane?(): unknown;
+  /** The native enum values by name (native/src/core/types.h, spec.h); test/native/enum-ids.test.ts
+   *  compares them with DTYPE_ID, OP_ID, COLL_ID and SEGMENT_KIND_ID (bench/core/types.ts). */
+  enumIds(): {
+    dtype: Record<string, number>; op: Record<string, number>; coll: Record<string, number>;
+    segmentKind: Record<string, number>;
+  };
 }
 
 /** A native failure as JS sees it: Status {backend, code, message, site} (status.h). */

@@ -1,4 +1,4 @@
-// Atomic file replacement for the exporters (DESIGN.md §3): write a temporary file beside the target,
+// Atomic file replacement for the exporters (docs/architecture.md, "report/"): write a temporary file beside the target,
 // then rename it over the target, so a reader, a crash or Ctrl-C only ever sees a complete document
 // (the old one or the new one). rename(2) is atomic within one file system; hence the same directory.
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';

@@ -3,20 +3,10 @@
 // nccl-tests' adaptive cell formatter (getFloatStr in src/util.cu). JavaScript's toFixed/toPrecision
 // round ties away from zero and switch to exponent notation at 1e21, so none of them are used here.
 
+import { signBit } from '../core/c-numbers.js';
+
 const f64 = new Float64Array(1);
 const u64 = new BigUint64Array(f64.buffer);
-
-/** A NaN with the sign bit set: what x86-64 arithmetic (e.g. 0/0) yields and glibc prints as "-nan". */
-export const NEG_NAN: number = (() => {
-  u64[0] = 0xfff8000000000000n;
-  return f64[0]!;
-})();
-
-/** Sign bit of a double, NaN and -0 included (glibc prints the sign of a NaN). */
-export function signBit(v: number): boolean {
-  f64[0] = v;
-  return (u64[0]! >> 63n) === 1n;
-}
 
 /** Finite |v| as mant·2^exp with integer mant (exact). */
 function decompose(v: number): { mant: bigint; exp: number } {

@@ -1,11 +1,11 @@
-// The one place that turns options into reporters (DESIGN.md §3): the live table (nccl-tests or
+// The one place that turns options into reporters (docs/architecture.md, "report/"): the live table (nccl-tests or
 // --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html), which share
 // one report document and rewrite their files atomically after every row. `-` sends a document to stdout
 // once the run ends; the live table then goes to stderr so stdout holds only that document.
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { UsageError } from '../config/errors.js';
-import type { ResolvedOptions } from '../core/types.js';
+import { UsageError } from '../core/errors.js';
+import type { ResolvedOptions } from '../core/flags.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { renderCsv } from './exporters/csv.js';
 import { renderJson, reportBuilder } from './exporters/json.js';

@@ -1,10 +1,10 @@
-// Where a run happened and with what (DESIGN.md §3 provenance): collbench, Node and library versions, host
+// Where a run happened and with what (docs/architecture.md, "report/"): collbench, Node and library versions, host
 // and OS, the launcher, the environment filtered to the prefixes that change what the libraries do (never
 // the whole environment: nccl-tests' JSON dumps it all, secrets included), and a command to rerun the run.
 import { readFileSync } from 'node:fs';
 import { arch, cpus, hostname, platform, release, totalmem } from 'node:os';
 import type { BackendInfo } from '../native/binding.js';
-import type { RankLineInfo } from './reporters/nccl-table.js';
+import type { RankLineInfo } from '../core/ranks.js';
 import type { HostInfo, LibraryVersions, Provenance, ReportRank } from './schema.js';
 
 /** The only environment variables a report records. */

@@ -1,4 +1,4 @@
-// The collbench report document (DESIGN.md §3 "one report schema"): TypeScript types of what `-J` writes
+// The collbench report document (docs/architecture.md, "report/"): TypeScript types of what `-J` writes
 // and what `collbench report`, compare and accept read, and its validator. The same shape is published as a
 // JSON Schema in schema/collbench-report.v1.schema.json (shipped with the package; the validator reads it).
 // Units are in the names: Bytes, Us (microseconds), GBps (1e9 B/s), as in the nccl-tests table.
@@ -124,8 +124,6 @@ export const PLACEMENTS = [
   { key: 'outOfPlace', label: 'out-of-place' },
   { key: 'inPlace', label: 'in-place' },
 ] as const;
-export type PlacementKey = (typeof PLACEMENTS)[number]['key'];
-
 /** The published JSON Schema: <package>/schema/, two levels above this file in bench/ and in dist/. */
 export const SCHEMA_PATH = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'schema',
   `collbench-report.v${SCHEMA_VERSION}.schema.json`);
@@ -151,6 +149,3 @@ export function reportErrors(doc: unknown): string[] {
     `${e.instancePath || '/'}: ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`);
 }
 
-export function isReportDocument(doc: unknown): doc is ReportDocument {
-  return reportErrors(doc).length === 0;
-}

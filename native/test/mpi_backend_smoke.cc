@@ -1,6 +1,6 @@
 // Native smoke test of MpiBackend (run under mpirun, any rank count): every collective out-of-place
 // and in-place through fill -> enqueue -> check, with segments built here by hand the way the
-// TypeScript descriptors build them (nccl-tests.md §4 layouts, §6.2 data), plus the control plane
+// TypeScript descriptors build them (docs/nccl-tests-contract.md, "Formulas" for layouts, "Checks" for data), plus the control plane
 // and error paths. Prints each failure; exits non-zero if any rank saw one.
 //   mpicxx -std=c++17 -O2 -DOMPI_SKIP_MPICXX=1 -I native/src native/test/mpi_backend_smoke.cc
 //     native/src/backends/mpi/*.cc native/src/core/data_check.cc -o /tmp/mpi_smoke   (one line)

@@ -302,7 +302,7 @@ void testGeneratorCombo(DType t, RedOp op, int n, uint64_t seed, int indices) {
   uint64_t negOut = 0, posOut = 0;
   const bool isF = dtypeIsFloat(t);
   const uint64_t tol = pattern::tolerance(t, op);
-  // NCCL's float avg: pre-multiply by 1/n rounded in the type, then sum (nccl-tests.md §6.3).
+  // NCCL's float avg: pre-multiply by 1/n rounded in the type, then sum (https://github.com/NVIDIA/nccl-tests/blob/master/verifiable/verifiable.cu).
   const uint64_t invN = isF ? encodeFromDouble(t, 1.0 / n) : 0;
   const bool scalarSubnormal = isF && expField(t, invN) == 0;
   auto note = [&](const char* what, uint64_t idx, uint64_t want, uint64_t got) {

@@ -8,9 +8,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binDir, footer, mpirunArgs, parseRows, repoRoot } from '../helpers/cli.js';
-import { bundleName, MAX_BUNDLE_BYTES, PROGRAMS, SYSTEM_LIBRARIES } from '../../bench/commands/bundle.js';
+import { backendRecord } from '../../bench/backends/registry.js';
+import { bundleName, MAX_BUNDLE_BYTES, PROGRAMS } from '../../bench/commands/bundle.js';
 import type { InfoReport } from '../../bench/commands/info.js';
-import type { BackendName } from '../../bench/native/loader.js';
+import type { BackendName } from '../../bench/core/types.js';
 
 const work = mkdtempSync(join(tmpdir(), 'collbench-bundle-test-'));
 const tarball = join(work, 'out', `${bundleName()}.tar.xz`);
@@ -101,9 +102,9 @@ describe('collbench bundle', () => {
       assert.equal(r.status, 0, r.stderr);
       const libs = r.stdout.split('\n').map((l) => l.trim().split(/\s+/)[0]!).filter(Boolean);
       const missing = r.stdout.split('\n').filter((l) => l.includes('not found')).map((l) => l.trim().split(/\s+/)[0]!);
-      const undocumented = libs.filter((l) => !base.test(l) && !l.startsWith('/') && !SYSTEM_LIBRARIES[name].optional.test(l));
+      const undocumented = libs.filter((l) => !base.test(l) && !l.startsWith('/') && !backendRecord(name).system.optional.test(l));
       assert.deepEqual(undocumented, [], `${file} needs libraries its documentation does not name:\n${r.stdout}`);
-      assert.deepEqual(missing.filter((l) => !SYSTEM_LIBRARIES[name].optional.test(l)), [], `${file}:\n${r.stdout}`);
+      assert.deepEqual(missing.filter((l) => !backendRecord(name).system.optional.test(l)), [], `${file}:\n${r.stdout}`);
     }
     // The GPU-node promise: the nccl module links neither libnccl, the CUDA runtime, MPI nor Gloo.
     if (builtModules.includes('collbench_nccl.node')) {

@@ -37,7 +37,7 @@ describe('collbench compare: bad input exits 2 with one line and runs nothing', 
     ['Gloo algorithm without gloo', ['--gloo-algo', 'ring', '--', 'all_reduce_perf'], /needs --backend gloo \(in combination C1: gloo-algo=ring\)/],
     ['tuner CSV of MPI settings', ['--mca', 'pml=ob1', '--tuner-csv', 't.conf', '--', 'all_reduce_perf', '--backend', 'mpi'], /^collbench: --tuner-csv: writes NCCL/],
     ['tuner CSV of alltoall', ['--env', 'NCCL_ALGO=Ring', '--tuner-csv', 't.conf', '--', 'alltoall_perf'], /^collbench: --tuner-csv: NCCL's example tuner plugin does not tune alltoall/],
-    ['unknown compare flag', ['--envs', 'A=1', '--', 'all_reduce_perf'], /^collbench: compare: Unknown option '--envs'/],
+    ['unknown compare flag', ['--envs', 'A=1', '--', 'all_reduce_perf'], /^collbench: compare: unknown option '--envs'/],
     ['bad --runs', ['--env', 'A=1', '--runs', '0', '--', 'all_reduce_perf'], /^collbench: --runs: expected an integer/],
   ];
   for (const [what, args, re] of cases) {

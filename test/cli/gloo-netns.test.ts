@@ -1,5 +1,4 @@
-// Gloo across hosts: ranks in separate network namespaces (scripts/netns-hosts.sh, platform.md
-// "Several hosts on one machine"), each with its own address on a private bridge, launched
+// Gloo across hosts: ranks in separate network namespaces (scripts/netns-hosts.sh), each with its own address on a private bridge, launched
 // torchrun-style, Gloo's TCP on their eth0. The namespaces are deleted afterwards, even on failure;
 // the tests skip, saying why, only when namespaces cannot be created (no root, no iproute2).
 import assert from 'node:assert/strict';

@@ -102,7 +102,7 @@ describe('-J: schema-valid reports of real runs', () => {
 });
 
 describe('--json-format nccl-tests', () => {
-  it('writes the nccl-tests v3 layout with every documented field (nccl-tests.md §3)', () => {
+  it('writes the nccl-tests v3 layout with every documented field', () => {
     const dir = tmp();
     const file = join(dir, 'nt.json');
     const r = runMpirun(2, 'all_reduce_perf', ['-b', '8', '-e', '4K', '-f', '8', '-n', '6', '-I', '1', '-K', '1', '-J', file, '--json-format', 'nccl-tests']);

@@ -7,7 +7,7 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { prepareSingletonMpi } from '../../bench/launch/environment.js';
-import { loadBackend } from '../../bench/native/loader.js';
+import { selectBackend } from '../../bench/backends/registry.js';
 import { cachedNccl, ncclModule } from '../helpers/nccl.js';
 
 const nccl = cachedNccl();
@@ -79,7 +79,7 @@ describe('nccl module with a real libnccl', { skip }, () => {
 
   it('accepts the MPI module\'s control plane (the mpirun bootstrap path)', async (t) => {
     let mpi;
-    try { mpi = loadBackend('mpi').module; } catch { t.skip('the mpi module is not built'); return; }
+    try { mpi = selectBackend('mpi').module; } catch { t.skip('the mpi module is not built'); return; }
     prepareSingletonMpi();
     const info = mpi.init() as { nranks: number };
     try {

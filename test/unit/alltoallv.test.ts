@@ -1,4 +1,4 @@
-// alltoallv plan against reference/nccl-tests.md §4 (alltoallv): generated distance-weighted counts
+// alltoallv plan against docs/nccl-tests-contract.md, "Formulas" (alltoallv): generated distance-weighted counts
 // for spreads 0 / 0.5 / 1 and n = 1, environment parsing, traffic-matrix parsing, scaling and errors,
 // the -b/-e rules of matrix mode, and the descriptor's row (count, size, algbw bytes) in both modes.
 import { describe, it } from 'node:test';

@@ -1,4 +1,4 @@
-// Collective descriptors against the nccl-tests contract (reference/nccl-tests.md §4, §6.2): counts,
+// Collective descriptors against the nccl-tests contract (docs/nccl-tests-contract.md, "Formulas" and "Checks"): counts,
 // size/algbw bytes and busbw factors written out independently from the §4 table, in-place offsets,
 // and a symbolic simulation of every collective proving that fill/expect segments agree with the data
 // a correct library moves (all ranks, roots, placements, n = 1..5).
@@ -6,12 +6,14 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  ALL_COLLECTIVES, collectiveForProgram, findCollective, getCollective, isCollectiveName,
+  ALL_COLLECTIVES, findCollective, getCollective, isCollectiveName,
 } from '../../bench/collectives/index.js';
 import type {
   CollectiveDescriptor, HalfArgs, HalfLayout, Layout, LayoutContext,
 } from '../../bench/collectives/descriptor.js';
 import { parseTrafficMatrix } from '../../bench/collectives/alltoallv-plan.js';
+import { collectiveFromProgram } from '../../bench/config/parse.js';
+import { UsageError } from '../../bench/core/errors.js';
 import { COLLECTIVES, DTYPES, DTYPE_BYTES, OPS, type CollectiveName, type Segment } from '../../bench/core/types.js';
 
 const RANK_COUNTS = [1, 2, 3, 8, 64];
@@ -103,11 +105,13 @@ describe('registry', () => {
       ['collbench', null],
       ['all_reduce', null],
       ['all_reduce_perfx', null],
-      ['xall_reduce_perf', null],
       ['', null],
     ];
-    for (const [program, want] of cases) assert.equal(collectiveForProgram(program), want, program);
-    for (const name of COLLECTIVES) assert.equal(collectiveForProgram(`${name}_perf`), name);
+    for (const [program, want] of cases) assert.equal(collectiveFromProgram(program), want, program);
+    for (const name of COLLECTIVES) assert.equal(collectiveFromProgram(`${name}_perf`), name);
+    // A *_perf name of no collective is a mistake to report, not the collbench front end.
+    assert.throws(() => collectiveFromProgram('xall_reduce_perf'), (e: unknown) =>
+      e instanceof UsageError && /^unknown collective binary 'xall_reduce_perf'/.test(e.message));
   });
 });
 

@@ -3,7 +3,7 @@
 // after -- (parsed with the *_perf option parser, so bad input is refused before anything runs).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { UsageError } from '../../bench/config/errors.js';
+import { UsageError } from '../../bench/core/errors.js';
 import { parseCompareArgs } from '../../bench/commands/compare.js';
 import { checkCombination, childArgv, parseProgram } from '../../bench/compare/program.js';
 import { childEnv, combinations, parseAxis, parseGlooAxis, splitValues } from '../../bench/compare/settings.js';
@@ -140,7 +140,7 @@ describe('compare: its own flags', () => {
     assert.throws(() => parseCompareArgs(['--runs', 'two']), usage(/^--runs:/));
     assert.throws(() => parseCompareArgs(['--timeout', '-1']), usage(/^compare: .*--timeout|^--timeout:/));
     assert.throws(() => parseCompareArgs(['--placement', 'both']), usage(/^--placement: expected out-of-place or in-place/));
-    assert.throws(() => parseCompareArgs(['--bogus']), usage(/^compare: Unknown option '--bogus'/));
+    assert.throws(() => parseCompareArgs(['--bogus']), usage(/^compare: unknown option '--bogus'/));
     assert.throws(() => parseCompareArgs(['stray']), usage(/^compare: .*stray/));
   });
 });

@@ -4,9 +4,8 @@
 // is needed to run the tests.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  adaptiveFloat, bwCell, cExp, cFixed, cG, cInt, cSprintf, NEG_NAN, padLeft, padRight, signBit, timeCell,
-} from '../../bench/report/format.js';
+import { adaptiveFloat, bwCell, cExp, cFixed, cG, cInt, cSprintf, padLeft, padRight, timeCell } from '../../bench/report/format.js';
+import { NEG_NAN, signBit } from '../../bench/core/c-numbers.js';
 
 const f64 = new Float64Array(1);
 const u64 = new BigUint64Array(f64.buffer);

@@ -1,11 +1,12 @@
 // The gloo driver's pure parts: where rank, world size, store and TCP address come from for each
-// launcher (bench/backends/gloo.ts), and the --np launcher's plan and exit-status rules
-// (bench/launch/local-ranks.ts).
+// launcher and the init config built from them and the environment (bench/backends/gloo.ts), and the
+// --np launcher's plan and exit-status rules (bench/launch/local-ranks.ts).
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { glooNativeEnv, glooStorePlan, glooTransport, glooWorld } from '../../bench/backends/gloo.js';
+import { glooInitConfig, glooStorePlan, glooTransport, glooWorld } from '../../bench/backends/gloo.js';
+import { UsageError } from '../../bench/core/errors.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
 import { exitStatus, localRankEnv, localRanksPlan } from '../../bench/launch/local-ranks.js';
 
@@ -69,14 +70,53 @@ describe('glooTransport', () => {
   });
 });
 
-describe('glooNativeEnv', () => {
-  it('hands the native init everything it reads', () => {
+describe('glooInitConfig', () => {
+  const collbenchRank1 = { COLLBENCH_GLOO_LAUNCHER: 'collbench', RANK: '1', WORLD_SIZE: '2', COLLBENCH_GLOO_STORE: 'file:/s', COLLBENCH_GLOO_RUN_ID: 'r' };
+  it('hands the native init everything it needs, in one typed object', () => {
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo', glooAlgo: 'bcube', glooIface: 'lo' });
-    const { vars } = glooNativeEnv(options, { COLLBENCH_GLOO_LAUNCHER: 'collbench', RANK: '1', WORLD_SIZE: '2', COLLBENCH_GLOO_STORE: 'file:/s', COLLBENCH_GLOO_RUN_ID: 'r' });
-    assert.deepEqual(vars, {
-      COLLBENCH_GLOO_RANK: '1', COLLBENCH_GLOO_SIZE: '2', COLLBENCH_GLOO_LOCAL_RANK: '1', COLLBENCH_GLOO_LOCAL_SIZE: '2',
-      COLLBENCH_GLOO_RUN_ID: 'r', COLLBENCH_GLOO_ALGO: 'bcube', COLLBENCH_GLOO_STORE: 'file:/s', COLLBENCH_GLOO_IFACE: 'lo',
+    const { config, ownedDir, world } = glooInitConfig(options, collbenchRank1);
+    assert.deepEqual(config, {
+      rank: 1, size: 2, localRank: 1, localSize: 2, runId: 'r', algo: 'bcube', store: 'file:/s', iface: 'lo',
+      timeoutMs: 30000, float16: 'gloo',
     });
+    assert.equal(ownedDir, null);
+    assert.equal(world.launcher, 'collbench');
+  });
+  it('a 1-rank world: no store; loopback; the defaults', () => {
+    const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
+    assert.deepEqual(glooInitConfig(options, {}).config, {
+      rank: 0, size: 1, localRank: 0, localSize: 1, runId: 'collbench', algo: 'default', hostname: '127.0.0.1',
+      timeoutMs: 30000, float16: 'gloo',
+    });
+  });
+  it('one host without a store: a job directory the driver creates', () => {
+    const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
+    const { config, ownedDir } = glooInitConfig(options, { RANK: '0', WORLD_SIZE: '2', LOCAL_WORLD_SIZE: '2', MASTER_PORT: '77' });
+    const dir = join(tmpdir(), 'collbench-gloo-torchrun-localhost-77');
+    assert.equal(config.store, `file:${dir}`);
+    assert.equal(ownedDir, dir);
+  });
+  it('COLLBENCH_GLOO_TIMEOUT_MS, COLLBENCH_GLOO_FLOAT16 and GLOO_SOCKET_IFNAME from the given environment', () => {
+    const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
+    const { config } = glooInitConfig(options, {
+      ...collbenchRank1, COLLBENCH_GLOO_TIMEOUT_MS: '2000', COLLBENCH_GLOO_FLOAT16: 'collbench', GLOO_SOCKET_IFNAME: 'eth3,eth4',
+    });
+    assert.equal(config.timeoutMs, 2000);
+    assert.equal(config.float16, 'collbench');
+    assert.equal(config.iface, 'eth3');
+    assert.equal(config.hostname, undefined);
+    assert.equal(glooInitConfig(options, { COLLBENCH_GLOO_TIMEOUT_MS: '' }).config.timeoutMs, 30000);
+  });
+  it('bad values are usage errors naming the variable', () => {
+    const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
+    for (const bad of ['0', '-5', '1.5', 'soon', String(2 ** 31)]) {
+      assert.throws(() => glooInitConfig(options, { COLLBENCH_GLOO_TIMEOUT_MS: bad }),
+        (e) => e instanceof UsageError && /COLLBENCH_GLOO_TIMEOUT_MS/.test(e.message), bad);
+    }
+    for (const bad of ['', 'native', 'GLOO']) {
+      assert.throws(() => glooInitConfig(options, { COLLBENCH_GLOO_FLOAT16: bad }),
+        (e) => e instanceof UsageError && /COLLBENCH_GLOO_FLOAT16/.test(e.message), bad);
+    }
   });
 });
 
@@ -96,8 +136,8 @@ describe('gloo options', () => {
 });
 
 describe('--np launcher', () => {
-  it('re-runs the program without the launch flags', () => {
-    assert.deepEqual(localRanksPlan({ np: 3, program: ['node', 'c.js'], argv: ['-b', '8', '--np', '3', '--backend', 'gloo'] }),
+  it('runs the program with the ranks\' arguments', () => {
+    assert.deepEqual(localRanksPlan({ np: 3, program: ['node', 'c.js'], args: ['-b', '8', '--backend', 'gloo'] }),
       { np: 3, command: 'node', args: ['c.js', '-b', '8', '--backend', 'gloo'] });
   });
   it('tells each rank its place and the store', () => {

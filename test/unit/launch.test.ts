@@ -3,26 +3,51 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { disconnectedWorldWarning, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
-import { mpirunPlan, stripLaunchFlags } from '../../bench/launch/mpirun.js';
+import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
+import { mpirunPlan } from '../../bench/launch/mpirun.js';
 
 describe('mpirunPlan', () => {
   const base = { program: ['/usr/bin/node', '/x/bin/all_reduce_perf'], env: {} };
   it('adds --allow-run-as-root as root and --oversubscribe beyond the cores', () => {
-    const p = mpirunPlan({ ...base, np: 4, hosts: null, argv: ['-b', '8', '--np', '4'], cores: 2, isRoot: true });
+    const p = mpirunPlan({ ...base, np: 4, hosts: null, args: ['-b', '8'], cores: 2, isRoot: true });
     assert.equal(p.command, 'mpirun');
     assert.deepEqual(p.args, ['--allow-run-as-root', '--oversubscribe', '--mca', 'pml', 'ob1', '-np', '4',
       '/usr/bin/node', '/x/bin/all_reduce_perf', '-b', '8']);
   });
   it('adds neither when not root and within the cores; passes --host', () => {
-    const p = mpirunPlan({ ...base, np: 2, hosts: 'h1,h2:4', argv: ['--hosts=h1,h2:4', '--np=2', '-e', '1M'], cores: 8, isRoot: false });
+    const p = mpirunPlan({ ...base, np: 2, hosts: 'h1,h2:4', args: ['-e', '1M'], cores: 8, isRoot: false });
     assert.deepEqual(p.args, ['--mca', 'pml', 'ob1', '-np', '2', '--host', 'h1,h2:4', '/usr/bin/node', '/x/bin/all_reduce_perf', '-e', '1M']);
   });
   it("keeps the user's own PML choice", () => {
-    const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, argv: [], cores: 8, isRoot: false });
+    const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, args: [], cores: 8, isRoot: false });
     assert.ok(!p.args.includes('pml'));
   });
-  it('strips only the launch flags', () => {
-    assert.deepEqual(stripLaunchFlags(['-b', '8', '--np', '3', '--hosts', 'a,b', '-r', '-1']), ['-b', '8', '-r', '-1']);
+});
+
+describe('the ranks\' command line is built from the parsed options', () => {
+  const child = (argv: string[], program = 'all_reduce_perf'): string[] => {
+    const p = parseCommandLine(argv, program);
+    assert.ok(p.kind === 'run');
+    return childArguments(p.options, program !== 'collbench');
+  };
+  it('drops --np and --hosts in any spelling, prefixes included (--hos, --n=2)', () => {
+    // The bug this replaces: the parent accepted `--hos` as --hosts, the ranks got the text `--hos` and failed.
+    assert.deepEqual(child(['-b', '8', '--hos', 'h1,h2', '--np=2']), ['--minbytes=8']);
+    assert.deepEqual(child(['--np', '3', '--hosts=a,b', '-r', '-1', '-dfloat']), ['--root=-1']);
+  });
+  it('writes every non-default flag in long form, and the collective word for the collbench front end', () => {
+    assert.deepEqual(child(['all_gather', '-b', '1K', '-e', '64M', '-f', '2', '-d', 'all', '-o', 'max', '--np', '2', '-I', '1', '--quiet',
+      '--backend', 'gloo', '--gloo-store', 'file:/tmp/x'], 'collbench'),
+    ['all_gather', '--minbytes=1024', '--maxbytes=67108864', '--stepfactor=2', '--op=max', '--datatype=all', '--per_iter_timing=1',
+      '--backend=gloo', '--quiet', '--gloo-store=file:/tmp/x']);
+  });
+  it('round-trips: the child parses to the same options', () => {
+    const argv = ['-b', '8', '-e', '128M', '-f', '2', '-r', '-1', '-z', '3', '-J', 'out.json', '--csv', '-', '--np', '4'];
+    const parent = parseCommandLine(argv, 'broadcast_perf');
+    assert.ok(parent.kind === 'run');
+    const again = parseCommandLine(childArguments(parent.options, true), 'broadcast_perf');
+    assert.ok(again.kind === 'run');
+    assert.deepEqual({ ...again.options, np: parent.options.np }, parent.options);
   });
 });
 

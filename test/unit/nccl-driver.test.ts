@@ -3,7 +3,7 @@
 // (nccl-tests' rule for two buffers), flags the library is too old for, and flags refused up front.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { availableCases, firstDevice, libraryRefusals, memoryCappedMaxBytes, ncclDriver, splitColor,
+import { availableCases, firstDevice, libraryRefusals, memoryCappedMaxBytes, createNcclDriver, splitColor,
   type NcclLibraryInfo } from '../../bench/backends/nccl.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
 import { DTYPES, OPS } from '../../bench/core/types.js';
@@ -16,7 +16,7 @@ const allFeatures = (on: boolean): NcclLibraryInfo['features'] => ({
 const lib = (version: string, features: NcclLibraryInfo['features']): NcclLibraryInfo =>
   ({ path: '/x/libnccl.so.2', how: 'test', version, versionCode: 0, features });
 
-describe('NCCL_TESTS_SPLIT colours (nccl-tests.md §1)', () => {
+describe('NCCL_TESTS_SPLIT colours', () => {
   const cases: [string, number, number][] = [
     ['AND 1', 5, 1], ['&0x2', 6, 2], ['or 4', 1, 5], ['|0b10', 1, 3], ['MOD 4', 7, 3], ['%3', 7, 1],
     ['DIV 4', 7, 1], ['/ 2', 7, 3], ['  div   0x8 ', 17, 2],
@@ -91,10 +91,10 @@ describe('flags against the library and the driver', () => {
     assert.equal(libraryRefusals(opts({ localRegister: 2, ctaPolicy: 2, cudaGraph: 1 }), lib('2.30.7', allFeatures(true))), null);
   });
   it('validate refuses what collbench does not do, instead of ignoring it', () => {
-    assert.throws(() => ncclDriver.validate(opts({ deviceImpl: 1, localRegister: 2 })), /-D\/--device_implementation/);
-    assert.throws(() => ncclDriver.validate(opts({ deviceCtaCount: 32 })), /-V/);
-    assert.throws(() => ncclDriver.validate(opts({ cudaGraph: 1, streamNull: 1 })), /-G: .*-y 1/);
-    assert.doesNotThrow(() => ncclDriver.validate(opts({ nGpus: 8, nThreads: 2, cudaGraph: 4, localRegister: 1, memoryReport: 1 })));
+    assert.throws(() => createNcclDriver().validate(opts({ deviceImpl: 1, localRegister: 2 })), /-D\/--device_implementation/);
+    assert.throws(() => createNcclDriver().validate(opts({ deviceCtaCount: 32 })), /-V/);
+    assert.throws(() => createNcclDriver().validate(opts({ cudaGraph: 1, streamNull: 1 })), /-G: .*-y 1/);
+    assert.doesNotThrow(() => createNcclDriver().validate(opts({ nGpus: 8, nThreads: 2, cudaGraph: 4, localRegister: 1, memoryReport: 1 })));
   });
   it('--nccl-lib needs the nccl backend when another one is named', () => {
     assert.throws(() => resolveOptions({ collective: 'all_reduce', backend: 'mpi', ncclLib: '/x' }), /ncclLib: needs the nccl backend, not mpi/);

@@ -1,14 +1,17 @@
 // Tests for bench/cli/options.ts and bench/config/resolve.ts: getopt-style parsing of nccl-tests'
 // flags, their defaults, program-name → collective mapping, --help, and every validation rule,
-// including the sharp edges of nccl-tests (reference/nccl-tests.md §1, §10) that we refuse.
+// including the sharp edges of nccl-tests (docs/nccl-tests-contract.md, "Flags" and "Deliberate differences") that we refuse.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { COLLECTIVES, DTYPES, OPS, type ResolvedOptions } from '../../bench/core/types.js';
-import { EXIT, UsageError } from '../../bench/config/errors.js';
+import { COLLECTIVES, DTYPES, OPS } from '../../bench/core/types.js';
+import type { ResolvedOptions } from '../../bench/core/flags.js';
+import { EXIT, UsageError } from '../../bench/core/errors.js';
 import { DEFAULTS, MAX_SWEEP_SIZES, parseInteger, resolveOptions } from '../../bench/config/resolve.js';
 import { MIB, sweepSizes } from '../../bench/config/sizes.js';
-import { FIELD_NAMES, FLAGS, collectiveFromProgram, parseCommandLine } from '../../bench/cli/options.js';
+import { ACTIONS, FLAGS } from '../../bench/core/flags.js';
+import { FIELD_NAMES } from '../../bench/config/resolve.js';
+import { collectiveFromProgram, parseCommandLine } from '../../bench/config/parse.js';
 
 function run(args: string[], program = 'all_reduce_perf'): ResolvedOptions {
   const parsed = parseCommandLine(args, program);
@@ -198,7 +201,7 @@ test('--help and -h print grouped help with every flag and its default; --versio
   assert.ok(parsed.kind === 'help');
   const text = parsed.text;
   assert.match(text, /^USAGE: all_reduce_perf \[options\]/);
-  for (const f of FLAGS) {
+  for (const f of [...FLAGS, ...ACTIONS]) {
     const head = `${f.short ? `-${f.short}, ` : '    '}--${f.long}`;
     assert.ok(text.includes(head), `help lacks ${head}`);
   }
@@ -219,11 +222,10 @@ test('--help and -h print grouped help with every flag and its default; --versio
 
 test('every table field has a default and a message name', () => {
   for (const f of FLAGS) {
-    if (f.field === undefined) continue;
     assert.ok(f.field in DEFAULTS, f.field);
     assert.equal(FIELD_NAMES[f.field], f.short ? `-${f.short}` : `--${f.long}`);
   }
-  const shorts = FLAGS.filter((f) => f.short).map((f) => f.short).sort().join('');
+  const shorts = [...FLAGS, ...ACTIONS].filter((f) => f.short).map((f) => f.short).sort().join('');
   assert.equal(shorts, [...'tgbeifnmwNpcodrzyTGCSJaRxDVMuIKh'].sort().join('')); // nccl-tests' letters
 });
 
@@ -304,7 +306,7 @@ test('single-flag ranges', () => {
     [['-I', '2'], /^-I: per-iteration timing must be 0 or 1, got 2$/],
     [['-K', '-1'], /^-K: /],
     [['--np', '0'], /^--np: rank count must be an integer ≥ 1, got 0$/],
-    [['--backend', 'ucc'], /^--backend: unknown backend 'ucc'; valid: mpi, gloo, nccl$/],
+    [['--backend', 'ucc'], /^--backend: unknown backend 'ucc'; valid: nccl, mpi, gloo$/],
     [['-J', ''], /^-J: output file name is empty$/],
   ];
   for (const [args, re] of bad) usage(args, re);
@@ -380,4 +382,28 @@ test('resolveOptions: programmatic input uses field names in messages and accept
   assert.throws(() => resolveOptions({ collective: 'all_reduce', ops: [] }), /ops: needs at least one op/);
   assert.throws(() => resolveOptions({ collective: 'nope' }), /^UsageError: unknown collective 'nope'/);
   assert.equal(resolveOptions({ collective: 'scatter_perf', perIterTiming: true }).perIterTiming, true);
+});
+
+test('Gloo\'s legacy algorithms refuse -e above 2 GiB - 1 (their byte counts are C ints); the new API does not', () => {
+  usage(['--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-b', '8', '-e', '2G'],
+    /^-e: 2147483648 bytes exceed what Gloo's legacy legacy_ring takes \(2 GiB - 1\)$/);
+  usage(['--backend', 'gloo', '--gloo-algo', 'legacy_halving_doubling', '-b', '8', '-e', '4G'],
+    /^-e: 4294967296 bytes exceed what Gloo's legacy ReduceScatterHalvingDoubling takes/, 'reduce_scatter_perf');
+  assert.equal(run(['--backend', 'gloo', '--gloo-algo', 'ring', '-b', '8', '-e', '4G']).maxBytes, 4 * 1024 * MIB);
+  assert.equal(run(['--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-b', '8', '-e', '2147483647']).maxBytes, 2 ** 31 - 1);
+});
+
+test('--help marks every flag the flag table gives to one backend, and only those', () => {
+  const parsed = parseCommandLine(['-h'], 'all_reduce_perf');
+  assert.ok(parsed.kind === 'help');
+  const text = parsed.text.replace(/\n {44}/g, ' '); // unwrap
+  for (const f of FLAGS) {
+    const line = text.split('\n').find((l) => l.includes(`--${f.long} `) || l.endsWith(`--${f.long}`))!;
+    const mark = f.backends ? ` [${f.backends.map((b) => (b === 'nccl' ? 'NCCL' : b)).join(', ')}]` : null;
+    if (mark) assert.ok(line.includes(mark), `${f.long}: ${line}`);
+    else assert.ok(!/\[(NCCL|gloo)\]/.test(line), `${f.long} is marked but runs everywhere: ${line}`);
+  }
+  // -t and -p were refused on CPU backends but not marked: both now come from the same record.
+  assert.match(text, /--nthreads <num threads> +threads per process, each driving -g GPUs \[NCCL\]/);
+  assert.match(text, /--parallel_init <0\/1> +threads initialise .* \[NCCL\]/);
 });

@@ -16,7 +16,7 @@ import { buildReporters, checkOutputPaths } from '../../bench/report/outputs.js'
 import { prettyReporter } from '../../bench/report/reporters/pretty.js';
 import { formatDuration, progressReporter, progressWanted } from '../../bench/report/reporters/progress.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
-import { UsageError } from '../../bench/config/errors.js';
+import { UsageError } from '../../bench/core/errors.js';
 import type { ReportDocument } from '../../bench/report/schema.js';
 import { fakeMeta, fakeRow } from '../helpers/report-fixtures.js';
 

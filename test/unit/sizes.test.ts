@@ -1,9 +1,9 @@
 // Tests for bench/config/sizes.ts: the -b/-e/-i size syntax, the size sweep and the warm-up sizes.
-// Expected values follow nccl-tests' parsesize() and TimeTest() loops (reference/nccl-tests.md §1, §5.1).
+// Expected values follow nccl-tests' parsesize() and TimeTest() loops (docs/nccl-tests-contract.md, "Flags": Sweep, Warm-up).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UsageError, EXIT } from '../../bench/config/errors.js';
+import { UsageError, EXIT } from '../../bench/core/errors.js';
 import {
   countSweepSizes, formatSize, GIB, KIB, MIB, parseSize, sweepSizes, warmupSizes,
 } from '../../bench/config/sizes.js';

@@ -4,7 +4,7 @@
 import { iterStats } from '../../core/iter-stats.js';
 import { collectProvenance, rerunCommand, reportRank } from '../provenance.js';
 import type { RowHalfRecord, RowRecord, RunMeta, RunSummary } from '../reporter.js';
-import { cAtof } from '../reporters/nccl-table.js';
+import { cAtof } from '../../core/c-numbers.js';
 import {
   REPORT_KIND, SCHEMA_VERSION, type ReportDocument, type ReportHalf, type ReportPerIter, type ReportRow,
 } from '../schema.js';

@@ -1,5 +1,5 @@
 // `-J FILE --json-format nccl-tests`: the report in nccl-tests' own JSON layout ("version": 3, its -J
-// output; reference nccl-tests.md §3), so tools written for it (tools/analyze_perf_json.py) keep working.
+// output; docs/nccl-tests-contract.md, "JSON (-J)"), so tools written for it (tools/analyze_perf_json.py) keep working.
 // Key order, bool-strings, the 6-wide padded root and the per-iteration keys are nccl-tests'; departures:
 // `env` holds only the filtered variables, and numbers are plain JSON numbers rather than C's %lf.
 import { formatTimestamp } from '../reporters/nccl-table.js';

@@ -2,41 +2,15 @@
 // line followed by '\n'): preamble, column header, data rows, footer. Format strings are copied from
 // nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writePerIterReport,
 // writeResultFooter, writeMemInfo, writeErrors) and src/hypercube.cu, so the layout is byte-identical.
-import type { ResolvedOptions } from '../../core/types.js';
+import type { ResolvedOptions } from '../../core/flags.js';
 import type { IterStats } from '../../core/iter-stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';
+import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
+import { shortHost } from '../../core/ranks.js';
+import type { MinBwVerdict } from '../../core/verdict.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Preamble
-
-/**
- * One "#  Rank …" line. nccl-tests: `device %2d [%04x:%02x:%02x] <GPU name>`. collbench prints the
- * device with `%2s` so CPU ranks can say `cpu`; for CPUs the bracket holds the rank's NUMA node
- * (`numa0`) or `-` when unknown (see cpuBusId), and the name is the CPU model.
- */
-export interface RankLineInfo {
-  rank: number;            // global rank
-  group?: number;          // split colour (NCCL_TESTS_SPLIT); 0 when absent
-  pid: number;
-  host: string;            // full or short host name; cut at the first '.'
-  device: number | string; // CUDA ordinal, or 'cpu'
-  bus: string;             // gpuBusId(…) for GPUs, cpuBusId(…) for CPUs
-  name: string;            // GPU name or CPU model
-}
-
-/** PCI id as nccl-tests prints it: `%04x:%02x:%02x` (domain:bus:device). */
-export const gpuBusId = (domain: number, bus: number, device: number): string =>
-  cSprintf('%04x:%02x:%02x', domain, bus, device);
-
-/** Bracket text of a CPU rank: its NUMA node (`numa1`), or `-` when the binding is unknown. */
-export const cpuBusId = (numaNode: number | null | undefined): string =>
-  numaNode === null || numaNode === undefined || numaNode < 0 ? '-' : `numa${numaNode}`;
-
-/** Host name as printed: cut at the first '.' (nccl-tests getHostName). */
-export const shortHost = (host: string): string => {
-  const dot = host.indexOf('.');
-  return dot < 0 ? host : host.slice(0, dot);
-};
 
 export function rankLine(r: RankLineInfo): string {
   return cSprintf('#  Rank %2d Group %2d Pid %6d on %10s device %2s [%s] %s',
@@ -214,42 +188,6 @@ export function skipLine(reason: string | number): string {
 // ---------------------------------------------------------------------------------------------------
 // Footer
 
-export type MinBwVerdict = 'OK' | 'FAILED';
-
-/**
- * C atof (strtod prefix): leading whitespace, then the longest decimal / hex / inf / nan prefix;
- * anything unparsable is 0 (so NCCL_TESTS_MIN_BW=abc checks against 0 and always passes, as in C).
- */
-export function cAtof(s: string): number {
-  const t = s.replace(/^[ \t\n\v\f\r]+/, '');
-  let m = /^([+-]?)(inf(inity)?|nan(\([0-9A-Za-z_]*\))?)/i.exec(t);
-  if (m) {
-    const v = m[2]!.toLowerCase().startsWith('inf') ? Infinity : NaN;
-    return m[1] === '-' ? -v : v;
-  }
-  m = /^([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?/.exec(t);
-  if (m && (m[2] || m[3])) {
-    const frac = m[3] ?? '';
-    const mant = parseInt((m[2] || '0') + frac || '0', 16);
-    const v = mant * 2 ** (Number(m[4] ?? 0) - 4 * frac.length);
-    return m[1] === '-' ? -v : v;
-  }
-  m = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?/.exec(t);
-  return m ? Number(m[0]) : 0;
-}
-
-/**
- * NCCL_TESTS_MIN_BW: null when unset (nccl-tests' sentinel -1 also means unset), else FAILED when
- * avgBusBw < 0.9 × value, OK otherwise (a NaN average compares false → OK, as in C). FAILED also makes
- * the exit status 7.
- */
-export function minBwVerdict(avgBusBw: number, envValue: string | null | undefined): MinBwVerdict | null {
-  if (envValue === undefined || envValue === null) return null;
-  const min = cAtof(envValue);
-  if (min === -1) return null;
-  return avgBusBw < min * 0.9 ? 'FAILED' : 'OK';
-}
-
 /** Bytes as nccl-tests getMemString: B/KB/MB/GB (binary), 2 decimals below 10, 1 below 100, else 0. */
 export function memString(amountBytes: number): string {
   let amount = amountBytes;
@@ -261,8 +199,6 @@ export function memString(amountBytes: number): string {
   const precision = Math.abs(amount) < 10 ? 2 : Math.abs(amount) < 100 ? 1 : 0;
   return cSprintf('%.*f', precision, amount) + postfix;
 }
-
-export interface MemoryUsage { initialization: number; userAllocated: number; collective: number }
 
 /** -M line: "# GPU memory usage     : Initialization X | User-Allocated Y | Collective Z | Total  T". */
 export function memoryUsageLine(m: MemoryUsage): string {

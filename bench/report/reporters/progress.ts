@@ -1,4 +1,4 @@
-// Live progress on stderr (DESIGN.md §3 reporters): rows done / planned, the collective, datatype and size
+// Live progress on stderr (docs/architecture.md, "report/"): rows done / planned, the collective, datatype and size
 // being measured, elapsed time and ETA, drawn with cli-progress. Only when stderr is a terminal and not
 // --quiet: never in pipes or CI logs. The bar is erased before each table row prints and redrawn after.
 import cliProgress from 'cli-progress';

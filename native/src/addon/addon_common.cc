@@ -1,6 +1,9 @@
 // Implementation of the shared N-API glue (see addon_common.h).
 #include "addon_common.h"
 
+#include <unistd.h>
+
+#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,9 +39,8 @@ std::vector<uint64_t> u64Array(const Napi::Object& o, const char* key) {
 }
 
 SegKind segKind(const std::string& name) {
-  if (name == "reduceInput") return SegKind::ReduceInput;
-  if (name == "reduceOutput") return SegKind::ReduceOutput;
-  if (name == "copy") return SegKind::Copy;
+  for (const EnumName& k : kSegKindNames)
+    if (name == k.name) return static_cast<SegKind>(k.value);
   return SegKind::Zero;
 }
 
@@ -182,15 +184,11 @@ class HalfWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
 };
 
-Backend& requireBackend(Napi::Env env, BackendSlot* slot) {
-  if (!slot->backend)
-    throw toJsError(env, Status::Error("core", "CORE_NOT_INITIALIZED", "init() has not been called",
-                                       CB_SITE("requireBackend")));
-  return *slot->backend;
-}
-
-void throwIfError(Napi::Env env, const Status& s) {
-  if (!s.ok) throw toJsError(env, s);
+template <size_t N>
+Napi::Object enumObject(Napi::Env env, const EnumName (&table)[N]) {
+  Napi::Object o = Napi::Object::New(env);
+  for (const EnumName& e : table) o.Set(e.name, e.value);
+  return o;
 }
 
 // Marks Externals that hold a lent Backend* (random 128-bit value, the same in every module).
@@ -203,6 +201,56 @@ Backend* borrowControlPlane(const Napi::Value& value) {
   Napi::External<Backend> ext = value.As<Napi::External<Backend>>();
   if (!ext.CheckTypeTag(&kControlPlaneTag)) return nullptr;
   return ext.Data();
+}
+
+Backend& requireBackend(Napi::Env env, BackendSlot* slot) {
+  if (!slot->backend)
+    throw toJsError(env, Status::Error("core", "CORE_NOT_INITIALIZED", "init() has not been called",
+                                       CB_SITE("requireBackend")));
+  return *slot->backend;
+}
+
+void throwIfError(Napi::Env env, const Status& status) {
+  if (!status.ok) throw toJsError(env, status);
+}
+
+std::string hostName() {
+  char buf[HOST_NAME_MAX + 1] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+Napi::Object infoObject(Napi::Env env, const InfoBase& base) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("backend", base.backend);
+  o.Set("rank", base.rank);
+  o.Set("nranks", base.nranks);
+  o.Set("localRank", base.localRank);
+  o.Set("localSize", base.localSize);
+  o.Set("libraryVersion", base.libraryVersion);
+  o.Set("libraryVersionShort", base.libraryVersionShort);
+  o.Set("processorName", hostName());
+  o.Set("pid", static_cast<double>(getpid()));
+  return o;
+}
+
+void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, const ModuleLifecycle& lifecycle) {
+  exports.Set("init", Napi::Function::New(env, lifecycle.init));
+  const bool destroy = lifecycle.destroyOnFinalize;
+  exports.Set("finalize", Napi::Function::New(env, [slot, destroy](const Napi::CallbackInfo& info) {
+    if (slot->backend) {
+      const Status s = slot->backend->finalize();
+      if (destroy) slot->backend.reset();
+      throwIfError(info.Env(), s);
+    }
+    return info.Env().Undefined();
+  }));
+  auto* abort = lifecycle.abort;
+  exports.Set("abort", Napi::Function::New(env, [slot, abort](const Napi::CallbackInfo& info) {
+    abort(slot->backend.get(), info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1);
+    return info.Env().Undefined();
+  }));
+  registerCommon(env, exports, slot);
 }
 
 Napi::Error toJsError(Napi::Env env, const Status& status) {
@@ -262,6 +310,14 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     Napi::Array a = Napi::Array::New(info.Env(), all.size());
     for (size_t i = 0; i < all.size(); ++i) a.Set(static_cast<uint32_t>(i), all[i]);
     return static_cast<Napi::Value>(a);
+  }));
+  exports.Set("enumIds", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    Napi::Object o = Napi::Object::New(info.Env());
+    o.Set("dtype", enumObject(info.Env(), kDTypeNames));
+    o.Set("op", enumObject(info.Env(), kRedOpNames));
+    o.Set("coll", enumObject(info.Env(), kCollNames));
+    o.Set("segmentKind", enumObject(info.Env(), kSegKindNames));
+    return o;
   }));
 }
 

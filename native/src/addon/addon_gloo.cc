@@ -1,12 +1,12 @@
 // Entry point of collbench_gloo.node: the Gloo backend behind the shared N-API glue, as
-// addon_mpi.cc is for MPI. init() reads the world and rendezvous that the TypeScript gloo driver
-// (bench/backends/gloo.ts) put in COLLBENCH_GLOO_* variables, then connects; finalize() is the
-// final barrier Gloo needs before exit; abort() ends this rank at once (Gloo has no job-wide abort).
+// addon_mpi.cc is for MPI. init(config) takes the world, rendezvous and transport that the TypeScript
+// gloo driver (bench/backends/gloo.ts glooInitConfig) worked out, checks every field, then connects;
+// abort() ends this rank at once (Gloo has no job-wide abort). finalize is addon_common's.
 #include <napi.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "../backends/gloo/gloo_backend.h"
@@ -14,111 +14,102 @@
 
 namespace {
 
+using collbench::Status;
+
 // Never destroyed: orderly runs release everything in finalize(); on any other way out the OS closes
 // the sockets, and no destructor runs Gloo teardown under a thread that may still be inside a Gloo wait.
 collbench::addon::BackendSlot& gSlot = *new collbench::addon::BackendSlot;
 
 collbench::GlooBackend* gloo() { return static_cast<collbench::GlooBackend*>(gSlot.backend.get()); }
 
-std::string env(const char* name, const char* fallback = "") {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::string(v) : std::string(fallback);
-}
-
-collbench::Status envInt(const char* name, int fallback, int* out) {
-  const std::string text = env(name);
-  if (text.empty()) {
-    *out = fallback;
-    return collbench::Status::Ok();
-  }
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (end == nullptr || *end != '\0' || v < 0 || v > 1 << 30)
-    return collbench::Status::Error("gloo", "GLOO_BAD_ENVIRONMENT",
-                                    std::string(name) + "='" + text + "' is not a non-negative integer",
-                                    CB_SITE("addon_gloo init"));
-  *out = static_cast<int>(v);
-  return collbench::Status::Ok();
-}
-
-collbench::Status readConfig(collbench::GlooConfig* c, int* localRank, int* localSize) {
-  CB_TRY(envInt("COLLBENCH_GLOO_RANK", 0, &c->rank));
-  CB_TRY(envInt("COLLBENCH_GLOO_SIZE", 1, &c->size));
-  CB_TRY(envInt("COLLBENCH_GLOO_LOCAL_RANK", c->rank, localRank));
-  CB_TRY(envInt("COLLBENCH_GLOO_LOCAL_SIZE", c->size, localSize));
-  CB_TRY(envInt("COLLBENCH_GLOO_TIMEOUT_MS", 30000, &c->timeoutMs));
-  c->store = env("COLLBENCH_GLOO_STORE");
-  c->runId = env("COLLBENCH_GLOO_RUN_ID", "collbench");
-  c->iface = env("COLLBENCH_GLOO_IFACE");
-  c->hostname = env("COLLBENCH_GLOO_HOSTNAME");
-  const std::string half = env("COLLBENCH_GLOO_FLOAT16", "gloo");
-  if (half != "collbench" && half != "gloo")
-    return collbench::Status::Error("gloo", "GLOO_BAD_ENVIRONMENT",
-                                    "COLLBENCH_GLOO_FLOAT16='" + half + "' must be collbench or gloo",
-                                    CB_SITE("addon_gloo init"));
-  c->glooFloat16 = half == "gloo";
-  const std::string algo = env("COLLBENCH_GLOO_ALGO", "default");
-  if (!collbench::parseGlooAlgo(algo, &c->algo))
-    return collbench::Status::Error("gloo", "GLOO_BAD_ENVIRONMENT",
-                                    "COLLBENCH_GLOO_ALGO='" + algo + "' is not a Gloo all_reduce algorithm",
-                                    CB_SITE("addon_gloo init"));
-  return collbench::Status::Ok();
-}
-
 int gLocalRank = 0, gLocalSize = 1;
+
+// GLOO_BAD_CONFIG naming the field ("" for the config object itself).
+Status badConfig(const std::string& field, const std::string& what) {
+  return Status::Error("gloo", "GLOO_BAD_CONFIG",
+                       field.empty() ? "the init config " + what : "init config field " + field + " " + what,
+                       CB_SITE("addon_gloo init"));
+}
+
+// A required integer field in [min, 2^30].
+Status intField(const Napi::Object& c, const char* field, int min, int* out) {
+  const Napi::Value v = c.Get(field);
+  if (!v.IsNumber()) return badConfig(field, "must be a number");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || d != std::floor(d) || d < min || d > (1 << 30))
+    return badConfig(field, "must be an integer from " + std::to_string(min) + " to 2^30, not " +
+                                v.ToString().Utf8Value());
+  *out = static_cast<int>(d);
+  return Status::Ok();
+}
+
+// A string field; `optional` ones may be missing (undefined): then *out stays "".
+Status stringField(const Napi::Object& c, const char* field, bool optional, std::string* out) {
+  const Napi::Value v = c.Get(field);
+  if (optional && v.IsUndefined()) return Status::Ok();
+  if (!v.IsString()) return badConfig(field, optional ? "must be a string when given" : "must be a string");
+  *out = v.As<Napi::String>().Utf8Value();
+  return Status::Ok();
+}
+
+// bench/backends/gloo.ts GlooInitConfig: { rank, size, localRank, localSize, runId, algo, store?, iface?,
+// hostname?, timeoutMs, float16 }.
+Status readConfig(const Napi::Value& value, collbench::GlooConfig* c, int* localRank, int* localSize) {
+  if (!value.IsObject()) return badConfig("", "must be an object");
+  const Napi::Object o = value.As<Napi::Object>();
+  CB_TRY(intField(o, "rank", 0, &c->rank));
+  CB_TRY(intField(o, "size", 1, &c->size));
+  if (c->rank >= c->size)
+    return badConfig("rank", std::to_string(c->rank) + " is not in a world of " + std::to_string(c->size) + " ranks");
+  CB_TRY(intField(o, "localRank", 0, localRank));
+  CB_TRY(intField(o, "localSize", 1, localSize));
+  CB_TRY(stringField(o, "runId", false, &c->runId));
+  if (c->runId.empty()) return badConfig("runId", "must not be empty");
+  std::string algo;
+  CB_TRY(stringField(o, "algo", false, &algo));
+  if (!collbench::parseGlooAlgo(algo, &c->algo))
+    return badConfig("algo", "'" + algo + "' is not a Gloo all_reduce algorithm");
+  CB_TRY(stringField(o, "store", true, &c->store));
+  CB_TRY(stringField(o, "iface", true, &c->iface));
+  CB_TRY(stringField(o, "hostname", true, &c->hostname));
+  CB_TRY(intField(o, "timeoutMs", 1, &c->timeoutMs));
+  std::string half;
+  CB_TRY(stringField(o, "float16", false, &half));
+  if (half != "collbench" && half != "gloo") return badConfig("float16", "'" + half + "' must be collbench or gloo");
+  c->glooFloat16 = half == "gloo";
+  return Status::Ok();
+}
 
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!gSlot.backend) {
     collbench::GlooConfig config;
-    collbench::Status s = readConfig(&config, &gLocalRank, &gLocalSize);
+    Status s = readConfig(info[0], &config, &gLocalRank, &gLocalSize);
     std::unique_ptr<collbench::GlooBackend> b;
     if (s.ok) s = collbench::GlooBackend::create(config, &b);
-    if (!s.ok) throw collbench::addon::toJsError(env, s);
+    collbench::addon::throwIfError(env, s);
     gSlot.backend = std::move(b);
   }
   collbench::GlooBackend* b = gloo();
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("backend", "gloo");
-  o.Set("rank", b->rank());
-  o.Set("nranks", b->nranks());
-  o.Set("localRank", gLocalRank);
-  o.Set("localSize", gLocalSize);
-  o.Set("libraryVersion", collbench::GlooBackend::libraryVersion());
-  o.Set("libraryVersionShort", collbench::GlooBackend::libraryVersionShort());
-  o.Set("processorName", std::string(host));
-  o.Set("pid", static_cast<double>(getpid()));
+  Napi::Object o = collbench::addon::infoObject(
+      env, {"gloo", b->rank(), b->nranks(), gLocalRank, gLocalSize, collbench::GlooBackend::libraryVersion(),
+            collbench::GlooBackend::libraryVersionShort()});
   o.Set("transport", b->deviceText());
   o.Set("glooAlgo", collbench::glooAlgoName(b->config().algo));
   o.Set("glooFloat16", b->config().glooFloat16 ? "gloo" : "collbench");
   return o;
 }
 
-Napi::Value Finalize(const Napi::CallbackInfo& info) {
-  if (gSlot.backend) {
-    collbench::Status s = gloo()->finalize();
-    if (!s.ok) throw collbench::addon::toJsError(info.Env(), s);
-  }
-  return info.Env().Undefined();
-}
-
 // Gloo has no job-wide abort: this rank ends at once with `code`, and its peers see the closed
 // connections (GLOO_IO). Not process.exit(): Node would first join its worker threads, one of which may
 // sit in a Gloo wait on a frozen peer until Gloo's own timeout (the -T watchdog's case).
-Napi::Value Abort(const Napi::CallbackInfo& info) {
-  const int code = info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1;
+void Abort(collbench::Backend*, int code) {
   std::fflush(nullptr);
   _exit(code);
-  return info.Env().Undefined();
 }
 
 Napi::Object ModuleInit(Napi::Env env, Napi::Object exports) {
-  exports.Set("init", Napi::Function::New(env, Init));
-  exports.Set("finalize", Napi::Function::New(env, Finalize));
-  exports.Set("abort", Napi::Function::New(env, Abort));
-  collbench::addon::registerCommon(env, exports, &gSlot);
+  collbench::addon::registerModule(env, exports, &gSlot, {Init, Abort, false});
   return exports;
 }
 

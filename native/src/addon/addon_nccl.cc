@@ -3,10 +3,8 @@
 // probe (is NCCL usable here?), library (load + version), devices (CUDA's view, never throws),
 // uniqueId (process 0's ncclGetUniqueId), init (async: communicators may wait for peers), memoryUsage.
 #include <napi.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <climits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +16,7 @@ namespace {
 
 using collbench::NcclBackend;
 using collbench::Status;
+using collbench::addon::throwIfError;
 
 collbench::addon::BackendSlot gSlot;
 
@@ -32,10 +31,6 @@ std::string optString(const Napi::Value& v, const char* key) {
 int optInt(const Napi::Object& o, const char* key, int fallback) {
   Napi::Value v = o.Get(key);
   return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : fallback;
-}
-
-void throwIfError(Napi::Env env, const Status& s) {
-  if (!s.ok) throw collbench::addon::toJsError(env, s);
 }
 
 Napi::Object libraryObject(Napi::Env env, const collbench::NcclLibrary& lib) {
@@ -126,36 +121,25 @@ Napi::Value UniqueId(const Napi::CallbackInfo& info) {
   return a;
 }
 
-std::string hostName() {
-  char buf[HOST_NAME_MAX + 1] = {0};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
-}
-
-Napi::Object infoObject(Napi::Env env, NcclBackend& b, int localProcRank, int localProcSize) {
+Napi::Object ncclInfo(Napi::Env env, NcclBackend& b, int localProcRank, int localProcSize) {
   const collbench::NcclLibrary& lib = b.library();
   const collbench::CudaDevices cuda = collbench::queryCudaDevices();
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("backend", "nccl");
-  o.Set("rank", b.groupRank());  // in the communicator collectives run on (the split group)
-  o.Set("nranks", b.groupSize());
+  // rank, nranks: in the communicator collectives run on (the split group). The preamble prints
+  // "backend nccl (<libraryVersionShort>)": version and the file loaded.
+  Napi::Object o = collbench::addon::infoObject(
+      env, {"nccl", b.groupRank(), b.groupSize(), localProcRank, localProcSize,
+            "NCCL " + lib.versionString() + " (nccl-library=" + std::to_string(lib.versionCode) +
+                " nccl-headers=" + std::to_string(collbench::ncclapi::kDeclaredVersion) + ", " + lib.path +
+                ", found by " + lib.how + ")",
+            "NCCL " + lib.versionString() + " " + lib.path});
   o.Set("worldRank", b.rank());
   o.Set("worldRanks", b.nranks());
   o.Set("localRanks", b.localRanks());
   o.Set("procRank", b.procRank());
   o.Set("nprocs", b.nprocs());
-  o.Set("localRank", localProcRank);
-  o.Set("localSize", localProcSize);
-  // The preamble prints "backend nccl (<libraryVersionShort>)": version and the file loaded.
-  o.Set("libraryVersion", "NCCL " + lib.versionString() + " (nccl-library=" + std::to_string(lib.versionCode) +
-                              " nccl-headers=" + std::to_string(collbench::ncclapi::kDeclaredVersion) + ", " +
-                              lib.path + ", found by " + lib.how + ")");
-  o.Set("libraryVersionShort", "NCCL " + lib.versionString() + " " + lib.path);
   o.Set("ncclVersion", lib.versionCode);
   o.Set("ncclHeadersVersion", collbench::ncclapi::kDeclaredVersion);
   o.Set("library", libraryObject(env, lib));
-  o.Set("processorName", hostName());
-  o.Set("pid", static_cast<double>(getpid()));
   o.Set("controlPlane", b.controlPlaneName());
   o.Set("cudaDriverVersion", cuda.driverVersion);
   o.Set("cudaRuntimeVersion", cuda.runtimeVersion);
@@ -200,7 +184,7 @@ class InitWorker : public Napi::AsyncWorker {
       return;
     }
     gSlot.backend = std::move(backend_);
-    deferred_.Resolve(infoObject(env, *nccl(), localProcRank_, localProcSize_));
+    deferred_.Resolve(ncclInfo(env, *nccl(), localProcRank_, localProcSize_));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
@@ -252,32 +236,21 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
   return p;
 }
 
-Napi::Value Finalize(const Napi::CallbackInfo& info) {
-  if (gSlot.backend) {
-    const Status s = nccl()->finalize();
-    gSlot.backend.reset();
-    throwIfError(info.Env(), s);
-  }
-  return info.Env().Undefined();
-}
-
-// The -T watchdog (the process exits right after): the wait in progress on the worker thread aborts
-// the communicators, so peers see the failure instead of hanging. Gives it up to 2 s to do so (a
-// thread stuck inside an NCCL call never gets there; the exit then ends everything anyway).
-Napi::Value Abort(const Napi::CallbackInfo& info) {
-  if (gSlot.backend) {
-    nccl()->requestAbort();
-    for (int i = 0; i < 2000 && !nccl()->aborted(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return info.Env().Undefined();
+// The -T watchdog (the process exits right after; the code is the exit's): the wait in progress on the
+// worker thread aborts the communicators, so peers see the failure instead of hanging. Gives it up to
+// 2 s to do so (a thread stuck inside an NCCL call never gets there; the exit then ends everything anyway).
+void Abort(collbench::Backend* backend, int) {
+  if (backend == nullptr) return;
+  auto* b = static_cast<NcclBackend*>(backend);
+  b->requestAbort();
+  for (int i = 0; i < 2000 && !b->aborted(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 Napi::Value MemoryUsage(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!gSlot.backend)
-    throwIfError(env, Status::Error("core", "CORE_NOT_INITIALIZED", "init() has not been called", CB_SITE("memoryUsage")));
+  auto& b = static_cast<NcclBackend&>(collbench::addon::requireBackend(env, &gSlot));
   uint64_t init = 0, user = 0, coll = 0;
-  throwIfError(env, nccl()->memoryUsage(&init, &user, &coll));
+  throwIfError(env, b.memoryUsage(&init, &user, &coll));
   Napi::Object o = Napi::Object::New(env);
   o.Set("initialization", static_cast<double>(init));
   o.Set("userAllocated", static_cast<double>(user));
@@ -290,11 +263,9 @@ Napi::Object ModuleInit(Napi::Env env, Napi::Object exports) {
   exports.Set("library", Napi::Function::New(env, Library));
   exports.Set("devices", Napi::Function::New(env, Devices));
   exports.Set("uniqueId", Napi::Function::New(env, UniqueId));
-  exports.Set("init", Napi::Function::New(env, Init));
-  exports.Set("finalize", Napi::Function::New(env, Finalize));
-  exports.Set("abort", Napi::Function::New(env, Abort));
   exports.Set("memoryUsage", Napi::Function::New(env, MemoryUsage));
-  collbench::addon::registerCommon(env, exports, &gSlot);
+  // finalize destroys the backend: NcclBackend's destructor only frees what finalize left.
+  collbench::addon::registerModule(env, exports, &gSlot, {Init, Abort, true});
   return exports;
 }
 

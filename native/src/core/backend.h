@@ -37,6 +37,11 @@ class Backend {
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
 
+  // Ends this backend's use of its library (MPI_Finalize, Gloo's final barrier, NCCL's communicator
+  // destruction) and releases its buffers; a second call does nothing. Afterwards only the destructor
+  // may be called, and it runs no library teardown that finalize() has done.
+  virtual Status finalize() { return Status::Ok(); }
+
   // Buffers hold `bytes` each; previously allocated buffers are released first.
   virtual Status allocate(uint64_t sendBytes, uint64_t recvBytes) = 0;
   virtual void* buffer(BufId which) = 0;

@@ -1,6 +1,6 @@
 // Small helpers the backends' .cc files share for their error messages: the nccl-tests name of a
 // collective and the CORE_BAD_SPEC Status (a request the backend refuses before any library call).
-// Used by mpi_backend.cc, gloo_backend.cc, nccl_backend.cc and host_backend.cc.
+// Used by mpi_backend.cc, gloo_backend.cc, the nccl_*.cc files and host_backend.cc.
 #pragma once
 #include <string>
 
@@ -11,11 +11,8 @@ namespace collbench {
 
 // "all_reduce", "all_gather", ... as nccl-tests' binaries name them; "unknown" out of range.
 inline const char* collName(Coll c) {
-  static const char* const kNames[kCollCount] = {
-      "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
-      "alltoallv",  "gather",     "scatter",        "sendrecv",  "hypercube"};
   const int i = static_cast<int>(c);
-  return i >= 0 && i < kCollCount ? kNames[i] : "unknown";
+  return i >= 0 && i < kCollCount ? kCollNames[i].name : "unknown";
 }
 
 inline Status badSpec(const std::string& message, const std::string& where) {

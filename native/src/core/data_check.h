@@ -1,6 +1,6 @@
 // Host-memory fill and check of pattern segments: the Backend::fill/check contract (backend.h) for
 // backends whose buffers live in CPU memory (mpi, gloo). Expected values are regenerated from
-// pattern.h rather than stored, as DESIGN.md §2 "Data patterns" asks (nccl-tests.md §6).
+// pattern.h rather than stored, (docs/architecture.md, "Native layer"; docs/nccl-tests-contract.md, "Checks").
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 // Stateless data patterns: a hash of (seed, index, rank, nranks, op, dtype) gives each rank's input
 // and the exact reduced output, reproduced bit for bit by any reduction order or association.
 // Host and CUDA device code. Mirrors the generator principles of nccl-tests' verifiable/ (our own
-// construction; nccl-tests.md §6.3/6.4).
+// construction; https://github.com/NVIDIA/nccl-tests/tree/master/verifiable, docs/nccl-tests-contract.md, "Checks").
 //
 // How exactness is reached, per dtype class (p = significand bits incl. the implicit one):
 //  * Integers: random bits per (index, rank) (odd for prod, so products never collapse to 0);
@@ -61,7 +61,7 @@ CB_HD uint64_t laneHash(uint64_t key, int rank, uint64_t purpose) {
 // nccl-tests' PreMulSum scalar: 1 on even ranks, 2 on odd ranks.
 CB_HD int mulSumScalar(int rank) { return 1 + (rank & 1); }
 
-// Bit-distance allowed between result and expected (nccl-tests.md §6.4): 0 except float avg.
+// Bit-distance allowed between result and expected (docs/nccl-tests-contract.md, "Checks"): 0 except float avg.
 CB_HD uint64_t tolerance(DType t, RedOp op) { return (dtypeIsFloat(t) && op == RedOp::Avg) ? 2 : 0; }
 
 // |a - b| of the bit patterns read as unsigned integers of the element width (~ULPs, same sign).

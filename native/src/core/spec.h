@@ -17,6 +17,13 @@ enum class SegKind : int {
   Copy = 2,          // non-reducing data of stream `stream`
   Zero = 3,          // all-zero bits (recv buffers are zeroed before each init)
 };
+constexpr int kSegKindCount = 4;
+// The names JavaScript gives segments (bench/core/types.ts SegmentKind; addon_common.cc parses them).
+inline constexpr EnumName kSegKindNames[] = {
+    {"reduceInput", static_cast<int>(SegKind::ReduceInput)}, {"reduceOutput", static_cast<int>(SegKind::ReduceOutput)},
+    {"copy", static_cast<int>(SegKind::Copy)},               {"zero", static_cast<int>(SegKind::Zero)},
+};
+static_assert(static_cast<int>(sizeof kSegKindNames / sizeof kSegKindNames[0]) == kSegKindCount && enumTableInOrder(kSegKindNames));
 
 enum class BufId : int { Send = 0, Recv = 1 };
 

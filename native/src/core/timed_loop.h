@@ -1,5 +1,5 @@
-// The one timed loop of collbench, shared by every backend (DESIGN.md §2): warm-up, one row-half
-// measured exactly as nccl-tests' BenchTime does it (nccl-tests.md §5), then the correctness check.
+// The one timed loop of collbench, shared by every backend (docs/architecture.md, "Native layer"): warm-up, one row-half
+// measured exactly as nccl-tests' BenchTime does it (docs/nccl-tests-contract.md, "Timing"), then the correctness check.
 // Backends only enqueue ops, wait, barrier and combine numbers; nothing here is per collective.
 #pragma once
 #include <vector>

@@ -1,5 +1,5 @@
 // GlooBackend: nccl-tests' eleven collectives mapped onto Gloo's blocking collectives over host
-// buffers (nccl-tests.md §4, in-place layouts included), avg and mulsum emulated around sum as the
+// buffers (docs/nccl-tests-contract.md, "Formulas", in-place layouts included), avg and mulsum emulated around sum as the
 // MPI backend does, reduce_scatter and the legacy all_reduce algorithms on Gloo's legacy classes.
 // Every Gloo call runs inside CB_GLOO (gloo_types.h): no exception crosses this file's boundary.
 #include "backends/gloo/gloo_backend.h"
@@ -201,34 +201,27 @@ Status GlooBackend::create(const GlooConfig& config, std::unique_ptr<GlooBackend
   else if (!config.hostname.empty()) attr.hostname = config.hostname;
   CB_GLOO("gloo::transport::tcp::CreateDevice", b->device_ = gloo::transport::tcp::CreateDevice(attr));
 
-  const auto timeout = std::chrono::milliseconds(config.timeoutMs);
-  auto connect = [&](const char* name, std::shared_ptr<gloo::Context>* ctx) -> Status {
-    auto c = std::make_shared<gloo::rendezvous::Context>(config.rank, config.size);
-    c->setTimeout(timeout);
-    CB_GLOO(std::string("gloo::rendezvous::Context::connectFullMesh (") + name + " context)", {
-      gloo::rendezvous::PrefixStore store(name, *b->runStore_);
-      c->connectFullMesh(store, b->device_);
-    });
-    *ctx = c;
-    return Status::Ok();
-  };
-  CB_TRY(connect("ctrl", &b->ctrl_));
-  CB_TRY(connect("data", &b->data_));
+  CB_TRY(b->connect("ctrl", &b->ctrl_));
+  CB_TRY(b->connect("data", &b->data_));
   *out = std::move(b);
+  return Status::Ok();
+}
+
+Status GlooBackend::connect(const char* name, std::shared_ptr<gloo::Context>* ctx) {
+  auto c = std::make_shared<gloo::rendezvous::Context>(config_.rank, config_.size);
+  c->setTimeout(std::chrono::milliseconds(config_.timeoutMs));
+  CB_GLOO(std::string("gloo::rendezvous::Context::connectFullMesh (") + name + " context)", {
+    gloo::rendezvous::PrefixStore store(name, *runStore_);
+    c->connectFullMesh(store, device_);
+  });
+  *ctx = c;
   return Status::Ok();
 }
 
 Status GlooBackend::legacyContext() {
   if (legacy_) return Status::Ok();
   // Every rank gets here at the same op of the same plan, so this rendezvous always pairs up.
-  auto c = std::make_shared<gloo::rendezvous::Context>(config_.rank, config_.size);
-  c->setTimeout(std::chrono::milliseconds(config_.timeoutMs));
-  CB_GLOO("gloo::rendezvous::Context::connectFullMesh (legacy context)", {
-    gloo::rendezvous::PrefixStore store("legacy", *runStore_);
-    c->connectFullMesh(store, device_);
-  });
-  legacy_ = c;
-  return Status::Ok();
+  return connect("legacy", &legacy_);
 }
 
 void GlooBackend::dropLegacyAlgorithms() {
@@ -256,13 +249,7 @@ Status GlooBackend::finalize() {
   if (finalized_) return Status::Ok();
   finalized_ = true;
   Status s = Status::Ok();
-  if (!failed_ && ctrl_) {
-    s = glooGuard(CB_SITE("gloo::barrier (final)"), [&]() {
-      gloo::BarrierOptions opts(ctrl_);
-      opts.setTag(kTag);
-      gloo::barrier(opts);
-    });
-  }
+  if (!failed_ && ctrl_) s = ctrlBarrier(CB_SITE("gloo::barrier (final)"));
   dropLegacyAlgorithms();
   for (auto* c : {&legacy_, &data_, &ctrl_}) {
     const Status t = glooGuard(CB_SITE("gloo::Context::closeConnections"), [&]() {
@@ -410,25 +397,30 @@ Status GlooBackend::allReduce(const OpArgs& a) {
   if (a.count == 0) return Status::Ok();
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, 0, &src));
+  CB_TRY(dataAllreduce(a, a.inPlace ? nullptr : src, a.recv, a.count, "gloo::allreduce"));
+  if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
+  return Status::Ok();
+}
+
+Status GlooBackend::dataAllreduce(const OpArgs& a, const void* input, void* output, uint64_t count,
+                                  const char* what) {
   const auto algorithm = config_.algo == GlooAlgo::Ring    ? gloo::AllreduceOptions::Algorithm::RING
                          : config_.algo == GlooAlgo::Bcube ? gloo::AllreduceOptions::Algorithm::BCUBE
                                                            : gloo::AllreduceOptions::Algorithm::UNSPECIFIED;
-  CB_TRY(dispatchDType(a.dtype, [&](auto tag) -> Status {
+  return dispatchDType(a.dtype, [&](auto tag) -> Status {
     constexpr DType D = decltype(tag)::value;
     using T = typename ElementOf<D>::type;
-    CB_GLOO("gloo::allreduce", {
+    CB_GLOO(what, {
       gloo::AllreduceOptions opts(data_);
-      if (!a.inPlace) opts.setInput<T>(static_cast<T*>(const_cast<void*>(src)), a.count);
-      opts.setOutput<T>(static_cast<T*>(a.recv), a.count);
+      if (input != nullptr) opts.setInput<T>(static_cast<T*>(const_cast<void*>(input)), count);
+      opts.setOutput<T>(static_cast<T*>(output), count);
       opts.setAlgorithm(algorithm);
       opts.setReduceFunction(reduceFunction<D>(a.op, config_.glooFloat16));
       opts.setTag(kTag);
       gloo::allreduce(opts);
     });
     return Status::Ok();
-  }));
-  if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
-  return Status::Ok();
+  });
 }
 
 Status GlooBackend::allReduceLegacy(const OpArgs& a) {
@@ -498,23 +490,7 @@ Status GlooBackend::reduceScatter(const OpArgs& a) {
   }
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, total, a.inPlace, 0, &src));
-  const auto algorithm = config_.algo == GlooAlgo::Ring    ? gloo::AllreduceOptions::Algorithm::RING
-                         : config_.algo == GlooAlgo::Bcube ? gloo::AllreduceOptions::Algorithm::BCUBE
-                                                           : gloo::AllreduceOptions::Algorithm::UNSPECIFIED;
-  CB_TRY(dispatchDType(a.dtype, [&](auto tag) -> Status {
-    constexpr DType D = decltype(tag)::value;
-    using T = typename ElementOf<D>::type;
-    CB_GLOO("gloo::allreduce (reduce_scatter)", {
-      gloo::AllreduceOptions opts(data_);
-      if (!a.inPlace) opts.setInput<T>(static_cast<T*>(const_cast<void*>(src)), total);
-      opts.setOutput<T>(static_cast<T*>(work), total);
-      opts.setAlgorithm(algorithm);
-      opts.setReduceFunction(reduceFunction<D>(a.op, config_.glooFloat16));
-      opts.setTag(kTag);
-      gloo::allreduce(opts);
-    });
-    return Status::Ok();
-  }));
+  CB_TRY(dataAllreduce(a, a.inPlace ? nullptr : src, work, total, "gloo::allreduce (reduce_scatter)"));
   const char* block = bytesAt(work, a.count * config_.rank, ts);
   if (block != a.recv) std::memcpy(a.recv, block, a.count * ts);
   if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
@@ -754,13 +730,17 @@ Status GlooBackend::hyperCube(const OpArgs& a) {
 // ---------------------------------------------------------------------------------------------
 // Control plane (new API on its own context)
 
-Status GlooBackend::barrier() {
-  CB_TRY(alive("barrier"));
-  return track(glooGuard(CB_SITE("gloo::barrier"), [&]() {
+Status GlooBackend::ctrlBarrier(const std::string& site) {
+  return glooGuard(site, [&]() {
     gloo::BarrierOptions opts(ctrl_);
     opts.setTag(kTag);
     gloo::barrier(opts);
-  }));
+  });
+}
+
+Status GlooBackend::barrier() {
+  CB_TRY(alive("barrier"));
+  return track(ctrlBarrier(CB_SITE("gloo::barrier")));
 }
 
 Status GlooBackend::allreduce(double* values, int n, Combine how) {
@@ -796,6 +776,18 @@ Status GlooBackend::allreduce(double* values, int n, Combine how) {
   return Status::Ok();
 }
 
+template <typename T>
+Status GlooBackend::ctrlGather(const std::string& site, T* in, size_t n, T* out, size_t outN) {
+  return glooGuard(site, [&]() {
+    gloo::GatherOptions opts(ctrl_);
+    opts.setInput<T>(in, n);
+    if (config_.rank == 0) opts.setOutput<T>(out, outN);
+    opts.setRoot(0);
+    opts.setTag(kTag);
+    gloo::gather(opts);
+  });
+}
+
 Status GlooBackend::gather(const double* mine, int n, std::vector<double>* atRoot) {
   CB_TRY(alive("gather"));
   if (atRoot == nullptr || n < 0 || (n > 0 && mine == nullptr))
@@ -807,14 +799,8 @@ Status GlooBackend::gather(const double* mine, int n, std::vector<double>* atRoo
     std::copy(mine, mine + n, atRoot->begin());
     return Status::Ok();
   }
-  return track(glooGuard(CB_SITE("gloo::gather (control)"), [&]() {
-    gloo::GatherOptions opts(ctrl_);
-    opts.setInput<double>(const_cast<double*>(mine), n);
-    if (config_.rank == 0) opts.setOutput<double>(atRoot->data(), atRoot->size());
-    opts.setRoot(0);
-    opts.setTag(kTag);
-    gloo::gather(opts);
-  }));
+  return track(ctrlGather(CB_SITE("gloo::gather (control)"), const_cast<double*>(mine), n, atRoot->data(),
+                          atRoot->size()));
 }
 
 Status GlooBackend::gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) {
@@ -834,14 +820,7 @@ Status GlooBackend::gatherStrings(const std::string& mine, std::vector<std::stri
   CB_TRY(gather(&myLength, 1, &lengths));
   std::vector<char> block(width, '\0'), all(config_.rank == 0 ? width * config_.size : 0);
   std::memcpy(block.data(), mine.data(), mine.size());
-  CB_TRY(track(glooGuard(CB_SITE("gloo::gather (control strings)"), [&]() {
-    gloo::GatherOptions opts(ctrl_);
-    opts.setInput<char>(block.data(), width);
-    if (config_.rank == 0) opts.setOutput<char>(all.data(), all.size());
-    opts.setRoot(0);
-    opts.setTag(kTag);
-    gloo::gather(opts);
-  })));
+  CB_TRY(track(ctrlGather(CB_SITE("gloo::gather (control strings)"), block.data(), width, all.data(), all.size())));
   if (config_.rank == 0)
     for (int r = 0; r < config_.size; ++r)
       atRoot->emplace_back(all.data() + r * width, static_cast<size_t>(lengths[r]));

@@ -1,7 +1,8 @@
 // The Gloo backend: collbench's Backend interface (core/backend.h) on Gloo collectives over host
-// memory and TCP, with nccl-tests' semantics for all eleven collectives (nccl-tests.md §4), the same
-// way mpi_backend.h does it for MPI. Contexts are kept apart per API family (platform.md, Gloo
-// pitfall 1): control plane and data on new-API contexts, legacy algorithm classes on their own.
+// memory and TCP, with nccl-tests' semantics for all eleven collectives (docs/nccl-tests-contract.md,
+// "Formulas"), the same way mpi_backend.h does it for MPI. Contexts are kept apart per API family (a legacy
+// send shrinks its pairs' socket buffers and would slow the new API 1000× on a shared context): control
+// plane and data on new-API contexts, legacy algorithm classes on their own.
 #pragma once
 #include <gloo/algorithm.h>
 #include <gloo/context.h>
@@ -54,9 +55,10 @@ class GlooBackend : public HostMemoryBackend {
   GlooBackend(const GlooBackend&) = delete;
   GlooBackend& operator=(const GlooBackend&) = delete;
 
-  // Final barrier (platform.md, Gloo pitfall 2), then closes every context. After a failed Gloo
-  // call the barrier is skipped: peers may be gone and would make it wait for the timeout.
-  Status finalize();
+  // Final barrier (else a peer still sending fails with "Connection closed by peer"), then closes every
+  // context. After a failed Gloo call the barrier is skipped: peers may be gone and would make it wait for
+  // the timeout.
+  Status finalize() override;
   bool finalized() const { return finalized_; }
 
   static std::string libraryVersion();       // "Gloo 0.5.0 (tcp transport)"
@@ -99,12 +101,22 @@ class GlooBackend : public HostMemoryBackend {
   // when `scaleInPlace`, else into the scratch buffer at byte offset `scratchOffset`).
   Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
                      uint64_t scratchOffset, const void** out);
+  // A new-API context named `name` (its store keys' prefix), connected full mesh with the timeout.
+  Status connect(const char* name, std::shared_ptr<gloo::Context>* ctx);
   Status legacyContext();
   Status legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void* ptr, uint64_t count,
                          gloo::Algorithm** out);
   void dropLegacyAlgorithms();
   // Runs a data-plane call; a failure marks the backend failed (finalize then skips its barrier).
   Status track(Status s);
+
+  // gloo::allreduce on the data context with --gloo-algo's algorithm: `count` elements of a.dtype from
+  // `input` (null: in place) into `output`, with a.op's reduce function; `what` names the call.
+  Status dataAllreduce(const OpArgs& a, const void* input, void* output, uint64_t count, const char* what);
+  // On the control context: a barrier, and a gather of `n` elements per rank to rank 0 (`out` there).
+  Status ctrlBarrier(const std::string& site);
+  template <typename T>
+  Status ctrlGather(const std::string& site, T* in, size_t n, T* out, size_t outN);
 
   Status allReduce(const OpArgs& a);
   Status allReduceLegacy(const OpArgs& a);

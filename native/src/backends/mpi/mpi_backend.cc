@@ -1,5 +1,5 @@
 // MpiBackend: nccl-tests' eleven collectives mapped onto blocking MPI calls over host buffers
-// (nccl-tests.md §4, in-place layouts included), avg and mulsum emulated around MPI_SUM, and the
+// (docs/nccl-tests-contract.md, "Formulas", in-place layouts included), avg and mulsum emulated around MPI_SUM, and the
 // MPI control plane. Every MPI return code goes through CB_MPI (mpi_types.h) into a Status.
 #include "backends/mpi/mpi_backend.h"
 

@@ -1,5 +1,5 @@
 // The OpenMPI backend: collbench's Backend interface (core/backend.h) on MPI collectives over host
-// memory, with nccl-tests' semantics for all eleven collectives (nccl-tests.md §4) and the MPI control
+// memory, with nccl-tests' semantics for all eleven collectives (docs/nccl-tests-contract.md, "Formulas") and the MPI control
 // plane (barrier, combine, gather) that the timed loop and the launcher use.
 // Used from one thread at a time: ops on a worker thread, init/finalize/gathers on the JS thread.
 #pragma once
@@ -27,7 +27,7 @@ class MpiBackend : public HostMemoryBackend {
   MpiBackend& operator=(const MpiBackend&) = delete;
 
   // Free everything MPI-owned and call MPI_Finalize (once; later calls return Ok).
-  Status finalize();
+  Status finalize() override;
   // MPI_Abort on MPI_COMM_WORLD: ends every rank of the job with `code`. Returns only on failure.
   Status abort(int code);
   bool finalized() const { return finalized_; }

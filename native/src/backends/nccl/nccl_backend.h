@@ -1,11 +1,12 @@
 // The NCCL backend: collbench's Backend (core/backend.h) on dlopen'ed NCCL and CUDA streams; one process
-// drives -t x -g GPUs inside NCCL groups, with nccl-tests' collective semantics (nccl-tests.md §4), polled
+// drives -t x -g GPUs inside NCCL groups, with nccl-tests' collective semantics (docs/nccl-tests-contract.md, "Formulas"), polled
 // waits (-T: ncclCommAbort), CUDA events (-I) and graphs (-G). Control plane across processes: lent (MPI's,
 // under mpirun), NCCL collectives on a small device buffer (torchrun-style), or none (one process).
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,7 +68,7 @@ class NcclBackend : public Backend {
   NcclBackend& operator=(const NcclBackend&) = delete;
 
   // Frees buffers, graphs and events; destroys (or, after an abort, forgets) the communicators.
-  Status finalize();
+  Status finalize() override;
   // From any thread: the next wait aborts the communicators and fails (the -T watchdog's hook);
   // aborted() turns true once it has (ncclCommAbort is then done, by the thread that waited).
   void requestAbort() { abortRequested_.store(true); }
@@ -171,6 +172,9 @@ class NcclBackend : public Backend {
   Status ensureCtrl(uint64_t bytes);
   Status ctrlAllreduce(double* values, int n, Combine how);
   Status ctrlAllgather(const void* mine, uint64_t bytes, std::vector<char>* all);
+  // One control-plane call per local rank, inside an NCCL group when there are several; the first failure
+  // (of a call, or of ncclGroupEnd) is returned, named `what`.
+  Status ctrlGroup(const char* what, const std::function<ncclapi::Result(Local&)>& call);
 
   NcclOptions opt_;
   const NcclLibrary* lib_ = nullptr;

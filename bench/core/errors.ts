@@ -46,3 +46,6 @@ export class UsageError extends Error {
     return new UsageError(`${flag}: ${detail}`, flag);
   }
 }
+
+/** No backend (or not the one asked for) can run here: not built, its library missing, no device. Exit 5. */
+export class BackendUnavailableError extends Error {}

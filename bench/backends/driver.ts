@@ -1,0 +1,30 @@
+// The BackendDriver interface: what differs between backends on the TypeScript side (environment before the
+// module loads, options a backend refuses, bring-up, rank lines, warnings, -M). The timed loop, the plan and
+// the reports are the same for every backend. Imports no concrete driver: the registry binds names to drivers.
+import type { CollectiveDescriptor } from '../collectives/descriptor.js';
+import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
+import type { ResolvedOptions } from '../core/flags.js';
+import type { BackendInfo, NativeBackend } from '../native/binding.js';
+
+export interface BackendDriver {
+  /** Runs before the module is initialised (process-wide settings the library reads at init). */
+  prepare?(options: ResolvedOptions): void;
+  /** Throws UsageError for options this backend cannot honour (never silently ignores them). */
+  validate(options: ResolvedOptions): void;
+  /** This process's line(s) under "# Using devices" (one per rank it drives). */
+  rankLine(info: BackendInfo): RankLineInfo | RankLineInfo[];
+  /** Comment lines about known defects of the library that this run will meet. */
+  warnings(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo): string[];
+  /** Wording of the -I preamble line: how per-iteration samples are taken. */
+  perIterTimer: string;
+  /** Brings the module up when that takes more than native.init() (nccl: bootstrap, unique id; gloo: config). */
+  init?(native: NativeBackend, options: ResolvedOptions): Promise<BackendInfo>;
+  /** After init, on every rank alike: options the job's devices and library change (nccl: GPU memory cap,
+   *  datatypes the GPUs lack) and the reduced -e to announce, if any. */
+  adjust?(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
+    { options: ResolvedOptions; reducedMaxBytes: number | null };
+  /** -M: memory used, combined over the job (called on every rank). */
+  memoryUsage?(native: NativeBackend): MemoryUsage;
+  /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). */
+  shutdown?(): void;
+}

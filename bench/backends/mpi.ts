@@ -1,0 +1,23 @@
+// The mpi backend's driver: a singleton MPI world for a plain process (launch/environment.ts), the GPU-only
+// flags refused, and the preamble warning for Open MPI's saturating int8/uint8 MPI_SUM (open-mpi/ompi#8045).
+import { prepareSingletonMpi } from '../launch/environment.js';
+import type { BackendDriver } from './driver.js';
+import { cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
+
+export function createMpiDriver(): BackendDriver {
+  return {
+    prepare: () => prepareSingletonMpi(),
+    validate: (options) => refuseGpuOnlyFlags(options, 'mpi'),
+    rankLine: cpuRankLine,
+    warnings(options, desc, info) {
+      const smallInts = options.dtypes.some((t) => t === 'int8' || t === 'uint8');
+      const sums = options.ops.some((o) => o === 'sum' || o === 'avg' || o === 'mulsum');
+      if (info.smallIntSumSaturates && desc.reduces && smallInts && sums) {
+        return ['# Warning: this MPI library saturates int8/uint8 MPI_SUM instead of wrapping (Open MPI op/avx, ' +
+          'open-mpi/ompi#8045): expect #wrong > 0 for int8/uint8 sum, avg and mulsum; OMPI_MCA_op=^avx avoids that component'];
+      }
+      return [];
+    },
+    perIterTimer: 'host clock timing',
+  };
+}

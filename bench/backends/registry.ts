@@ -1,0 +1,118 @@
+// The one backend registry: for every backend its name (core/types.ts BACKEND_NAMES, in order of
+// preference), what its module needs from the system and how to get it, how --np starts its ranks, and its
+// driver. selectBackend() is the one way any command picks a backend, as torch.distributed's
+// Backend.register_backend keeps one table of backends and their constructors.
+import { BackendUnavailableError } from '../core/errors.js';
+import type { BackendName } from '../core/types.js';
+import type { NativeBackend } from '../native/binding.js';
+import { moduleBuilt, modulePath, requireNativeModule } from '../native/loader.js';
+import type { BackendDriver } from './driver.js';
+import { createGlooDriver } from './gloo.js';
+import { createMpiDriver } from './mpi.js';
+import { createNcclDriver } from './nccl.js';
+
+export interface BackendRecord {
+  name: BackendName;
+  /** How to get the module built (shown when it is missing). */
+  howToGet: string;
+  /** What the module needs from the system it runs on, beyond glibc and libstdc++ (which Node itself needs):
+   *  `stems` name the libraries `collbench info` reports as loaded; `optional` matches every library `ldd`
+   *  may find missing on a node without them (the bundle README documents both). */
+  system: { stems: readonly string[]; optional: RegExp; needs: string };
+  /** What `--np N` starts the ranks with: mpirun, or N local processes of this command (no MPI). */
+  launcher: 'mpirun' | 'local-processes';
+  /** A fresh driver for one run (drivers keep their run's state, never module-level state); `env` is where it
+   *  reads the launcher's and the library's variables (default: process.env). */
+  createDriver(env?: NodeJS.ProcessEnv): BackendDriver;
+}
+
+export const BACKENDS: readonly BackendRecord[] = Object.freeze([
+  {
+    name: 'nccl',
+    howToGet: 'install the CUDA toolkit (nvcc) and run make; NCCL itself is loaded at run time (--nccl-lib, COLLBENCH_NCCL_LIB)',
+    system: {
+      stems: ['libnccl.so', 'libcuda.so'],
+      optional: /^$/, // nothing: the CUDA runtime is linked statically, libcuda and libnccl are dlopen'ed
+      needs: 'an NVIDIA driver (libcuda.so.1) and a libnccl.so.2, loaded at run time: --nccl-lib PATH or ' +
+        'COLLBENCH_NCCL_LIB=PATH, else the system loader path and pip nvidia-nccl-cu* wheels in site-packages',
+    },
+    launcher: 'mpirun',
+    createDriver: createNcclDriver,
+  },
+  {
+    name: 'mpi',
+    howToGet: 'install OpenMPI (apt install openmpi-bin libopenmpi-dev) and run make',
+    system: {
+      stems: ['libmpi.so'],
+      optional: /^lib(mpi|open-rte|open-pal|hwloc|event_core|event_pthreads|udev|z)[-.]/,
+      needs: 'Open MPI 4.x: libmpi.so.40 (Debian/Ubuntu: apt install libopenmpi3 openmpi-bin), mpirun for several ranks',
+    },
+    launcher: 'mpirun',
+    createDriver: createMpiDriver,
+  },
+  {
+    name: 'gloo',
+    howToGet: 'install Gloo (apt install libgloo-dev) and run make',
+    system: {
+      stems: ['libgloo.so'],
+      optional: /^lib(gloo|hiredis|ibverbs|nl-3|nl-route-3)\./,
+      needs: 'libgloo.so.0 and its libhiredis, libibverbs (Debian/Ubuntu: apt install libgloo0)',
+    },
+    launcher: 'local-processes',
+    createDriver: createGlooDriver,
+  },
+] satisfies BackendRecord[]);
+
+export function backendRecord(name: BackendName): BackendRecord {
+  return BACKENDS.find((b) => b.name === name)!;
+}
+
+/** Backends whose module is built, in order of preference. */
+export function builtBackends(env: NodeJS.ProcessEnv = process.env): BackendName[] {
+  return BACKENDS.filter((b) => moduleBuilt(b.name, env)).map((b) => b.name);
+}
+
+export function missingBackendMessage(wanted: BackendName | null, env: NodeJS.ProcessEnv = process.env): string {
+  if (wanted) return `backend ${wanted} is not built (${modulePath(wanted, env)} missing): ${backendRecord(wanted).howToGet}`;
+  return `no backend built: ${backendRecord('mpi').howToGet}`;
+}
+
+/** Loads a built module; a module whose system library is missing here becomes a BackendUnavailableError. */
+export function requireBackend(name: BackendName, env: NodeJS.ProcessEnv = process.env): NativeBackend {
+  try {
+    return requireNativeModule<NativeBackend>(name, env);
+  } catch (e) {
+    throw new BackendUnavailableError(
+      `backend ${name} is built but cannot be loaded (${(e as Error).message.split('\n')[0]}): ${backendRecord(name).howToGet}`,
+    );
+  }
+}
+
+/** What a module's probe() says (modules whose library or devices may be missing at run time: nccl). */
+interface Probing { probe?(o: { lib?: string }): { usable: boolean; reason?: string } }
+
+export interface SelectedBackend { record: BackendRecord; module: NativeBackend }
+
+/**
+ * The backend asked for, or else the first built one (in order of preference) whose module says it can
+ * run here: a built nccl module on a machine without a GPU or libnccl gives way to the next backend.
+ * `probe.ncclLib` is --nccl-lib (the module reads COLLBENCH_NCCL_LIB itself).
+ */
+export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: string | null } = {},
+  env: NodeJS.ProcessEnv = process.env): SelectedBackend {
+  const built = builtBackends(env);
+  if (wanted !== null) {
+    if (!built.includes(wanted)) throw new BackendUnavailableError(missingBackendMessage(wanted, env));
+    return { record: backendRecord(wanted), module: requireBackend(wanted, env) };
+  }
+  const passed: string[] = [];
+  for (const name of built) {
+    let module: NativeBackend;
+    try { module = requireBackend(name, env); } catch (e) { passed.push((e as Error).message); continue; }
+    const p = (module as Probing).probe?.({ lib: probe.ncclLib ?? undefined });
+    if (!p || p.usable) return { record: backendRecord(name), module };
+    passed.push(`${name}: ${p.reason ?? 'not usable here'}`);
+  }
+  if (passed.length === 0) throw new BackendUnavailableError(missingBackendMessage(null, env));
+  throw new BackendUnavailableError(`no built backend can run here (${passed.join('; ')}); ${backendRecord('mpi').howToGet}`);
+}

@@ -1,0 +1,39 @@
+// `--np N [--hosts …]`: starts the ranks of one run. The backend registry says how (mpirun, or N local
+// processes of this command for gloo); what every rank would refuse is checked here first, so a bad command
+// fails once rather than N times; the children's command line is built from the parsed options.
+import { selectBackend } from '../backends/registry.js';
+import { childArguments } from '../config/parse.js';
+import { UsageError } from '../core/errors.js';
+import type { ResolvedOptions } from '../core/flags.js';
+import { underMpiLauncher } from '../launch/environment.js';
+import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
+import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
+import { ARGV_ENV } from '../report/provenance.js';
+
+export interface LaunchContext {
+  /** The command that runs one rank: node, its flags, this script. */
+  program: string[];
+  /** The script's name says the collective (all_reduce_perf), so the children need no collective word. */
+  programNamesCollective: boolean;
+  /** The command line as typed (script first): reports record it, not the children's. */
+  typed: readonly string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext): Promise<number> {
+  const env = ctx.env ?? process.env;
+  if (underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
+  const { record } = selectBackend(options.backend, { ncclLib: options.ncclLib }, env);
+  record.createDriver(env).validate(options);
+  const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed) };
+  const args = childArguments(options, ctx.programNamesCollective);
+  const np = options.np!;
+  if (record.launcher === 'local-processes' && options.hosts === null) {
+    return runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv });
+  }
+  if (record.launcher === 'local-processes' && options.glooStore === null) {
+    // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
+    throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
+  }
+  return runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, program: ctx.program, args, env }), childEnv);
+}

@@ -1,0 +1,228 @@
+// The one flag table: every option of a run, one record each (letter, long name, the ResolvedOptions field,
+// value type, default, range, help, group, the backends that implement it). The options type, the parser,
+// --help, the range checks and the GPU-only refusals are all derived from it (bench/config/). Letters, long
+// names and defaults mirror nccl-tests' getopt_long table and usage text (main() in src/common.cu); collbench's
+// additions take long names only, so no letter nccl-tests may take later is used up.
+import {
+  BACKEND_NAMES, DTYPES, GLOO_ALGOS, JSON_FORMATS, OPS, TABLE_FORMATS,
+  type BackendName, type CollectiveName,
+} from './types.js';
+
+export const GROUPS = [
+  'Sizes',
+  'Iterations and timing',
+  'Data and checking',
+  'Output',
+  'Ranks, devices and NCCL features',
+  'collbench launch',
+  'Other',
+] as const;
+export type FlagGroup = (typeof GROUPS)[number];
+
+/**
+ * How the value is written and read: `int` (strtol base 0 syntax, a range), `bool` (an int that is 0 or 1),
+ * `size` (bytes with K/M/G), `choice` (one name of a list), `list` (names of a list, or `all`), `text`
+ * (a string kept as given, or null), `switch` (no value), `action` (-h, --version: ends parsing).
+ */
+export type FlagKind = 'int' | 'bool' | 'size' | 'choice' | 'list' | 'text' | 'switch' | 'action';
+
+interface FlagCommon {
+  /** nccl-tests short letter; absent for collbench's long-only additions. */
+  short?: string;
+  /** Long name (nccl-tests spelling, underscores included). */
+  long: string;
+  /** Placeholder in --help. */
+  value?: string;
+  /** Meaning, one sentence (nccl-tests' usage wording where it has one). */
+  help: string;
+  group: FlagGroup;
+  /** Default as --help shows it when it is not simply the default value. */
+  defaultText?: string;
+  /** Backends that implement it (absent: every backend). Others refuse a value other than the default. */
+  backends?: readonly BackendName[];
+  /** How a refusal names what the flag does, e.g. "CUDA graphs". */
+  about?: string;
+}
+
+/** A flag that sets field F of the options to a value of type V. */
+export interface ValueFlag<F extends string = string, V = unknown> extends FlagCommon {
+  kind: Exclude<FlagKind, 'action'>;
+  field: F;
+  default: V;
+  /** int: the value's name in messages and its range (max absent: INT_MAX, the native side's `int`). */
+  what?: string;
+  min?: number;
+  max?: number;
+  /** choice / list: the valid names. */
+  choices?: readonly string[];
+}
+
+export interface ActionFlag extends FlagCommon {
+  kind: 'action';
+  action: 'help' | 'version';
+}
+
+export type FlagSpec = ValueFlag | ActionFlag;
+
+type Extra = Omit<FlagCommon, 'long' | 'help' | 'group'>;
+const int = <F extends string>(short: string | undefined, long: string, field: F, dflt: number,
+  what: string, min: number, max: number | undefined, group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, number> =>
+  ({ kind: 'int', short, long, field, default: dflt, what, min, max, group, help, ...extra });
+const bool = <F extends string>(short: string, long: string, field: F, what: string, group: FlagGroup, help: string,
+  extra: Extra = {}): ValueFlag<F, boolean> =>
+  ({ kind: 'bool', short, long, field, default: false, what, group, help, ...extra });
+const size = <F extends string>(short: string, long: string, field: F, dflt: number, group: FlagGroup, help: string,
+  extra: Extra = {}): ValueFlag<F, number> =>
+  ({ kind: 'size', short, long, field, default: dflt, group, help, ...extra });
+const choice = <F extends string, C extends string>(long: string, field: F, choices: readonly C[], dflt: C, what: string,
+  group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, C> =>
+  ({ kind: 'choice', long, field, choices, default: dflt, what, group, help, ...extra });
+const list = <F extends string, C extends string>(short: string, long: string, field: F, choices: readonly C[], dflt: C,
+  what: string, group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, C[]> =>
+  ({ kind: 'list', short, long, field, choices, default: Object.freeze([dflt]) as C[], what, group, help, ...extra });
+const text = <F extends string>(short: string | undefined, long: string, field: F, group: FlagGroup, help: string,
+  extra: Extra = {}): ValueFlag<F, string | null> =>
+  ({ kind: 'text', short, long, field, default: null, group, help, ...extra });
+const toggle = <F extends string>(long: string, field: F, group: FlagGroup, help: string): ValueFlag<F, boolean> =>
+  ({ kind: 'switch', long, field, default: false, group, help });
+
+const MIB = 1024 * 1024;
+const NCCL: readonly BackendName[] = ['nccl'];
+const GLOO: readonly BackendName[] = ['gloo'];
+const RANKS = 'Ranks, devices and NCCL features';
+const TIMING = 'Iterations and timing';
+const DATA = 'Data and checking';
+const LAUNCH = 'collbench launch';
+
+/** Every flag, in nccl-tests' usage order, then collbench's additions. */
+export const FLAGS = Object.freeze([
+  int('t', 'nthreads', 'nThreads', 1, 'thread count', 1, undefined, RANKS,
+    'threads per process, each driving -g GPUs', { value: '<num threads>', backends: NCCL, about: 'threads driving GPUs' }),
+  int('g', 'ngpus', 'nGpus', 1, 'GPUs per thread', 1, undefined, RANKS,
+    'GPUs per thread; ranks = processes × threads × GPUs', { value: '<gpus per thread>', backends: NCCL, about: 'GPUs per thread' }),
+  size('b', 'minbytes', 'minBytes', 32 * MIB, 'Sizes', 'first size of the sweep', { value: '<min size in bytes>' }),
+  size('e', 'maxbytes', 'maxBytes', 32 * MIB, 'Sizes', 'last size of the sweep (inclusive)', { value: '<max size in bytes>' }),
+  size('i', 'stepbytes', 'stepBytes', 1 * MIB, 'Sizes', 'additive step, used when -f is 1', { value: '<increment size>' }),
+  int('f', 'stepfactor', 'stepFactor', 1, 'step factor', 1, undefined, 'Sizes',
+    'multiplicative step, an integer; 1 = add -i instead', { value: '<increment factor>' }),
+  int('n', 'iters', 'iters', 20, 'iteration count', 1, undefined, TIMING, 'timed iterations per row',
+    { value: '<iteration count>' }),
+  int('m', 'agg_iters', 'aggIters', 1, 'aggregated iteration count', 1, undefined, TIMING,
+    'operations issued together (one group) per iteration', { value: '<aggregated iteration count>' }),
+  int('w', 'warmup_iters', 'warmupIters', 1, 'warm-up iteration count', 0, undefined, TIMING,
+    'warm-up operations per warm-up size (min, 2·min, … ≤ max)', { value: '<warmup iteration count>' }),
+  int('N', 'run_cycles', 'runCycles', 1, 'cycle count (0 = forever)', 0, undefined, TIMING,
+    'run & print the whole sweep this many times; 0 = forever', { value: '<cycle count>' }),
+  int('p', 'parallel_init', 'parallelInit', 0, 'parallel init', 0, 1, RANKS,
+    'threads initialise their communicators and buffers concurrently', { value: '<0/1>', backends: NCCL }),
+  int('c', 'check', 'check', 1, 'check iteration count', 0, undefined, DATA,
+    'correctness-check operations per row half; 0 = no check (#wrong shows N/A)', { value: '<check iteration count>' }),
+  list('o', 'op', 'ops', OPS, 'sum', 'op', DATA, 'reduction op, or all', { value: '<sum/prod/min/max/avg/mulsum/all>' }),
+  list('d', 'datatype', 'dtypes', DTYPES, 'float', 'datatype', DATA,
+    'datatype (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2), or all', { value: '<nccltype/all>' }),
+  int('r', 'root', 'root', 0, 'root (-1 = every root)', -1, undefined, DATA,
+    'root rank of rooted collectives; -1 = every root in turn', { value: '<root>' }),
+  int('z', 'blocking', 'blocking', 0, 'blocking mode', 0, 3, TIMING,
+    '0 = ops back to back, 1 = wait + barrier after each op (-m), 2 = wait after each op (no barrier), ' +
+    '3 = wait + barrier after each iteration (-n), timing only the part before the barrier', { value: '<0/1/2/3>' }) as ValueFlag<'blocking', 0 | 1 | 2 | 3>,
+  int('y', 'stream_null', 'streamNull', 0, 'stream_null', 0, 1, RANKS,
+    'use the default (NULL) CUDA stream instead of created non-blocking streams', { value: '<0/1>', backends: NCCL, about: 'CUDA streams' }),
+  int('T', 'timeout', 'timeoutSec', 0, 'timeout in seconds (0 = off)', 0, undefined, TIMING,
+    'abort and fail when one wait for completion takes longer; 0 = no limit', { value: '<time in seconds>' }),
+  int('G', 'cudagraph', 'cudaGraph', 0, 'CUDA graph launch count', 0, undefined, RANKS,
+    'capture the timed operations in a CUDA graph and launch it this many times; 0 = no graph',
+    { value: '<num graph launches>', backends: NCCL, about: 'CUDA graphs' }),
+  bool('C', 'report_cputime', 'reportCpuTime', 'report_cputime', TIMING,
+    'report host enqueue time (cputime) instead of completion time', { value: '<0/1>' }),
+  bool('S', 'report_timestamps', 'reportTimestamps', 'report_timestamps', 'Output', 'append a local timestamp to each row',
+    { value: '<0/1>' }),
+  text('J', 'output_file', 'jsonFile', 'Output',
+    'also write the run as a JSON report to this file (collbench report schema, see --json-format), ' +
+    'rewritten atomically after every row; - = stdout', { value: '<file>', defaultText: 'none' }),
+  int('a', 'average', 'average', 1, 'average mode', 0, 3, TIMING,
+    'combine per-rank times: 0 = rank 0, 1 = average, 2 = min, 3 = max', { value: '<0/1/2/3>' }) as ValueFlag<'average', 0 | 1 | 2 | 3>,
+  int('R', 'local_register', 'localRegister', 0, 'registration mode', 0, 2, RANKS,
+    'buffer registration: 0 = none, 1 = local (ncclCommRegister), 2 = symmetric window',
+    { value: '<0/1/2>', backends: NCCL, about: 'NCCL buffer registration' }),
+  int('x', 'cta_policy', 'ctaPolicy', -1, 'CTA policy (-1 = unset)', -1, 2, RANKS,
+    'NCCL CTA policy: 0 = default, 1 = efficiency, 2 = zero', { value: '<0/1/2>', defaultText: 'not set', backends: NCCL, about: 'NCCL CTA policy' }),
+  int('D', 'device_implementation', 'deviceImpl', 0, 'device implementation', 0, undefined, RANKS,
+    'use device-API kernel N instead of the NCCL host call; needs -R 2; 0 = NCCL host call',
+    { value: '<implementation number>', backends: NCCL, about: 'NCCL device API' }),
+  int('V', 'device_cta_count', 'deviceCtaCount', 16, 'device CTA count', 1, 128, RANKS, 'CTAs for -D kernels, 1..128',
+    { value: '<number>', backends: NCCL, about: 'CTAs of NCCL device-API kernels' }),
+  bool('M', 'memory', 'memoryReport', 'memory report', 'Output', 'print the GPU memory usage line in the footer',
+    { value: '<0/1>', backends: NCCL, about: 'GPU memory report' }),
+  int('u', 'unalign', 'unalign', 0, 'misalignment in elements', 0, undefined, DATA,
+    'misalign send and receive buffers by this many elements', { value: '<index of first element>' }),
+  bool('I', 'per_iter_timing', 'perIterTiming', 'per-iteration timing', TIMING,
+    'time every iteration and add i_min i_max i_p99 i_cv% columns (best with -z 0, 2 or 3)', { value: '<0/1>' }),
+  int('K', 'per_iter_skip', 'perIterSkip', 0, 'per-iteration skip', 0, undefined, TIMING,
+    'leave the first samples out of the -I statistics; 0..n-1, needs -I 1', { value: '<count>' }),
+  // collbench additions
+  { ...int(undefined, 'np', 'np', 0, 'rank count', 1, undefined, LAUNCH,
+    're-run this command with N ranks: under mpirun, or (--backend gloo) as N local processes',
+    { value: '<N>', defaultText: 'this process only' }), default: null } as ValueFlag<'np', number | null>,
+  text(undefined, 'hosts', 'hosts', LAUNCH, 'mpirun host list, host[:slots],…; needs --np',
+    { value: '<h1,h2:4>', defaultText: 'local host' }),
+  { ...choice('backend', 'backend', BACKEND_NAMES, 'nccl', 'backend', LAUNCH, 'communication library to use',
+    { value: `<${BACKEND_NAMES.join('|')}>`, defaultText: 'best available' }), default: null } as ValueFlag<'backend', BackendName | null>,
+  toggle('quiet', 'quiet', 'Output', 'no progress bar on stderr (it is drawn only when stderr is a terminal)'),
+  choice('json-format', 'jsonFormat', JSON_FORMATS, 'collbench', 'JSON format', 'Output',
+    'layout of the -J file: collbench (versioned schema, schema/collbench-report.v1.schema.json) or ' +
+    'nccl-tests (its -J "version": 3 layout, for tools such as analyze_perf_json.py)', { value: '<collbench|nccl-tests>' }),
+  text(undefined, 'csv', 'csvFile', 'Output', 'write one CSV line per row half (columns with units); - = stdout',
+    { value: '<file>', defaultText: 'none' }),
+  text(undefined, 'md', 'mdFile', 'Output', 'write the run as a Markdown document; - = stdout', { value: '<file>', defaultText: 'none' }),
+  text(undefined, 'junit', 'junitFile', 'Output',
+    'write JUnit XML: one test case per row half, failed by #wrong > 0 or a failed threshold; - = stdout',
+    { value: '<file>', defaultText: 'none' }),
+  text(undefined, 'html', 'htmlFile', 'Output',
+    'write a self-contained HTML page with busbw and time charts (per-rank heatmap with -I 1); - = stdout',
+    { value: '<file>', defaultText: 'none' }),
+  choice('format', 'format', TABLE_FORMATS, 'nccl-tests', 'table format', 'Output',
+    'the live table: nccl-tests text table, or pretty boxed tables per sweep. When a report goes to ' +
+    'stdout (-), the table goes to stderr instead', { value: '<nccl-tests|pretty>' }),
+  choice('gloo-algo', 'glooAlgo', GLOO_ALGOS, 'default', 'Gloo all_reduce algorithm', LAUNCH,
+    'gloo all_reduce algorithm: default (Gloo\'s choice), ring, bcube (new API), legacy_ring, ' +
+    'legacy_ring_chunked, legacy_halving_doubling, legacy_bcube (legacy classes); reduce_scatter takes ' +
+    'default, ring, bcube or legacy_halving_doubling; needs --backend gloo', { value: '<algorithm>', backends: GLOO }),
+  text(undefined, 'gloo-store', 'glooStore', LAUNCH, 'gloo rendezvous store: a directory every rank sees, or a Redis server',
+    { value: '<file:DIR|redis://HOST:PORT>', defaultText: 'a private directory (--np), else per launcher', backends: GLOO }),
+  text(undefined, 'gloo-iface', 'glooIface', LAUNCH, 'network interface name or local address for Gloo\'s TCP transport',
+    { value: '<iface|address>', defaultText: 'loopback on one host, else the host name', backends: GLOO }),
+  text(undefined, 'nccl-lib', 'ncclLib', LAUNCH, 'libnccl.so.2 (or its directory) for the nccl backend',
+    { value: '<path>', backends: NCCL,
+      defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' }),
+] as const);
+
+/** -h and --version: they end parsing, as nccl-tests prints its usage as soon as getopt reaches -h. */
+export const ACTIONS: readonly ActionFlag[] = Object.freeze([
+  { kind: 'action', short: 'h', long: 'help', action: 'help', group: 'Other', help: 'print this help and exit' },
+  { kind: 'action', long: 'version', action: 'version', group: 'Other', help: 'print the version and exit' },
+]);
+
+type AnyValueFlag = (typeof FLAGS)[number];
+
+/** The options that flags set, field by field, typed from the table. */
+export type OptionValues = {
+  readonly [K in AnyValueFlag as K['field']]: K extends ValueFlag<string, infer V> ? V : never;
+};
+export type OptionField = keyof OptionValues;
+
+/** Options after parsing and validation: the single input of a run (frozen). */
+export type ResolvedOptions = OptionValues & {
+  readonly collective: CollectiveName;
+  /** e.g. "all_reduce_perf", printed in the preamble. */
+  readonly program: string;
+};
+
+/** Each field's default (nccl-tests' src/common.cu globals, plus collbench's additions). */
+export const DEFAULTS: OptionValues = Object.freeze(
+  Object.fromEntries(FLAGS.map((f) => [f.field, f.default])),
+) as unknown as OptionValues;
+
+/** How messages name a flag: `-b` for nccl-tests flags, `--np` for collbench's. */
+export function flagName(f: FlagCommon): string {
+  return f.short ? `-${f.short}` : `--${f.long}`;
+}

@@ -1,0 +1,306 @@
+// NcclBackend's collectives (nccl_backend.h): nccl-tests' eleven collectives enqueued on NCCL
+// (docs/nccl-tests-contract.md, "Formulas": in-place layouts, PreMulSum per call, grouped send/recv fallbacks where the
+// library lacks a call, hypercube rounds), NCCL groups, and nccl-tests' polled completion wait (-T).
+#include "backends/nccl/nccl_backend.h"
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "backends/nccl/nccl_internal.h"
+#include "core/backend_errors.h"
+#include "core/minifloat.h"
+#include "core/pattern.h"
+
+namespace collbench {
+
+using ncclapi::Result;
+
+namespace {
+
+ncclapi::DataType ncclType(DType t) { return static_cast<ncclapi::DataType>(static_cast<int>(t)); }
+
+bool isReducing(Coll c) { return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter; }
+
+char* at(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
+const char* at(const void* p, uint64_t elems, uint64_t ts) { return static_cast<const char*>(p) + elems * ts; }
+
+// nccl-tests' PreMulSum scalar (1 on even ranks, 2 on odd) as raw bits of the dtype.
+uint64_t mulSumScalarBits(DType t, int groupRank) {
+  const int s = pattern::mulSumScalar(groupRank);
+  return dtypeIsFloat(t) ? encodeFromDouble(t, static_cast<double>(s)) : static_cast<uint64_t>(s);
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------
+// Collectives
+
+Status NcclBackend::enqueue(const OpArgs& args) {
+  if (localCount_ != 1)
+    return badSpec("this process drives " + std::to_string(localCount_) + " ranks: enqueue them together",
+                   "NcclBackend::enqueue");
+  return enqueueAll(&args, 1);
+}
+
+Status NcclBackend::enqueueAll(const OpArgs* args, int n) {
+  if (n != localCount_)
+    return badSpec("got ops for " + std::to_string(n) + " of " + std::to_string(localCount_) + " local ranks",
+                   "NcclBackend::enqueueAll");
+  for (int i = 0; i < n; ++i)
+    if (args[i].local != i) return badSpec("ops must come in local-rank order", "NcclBackend::enqueueAll");
+  if (args[0].coll == Coll::HyperCube) return issueHyperCube(args, n);
+  if (n == 1) return issue(args[0]);
+  // nccl-tests: a thread driving several GPUs issues their ops inside one group.
+  CB_NCCL(lib_->api.GroupStart(), "ncclGroupStart", nullptr);
+  Status first = Status::Ok();
+  for (int i = 0; i < n && first.ok; ++i) first = issue(args[i]);
+  const Result r = lib_->api.GroupEnd();
+  if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclGroupEnd", nullptr);
+  return first;
+}
+
+Status NcclBackend::sendRecvGroup(const OpArgs& a, const char* call) {
+  const ncclapi::Api& api = lib_->api;
+  const Local& l = locals_[a.local];
+  const ncclapi::DataType dt = ncclType(a.dtype);
+  const uint64_t ts = dtypeSize(a.dtype), c = a.count;
+  const int n = groupSize_, me = devices_[a.local].groupRank;
+  CB_NCCL(api.GroupStart(), "ncclGroupStart", nullptr);
+  Status first = Status::Ok();
+  auto send = [&](const void* p, uint64_t count, int peer) {
+    const Result r = api.Send(p, count, dt, peer, l.data, l.stream);
+    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclSend", l.data);
+  };
+  auto recv = [&](void* p, uint64_t count, int peer) {
+    const Result r = api.Recv(p, count, dt, peer, l.data, l.stream);
+    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclRecv", l.data);
+  };
+  switch (a.coll) {
+    case Coll::AllToAll:  // every peer, self included (nccl-tests before ncclAlltoAll)
+      for (int p = 0; p < n; ++p) {
+        send(at(a.send, c * p, ts), c, p);
+        recv(at(a.recv, c * p, ts), c, p);
+      }
+      break;
+    case Coll::AllToAllV: {
+      const PeerCounts& pc = *a.peers;
+      for (int p = 0; p < n; ++p) {
+        if (pc.sendCounts[p] > 0) send(at(a.send, pc.sendDispls[p], ts), pc.sendCounts[p], p);
+        if (pc.recvCounts[p] > 0) recv(at(a.recv, pc.recvDispls[p], ts), pc.recvCounts[p], p);
+      }
+      break;
+    }
+    case Coll::Gather:  // everyone sends to the root, the root receives n chunks
+      send(a.send, c, a.root);
+      if (me == a.root)
+        for (int p = 0; p < n; ++p) recv(at(a.recv, c * p, ts), c, p);
+      break;
+    case Coll::Scatter:  // the root sends n chunks, everyone receives one
+      if (me == a.root)
+        for (int p = 0; p < n; ++p) send(at(a.send, c * p, ts), c, p);
+      recv(a.recv, c, a.root);
+      break;
+    case Coll::SendRecv:  // ring shift: to rank+1, from rank-1
+      send(a.send, c, (me + 1) % n);
+      recv(a.recv, c, (me - 1 + n) % n);
+      break;
+    default:
+      first = badSpec(std::string(collName(a.coll)) + " is not a send/recv collective", call);
+  }
+  const Result r = api.GroupEnd();
+  if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, call, l.data);
+  return first;
+}
+
+Status NcclBackend::issue(const OpArgs& a) {
+  CB_TRY(checkLocalIndex(a.local));
+  const ncclapi::Api& api = lib_->api;
+  const Local& l = locals_[a.local];
+  if (l.data == nullptr)
+    return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::issue"));
+  const ncclapi::DataType dt = ncclType(a.dtype);
+  const int n = groupSize_, me = devices_[a.local].groupRank;
+  if ((a.coll == Coll::AllToAllV) &&
+      (a.peers == nullptr || a.peers->sendCounts.size() != static_cast<size_t>(n) ||
+       a.peers->sendDispls.size() != static_cast<size_t>(n) || a.peers->recvCounts.size() != static_cast<size_t>(n) ||
+       a.peers->recvDispls.size() != static_cast<size_t>(n)))
+    return badSpec("alltoallv needs " + std::to_string(n) + " send/recv counts and displacements", "ncclSend");
+
+  int op = static_cast<int>(a.op);
+  bool premul = false;
+  if (isReducing(a.coll) && a.op == RedOp::MulSum) {
+    // nccl-tests: a PreMulSum op with a host-immediate scalar, created and destroyed around each call.
+    if (api.RedOpCreatePreMulSum == nullptr)
+      return Status::Error("nccl", "NCCL_TOO_OLD", "mulsum needs ncclRedOpCreatePreMulSum (NCCL 2.11 or newer)",
+                           CB_SITE("ncclRedOpCreatePreMulSum"));
+    uint64_t scalar = mulSumScalarBits(a.dtype, me);
+    CB_NCCL(api.RedOpCreatePreMulSum(&op, &scalar, dt, ncclapi::ScalarHostImmediate, l.data),
+            "ncclRedOpCreatePreMulSum", l.data);
+    premul = true;
+  }
+  Status s = Status::Ok();
+  Result r = ncclapi::Success;
+  const char* call = "";
+  switch (a.coll) {
+    case Coll::AllReduce:
+      call = "ncclAllReduce";
+      r = api.AllReduce(a.send, a.recv, a.count, dt, op, l.data, l.stream);
+      break;
+    case Coll::AllGather:
+      call = "ncclAllGather";
+      r = api.AllGather(a.send, a.recv, a.count, dt, l.data, l.stream);
+      break;
+    case Coll::ReduceScatter:
+      call = "ncclReduceScatter";
+      r = api.ReduceScatter(a.send, a.recv, a.count, dt, op, l.data, l.stream);
+      break;
+    case Coll::Broadcast:
+      call = "ncclBroadcast";
+      r = api.Broadcast(a.send, a.recv, a.count, dt, a.root, l.data, l.stream);
+      break;
+    case Coll::Reduce:
+      call = "ncclReduce";
+      r = api.Reduce(a.send, a.recv, a.count, dt, op, a.root, l.data, l.stream);
+      break;
+    case Coll::AllToAll:
+      call = "ncclAlltoAll";
+      if (api.AlltoAll != nullptr)
+        r = api.AlltoAll(a.send, a.recv, a.count, dt, l.data, l.stream);
+      else
+        s = sendRecvGroup(a, "ncclGroupEnd (alltoall)");
+      break;
+    case Coll::AllToAllV:
+      s = sendRecvGroup(a, "ncclGroupEnd (alltoallv)");
+      break;
+    case Coll::Gather:
+      call = "ncclGather";
+      if (api.Gather != nullptr)
+        r = api.Gather(a.send, a.recv, a.count, dt, a.root, l.data, l.stream);
+      else
+        s = sendRecvGroup(a, "ncclGroupEnd (gather)");
+      break;
+    case Coll::Scatter:
+      call = "ncclScatter";
+      if (api.Scatter != nullptr)
+        r = api.Scatter(a.send, a.recv, a.count, dt, a.root, l.data, l.stream);
+      else
+        s = sendRecvGroup(a, "ncclGroupEnd (scatter)");
+      break;
+    case Coll::SendRecv:
+      s = sendRecvGroup(a, "ncclGroupEnd (sendrecv)");
+      break;
+    case Coll::HyperCube:
+      s = issueHyperCube(&a, 1);
+      break;
+    default:
+      s = badSpec("unknown collective " + std::to_string(static_cast<int>(a.coll)), "NcclBackend::issue");
+  }
+  if (r != ncclapi::Success && r != ncclapi::InProgress && s.ok) s = ncclStatus(r, call, l.data);
+  if (premul) {
+    const Result d = api.RedOpDestroy(op, l.data);
+    if (d != ncclapi::Success && s.ok) s = ncclStatus(d, "ncclRedOpDestroy", l.data);
+  }
+  return s;
+}
+
+// nccl-tests' hypercube: copy the own chunk, then log2(n) exchange rounds. Each round is one group
+// over this process's ranks, so a round's sends read what the previous round received.
+Status NcclBackend::issueHyperCube(const OpArgs* args, int count) {
+  const ncclapi::Api& api = lib_->api;
+  const int n = groupSize_;
+  if ((n & (n - 1)) != 0)
+    return badSpec("hypercube needs a power-of-two rank count, not " + std::to_string(n), "NcclBackend::hyperCube");
+  for (int i = 0; i < count; ++i) {
+    const OpArgs& a = args[i];
+    CB_TRY(checkLocalIndex(a.local));
+    const uint64_t ts = dtypeSize(a.dtype);
+    char* mine = at(a.recv, a.count * devices_[a.local].groupRank, ts);
+    if (a.inPlace) {
+      if (a.send != mine) return badSpec("hypercube in-place needs send == recv + rank*count", "NcclBackend::hyperCube");
+    } else if (a.count > 0) {
+      if (opt_.streamNull) CB_TRY(setDevice(a.local));
+      CB_CUDA(cudaMemcpyAsync(mine, a.send, a.count * ts, cudaMemcpyDeviceToDevice, locals_[a.local].stream),
+              "cudaMemcpyAsync (hypercube own chunk)");
+    }
+  }
+  for (int mask = 1; mask < n; mask <<= 1) {
+    CB_NCCL(api.GroupStart(), "ncclGroupStart", nullptr);
+    Status first = Status::Ok();
+    for (int i = 0; i < count && first.ok; ++i) {
+      const OpArgs& a = args[i];
+      const Local& l = locals_[a.local];
+      const uint64_t ts = dtypeSize(a.dtype), b = a.count;
+      const int me = devices_[a.local].groupRank, peer = me ^ mask;
+      const uint64_t sendChunk = static_cast<uint64_t>(me & ~(mask - 1));
+      const uint64_t recvChunk = static_cast<uint64_t>(peer & ~(mask - 1));
+      Result r = api.Send(at(a.recv, sendChunk * b, ts), b * mask, ncclType(a.dtype), peer, l.data, l.stream);
+      if (r != ncclapi::Success && r != ncclapi::InProgress) first = ncclStatus(r, "ncclSend (hypercube)", l.data);
+      r = api.Recv(at(a.recv, recvChunk * b, ts), b * mask, ncclType(a.dtype), peer, l.data, l.stream);
+      if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclRecv (hypercube)", l.data);
+    }
+    const Result r = api.GroupEnd();
+    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclGroupEnd (hypercube)", nullptr);
+    CB_TRY(first);
+  }
+  return Status::Ok();
+}
+
+Status NcclBackend::groupStart() {
+  CB_NCCL(lib_->api.GroupStart(), "ncclGroupStart", nullptr);
+  ++groupDepth_;
+  return Status::Ok();
+}
+
+Status NcclBackend::groupEnd() {
+  const Result r = lib_->api.GroupEnd();
+  if (groupDepth_ > 0) --groupDepth_;
+  if (r != ncclapi::Success && r != ncclapi::InProgress) return ncclStatus(r, "ncclGroupEnd", nullptr);
+  if (groupDepth_ == 0 && pendingBarrier_) {
+    pendingBarrier_ = false;
+    return barrier();
+  }
+  return Status::Ok();
+}
+
+// nccl-tests' completion wait: poll every stream; between polls check the communicators for
+// asynchronous errors and the -T clock; abort the communicators on either.
+Status NcclBackend::waitAll() {
+  if (capturing_) return Status::Ok();  // a capture records, nothing runs yet
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  for (;;) {
+    bool done = true;
+    for (int i = 0; i < localCount_; ++i) {
+      if (opt_.streamNull) CB_TRY(setDevice(i));
+      const cudaError_t e = cudaStreamQuery(locals_[i].stream);
+      if (e == cudaErrorNotReady) {
+        done = false;
+      } else if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cudaStatus(e, "cudaStreamQuery");
+      }
+    }
+    if (done) return Status::Ok();
+    for (const Local& l : locals_) {
+      for (ncclapi::Comm c : {l.data, l.world}) {
+        if (c == nullptr) continue;
+        Result async = ncclapi::Success;
+        const Result r = lib_->api.CommGetAsyncError(c, &async);
+        if (r != ncclapi::Success) return ncclStatus(r, "ncclCommGetAsyncError", c);
+        if (async != ncclapi::Success && async != ncclapi::InProgress) {
+          const Status s = ncclStatus(async, "asynchronous NCCL operation", c);
+          return abortAll(s.message, s.code);
+        }
+      }
+    }
+    if (abortRequested_.load())
+      return abortAll("Test timeout: aborted by the watchdog while waiting for completion", "TIMEOUT");
+    if (opt_.timeoutSec > 0 &&
+        std::chrono::duration<double>(Clock::now() - t0).count() > static_cast<double>(opt_.timeoutSec))
+      return abortAll("Test timeout (" + std::to_string(opt_.timeoutSec) + "s) waiting for completion", "TIMEOUT");
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace collbench

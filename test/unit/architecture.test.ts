@@ -1,0 +1,95 @@
+// The layering of bench/ (docs/architecture.md): imports flow one way, from a layer to the ones before it in
+// LAYERS, and no value import closes a cycle. Read from the source text, so a new upward import or cycle fails
+// here before anyone has to untangle it.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const BENCH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench');
+
+/** Lowest first: a module may import from its own layer and the layers before it. */
+const LAYERS = ['core', 'collectives', 'config', 'native', 'launch', 'backends', 'report', 'compare', 'commands', 'cli', 'bin'];
+/** Files at the top of bench/ (version.ts) belong to the lowest layer: anything may read them. */
+const layerOf = (file: string): number => {
+  const top = file.includes('/') ? file.slice(0, file.indexOf('/')) : 'core';
+  const i = LAYERS.indexOf(top);
+  assert.ok(i >= 0, `bench/${file}: its folder is not a layer of LAYERS; add it there and to docs/architecture.md`);
+  return i;
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []);
+}
+
+interface Edge { from: string; to: string; typeOnly: boolean }
+
+// `import … from './x.js'`, `export … from './x.js'` and `await import('./x.js')`; `import type` is type-only.
+const STATIC = /^\s*(import|export)\s+(type\s+)?(?:[^;]*?\sfrom\s+)?['"](\.[^'"]+)['"]/gm;
+const DYNAMIC = /import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+
+function edges(): Edge[] {
+  const out: Edge[] = [];
+  for (const path of sources(BENCH)) {
+    const from = relative(BENCH, path);
+    const text = readFileSync(path, 'utf8');
+    const add = (spec: string, typeOnly: boolean): void => {
+      const to = normalize(join(dirname(from), spec)).replace(/\.js$/, '.ts');
+      out.push({ from, to, typeOnly });
+    };
+    for (const m of text.matchAll(STATIC)) add(m[3]!, m[2] !== undefined);
+    for (const m of text.matchAll(DYNAMIC)) add(m[1]!, false);
+  }
+  return out;
+}
+
+function upward(all: readonly Edge[]): string[] {
+  return all.filter((e) => layerOf(e.to) > layerOf(e.from)).map((e) => `${e.from} -> ${e.to}${e.typeOnly ? ' (type)' : ''}`);
+}
+
+/** Value-import cycles, each as `a -> b -> a` (type-only imports are erased at run time and left out). */
+function cycles(all: readonly Edge[]): string[] {
+  const graph = new Map<string, string[]>();
+  for (const e of all) if (!e.typeOnly) graph.set(e.from, [...(graph.get(e.from) ?? []), e.to]);
+  const state = new Map<string, 1 | 2>();
+  const stack: string[] = [];
+  const found: string[] = [];
+  const visit = (u: string): void => {
+    state.set(u, 1);
+    stack.push(u);
+    for (const v of graph.get(u) ?? []) {
+      if (state.get(v) === 1) found.push([...stack.slice(stack.indexOf(v)), v].join(' -> '));
+      else if (!state.has(v)) visit(v);
+    }
+    stack.pop();
+    state.set(u, 2);
+  };
+  for (const u of graph.keys()) if (!state.has(u)) visit(u);
+  return found;
+}
+
+test('imports flow one way: no module imports from a layer above its own', () => {
+  assert.deepEqual(upward(edges()), [], `imports that point up (layers, lowest first: ${LAYERS.join(' < ')})`);
+});
+
+test('no value-import cycle between modules', () => {
+  assert.deepEqual(cycles(edges()), []);
+});
+
+test('the checks can fail: the parser sees static and dynamic imports; an upward edge and a cycle are reported', () => {
+  const all = edges();
+  assert.ok(all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/run.ts' && !e.typeOnly), 'static import not seen');
+  assert.ok(all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/report.ts'), 'dynamic import not seen');
+  assert.ok(all.some((e) => e.from === 'core/verdict.ts' && e.to === 'core/c-numbers.ts' && !e.typeOnly), 'same-layer import not seen');
+  assert.deepEqual(upward([{ from: 'core/metrics.ts', to: 'report/format.ts', typeOnly: false }]), ['core/metrics.ts -> report/format.ts']);
+  assert.deepEqual(cycles([{ from: 'a.ts', to: 'b.ts', typeOnly: false }, { from: 'b.ts', to: 'a.ts', typeOnly: false }]), ['a.ts -> b.ts -> a.ts']);
+  assert.deepEqual(cycles([{ from: 'a.ts', to: 'b.ts', typeOnly: false }, { from: 'b.ts', to: 'a.ts', typeOnly: true }]), []);
+});
+
+test('only the CLI entry exits the process', () => {
+  const exits = sources(BENCH).map((p) => relative(BENCH, p))
+    .filter((f) => !f.startsWith('bin/') && f !== 'cli/main.ts' && /process\.exit\(/.test(readFileSync(join(BENCH, f), 'utf8')));
+  assert.deepEqual(exits, []);
+});
