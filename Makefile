@@ -3,15 +3,17 @@
 SHELL := /bin/bash
 # chromium: the HTML report test opens the page in headless Chromium (playwright-core drives Debian's build)
 APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server
-NODE_TEST := node --import tsx --test --test-concurrency=1
-TEST_FILES = $(sort $(wildcard test/unit/*.test.ts test/native/*.test.ts test/cli/*.test.ts test/gpu/*.test.ts))
+# Tests: scripts/run-tests.sh runs the files in a parallel group (TEST_JOBS at a time) and a serial group (files
+# that share machine-wide resources or race a clock), then one summary; `make test-unit` is the in-process part.
+TEST_JOBS ?= 2
+export TEST_JOBS
 PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
             alltoall_perf alltoallv_perf gather_perf scatter_perf sendrecv_perf hypercube_perf
 # The default benchmark: all_reduce, 8 B to 64 MiB, one rank per core, on the best backend built.
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench test clean nccl-cache bundle
+.PHONY: all deps apt-deps node-deps build native ts links bench lint test test-unit clean nccl-cache bundle
 
 all: build
 
@@ -60,8 +62,17 @@ bundle: build
 nccl-cache:
 	@scripts/nccl-cache.sh >/dev/null || true
 
-test: build nccl-cache
-	$(NODE_TEST) $(TEST_FILES)
+# ESLint with typescript-eslint over bench/, test/ and scripts/ (eslint.config.js); fails on errors only.
+lint: node-deps
+	npx eslint bench test scripts
+
+# The in-process unit tests (test/unit): no native build, no mpirun; seconds.
+test-unit: node-deps
+	scripts/run-tests.sh unit
+
+# lint first: a lint error fails in seconds, before the build and the long tests.
+test: lint build nccl-cache
+	scripts/run-tests.sh all
 
 clean:
 	rm -rf build dist bin

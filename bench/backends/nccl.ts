@@ -239,13 +239,13 @@ async function mpiWorld(native: NcclNative, lib: string | undefined, state: Driv
   state.mpi = mpi;
   // Process 0 makes the id; MPI broadcasts it (as 128 numbers). A failure is broadcast too (-1s),
   // so no process waits for an id that never comes.
-  let id: number[] = new Array(128).fill(0);
+  let id = new Array<number>(128).fill(0);
   let failure: unknown = null;
   if (m.rank === 0) {
-    try { id = native.uniqueId({ lib }); } catch (e) { failure = e; id = new Array(128).fill(-1); }
+    try { id = native.uniqueId({ lib }); } catch (e) { failure = e; id = new Array<number>(128).fill(-1); }
   }
   const got = mpi.allreduce(id, COMBINE.rank0);
-  if (failure) throw failure;
+  if (failure) throw failure as Error;
   if (got[0] === -1) throw new NcclEnvironmentError('nccl backend unavailable: process 0 could not create the NCCL unique id', 'NCCL_NO_UNIQUE_ID');
   return {
     procRank: m.rank, nprocs: m.nranks, localRank: m.localRank, localSize: m.localSize, uniqueId: got,
@@ -266,7 +266,7 @@ async function torchrunWorld(native: NcclNative, lib: string | undefined, world:
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw e;
   }
-  if (failure) throw failure;
+  if (failure) throw failure as Error;
   if (!all[0].uniqueId) {
     throw new NcclEnvironmentError(`nccl backend unavailable: rank 0 could not create the NCCL unique id (${all[0].error ?? 'no id'})`,
       'NCCL_NO_UNIQUE_ID');

@@ -139,7 +139,7 @@ export function checkMatrixRanks(source: MatrixSource, nranks: number): void {
 const matrixTotalsCache = new WeakMap<MatrixSource, Map<number, { send: number[]; recv: number[] }>>();
 function matrixTotals(source: MatrixSource, nranks: number): { send: number[]; recv: number[] } {
   let perN = matrixTotalsCache.get(source);
-  if (!perN) matrixTotalsCache.set(source, (perN = new Map()));
+  if (!perN) matrixTotalsCache.set(source, (perN = new Map<number, { send: number[]; recv: number[] }>()));
   let t = perN.get(nranks);
   if (!t) {
     const send = new Array<number>(nranks).fill(0);

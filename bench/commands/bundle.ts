@@ -38,9 +38,6 @@ export interface BundleManifest {
   dependencies: string[];
 }
 
-/** Build-time packages that package.json lists among its dependencies but no code under dist/ imports. */
-const BUILD_ONLY = new Set(['cmake-js', 'node-addon-api']);
-
 export const BUNDLE_HELP = `usage: collbench bundle [-o FILE]
   Writes collbench-${VERSION}-linux-<arch>.tar.xz (or FILE): this Node.js runtime, the compiled JavaScript,
   production dependencies, every built native module, launchers for collbench and the *_perf programs, and a
@@ -55,7 +52,7 @@ interface LockPackage { dev?: boolean; optional?: boolean; link?: boolean; depen
 
 /**
  * The lockfile keys (node_modules/a, node_modules/a/node_modules/b, …) of the packages the runtime needs:
- * package.json's dependencies minus BUILD_ONLY, followed through package-lock.json with Node's resolution
+ * package.json's dependencies (build-time packages such as cmake-js are devDependencies), followed through package-lock.json with Node's resolution
  * (nearest node_modules upwards) — npm's own --omit=dev graph, read offline.
  */
 export function runtimePackages(root: string): string[] {
@@ -93,7 +90,7 @@ export function runtimePackages(root: string): string[] {
     }
   };
   const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
-  const top = Object.fromEntries(Object.entries(manifest.dependencies ?? {}).filter(([n]) => !BUILD_ONLY.has(n)));
+  const top = manifest.dependencies ?? {};
   visit('', top, new Set());
   return [...wanted].sort();
 }

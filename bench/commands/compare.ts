@@ -143,7 +143,7 @@ function readReport(path: string): { doc: ReportDocument | null; error: string |
   return { doc: json as ReportDocument, error: null };
 }
 
-export interface CompareIO { out(line: string): void; err(line: string): void }
+export interface CompareIO { out: (line: string) => void; err: (line: string) => void }
 
 /** Everything decided before the first child starts; bad input throws here, with nothing run. */
 interface ComparePlan {

@@ -53,7 +53,7 @@ function glibcVersion(): string | null {
 
 /** Shared objects mapped into this process whose file name matches one of the stems (libmpi.so, …). */
 function mappedLibraries(stems: readonly string[]): string[] {
-  let maps = '';
+  let maps: string;
   try { maps = readFileSync('/proc/self/maps', 'utf8'); } catch { return []; }
   const found = new Set<string>();
   for (const line of maps.split('\n')) {

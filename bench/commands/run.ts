@@ -14,15 +14,17 @@ import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
 import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
+import type { RankLineInfo } from '../core/ranks.js';
 import { disconnectedWorldWarning } from '../launch/environment.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import type { Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
 import { VERSION } from '../version.js';
 
+/** Where a command's lines go: plain functions (passed around on their own, never called as methods). */
 export interface RunIO {
-  out(line: string): void;
-  err(line: string): void;
+  out: (line: string) => void;
+  err: (line: string) => void;
 }
 
 export interface SuiteOutcome {
@@ -180,7 +182,7 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   const cases = skipped ? [] : planCases(options, { loopsOps: desc.loopsOps, rooted: desc.rooted }, nranks);
   const meta = {
     options, program: options.program, version: VERSION, backend: `${info.backend} (${info.libraryVersionShort})`,
-    info, ranks: (rankLines ?? []).flatMap((s) => [JSON.parse(s)].flat()), warnings: driver.warnings(options, desc, info),
+    info, ranks: (rankLines ?? []).flatMap((s) => [JSON.parse(s) as RankLineInfo | RankLineInfo[]].flat()), warnings: driver.warnings(options, desc, info),
     perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
     reducedMaxBytes: run.reducedMaxBytes,

@@ -10,7 +10,7 @@ import { UsageError } from '../core/errors.js';
 import { ACTIONS, FLAGS, GROUPS, flagName, type FlagSpec, type OptionField, type ValueFlag } from '../core/flags.js';
 import { COLLECTIVES, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
-import { DEFAULTS, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
+import { asText, DEFAULTS, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
 import { formatSize } from './sizes.js';
 
 /** One option a command takes: its letter and long name, whether it takes a value, the key it is stored under. */
@@ -248,7 +248,7 @@ function flagArgument(f: ValueFlag, value: unknown): string | null {
       if (items.length === 1) return `--${f.long}=${items[0]}`;
       throw new Error(`${flagName(f)}: ${items.join(',')} cannot be written as one command-line value`);
     }
-    default: return `--${f.long}=${String(value)}`;
+    default: return `--${f.long}=${asText(value)}`;
   }
 }
 

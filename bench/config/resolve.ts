@@ -56,9 +56,15 @@ export function parseInteger(text: string): number | undefined {
   return sign === '-' ? (magnitude === 0 ? 0 : -magnitude) : magnitude;
 }
 
+/** A value given on the command line or by a caller, as text (strings, numbers, booleans; else JSON). */
+export function asText(value: unknown): string {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value)
+    : JSON.stringify(value) ?? 'undefined';
+}
+
 /** `got X` text: numbers and words as they are, empty or spaced strings quoted. */
 function shown(value: unknown): string {
-  const s = String(value);
+  const s = asText(value);
   return s === '' || /\s/.test(s) ? `'${s}'` : s;
 }
 
@@ -111,7 +117,7 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
       if (typeof given === 'number') {
         n = Number.isSafeInteger(given) ? given : undefined;
       } else {
-        const text = String(given);
+        const text = asText(given);
         if (f.field === 'root' && text.trim().toLowerCase() === 'all') {
           fail(`'all' is not a root (nccl-tests reads it as 0); use ${name} -1 to run every root`);
         }
@@ -125,7 +131,7 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
     }
     case 'bool': {
       if (typeof given === 'boolean') return given;
-      const n = typeof given === 'number' ? given : parseInteger(String(given));
+      const n = typeof given === 'number' ? given : parseInteger(asText(given));
       if (n !== 0 && n !== 1) fail(`${f.what} must be 0 or 1, got ${shown(given)}`);
       return n === 1;
     }
@@ -139,9 +145,9 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
       return given;
     }
     case 'choice': {
-      if (!f.choices!.includes(String(given))) {
+      if (!f.choices!.includes(asText(given))) {
         const what = f.field === 'backend' ? 'backend' : f.what!;
-        fail(`unknown ${what} ${f.field === 'backend' ? `'${given}'` : shown(given)}; valid: ${f.choices!.join(', ')}`);
+        fail(`unknown ${what} ${f.field === 'backend' ? `'${asText(given)}'` : shown(given)}; valid: ${f.choices!.join(', ')}`);
       }
       return given;
     }
@@ -158,7 +164,7 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
       return Object.freeze(out);
     }
     case 'text': {
-      const problem = TEXT_CHECKS[f.field as OptionField]?.(String(given));
+      const problem = TEXT_CHECKS[f.field as OptionField]?.(asText(given));
       if (problem) fail(problem);
       return given;
     }

@@ -58,7 +58,7 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
 
   return new Promise((resolvePromise, reject) => {
     const children: ChildProcess[] = [];
-    const status: (number | null)[] = new Array(plan.np).fill(null);
+    const status: (number | null)[] = new Array<number | null>(plan.np).fill(null);
     const terminatedByUs = new Set<number>();
     let running = plan.np;
     let graceTimer: NodeJS.Timeout | null = null;

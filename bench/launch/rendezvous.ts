@@ -68,7 +68,7 @@ function lines(socket: Socket, onLine: (line: string) => void): void {
 
 function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs: number): Promise<string[]> {
   return new Promise((resolvePromise, reject) => {
-    const payloads: (string | undefined)[] = new Array(world.worldSize).fill(undefined);
+    const payloads: (string | undefined)[] = new Array<string | undefined>(world.worldSize).fill(undefined);
     payloads[0] = payload;
     const peers: Socket[] = [];
     let server: Server | null = null;

@@ -100,8 +100,8 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
 }
 
 export interface OutputIO {
-  out(line: string): void;
-  err(line: string): void;
+  out: (line: string) => void;
+  err: (line: string) => void;
 }
 
 /**

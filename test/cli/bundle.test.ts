@@ -85,7 +85,7 @@ describe('collbench bundle', () => {
     const deps = readdirSync(join(root, 'node_modules'));
     for (const dev of ['typescript', 'tsx', 'playwright-core', 'cmake-js', '.bin']) assert.ok(!deps.includes(dev), `${dev} shipped`);
     assert.ok(!existsSync(join(root, 'node_modules', '@types', 'node')), '@types/node (a devDependency) shipped');
-    for (const prod of ['ajv', 'yargs', 'cli-table3', 'csv-stringify', 'vega', 'vega-lite']) assert.ok(deps.includes(prod), `${prod} missing`);
+    for (const prod of ['ajv', 'cli-table3', 'csv-stringify', 'vega', 'vega-lite']) assert.ok(deps.includes(prod), `${prod} missing`);
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     for (const s of ['--nccl-lib', 'COLLBENCH_NCCL_LIB', 'libmpi', 'libgloo', 'libnccl', 'NVIDIA driver', 'bin/collbench info'])
       assert.ok(readme.includes(s), `README lacks ${s}`);

@@ -333,6 +333,7 @@ describe('progress on stderr', () => {
     const r = spawnSync('script', ['-qfec', cmd(''), '/dev/null'], { encoding: 'utf8', env: { ...process.env, CI: undefined, TERM: 'xterm' } });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /\d\/4 rows \| all_reduce float \d+MB \| \d+s elapsed, ETA/);
+    // eslint-disable-next-line no-control-regex -- terminal escapes of the progress bar are removed on purpose
     assert.equal(parseRows(r.stdout.replace(/\r|\u001b\[[0-9;]*[A-Za-z]/g, '\n')).length >= 4, true);
   });
 

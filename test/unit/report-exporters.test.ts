@@ -163,37 +163,38 @@ describe('progress', () => {
     assert.equal(term.length, 2);
   });
 
-  it('draws rows done/total, the size and an ETA, and erases itself before each row prints', () => {
+  it('draws rows done/total, the size and an ETA, and erases itself before each row prints', async () => {
     const { chunks, stream } = tty();
     let t = 0;
     const p = progressReporter(stream, () => t);
     const meta = fakeMeta(false);
-    p.begin!(meta);
+    await p.begin!(meta);
     const sweep = { dtype: 'float' as const, op: 'sum' as const, root: -1 };
     p.rowStart!({ index: 0, sweep, cycle: 0, sizeBytes: 8 });
     assert.match(chunks.join(''), /0\/4 rows \| all_reduce float 8B \| 0s elapsed, ETA \?/);
     t = 10_000;
-    p.row!(fakeRow(8, false));
+    await p.row!(fakeRow(8, false));
     chunks.length = 0;
     p.rowStart!({ index: 1, sweep, cycle: 0, sizeBytes: 1 << 20 });
     assert.match(chunks.join(''), /1\/4 rows \| all_reduce float 1MB \| 10s elapsed, ETA 30s/);
     chunks.length = 0;
-    p.row!(fakeRow(16, false));
+    await p.row!(fakeRow(16, false));
+    // eslint-disable-next-line no-control-regex -- the escape that clears the line is what is checked
     assert.match(chunks.join(''), /\r|\u001b\[/); // the line is cleared before the table prints
-    p.end!({ outOfBounds: 0, avgBusBw: 0, minBwVerdict: null, exitCode: 0, skipped: null });
+    await p.end!({ outOfBounds: 0, avgBusBw: 0, minBwVerdict: null, exitCode: 0, skipped: null });
     assert.equal(formatDuration(3725), '1h02m');
   });
 });
 
 describe('--format pretty', () => {
-  it('prints a boxed table per sweep with both halves, then the footer', () => {
+  it('prints a boxed table per sweep with both halves, then the footer', async () => {
     const lines: string[] = [];
     const r = prettyReporter((l) => lines.push(l));
-    r.begin!(fakeMeta(true));
-    r.row!(fakeRow(8, true));
-    r.row!(fakeRow(16, true, 2));
+    await r.begin!(fakeMeta(true));
+    await r.row!(fakeRow(8, true));
+    await r.row!(fakeRow(16, true, 2));
     assert.equal(lines.length, 2); // nothing until the sweep completes
-    r.end!({ outOfBounds: 1, avgBusBw: 0.5, minBwVerdict: null, exitCode: 7, skipped: null });
+    await r.end!({ outOfBounds: 1, avgBusBw: 0.5, minBwVerdict: null, exitCode: 7, skipped: null });
     const text = lines.join('\n');
     assert.match(text, /all_reduce_perf: type float, redop sum, root -1/);
     assert.match(text, /out-of-place/);

@@ -140,7 +140,7 @@ export function chartRunFromNcclTests(j: { results: NcclTestsResult[] } & Record
   return {
     label, source, points, heat, heatCase: heat.length ? `${cases[0]}, out-of-place, per process` : null,
     facts: [
-      ['format', 'nccl-tests JSON (version 3)'], ['started', String(j.start_time ?? '?')],
+      ['format', 'nccl-tests JSON (version 3)'], ['started', typeof j.start_time === 'string' ? j.start_time : '?'],
       ['processes', `${devices.length} on ${[...new Set(devices.map((d) => d.hostname))].join(', ') || '?'}`],
       ['command', Array.isArray(j.args) ? (j.args as string[]).join(' ') : '?'],
     ],
