@@ -26,6 +26,12 @@ export const EXIT = {
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+/** Control characters of user input (a newline inside an argument) shown escaped, so a message stays one line. */
+function oneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex -- exactly the control characters are what is replaced
+  return text.replace(/[\u0000-\u001f\u007f]/g, (c) => JSON.stringify(c).slice(1, -1));
+}
+
 /**
  * Bad user input: the message is one line that starts with the flag it is about
  * (`-f: step factor must be an integer ≥ 1, got 1.5`), printed as is; the process exits 2.
@@ -36,7 +42,7 @@ export class UsageError extends Error {
   readonly flag: string | undefined;
 
   constructor(message: string, flag?: string) {
-    super(message);
+    super(oneLine(message));
     this.name = 'UsageError';
     this.flag = flag;
   }
