@@ -4,8 +4,9 @@
 // it). Rank 0's stdout and every rank's stderr pass through; the exit code is the worst child's.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { constants, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { signalStatus } from './mpirun.js';
 
 export interface LocalRanksPlan {
   np: number;
@@ -32,8 +33,7 @@ export function localRankEnv(base: NodeJS.ProcessEnv, rank: number, np: number, 
 /** Exit status of a child as a shell reports it: its code, or 128 + the signal number. */
 export function exitStatus(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
-  const n = signal ? constants.signals[signal] : undefined;
-  return 128 + (n ?? 15);
+  return signalStatus(signal ?? 'SIGTERM');
 }
 
 export interface LocalRanksOptions {
@@ -80,7 +80,9 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
         terminateRest('SIGKILL');
       }, graceMs);
     };
-    const forward = (sig: NodeJS.Signals) => () => children.forEach((c) => c.kill(sig));
+    // SIGINT/SIGTERM to this launcher: every rank gets it; the launcher then exits 130/143 (as mpirun's does).
+    let received: NodeJS.Signals | null = null;
+    const forward = (sig: NodeJS.Signals) => () => { received ??= sig; children.forEach((c) => c.kill(sig)); };
     const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
@@ -91,7 +93,8 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
       if (graceTimer) clearTimeout(graceTimer);
       rmSync(storeDir, { recursive: true, force: true });
       const counted = status.filter((s, r) => s !== null && !terminatedByUs.has(r)) as number[];
-      resolvePromise(counted.length > 0 ? Math.max(...counted) : 1);
+      if (received) resolvePromise(signalStatus(received));
+      else resolvePromise(counted.length > 0 ? Math.max(...counted) : 1);
     };
 
     for (let rank = 0; rank < plan.np; rank++) {

@@ -2,7 +2,7 @@
 // (arguments as an array, never a shell), adding what this machine needs: --allow-run-as-root as root,
 // --oversubscribe when N exceeds the cores, the ob1 PML (UCX probing only slows start-up here).
 import { spawn } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, constants } from 'node:os';
 
 export interface MpirunPlan {
   command: string;
@@ -28,11 +28,16 @@ export function mpirunPlan(opts: {
   return { command: env.COLLBENCH_MPIRUN ?? 'mpirun', args };
 }
 
-/** Runs the plan with inherited stdio; resolves to the exit code (signals forwarded to mpirun). */
+/**
+ * Runs the plan with inherited stdio; resolves to the exit code. SIGINT and SIGTERM to this launcher are
+ * forwarded to mpirun (which stops the ranks) and, once it has exited, give 128 + the signal's number (130,
+ * 143) as a shell reports an interrupted command, whatever mpirun itself returns.
+ */
 export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(plan.command, plan.args, { stdio: 'inherit', env });
-    const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+    let received: NodeJS.Signals | null = null;
+    const forward = (sig: NodeJS.Signals) => () => { received ??= sig; child.kill(sig); };
     const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
@@ -40,7 +45,13 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
     child.on('exit', (code, signal) => {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
-      resolvePromise(code ?? (signal ? 128 + 15 : 1));
+      if (received) resolvePromise(signalStatus(received));
+      else resolvePromise(code ?? (signal ? signalStatus(signal) : 1));
     });
   });
+}
+
+/** 128 + the signal's number, as a shell reports a process ended by it (SIGINT 130, SIGTERM 143). */
+export function signalStatus(signal: NodeJS.Signals): number {
+  return 128 + (constants.signals[signal] ?? 15);
 }

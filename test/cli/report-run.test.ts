@@ -326,6 +326,36 @@ describe('atomic rewrite: a run stopped mid-sweep leaves valid, complete-so-far 
   });
 });
 
+describe('--np launchers: Ctrl-C exits 130, SIGTERM to the launcher alone exits 143; nothing left running', () => {
+  const args = (dir: string, backend: string) => ['--np', '2', '--backend', backend, '-b', '64K', '-e', '128M', '-f', '2',
+    '-n', '20', '-w', '0', '-J', join(dir, 'r.json')];
+  /** Processes whose command line names `dir` (the launcher, mpirun, the ranks), as pgrep sees them. */
+  const leftovers = (dir: string): string[] =>
+    spawnSync('pgrep', ['-af', dir], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.trim() !== '');
+
+  for (const backend of ['mpi', 'gloo']) {
+    for (const [sig, how, code] of [['SIGINT', 'the process group (Ctrl-C)', 130], ['SIGTERM', 'the launcher alone (a batch scheduler)', 143]] as const) {
+      it(`${backend}: ${sig} to ${how} → exit ${code}, the rows so far kept, no rank left`, async () => {
+        const dir = tmp();
+        // detached: its own process group, so a signal to -pid reaches the launcher and every rank, as Ctrl-C does
+        const child = spawn(join(binDir, 'all_reduce_perf'), args(dir, backend), { stdio: 'ignore', detached: true });
+        const exited = new Promise<number | null>((r) => child.on('exit', (c, s) => r(c ?? (s ? -1 : null))));
+        const seen = await waitForRows(join(dir, 'r.json'), 2, child);
+        const t0 = Date.now();
+        process.kill(sig === 'SIGINT' ? -child.pid! : child.pid!, sig);
+        assert.equal(await exited, code);
+        assert.ok(Date.now() - t0 < 15_000, `took ${Date.now() - t0} ms to stop`);
+        const doc = readJson(join(dir, 'r.json'));
+        assert.deepEqual(reportErrors(doc), []);
+        assert.equal(doc.status, 'incomplete');
+        assert.ok(doc.rows.length >= seen, `${doc.rows.length} rows, ${seen} seen before the signal`);
+        for (let i = 0; i < 50 && leftovers(dir).length > 0; i++) await sleep(100); // ranks may take a moment to go
+        assert.deepEqual(leftovers(dir), []);
+      });
+    }
+  }
+});
+
 describe('progress on stderr', () => {
   const cmd = (extra: string) => `${join(binDir, 'all_reduce_perf')} -b 1M -e 8M -f 2 -n 5 ${extra}`;
 
