@@ -204,7 +204,7 @@ export function createGlooDriver(env: Env = process.env): BackendDriver {
     async init(native, options) {
       const { config, ownedDir, world } = glooInitConfig(options, env);
       if (ownedDir !== null) {
-        mkdirSync(ownedDir, { recursive: true });
+        mkdirSync(ownedDir, { recursive: true, mode: 0o700 }); // the store's keys are this job's alone
         // Rank 0 leaves last (it reports after the final barrier): it removes the job's directory.
         if (world.rank === 0) process.on('exit', () => rmSync(ownedDir, { recursive: true, force: true }));
       }

@@ -99,6 +99,27 @@ describe('-J: schema-valid reports of real runs', () => {
     assert.ok(Object.keys(doc.provenance.env).every((k) => /^(NCCL_|CUDA_|OMPI_|UCX_|GLOO_|COLLBENCH_)/.test(k)));
     assert.equal(doc.rerun, `${join(binDir, 'all_reduce_perf')} -b 8 -e 8 -n 2 --np 2 -J ${file}`);
   });
+
+  it('planted secrets appear in no output: table, stderr, JSON (both layouts), CSV, Markdown, JUnit, HTML', () => {
+    const dir = tmp();
+    const secrets = { AWS_SECRET_ACCESS_KEY: 'aws-Zq8Plant3dS3cret', GITHUB_TOKEN: 'ghp_plant3dTok3nValue', SECRET_TOKEN: 'tok-plant3d' };
+    const outputs = ['-J', join(dir, 'r.json'), '--csv', join(dir, 'r.csv'), '--md', join(dir, 'r.md'),
+      '--junit', join(dir, 'r.xml'), '--html', join(dir, 'r.html')];
+    const runs = [
+      runProgram('all_reduce_perf', ['-b', '8', '-e', '64', '-f', '8', '-n', '2', '--np', '2', ...outputs], { env: secrets }),
+      runProgram('all_reduce_perf', ['-b', '8', '-e', '8', '-n', '2', '-J', join(dir, 'nt.json'), '--json-format', 'nccl-tests'],
+        { env: secrets }),
+    ];
+    for (const r of runs) assert.equal(r.code, 0, r.stderr);
+    const texts = [...runs.flatMap((r) => [r.stdout, r.stderr]),
+      ...['r.json', 'r.csv', 'r.md', 'r.xml', 'r.html', 'nt.json'].map((f) => readFileSync(join(dir, f), 'utf8'))];
+    for (const [name, value] of Object.entries(secrets)) {
+      for (const t of texts) {
+        assert.ok(!t.includes(value), `the value of ${name} leaked`);
+        assert.ok(!t.includes(name), `${name} is named in an output`);
+      }
+    }
+  });
 });
 
 describe('--json-format nccl-tests', () => {

@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { glooInitConfig, glooStorePlan, glooTransport, glooWorld } from '../../bench/backends/gloo.js';
+import { rmSync, statSync } from 'node:fs';
+import { createGlooDriver, glooInitConfig, glooStorePlan, glooTransport, glooWorld, type GlooInitConfig } from '../../bench/backends/gloo.js';
+import type { NativeBackend } from '../../bench/native/binding.js';
 import { UsageError } from '../../bench/core/errors.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
 import { exitStatus, localRankEnv, localRanksPlan } from '../../bench/launch/local-ranks.js';
@@ -155,3 +157,23 @@ describe('--np launcher', () => {
     assert.equal(exitStatus(null, 'SIGTERM'), 143);
   });
 });
+
+describe('the store directory a launch gets by default', () => {
+  it('is private to its owner (0700): other users cannot read or plant the rendezvous keys', async () => {
+    const runId = `unit-${process.pid}-${Date.now()}`;
+    const env = { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2', COLLBENCH_GLOO_RUN_ID: runId };
+    let given: GlooInitConfig | null = null;
+    // The directory is made before the module is asked to connect; this stand-in only records what it is given.
+    const native = { init: (c: GlooInitConfig) => { given = c; return { rank: 1, nranks: 2 }; } } as unknown as NativeBackend;
+    const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
+    await createGlooDriver(env).init!(native, options);
+    const dir = join(tmpdir(), `collbench-gloo-${runId}`);
+    assert.equal(given!.store, `file:${dir}`);
+    try {
+      assert.equal(statSync(dir).mode & 0o777, 0o700);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
