@@ -12,7 +12,7 @@ import type { GlooAlgo } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { BackendDriver } from './driver.js';
-import { cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
+import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
 type Env = NodeJS.ProcessEnv;
 
@@ -213,6 +213,7 @@ export function createGlooDriver(env: Env = process.env): BackendDriver {
     validate(options) {
       refuseGpuOnlyFlags(options, 'gloo');
     },
+    adjust: cpuMemoryAdjust,
     rankLine: (info) => cpuRankLine(info),
     warnings(options, desc: CollectiveDescriptor, info: BackendInfo) {
       const out: string[] = [];

@@ -2,12 +2,13 @@
 // flags refused, and the preamble warning for Open MPI's saturating int8/uint8 MPI_SUM (open-mpi/ompi#8045).
 import { prepareSingletonMpi } from '../launch/environment.js';
 import type { BackendDriver } from './driver.js';
-import { cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
+import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
 export function createMpiDriver(): BackendDriver {
   return {
     prepare: () => prepareSingletonMpi(),
     validate: (options) => refuseGpuOnlyFlags(options, 'mpi'),
+    adjust: cpuMemoryAdjust,
     rankLine: cpuRankLine,
     warnings(options, desc, info) {
       const smallInts = options.dtypes.some((t) => t === 'int8' || t === 'uint8');
