@@ -13,7 +13,7 @@ PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf r
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench lint test test-unit clean nccl-cache bundle
+.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead lint test test-unit clean nccl-cache bundle
 
 all: build
 
@@ -51,6 +51,12 @@ build: native ts links
 
 bench: build
 	bin/all_reduce_perf $(BENCH_ARGS) --np $(NP)
+
+# Is the reported time the engine's own? collbench against plain loops of the same MPI/Gloo calls, interleaved
+# (scripts/bench-overhead.ts; README "Performance"). OVERHEAD_ARGS passes options, e.g. --backends mpi --ranks 1.
+OVERHEAD_ARGS ?=
+bench-overhead: build
+	node --import tsx scripts/bench-overhead.ts $(OVERHEAD_ARGS)
 
 # One self-contained tarball (Node runtime, dist/, production dependencies, build/Release/*.node, launchers):
 # collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (see README, "Bundle").

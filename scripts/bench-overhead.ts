@@ -1,83 +1,396 @@
-// Benchmark (not a test): how much collbench adds on top of the library it measures. Runs, interleaved
-// round by round, collbench's all_reduce and a bare C loop over MPI_Allreduce (native/test/
-// bare_allreduce.c: same sizes, iterations, rotation and mpirun placement) at 2 ranks, and prints per
-// size the ratio of the reported times (medians over rounds). Then compares the start-up of a one-size
-// single-rank run with `node -e 0`. Ratios are medians of per-round ratios (each round runs both
-// back to back, so slow drift of this noisy VM cancels). Usage: node --import tsx scripts/bench-overhead.ts [rounds] [iters]
+// Benchmark (not a test): is the time collbench reports the engine's own? Runs collbench and a plain loop of the
+// same MPI/Gloo calls on the same buffers (native/test/plain_mpi_loop.c, plain_gloo_loop.cc) interleaved round by
+// round, launched alike, per backend × ranks × collective, and prints per size both medians, ratio, added µs, spread,
+// outliers and the goal (≤ 5 % or ≤ 0.10 µs); optionally IMB-MPI1 beside. Options: --help (USAGE below).
 import { spawnSync } from 'node:child_process';
-import { join, resolve, dirname } from 'node:path';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism, hostname, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const rounds = Number(process.argv[2] ?? 7);
-const ITERS = Number(process.argv[3] ?? 100);
-const [MIN, MAX, FACTOR, WARMUP] = [8, 64 * 1024 * 1024, 2, 1];
-const mpirun = ['--bind-to', 'core', '--mca', 'pml', 'ob1', '-np', '2'];
-if (process.getuid?.() === 0) mpirun.unshift('--allow-run-as-root');
+const COLLS = ['all_reduce', 'all_gather', 'alltoall', 'broadcast', 'reduce_scatter', 'sendrecv'] as const;
+type Coll = (typeof COLLS)[number];
+type Backend = 'mpi' | 'gloo';
+const GOAL_RATIO = 1.05, GOAL_ADDED_US = 0.10, OUTLIER_FACTOR = 2;
 
-function run(cmd: string, args: string[]): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stderr}`);
-  return r.stdout;
+// ---- options ---------------------------------------------------------------------------------------------
+
+const USAGE = `usage: node --import tsx scripts/bench-overhead.ts [options]
+  --rounds N            interleaved rounds per backend x ranks x collective (default 7, at least 1)
+  --iters N             timed iterations per row, both tools (-n; default 100)
+  --gloo-iters N        the same for gloo at 2+ ranks, whose ops take 0.3-5 ms here (default 20)
+  --warmup N            warm-up iterations per warm-up size, both tools (-w; default 5)
+  --backends LIST       mpi,gloo (default both)
+  --ranks LIST          rank counts (default 1,2); 1 = a plain process, more = mpirun -np N
+  --colls LIST          ${COLLS.join(',')} (default all)
+  --min-bytes SIZE      first size (default 8)
+  --max-bytes SIZE      last size, sizes double (default 4M)
+  --json FILE           write every sample and verdict as JSON
+  --yield 0|1           OMPI_MCA_mpi_yield_when_idle for both tools (default: inherited)
+  --thread-level L      MPI thread level of the plain MPI loop: single|funneled|serialized|multiple
+                        (default multiple, what collbench requests)
+  --thread-level-cost   instead of collbench: the plain MPI loop at multiple vs at --thread-level
+                        (default serialized), same table (mpi only)
+  --imb PATH            also run Intel MPI Benchmarks IMB-MPI1 at 2 ranks: PATH is the executable or an
+                        mpi-benchmarks source tree (built with mpicc/mpicxx into a temporary directory)
+  --imb-off-cache       pass -off_cache -1 to IMB-MPI1
+  --native-dir DIR      take collbench's modules and the plain loops from DIR (default build/Release);
+                        either way they are copied once, so a rebuild during the run does not touch it
+  --strict              exit 1 when a goal is missed (default: report only)`;
+
+function parseSize(text: string): number {
+  const m = /^(\d+)([kKmMgG]?)$/.exec(text);
+  if (!m) fail(`bad size '${text}' (digits with an optional K, M or G)`);
+  return Number(m[1]) * ({ '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase()] ?? 1);
 }
 
-function collbenchTimes(): Map<number, number> {
-  const out = run('mpirun', [...mpirun, join(root, 'bin/all_reduce_perf'), '-b', String(MIN), '-e', String(MAX),
-    '-f', String(FACTOR), '-n', String(ITERS), '-w', String(WARMUP), '-d', 'float']);
-  const times = new Map<number, number>();
-  for (const line of out.split('\n')) {
-    if (line.startsWith('#') || !line.trim()) continue;
-    const f = line.trim().split(/\s+/);
-    times.set(Number(f[0]), Number(f[5])); // size, out-of-place time (us)
+function positiveInt(text: string, what: string, min = 1): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min) fail(`--${what}: expected an integer >= ${min}, got '${text}'`);
+  return n;
+}
+
+function fail(message: string): never {
+  console.error(`bench-overhead: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+const { values: argv } = (() => { try { return parseArgs({
+  options: {
+    rounds: { type: 'string', default: '7' }, iters: { type: 'string', default: '100' },
+    'gloo-iters': { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '5' }, backends: { type: 'string', default: 'mpi,gloo' },
+    ranks: { type: 'string', default: '1,2' }, colls: { type: 'string', default: COLLS.join(',') },
+    'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
+    json: { type: 'string' }, yield: { type: 'string' }, 'thread-level': { type: 'string' },
+    'thread-level-cost': { type: 'boolean', default: false }, imb: { type: 'string' },
+    'imb-off-cache': { type: 'boolean', default: false }, strict: { type: 'boolean', default: false },
+    'native-dir': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false },
+  },
+  strict: true,
+}); } catch (e) { return fail((e as Error).message); } })();
+if (argv.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const opts = {
+  rounds: positiveInt(argv.rounds, 'rounds'),
+  iters: positiveInt(argv.iters, 'iters'),
+  glooIters: positiveInt(argv['gloo-iters'], 'gloo-iters'),
+  warmup: positiveInt(argv.warmup, 'warmup', 0),
+  backends: argv.backends.split(',').map((b) => {
+    if (b !== 'mpi' && b !== 'gloo') fail(`--backends: unknown backend '${b}'`);
+    return b as Backend;
+  }),
+  ranks: argv.ranks.split(',').map((r) => positiveInt(r, 'ranks')),
+  colls: argv.colls.split(',').map((c) => {
+    if (!(COLLS as readonly string[]).includes(c)) fail(`--colls: unknown collective '${c}' (${COLLS.join(', ')})`);
+    return c as Coll;
+  }),
+  minBytes: parseSize(argv['min-bytes']),
+  maxBytes: parseSize(argv['max-bytes']),
+  json: argv.json ?? null,
+  yieldWhenIdle: argv.yield ?? null,
+  threadLevel: argv['thread-level'] ?? (argv['thread-level-cost'] ? 'serialized' : 'multiple'),
+  threadLevelCost: argv['thread-level-cost'],
+  imb: argv.imb ?? null,
+  imbOffCache: argv['imb-off-cache'],
+};
+if (opts.minBytes < 1 || opts.minBytes > opts.maxBytes) fail('--min-bytes must be >= 1 and <= --max-bytes');
+if (opts.yieldWhenIdle !== null && !['0', '1'].includes(opts.yieldWhenIdle)) fail('--yield: 0 or 1');
+if (!['single', 'funneled', 'serialized', 'multiple'].includes(opts.threadLevel)) {
+  fail('--thread-level: single, funneled, serialized or multiple');
+}
+if (opts.threadLevelCost) opts.backends = opts.backends.filter((b) => b === 'mpi');
+
+const SIZES: number[] = [];
+for (let s = opts.minBytes; s <= opts.maxBytes; s *= 2) SIZES.push(s);
+
+// ---- launching -------------------------------------------------------------------------------------------
+
+// One build for the whole run: the modules and plain loops are copied once, so a rebuild during the run (make, other
+// work on this tree) neither breaks nor mixes it; collbench finds its modules through COLLBENCH_NATIVE_DIR.
+const snapshot = mkdtempSync(join(tmpdir(), 'collbench-overhead-build-'));
+process.on('exit', () => rmSync(snapshot, { recursive: true, force: true }));
+for (const backend of opts.backends) {
+  for (const file of [`collbench_${backend}.node`, `plain_${backend}_loop`]) {
+    const src = join(argv['native-dir'] ?? join(root, 'build', 'Release'), file);
+    if (!existsSync(src)) fail(`${src} is missing: build first (npx cmake-js compile -d native -O build)`);
+    cpSync(src, join(snapshot, file));
   }
-  return times;
 }
 
-function bareTimes(): Map<number, number> {
-  const out = run('mpirun', [...mpirun, join(root, 'build/Release/bare_allreduce'), String(MIN), String(MAX),
-    String(FACTOR), String(ITERS), String(WARMUP)]);
-  const times = new Map<number, number>();
-  for (const line of out.trim().split('\n')) {
-    const [size, us] = line.split(' ').map(Number);
-    times.set(size, us);
+/** The environment both tools of a cell get: the same MCA settings, singleton speed-ups for 1 rank. */
+function toolEnv(backend: Backend, ranks: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, COLLBENCH_NATIVE_DIR: snapshot };
+  if (opts.yieldWhenIdle !== null) env.OMPI_MCA_mpi_yield_when_idle = opts.yieldWhenIdle;
+  // collbench's mpi driver sets these itself for a plain process (launch/environment.ts); the plain loop
+  // gets them from here, so both start the same singleton.
+  if (backend === 'mpi' && ranks === 1) {
+    env.OMPI_MCA_ess_singleton_isolated ??= '1';
+    env.OMPI_MCA_pml ??= 'ob1';
   }
-  return times;
+  return env;
 }
 
-const median = (xs: number[]): number => {
+/** The command line: a plain process for 1 rank, else mpirun with the flags collbench's --np adds (launch/mpirun.ts). */
+function launch(ranks: number, program: string[], env: NodeJS.ProcessEnv): [string, string[]] {
+  if (ranks === 1) return [program[0]!, program.slice(1)];
+  const args: string[] = [];
+  if (process.getuid?.() === 0) args.push('--allow-run-as-root');
+  if (ranks > availableParallelism()) args.push('--oversubscribe');
+  if (!env.OMPI_MCA_pml) args.push('--mca', 'pml', 'ob1');
+  args.push('-x', 'COLLBENCH_NATIVE_DIR', '-np', String(ranks), ...program);
+  return [env.COLLBENCH_MPIRUN ?? 'mpirun', args];
+}
+
+/** Runs one sweep; a failed one (a Gloo timeout on a loaded machine, say) is retried twice, 10 s apart, and counted. */
+let retries = 0;
+function run(program: string[], ranks: number, env: NodeJS.ProcessEnv): string {
+  const [cmd, args] = launch(ranks, program, env);
+  for (let attempt = 0; ; attempt++) {
+    const r = spawnSync(cmd, args, { encoding: 'utf8', env, maxBuffer: 1 << 26, timeout: 900_000 });
+    if (!r.error && r.status === 0) return r.stdout;
+    const why = `${cmd} ${args.join(' ')} ${r.error ? r.error.message : `exited ${r.status ?? r.signal}`}:\n${r.stderr}${r.stdout.slice(-2000)}`;
+    if (attempt === 2) throw new Error(why);
+    retries++;
+    console.error(`# retrying in 10 s: ${why}`);
+    spawnSync('sleep', ['10']);
+  }
+}
+
+const itersOf = (backend: Backend, ranks: number): number => (backend === 'gloo' && ranks > 1 ? opts.glooIters : opts.iters);
+const sweepArgs = (backend: Backend, ranks: number): string[] => ['-b', String(opts.minBytes), '-e', String(opts.maxBytes),
+  '-f', '2', '-n', String(itersOf(backend, ranks)), '-w', String(opts.warmup)];
+
+/** One row per requested size: out-of-place µs and the row's actual size (chunked collectives round down). */
+interface Sample { us: number; bytes: number }
+
+function collbenchSweep(backend: Backend, ranks: number, coll: Coll): Sample[] {
+  const dir = mkdtempSync(join(tmpdir(), 'collbench-overhead-'));
+  try {
+    const json = join(dir, 'report.json');
+    run([join(root, 'bin', `${coll}_perf`), '--backend', backend, ...sweepArgs(backend, ranks), '-d', 'float', '-c', '0', '-a', '3',
+      '-J', json], ranks, toolEnv(backend, ranks));
+    const doc = JSON.parse(readFileSync(json, 'utf8')) as { rows: { sizeBytes: number; outOfPlace: { timeUs: number | null } }[] };
+    // Rows come in sweep order (one case, one cycle); chunked collectives may report size 0 for several.
+    if (doc.rows.length !== SIZES.length) throw new Error(`collbench ${coll}: ${doc.rows.length} rows, expected ${SIZES.length}`);
+    return doc.rows.map((r) => ({ us: r.outOfPlace.timeUs ?? NaN, bytes: r.sizeBytes }));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function plainSweep(backend: Backend, ranks: number, coll: Coll, threadLevel = opts.threadLevel): Sample[] {
+  const exe = join(snapshot, `plain_${backend}_loop`);
+  const extra = backend === 'mpi' ? ['-t', threadLevel] : [];
+  const out = run([exe, '-c', coll, ...sweepArgs(backend, ranks), ...extra], ranks, toolEnv(backend, ranks));
+  const rows = out.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).map((l) => l.trim().split(/\s+/).map(Number));
+  if (rows.length !== SIZES.length || rows.some((r, i) => r[0] !== SIZES[i])) {
+    throw new Error(`plain_${backend}_loop ${coll}: unexpected output:\n${out}`);
+  }
+  return rows.map((r) => ({ us: r[3]!, bytes: r[1]! }));
+}
+
+// ---- statistics ------------------------------------------------------------------------------------------
+
+function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  const pos = (s.length - 1) * q, lo = Math.floor(pos), hi = Math.ceil(pos);
+  return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
+}
+const median = (xs: number[]): number => quantile(xs, 0.5);
+
+interface SizeResult {
+  size: number; bytes: number;
+  aUs: number[]; bUs: number[];
+  aMedian: number; bMedian: number; ratio: number; addedUs: number;
+  ratioP25: number; ratioP75: number; ratioMin: number; ratioMax: number;
+  aOutliers: number; bOutliers: number; met: boolean;
+}
+
+function analyse(size: number, bytes: number, aUs: number[], bUs: number[]): SizeResult {
+  const aMedian = median(aUs), bMedian = median(bUs);
+  const ratios = aUs.map((a, i) => a / bUs[i]!).filter(Number.isFinite);
+  const r = (q: number): number => (ratios.length ? quantile(ratios, q) : NaN);
+  const addedUs = aMedian - bMedian;
+  return {
+    size, bytes, aUs, bUs, aMedian, bMedian, ratio: aMedian / bMedian, addedUs,
+    ratioP25: r(0.25), ratioP75: r(0.75), ratioMin: r(0), ratioMax: r(1),
+    aOutliers: aUs.filter((t) => t > OUTLIER_FACTOR * aMedian).length,
+    bOutliers: bUs.filter((t) => t > OUTLIER_FACTOR * bMedian).length,
+    met: aMedian <= bMedian * GOAL_RATIO || addedUs <= GOAL_ADDED_US,
+  };
+}
+
+// ---- IMB-MPI1 (optional) ---------------------------------------------------------------------------------
+
+const IMB_NAMES: Record<Coll, string> = {
+  all_reduce: 'Allreduce', all_gather: 'Allgather', alltoall: 'Alltoall', broadcast: 'Bcast',
+  reduce_scatter: 'Reduce_scatter_block', sendrecv: 'Sendrecv',
 };
 
-const cb = new Map<number, number[]>(), bare = new Map<number, number[]>();
-for (let r = 0; r < rounds; r++) {
-  for (const [map, times] of (r % 2 ? [[bare, bareTimes()], [cb, collbenchTimes()]] : [[cb, collbenchTimes()], [bare, bareTimes()]]) as [Map<number, number[]>, Map<number, number>][])
-    for (const [size, us] of times) map.set(size, [...(map.get(size) ?? []), us]);
+/** IMB-MPI1 from PATH: the executable itself, a tree where it is built, or a source tree to build in a temp dir. */
+function imbExecutable(path: string): string {
+  const p = resolve(path);
+  if (!existsSync(p)) throw new Error(`--imb: ${p} does not exist`);
+  if (statSync(p).isFile()) return p;
+  if (existsSync(join(p, 'IMB-MPI1'))) return join(p, 'IMB-MPI1');
+  const tag = createHash('sha256').update(p).digest('hex').slice(0, 12);
+  const build = join(tmpdir(), `collbench-imb-${tag}`);
+  if (existsSync(join(build, 'IMB-MPI1'))) return join(build, 'IMB-MPI1');
+  console.error(`# building IMB-MPI1 from ${p} in ${build} (mpicc/mpicxx)`);
+  cpSync(p, build, { recursive: true, filter: (src) => !src.includes(`${p}/.git`) });
+  const r = spawnSync('make', ['-C', build, 'IMB-MPI1', 'CC=mpicc', 'CXX=mpicxx'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (r.status !== 0 || !existsSync(join(build, 'IMB-MPI1'))) {
+    throw new Error(`--imb: building IMB-MPI1 in ${build} failed:\n${(r.stderr ?? '').slice(-3000)}`);
+  }
+  return join(build, 'IMB-MPI1');
 }
 
-console.log(`all_reduce float sum, 2 ranks, ${ITERS} iters, medians over ${rounds} interleaved rounds`);
-console.log('      size   collbench(us)   bare(us)    ratio   diff(us)   target');
-let failures = 0;
-for (const [size, ts] of [...cb].sort((a, b) => a[0] - b[0])) {
-  const bs = bare.get(size) ?? [];
-  const c = median(ts), b = median(bs);
-  const ratio = median(ts.map((t, i) => t / bs[i])), diff = median(ts.map((t, i) => t - bs[i]));
-  const ok = size >= 1024 ? ratio <= 1.05 : diff <= 0.5;
-  if (!ok) failures++;
-  console.log(`${String(size).padStart(10)}  ${c.toFixed(2).padStart(14)}  ${b.toFixed(2).padStart(9)}  ${ratio.toFixed(3).padStart(7)}  ${diff.toFixed(2).padStart(9)}   ${size >= 1024 ? 'ratio<=1.05' : 'diff<=0.5us'} ${ok ? 'ok' : 'MISSED'}`);
+interface ImbRow { bytes: number; repetitions: number; tMinUs: number; tMaxUs: number; tAvgUs: number }
+
+/** IMB-MPI1's text output → benchmark name → rows ("# Benchmarking NAME", "# #processes = N", header, numbers). */
+function parseImb(text: string, processes: number): Map<string, ImbRow[]> {
+  const out = new Map<string, ImbRow[]>();
+  let name: string | null = null, procs = 0, cols: string[] | null = null;
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    const bench = /^#\s*Benchmarking\s+(\S+)/.exec(line);
+    if (bench) { name = bench[1]!; cols = null; procs = 0; continue; }
+    const np = /^#\s*#processes\s*=\s*(\d+)/.exec(line);
+    if (np) { procs = Number(np[1]); continue; }
+    if (name && /^#bytes\b/.test(line)) { cols = line.split(/\s+/); continue; }
+    if (!name || !cols || procs !== processes) continue;
+    if (line === '' || line.startsWith('#')) { if (line === '') cols = null; continue; }
+    const f = line.split(/\s+/).map(Number);
+    if (f.some((x) => !Number.isFinite(x))) continue;
+    const at = (c: string): number => f[cols!.indexOf(c)] ?? NaN;
+    const row = { bytes: at('#bytes'), repetitions: at('#repetitions'), tMinUs: at('t_min[usec]'), tMaxUs: at('t_max[usec]'), tAvgUs: at('t_avg[usec]') };
+    out.set(name, [...(out.get(name) ?? []), row]);
+  }
+  return out;
 }
 
-function wallSeconds(cmd: string, args: string[]): number {
-  const t0 = process.hrtime.bigint();
-  run(cmd, args);
-  return Number(process.hrtime.bigint() - t0) / 1e9;
+/** IMB's message size for a collbench row: all_gather and alltoall count the per-rank block, the others the buffer. */
+const imbBytesOf = (coll: Coll, rowBytes: number, ranks: number): number =>
+  coll === 'all_gather' || coll === 'alltoall' ? rowBytes / ranks : rowBytes;
+
+function runImb(path: string): { command: string; results: Map<string, ImbRow[]> } {
+  const exe = imbExecutable(path);
+  const ranks = 2;
+  const lo = Math.max(0, Math.floor(Math.log2(opts.minBytes / ranks))), hi = Math.ceil(Math.log2(opts.maxBytes));
+  const args = [exe, '-npmin', String(ranks), '-msglog', `${lo}:${hi}`, '-iter', String(opts.iters), '-iter_policy', 'off',
+    '-time', '600', '-zero_size', 'off', ...(opts.imbOffCache ? ['-off_cache', '-1'] : []),
+    ...opts.colls.map((c) => IMB_NAMES[c])];
+  const env = toolEnv('mpi', ranks);
+  const [cmd, full] = launch(ranks, args, env);
+  return { command: `${cmd} ${full.join(' ')}`, results: parseImb(run(args, ranks, env), ranks) };
 }
-const nodeStart: number[] = [], cbStart: number[] = [];
-for (let i = 0; i < 10; i++) {
-  nodeStart.push(wallSeconds(process.execPath, ['-e', '0']));
-  cbStart.push(wallSeconds(join(root, 'bin/all_reduce_perf'), ['-b', '8', '-e', '8']));
+
+// ---- main ------------------------------------------------------------------------------------------------
+
+const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
+const pad = (s: string, n: number): string => s.padStart(n);
+const nameA = opts.threadLevelCost ? 'multiple' : 'collbench';
+const nameB = opts.threadLevelCost ? opts.threadLevel : 'plain';
+
+interface CellResult { backend: Backend; ranks: number; coll: Coll; loadStart: number; loadEnd: number; sizes: SizeResult[]; outliersOk: boolean }
+const cells: CellResult[] = [];
+const started = new Date();
+const cores = availableParallelism();
+
+console.log(`# collbench overhead: ${nameA} vs ${nameB}, float sum, ${SIZES[0]}..${SIZES.at(-1)} B, -n ${opts.iters} (gloo at 2+ ranks: ${opts.glooIters}) -w ${opts.warmup}, ` +
+  `${opts.rounds} interleaved rounds (order alternates), time = out-of-place, max over ranks (-a 3)`);
+console.log(`# host ${hostname()} (${cores} cores), ${started.toISOString()}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}` +
+  `, modules ${argv['native-dir'] ?? join(root, 'build', 'Release')}, plain MPI thread level ${opts.threadLevel}, OMPI_MCA_mpi_yield_when_idle=${opts.yieldWhenIdle ?? process.env.OMPI_MCA_mpi_yield_when_idle ?? '(unset)'}`);
+console.log(`# goal per size: ${nameA} median <= ${GOAL_RATIO} x ${nameB} median, or at most ${GOAL_ADDED_US.toFixed(2)} us more; ` +
+  `outliers: rounds above ${OUTLIER_FACTOR} x that tool's median for the size`);
+
+for (const backend of opts.backends) {
+  for (const ranks of opts.ranks) {
+    for (const coll of opts.colls) {
+      const loadStart = loadavg()[0]!;
+      const a: Sample[][] = [], b: Sample[][] = [];
+      const sweepA = (): Sample[] => (opts.threadLevelCost ? plainSweep(backend, ranks, coll, 'multiple') : collbenchSweep(backend, ranks, coll));
+      const sweepB = (): Sample[] => plainSweep(backend, ranks, coll);
+      for (let r = 0; r < opts.rounds; r++) {
+        if (r % 2 === 0) { a.push(sweepA()); b.push(sweepB()); } else { b.push(sweepB()); a.push(sweepA()); }
+      }
+      const loadEnd = loadavg()[0]!;
+      const sizes = SIZES.map((size, i) => {
+        const bytes = a[0]![i]!.bytes;
+        if (b[0]![i]!.bytes !== bytes) throw new Error(`${backend} ${coll} ${size}: row sizes differ (${bytes} vs ${b[0]![i]!.bytes})`);
+        return analyse(size, bytes, a.map((s) => s[i]!.us), b.map((s) => s[i]!.us));
+      });
+      const aOut = sizes.reduce((n, s) => n + s.aOutliers, 0), bOut = sizes.reduce((n, s) => n + s.bOutliers, 0);
+      const cell: CellResult = { backend, ranks, coll, loadStart, loadEnd, sizes, outliersOk: aOut <= bOut };
+      cells.push(cell);
+      const met = sizes.filter((s) => s.met).length;
+      console.log(`\n## ${backend} ${ranks} rank${ranks > 1 ? 's' : ''} ${coll}: goal met at ${met}/${sizes.length} sizes; ` +
+        `outliers ${nameA} ${aOut}/${sizes.length * opts.rounds}, ${nameB} ${bOut}/${sizes.length * opts.rounds} ` +
+        `${cell.outliersOk ? 'ok' : 'WORSE'}; load ${loadStart.toFixed(1)} -> ${loadEnd.toFixed(1)}`);
+      console.log(`${pad('size', 9)} ${pad('bytes', 8)} ${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad('ratio', 6)} ` +
+        `${pad('added_us', 9)} ${pad('ratio p25-p75', 13)} ${pad('min-max', 11)} ${pad('out', 5)}  goal`);
+      for (const s of sizes) {
+        console.log(`${pad(String(s.size), 9)} ${pad(String(s.bytes), 8)} ${pad(f(s.aMedian), 12)} ${pad(f(s.bMedian), 11)} ` +
+          `${pad(f(s.ratio, 3), 6)} ${pad(f(s.addedUs), 9)} ${pad(`${f(s.ratioP25)}-${f(s.ratioP75)}`, 13)} ` +
+          `${pad(`${f(s.ratioMin)}-${f(s.ratioMax)}`, 11)} ${pad(`${s.aOutliers}/${s.bOutliers}`, 5)}  ${s.met ? 'ok' : 'MISSED'}`);
+      }
+    }
+  }
 }
-const extra = median(cbStart) - median(nodeStart);
-console.log(`start-up: node -e 0 ${median(nodeStart).toFixed(3)} s, all_reduce_perf -b 8 -e 8 (1 rank) ${median(cbStart).toFixed(3)} s, ` +
-  `extra ${extra.toFixed(3)} s (target <= 0.3 s) ${extra <= 0.3 ? 'ok' : 'MISSED'}`);
-console.log(failures === 0 && extra <= 0.3 ? 'all targets met' : `${failures + (extra > 0.3 ? 1 : 0)} target(s) missed`);
+
+let imb: { command: string; results: Record<string, ImbRow[]> } | { error: string } | null = null;
+let imbResults: { command: string; results: Map<string, ImbRow[]> } | null = null;
+if (opts.imb !== null) {
+  try {
+    imbResults = runImb(opts.imb);
+    imb = { command: imbResults.command, results: Object.fromEntries(imbResults.results) };
+  } catch (e) {
+    const error = (e as Error).message;
+    imb = { error };
+    process.exitCode = 1;
+    console.log(`\n## IMB-MPI1 not run: ${error}`);
+  }
+}
+if (imbResults !== null) {
+  const { command, results } = imbResults;
+  console.log(`\n## IMB-MPI1 at 2 ranks beside collbench and the plain loop (mpi, medians above); ${command}`);
+  console.log(`${pad('coll', 15)} ${pad('bytes', 8)} ${pad('imb_bytes', 9)} ${pad('imb_t_avg', 10)} ${pad('imb_t_max', 10)} ` +
+    `${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)}`);
+  for (const coll of opts.colls) {
+    const cell = cells.find((c) => c.backend === 'mpi' && c.ranks === 2 && c.coll === coll);
+    const rows = results.get(IMB_NAMES[coll]) ?? [];
+    for (const s of cell?.sizes ?? []) {
+      const row = rows.find((r) => r.bytes === imbBytesOf(coll, s.bytes, 2));
+      if (!row) continue;
+      console.log(`${pad(coll, 15)} ${pad(String(s.bytes), 8)} ${pad(String(row.bytes), 9)} ${pad(f(row.tAvgUs), 10)} ` +
+        `${pad(f(row.tMaxUs), 10)} ${pad(f(s.aMedian), 12)} ${pad(f(s.bMedian), 11)}`);
+    }
+  }
+}
+
+const all = cells.flatMap((c) => c.sizes);
+const missed = cells.flatMap((c) => c.sizes.filter((s) => !s.met).map((s) => `${c.backend}/${c.ranks}/${c.coll}/${s.size}`));
+const worse = cells.filter((c) => !c.outliersOk).map((c) => `${c.backend}/${c.ranks}/${c.coll}`);
+const ended = new Date();
+console.log(`\n# summary: goal met at ${all.length - missed.length}/${all.length} sizes; outlier share no worse than ${nameB} ` +
+  `in ${cells.length - worse.length}/${cells.length} backend x ranks x collective cells; ` +
+  `${((ended.getTime() - started.getTime()) / 60000).toFixed(1)} min, ${retries} sweep(s) retried, load average at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+if (missed.length) console.log(`# missed: ${missed.join(' ')}`);
+if (worse.length) console.log(`# more outliers than ${nameB}: ${worse.join(' ')}`);
+
+if (opts.json) {
+  writeFileSync(opts.json, `${JSON.stringify({
+    kind: 'collbench-overhead', started: started.toISOString(), ended: ended.toISOString(), host: hostname(), cores,
+    tools: { a: nameA, b: nameB }, goal: { ratio: GOAL_RATIO, addedUs: GOAL_ADDED_US, outlierFactor: OUTLIER_FACTOR },
+    options: { ...opts, sizes: SIZES }, retries, cells, imb,
+    summary: { sizes: all.length, met: all.length - missed.length, missed, outliersWorse: worse },
+  }, null, 1)}\n`);
+}
+if (argv.strict && (missed.length || worse.length)) process.exitCode = 1;
