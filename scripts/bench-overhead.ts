@@ -31,7 +31,7 @@ const USAGE = `usage: node --import tsx scripts/bench-overhead.ts [options]
   --json FILE           write every sample and verdict as JSON
   --yield 0|1           OMPI_MCA_mpi_yield_when_idle for both tools (default: inherited)
   --thread-level L      MPI thread level of the plain MPI loop: single|funneled|serialized|multiple
-                        (default multiple, what collbench requests)
+                        (default serialized, what collbench requests)
   --thread-level-cost   instead of collbench: the plain MPI loop at multiple vs at --thread-level
                         (default serialized), same table (mpi only)
   --imb PATH            also run Intel MPI Benchmarks IMB-MPI1 at 2 ranks: PATH is the executable or an
@@ -95,7 +95,7 @@ const opts = {
   maxBytes: parseSize(argv['max-bytes']),
   json: argv.json ?? null,
   yieldWhenIdle: argv.yield ?? null,
-  threadLevel: argv['thread-level'] ?? (argv['thread-level-cost'] ? 'serialized' : 'multiple'),
+  threadLevel: argv['thread-level'] ?? 'serialized',
   threadLevelCost: argv['thread-level-cost'],
   imb: argv.imb ?? null,
   imbOffCache: argv['imb-off-cache'],

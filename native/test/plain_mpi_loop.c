@@ -32,9 +32,9 @@ static void die(const char* what, int rc) {
     if (rc_ != MPI_SUCCESS) die(#call, rc_);     \
   } while (0)
 
-/* Usage: plain_mpi_loop -c COLL [-b 8] [-e 4M] [-f 2] [-n 20] [-w 1] [-r 0] [-t multiple] [-i 1]
+/* Usage: plain_mpi_loop -c COLL [-b 8] [-e 4M] [-f 2] [-n 20] [-w 1] [-r 0] [-t serialized] [-i 1]
  *   COLL: all_reduce all_gather alltoall broadcast reduce_scatter sendrecv (float, sum)
- *   -t/--thread-level single|funneled|serialized|multiple (collbench requests multiple)
+ *   -t/--thread-level single|funneled|serialized|multiple (collbench requests serialized)
  *   -i/--in-place 0|1: also run (and time) the in-place half of each row, as collbench does (default 1)
  * Rank 0 prints "# ..." lines, then per size: size_requested size_bytes count oop_us ip_us (ip_us -1 with -i 0). */
 static void usage(const char* msg) {
@@ -179,7 +179,7 @@ static double half(const struct ctx* x, const struct layout* l, size_t maxBytes,
 }
 
 int main(int argc, char** argv) {
-  int coll = -1, iters = 20, warm = 1, root = 0, inPlace = 1, level = MPI_THREAD_MULTIPLE;
+  int coll = -1, iters = 20, warm = 1, root = 0, inPlace = 1, level = MPI_THREAD_SERIALIZED;
   size_t minBytes = 8, maxBytes = 4u << 20, factor = 2;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spec.h"
@@ -22,6 +23,15 @@ struct OpArgs {
   bool inPlace;
   const PeerCounts* peers;  // alltoallv only
   int local = 0;            // which of this process's ranks issues it (see localRanks())
+};
+
+// The ops one timed loop issues, in order: op k is `args` (one entry per local rank, args[i].local == i)
+// with send and recv moved by shift(k) = rotateBytes·(k mod slots) (nccl-tests' buffer rotation).
+// `maxShiftBytes` is the largest shift the loop will use: rotateBytes·(min(slots, ops issued) − 1).
+struct OpSeries {
+  const OpArgs* args = nullptr;
+  int nLocal = 1;
+  uint64_t maxShiftBytes = 0;
 };
 
 struct CheckOutcome {
@@ -47,6 +57,28 @@ class Backend {
   virtual void* buffer(BufId which) = 0;
 
   virtual Status enqueue(const OpArgs& args) = 0;
+
+  // ---- Prepared ops: the timed loop's per-op path. prepareSeries() checks every op of the series
+  // (every shift up to maxShiftBytes) and resolves its library arguments once, before the clock starts;
+  // runPrepared(shiftBytes) then issues the op at that shift (on every local rank) and does nothing
+  // else: no argument checks, no Status built. It returns false on failure and leaves the error in
+  // preparedStatus(). Valid until the next prepareSeries() or allocate(). Default: enqueueAll() on
+  // shifted copies of the args (every check per op), which backends replace with a resolved call.
+  virtual Status prepareSeries(const OpSeries& series) {
+    if (series.args == nullptr || series.nLocal < 1)
+      return Status::Error("core", "CORE_BAD_SPEC", "an op series needs at least one op", CB_SITE("prepareSeries"));
+    seriesBase_.assign(series.args, series.args + series.nLocal);
+    seriesShifted_ = seriesBase_;
+    return Status::Ok();
+  }
+  virtual bool runPrepared(uint64_t shiftBytes) {
+    for (size_t i = 0; i < seriesBase_.size(); ++i) {
+      seriesShifted_[i].send = static_cast<const char*>(seriesBase_[i].send) + shiftBytes;
+      seriesShifted_[i].recv = static_cast<char*>(seriesBase_[i].recv) + shiftBytes;
+    }
+    return preparedOk(enqueueAll(seriesShifted_.data(), static_cast<int>(seriesShifted_.size())));
+  }
+  const Status& preparedStatus() const { return preparedStatus_; }
   virtual Status groupStart() { return Status::Ok(); }
   virtual Status groupEnd() { return Status::Ok(); }
   // Wait until every enqueued op has completed on this rank.
@@ -104,6 +136,16 @@ class Backend {
   virtual Status graphLaunch(int times) { (void)times; return unsupported("graph launch"); }
 
  protected:
+  // runPrepared()'s failure path: keeps a failed Status for preparedStatus().
+  bool preparedOk(Status s) {
+    if (s.ok) return true;
+    preparedStatus_ = std::move(s);
+    return false;
+  }
+  bool preparedFail(Status s) {
+    preparedStatus_ = std::move(s);
+    return false;
+  }
   Status noLocal(int local) const {
     return Status::Error("core", "CORE_BAD_SPEC", "local rank " + std::to_string(local) + " does not exist",
                          CB_SITE("Backend::local"));
@@ -112,6 +154,10 @@ class Backend {
     return Status::Error("core", "CORE_UNSUPPORTED", std::string(what) + " is not supported by this backend",
                          CB_SITE("Backend"));
   }
+
+ private:
+  std::vector<OpArgs> seriesBase_, seriesShifted_;  // the default runPrepared()'s series
+  Status preparedStatus_;
 };
 
 }  // namespace collbench

@@ -80,9 +80,12 @@ Status HostMemoryBackend::ensureScratch(uint64_t bytes) {
 
 Status HostMemoryBackend::region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const {
   const uint64_t bytes = elems * dtypeSize(a.dtype);
-  if (bytes == 0 || send_.contains(p, bytes) || recv_.contains(p, bytes)) return Status::Ok();
+  if (bytes == 0) return Status::Ok();
+  const uint64_t span = bytes + regionShift_;
+  if (span >= bytes && (send_.contains(p, span) || recv_.contains(p, span))) return Status::Ok();
   return badSpec(std::string(collName(a.coll)) + ": " + role + " region of " + std::to_string(bytes) +
-                     " bytes lies outside the allocated buffers",
+                     " bytes" + (regionShift_ > 0 ? " rotated by up to " + std::to_string(regionShift_) + " bytes" : "") +
+                     " lies outside the allocated buffers",
                  name_ + "::enqueue");
 }
 

@@ -48,7 +48,11 @@ class HostMemoryBackend : public Backend {
   // of send and recv.
   virtual uint64_t scratchReserve() const;
   // CORE_BAD_SPEC unless [p, p + elems·size) lies inside send_ or recv_ (empty regions pass).
+  // While a series is being prepared, the region is [p, p + regionShift_ + elems·size): every shift
+  // of a rotated op at once (regions are contiguous and move with the shift, so both ends inside one
+  // buffer means every shifted region is).
   Status region(const OpArgs& a, const void* p, uint64_t elems, const char* role) const;
+  uint64_t regionShift_ = 0;
 
   HostBuffer send_, recv_;
   // The third buffer (mulsum's scaled input, staging copies): see each subclass for its uses.

@@ -72,17 +72,28 @@ Status makeRanks(Backend& backend, const std::vector<const HalfSpec*>& specs, Ra
   for (int i = 0; i < n; ++i) {
     const HalfSpec& s = *specs[i];
     out->base[i] = basePointers(backend, s, i);
-    out->args[i] = OpArgs{s.coll, s.dtype, s.op, s.root, nullptr, nullptr, s.count, s.inPlace, &s.peers, i};
+    out->args[i] = OpArgs{s.coll, s.dtype, s.op,     s.root,    out->base[i].send,
+                          out->base[i].recv, s.count, s.inPlace, &s.peers, i};
   }
   return Status::Ok();
 }
 
-Status enqueueAt(Backend& backend, Ranks& ranks, uint64_t shiftBytes) {
-  for (int i = 0; i < ranks.size(); ++i) {
-    ranks.args[i].send = ranks.base[i].send + shiftBytes;
-    ranks.args[i].recv = ranks.base[i].recv + shiftBytes;
-  }
-  return backend.enqueueAll(ranks.args.data(), ranks.size());
+// Hands the backend the series of ops a loop issues (`ops` of them, rotated from shift 0): it checks
+// them all and resolves their arguments now, so that runAt() in the timed region only calls the library.
+Status prepareOps(Backend& backend, const Ranks& ranks, uint64_t ops) {
+  const HalfSpec& spec = ranks.first();
+  const uint64_t used = std::max<uint64_t>(1, std::min(rotationSlots(spec), ops));
+  OpSeries series;
+  series.args = ranks.args.data();
+  series.nLocal = ranks.size();
+  series.maxShiftBytes = spec.rotateBytes * (used - 1);
+  return backend.prepareSeries(series);
+}
+
+// One prepared op (every local rank) at `shiftBytes`; a Status only on failure.
+inline Status runAt(Backend& backend, uint64_t shiftBytes) {
+  if (backend.runPrepared(shiftBytes)) return Status::Ok();
+  return backend.preparedStatus();
 }
 
 std::vector<Segment> shiftedSegments(const std::vector<Segment>& segs, uint64_t unalignElems) {
@@ -115,7 +126,7 @@ Status runCheck(Backend& backend, Ranks& ranks, HalfResult* result) {
     CB_TRY(prepareData(backend, ranks, spec.checkSeed));
     // nccl-tests: with -G the check op too is captured into a graph and launched once.
     if (spec.graphLaunches > 0) CB_TRY(backend.captureBegin());
-    CB_TRY(enqueueAt(backend, ranks, 0));
+    CB_TRY(runAt(backend, 0));
     if (spec.graphLaunches > 0) {
       CB_TRY(backend.captureEnd());
       CB_TRY(backend.graphLaunch(1));
@@ -172,8 +183,13 @@ Status collectIterations(Backend& backend, const std::vector<double>& samples, H
 Status warmupRanks(Backend& backend, Ranks& ranks, int iters) {
   const HalfSpec& spec = ranks.first();
   const uint64_t slots = rotationSlots(spec);
-  for (int i = 0; i < iters; ++i)
-    CB_TRY(enqueueAt(backend, ranks, spec.rotateBytes * (static_cast<uint64_t>(i) % slots)));
+  if (iters <= 0) return backend.waitAll();
+  CB_TRY(prepareOps(backend, ranks, static_cast<uint64_t>(iters)));
+  uint64_t slot = 0;  // i mod slots
+  for (int i = 0; i < iters; ++i) {
+    if (!backend.runPrepared(spec.rotateBytes * slot)) return backend.preparedStatus();
+    if (++slot == slots) slot = 0;
+  }
   return backend.waitAll();
 }
 
@@ -188,8 +204,10 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   *result = HalfResult{};
   const uint64_t slots = rotationSlots(spec);
 
+  // Every op below (untimed, timed, check) is one of this series: checked and resolved here, once.
+  CB_TRY(prepareOps(backend, ranks, static_cast<uint64_t>(n) * m));
   if (spec.checkRounds > 0) CB_TRY(prepareData(backend, ranks, kTimingDataSeed));
-  CB_TRY(enqueueAt(backend, ranks, 0));  // one untimed op
+  CB_TRY(runAt(backend, 0));  // one untimed op
   CB_TRY(backend.waitAll());
   CB_TRY(backend.barrier());
 
@@ -203,6 +221,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   std::vector<double> iterSeconds(spec.perIter ? n : 0);
   double blockedSeconds = 0;  // -z 3: sum of the pre-barrier part of each iteration
   if (graphs > 0) CB_TRY(backend.captureBegin());
+  const uint64_t rotate = spec.rotateBytes;
+  uint64_t slot = 0;  // op index mod slots: the buffer rotation
   auto t0 = Clock::now();
   auto iterStart = t0;
   for (int iter = 0; iter < n; ++iter) {
@@ -210,8 +230,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
     if (m > 1) CB_TRY(backend.groupStart());
     if (deviceTimer) CB_TRY(backend.timerMark(spec.blocking == 3 ? 2 * iter : iter));
     for (int a = 0; a < m; ++a) {
-      const uint64_t opIndex = static_cast<uint64_t>(iter) * m + a;
-      CB_TRY(enqueueAt(backend, ranks, spec.rotateBytes * (opIndex % slots)));
+      if (!backend.runPrepared(rotate * slot)) return backend.preparedStatus();
+      if (++slot == slots) slot = 0;
       if (waitPerOp) {
         CB_TRY(backend.waitAll());
         if (spec.blocking == 1) CB_TRY(backend.barrier());

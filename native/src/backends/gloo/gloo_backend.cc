@@ -353,6 +353,48 @@ Status GlooBackend::legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void
 }
 
 // ---------------------------------------------------------------------------------------------
+// Prepared ops (the timed loop)
+
+Status GlooBackend::plan(bool fast) {
+  *planning_ = fast;
+  return Status::Ok();
+}
+
+Status GlooBackend::prepareSeries(const OpSeries& series) {
+  if (series.args == nullptr || series.nLocal != 1)
+    return badSpec("GlooBackend drives one rank per process: a series needs exactly one op", "GlooBackend::prepareSeries");
+  // enqueue()'s own checks, with every region widened by the largest shift; no Gloo call, no data moved.
+  bool fast = false;
+  planning_ = &fast;
+  regionShift_ = series.maxShiftBytes;
+  const Status s = enqueue(series.args[0]);
+  planning_ = nullptr;
+  regionShift_ = 0;
+  plannedFast_ = false;
+  CB_TRY(s);
+  plannedArgs_ = series.args[0];
+  plannedFast_ = fast;
+  return Status::Ok();
+}
+
+bool GlooBackend::runPrepared(uint64_t shiftBytes) {
+  OpArgs a = plannedArgs_;
+  a.send = static_cast<const char*>(a.send) + shiftBytes;
+  a.recv = static_cast<char*>(a.recv) + shiftBytes;
+  if (plannedFast_) {
+    switch (a.coll) {
+      case Coll::AllReduce: return preparedOk(track(allReduceCall(a)));
+      case Coll::AllGather: return preparedOk(track(allGatherCall(a)));
+      case Coll::Broadcast: return preparedOk(track(broadcastCall(a)));
+      case Coll::AllToAll: return preparedOk(track(allToAllCall(a)));
+      case Coll::Gather: return preparedOk(track(gatherCall(a)));
+      default: break;
+    }
+  }
+  return preparedOk(enqueue(a));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Collectives
 
 Status GlooBackend::enqueue(const OpArgs& a) {
@@ -391,15 +433,21 @@ Status GlooBackend::allReduce(const OpArgs& a) {
   switch (config_.algo) {
     case GlooAlgo::LegacyRing: case GlooAlgo::LegacyRingChunked: case GlooAlgo::LegacyHalvingDoubling:
     case GlooAlgo::LegacyBcube:
+      if (planning_) return Status::Ok();  // Generic: copies and the cached algorithm object
       return allReduceLegacy(a);
     default: break;
   }
   if (a.count == 0) return Status::Ok();
+  if (planning_) return plan(a.op != RedOp::MulSum && a.op != RedOp::Avg);
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, 0, &src));
   CB_TRY(dataAllreduce(a, a.inPlace ? nullptr : src, a.recv, a.count, "gloo::allreduce"));
   if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
   return Status::Ok();
+}
+
+Status GlooBackend::allReduceCall(const OpArgs& a) {
+  return dataAllreduce(a, a.inPlace ? nullptr : a.send, a.recv, a.count, "gloo::allreduce");
 }
 
 Status GlooBackend::dataAllreduce(const OpArgs& a, const void* input, void* output, uint64_t count,
@@ -460,6 +508,12 @@ Status GlooBackend::allGather(const OpArgs& a) {
   if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
     return badSpec("all_gather in-place needs send == recv + rank*count", "gloo::allgather");
   if (a.count == 0) return Status::Ok();
+  if (planning_) return plan(true);
+  return allGatherCall(a);
+}
+
+Status GlooBackend::allGatherCall(const OpArgs& a) {
+  const uint64_t ts = dtypeSize(a.dtype), n = config_.size;
   CB_GLOO("gloo::allgather", {
     gloo::AllgatherOptions opts(data_);
     if (!a.inPlace) opts.setInput<uint8_t>(bytePtr(a.send), a.count * ts);
@@ -477,6 +531,7 @@ Status GlooBackend::reduceScatter(const OpArgs& a) {
   if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
     return badSpec("reduce_scatter in-place needs recv == send + rank*count", "gloo reduce_scatter");
   if (a.count == 0) return Status::Ok();
+  if (planning_) return Status::Ok();  // Generic: working copies around the all-reduce
   if (config_.algo == GlooAlgo::LegacyHalvingDoubling) return reduceScatterLegacy(a);
   // Gloo's new API has no reduce-scatter. As PyTorch's ProcessGroupGloo does it: an all-reduce of
   // the whole input (into a copy), then this rank's block. In place the full buffer is the recv
@@ -525,11 +580,17 @@ Status GlooBackend::reduceScatterLegacy(const OpArgs& a) {
 
 Status GlooBackend::broadcast(const OpArgs& a) {
   const bool isRoot = config_.rank == a.root;
-  const uint64_t bytes = a.count * dtypeSize(a.dtype);
   if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "gloo::broadcast");
   if (a.count == 0) return Status::Ok();
+  if (planning_) return plan(true);
+  return broadcastCall(a);
+}
+
+Status GlooBackend::broadcastCall(const OpArgs& a) {
+  const bool isRoot = config_.rank == a.root;
+  const uint64_t bytes = a.count * dtypeSize(a.dtype);
   CB_GLOO("gloo::broadcast", {
     gloo::BroadcastOptions opts(data_);
     // ncclBroadcast sends from the root's send buffer: Gloo takes it as the root's input.
@@ -549,6 +610,7 @@ Status GlooBackend::reduce(const OpArgs& a) {
   if (isRoot) CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("reduce in-place needs send == recv", "gloo::reduce");
   if (a.count == 0) return Status::Ok();
+  if (planning_) return Status::Ok();  // Generic: non-roots reduce into the scratch buffer
   // Gloo's ring reduce writes partial results into every rank's output, but a non-root's recv
   // buffer must stay unchanged (nccl-tests checks it): non-roots reduce into the scratch buffer,
   // after the (mulsum-scaled) input region.
@@ -577,11 +639,17 @@ Status GlooBackend::reduce(const OpArgs& a) {
 }
 
 Status GlooBackend::allToAll(const OpArgs& a) {
-  const uint64_t n = config_.size, bytes = a.count * dtypeSize(a.dtype) * n;
+  const uint64_t n = config_.size;
   CB_TRY(region(a, a.send, a.count * n, "send"));
   CB_TRY(region(a, a.recv, a.count * n, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("alltoall in-place needs send == recv", "gloo::alltoall");
   if (a.count == 0) return Status::Ok();
+  if (planning_) return plan(true);
+  return allToAllCall(a);
+}
+
+Status GlooBackend::allToAllCall(const OpArgs& a) {
+  const uint64_t bytes = a.count * dtypeSize(a.dtype) * config_.size;
   // In place (not validated by nccl-tests: not a valid use) Gloo gets the same buffer twice, as
   // NCCL does.
   CB_GLOO("gloo::alltoall", {
@@ -617,6 +685,7 @@ Status GlooBackend::allToAllV(const OpArgs& a) {
   CB_TRY(region(a, a.send, sendEnd, "send"));
   CB_TRY(region(a, a.recv, recvEnd, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("alltoallv in-place needs send == recv", "gloo::alltoallv");
+  if (planning_) return Status::Ok();  // Generic: per-peer byte counts
   // Every rank takes part even with nothing to move: Gloo still exchanges empty messages.
   CB_GLOO("gloo::alltoallv", {
     gloo::AlltoallvOptions opts(data_);
@@ -630,12 +699,19 @@ Status GlooBackend::allToAllV(const OpArgs& a) {
 
 Status GlooBackend::gatherColl(const OpArgs& a) {
   const bool isRoot = config_.rank == a.root;
-  const uint64_t ts = dtypeSize(a.dtype), bytes = a.count * ts;
+  const uint64_t ts = dtypeSize(a.dtype);
   CB_TRY(region(a, a.send, a.count, "send"));
   if (isRoot) CB_TRY(region(a, a.recv, a.count * config_.size, "recv"));
   if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
     return badSpec("gather in-place needs send == recv + rank*count", "gloo::gather");
   if (a.count == 0) return Status::Ok();
+  if (planning_) return plan(true);
+  return gatherCall(a);
+}
+
+Status GlooBackend::gatherCall(const OpArgs& a) {
+  const bool isRoot = config_.rank == a.root;
+  const uint64_t bytes = a.count * dtypeSize(a.dtype);
   CB_GLOO("gloo::gather", {
     gloo::GatherOptions opts(data_);
     opts.setInput<uint8_t>(bytePtr(a.send), bytes);
@@ -655,6 +731,7 @@ Status GlooBackend::scatter(const OpArgs& a) {
   if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
     return badSpec("scatter in-place needs recv == send + rank*count", "gloo::scatter");
   if (a.count == 0) return Status::Ok();
+  if (planning_) return Status::Ok();  // Generic: the root's chunk list
   CB_GLOO("gloo::scatter", {
     gloo::ScatterOptions opts(data_);
     if (isRoot) {
@@ -676,6 +753,7 @@ Status GlooBackend::sendRecv(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "gloo::UnboundBuffer");
   if (bytes == 0) return Status::Ok();
+  if (planning_) return Status::Ok();  // Generic
   const int size = config_.size, rank = config_.rank;
   if (size == 1) {
     if (a.send != a.recv) std::memmove(a.recv, a.send, bytes);
@@ -702,9 +780,10 @@ Status GlooBackend::hyperCube(const OpArgs& a) {
   CB_TRY(region(a, a.send, b, "send"));
   CB_TRY(region(a, a.recv, b * size, "recv"));
   char* mine = bytesAt(a.recv, b * rank, ts);
-  if (a.inPlace) {
-    if (a.send != mine) return badSpec("hypercube in-place needs send == recv + rank*count", "GlooBackend::hyperCube");
-  } else if (b > 0) {
+  if (a.inPlace && a.send != mine)
+    return badSpec("hypercube in-place needs send == recv + rank*count", "GlooBackend::hyperCube");
+  if (planning_) return Status::Ok();  // Generic: log2(nranks) rounds
+  if (!a.inPlace && b > 0) {
     std::memmove(mine, a.send, b * ts);
   }
   if (b == 0 || size == 1) return Status::Ok();

@@ -73,6 +73,11 @@ class GlooBackend : public HostMemoryBackend {
   Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
 
   Status enqueue(const OpArgs& args) override;
+  // The series' op checked once (every shift at once) by enqueue()'s own code; all_reduce (new API),
+  // all_gather, broadcast, alltoall and gather then run their Gloo call only. Ops with work around the
+  // call (avg, mulsum, legacy algorithms, staging copies) keep enqueue().
+  Status prepareSeries(const OpSeries& series) override;
+  bool runPrepared(uint64_t shiftBytes) override;
   Status waitAll() override { return Status::Ok(); }  // every Gloo call here is blocking
   Status barrier() override;
   Status allreduce(double* values, int n, Combine how) override;
@@ -118,6 +123,16 @@ class GlooBackend : public HostMemoryBackend {
   template <typename T>
   Status ctrlGather(const std::string& site, T* in, size_t n, T* out, size_t outN);
 
+  // While prepareSeries() runs an op through enqueue(): the collectives stop after their checks and
+  // record whether the op is one Gloo call (plan(true)) or keeps enqueue() (no plan() call).
+  Status plan(bool fast);
+  // The Gloo call of a checked op (prepared ops and enqueue() alike).
+  Status allReduceCall(const OpArgs& a);
+  Status allGatherCall(const OpArgs& a);
+  Status broadcastCall(const OpArgs& a);
+  Status allToAllCall(const OpArgs& a);
+  Status gatherCall(const OpArgs& a);
+
   Status allReduce(const OpArgs& a);
   Status allReduceLegacy(const OpArgs& a);
   Status allGather(const OpArgs& a);
@@ -142,6 +157,10 @@ class GlooBackend : public HostMemoryBackend {
   std::shared_ptr<gloo::Context> data_;    // new API: the measured collectives
   std::shared_ptr<gloo::Context> legacy_;  // legacy algorithm classes only (created on first use)
   std::vector<LegacyEntry> legacyCache_;
+
+  bool* planning_ = nullptr;  // non-null only inside prepareSeries()
+  bool plannedFast_ = false;  // the prepared series' op is one Gloo call
+  OpArgs plannedArgs_{};      // its op at shift 0
 
   // HostMemoryBackend's scratch_ here: mulsum's scaled input, reduce's non-root output (Gloo writes
   // partial sums into every rank's output), reduce_scatter's working copy.

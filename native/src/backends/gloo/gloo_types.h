@@ -35,7 +35,20 @@ Status glooGuard(const std::string& site, F&& body) {
   }
 }
 
-#define CB_GLOO(what, ...) CB_TRY(::collbench::glooGuard(CB_SITE(what), [&]() { __VA_ARGS__; }))
+// The same, with the site text built only when `body` threw: `site` is a callable returning it. No
+// string is built per op in the timed loop.
+template <typename S, typename F>
+Status glooGuardLazy(S&& site, F&& body) {
+  try {
+    body();
+    return Status::Ok();
+  } catch (...) {
+    return glooExceptionStatus(std::current_exception(), site());
+  }
+}
+
+#define CB_GLOO(what, ...) \
+  CB_TRY(::collbench::glooGuardLazy([&]() { return CB_SITE(what); }, [&]() { __VA_ARGS__; }))
 
 // Storage types standing for the dtypes reduced by collbench's own functions: only their size
 // matters to Gloo's algorithms; the reduction works on their bits through element_ops.h.

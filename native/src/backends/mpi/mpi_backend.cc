@@ -54,7 +54,22 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out) {
   std::unique_ptr<MpiBackend> b(new MpiBackend());
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    CB_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    // MPI_THREAD_SERIALIZED, the lowest level this design needs: MPI is called from the JS thread (init,
+    // barrier, combines, gathers, finalize) and from one libuv worker at a time (warmup/runHalf, and the
+    // nccl module's lent control plane), never concurrently: the JS side awaits each worker's Promise
+    // before its next call, and libuv's queue orders the threads (happens-before). Not FUNNELED (the
+    // worker is not the main thread); not MULTIPLE, which this design does not need. Measured on Open MPI
+    // 4.1.4 (README "Performance"): SERIALIZED and MULTIPLE cost the same, because Open MPI turns its
+    // internal locking on for every level above SINGLE (about 0.1 us per small op at 2 ranks, which a
+    // plain C loop at the same level pays too); only SINGLE avoids it, and two threads calling MPI may not
+    // claim SINGLE.
+    // The one concurrent call is abort() (MPI_Abort, the -T watchdog on the JS thread while the worker
+    // may be stuck in a collective on a frozen peer). The standard does not allow it at SERIALIZED; Open
+    // MPI 4.1's MPI_Abort (ompi_mpi_abort) touches no communication state: it reads the communicator's
+    // group and asks the runtime (PMIx, on its own progress thread) to kill the job, then exits; no lock
+    // is held by the worker at this level. MPICH's MPI_Abort likewise goes through PMI. Kept, as the only
+    // way to end every rank of a hung job (test/cli/behaviour.test.ts, -T with a SIGSTOPped rank).
+    CB_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
   } else {
     CB_MPI(MPI_Query_thread(&provided));
   }
@@ -226,12 +241,116 @@ Status MpiBackend::enqueue(const OpArgs& a) {
   return badSpec("unknown collective " + std::to_string(static_cast<int>(a.coll)), "MpiBackend::enqueue");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Prepared ops (the timed loop)
+
+Status MpiBackend::plan(Planned::Call call, const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                        int root) {
+  Planned& p = *planning_;
+  p.call = call;
+  p.sendInPlace = send == MPI_IN_PLACE;
+  p.recvInPlace = recv == MPI_IN_PLACE;
+  p.send = p.sendInPlace ? nullptr : static_cast<const char*>(send);
+  p.recv = p.recvInPlace ? nullptr : static_cast<char*>(recv);
+  p.count = count;
+  p.type = type;
+  p.op = op;
+  p.root = root;
+  return Status::Ok();
+}
+
+Status MpiBackend::prepareSeries(const OpSeries& series) {
+  if (series.args == nullptr || series.nLocal != 1)
+    return badSpec("MpiBackend drives one rank per process: a series needs exactly one op", "MpiBackend::prepareSeries");
+  // enqueue()'s own checks, with every region widened by the largest shift; no MPI call, no data moved.
+  Planned p;
+  planning_ = &p;
+  regionShift_ = series.maxShiftBytes;
+  const Status s = enqueue(series.args[0]);
+  planning_ = nullptr;
+  regionShift_ = 0;
+  planned_ = Planned{};  // Generic until this series is known to be valid
+  CB_TRY(s);
+  plannedArgs_ = series.args[0];
+  planned_ = p;
+  return Status::Ok();
+}
+
+bool MpiBackend::runPrepared(uint64_t shiftBytes) {
+  const Planned& p = planned_;
+  const void* send = p.sendInPlace ? MPI_IN_PLACE : p.send + shiftBytes;
+  void* recv = p.recvInPlace ? MPI_IN_PLACE : p.recv + shiftBytes;
+  int rc = MPI_SUCCESS;
+  const char* what = "";
+  switch (p.call) {
+    case Planned::Call::Generic: {
+      OpArgs a = plannedArgs_;
+      a.send = static_cast<const char*>(a.send) + shiftBytes;
+      a.recv = static_cast<char*>(a.recv) + shiftBytes;
+      return preparedOk(enqueue(a));
+    }
+    case Planned::Call::Allreduce:
+      rc = MPI_Allreduce(send, recv, p.count, p.type, p.op, comm_);
+      what = "MPI_Allreduce";
+      break;
+    case Planned::Call::Allgather:
+      rc = MPI_Allgather(send, p.count, p.type, recv, p.count, p.type, comm_);
+      what = "MPI_Allgather";
+      break;
+    case Planned::Call::ReduceScatterBlock:
+      rc = MPI_Reduce_scatter_block(send, recv, p.count, p.type, p.op, comm_);
+      what = "MPI_Reduce_scatter_block";
+      break;
+    case Planned::Call::Bcast:
+      rc = MPI_Bcast(recv, p.count, p.type, p.root, comm_);
+      what = "MPI_Bcast";
+      break;
+    case Planned::Call::Reduce:
+      rc = MPI_Reduce(send, recv, p.count, p.type, p.op, p.root, comm_);
+      what = "MPI_Reduce";
+      break;
+    case Planned::Call::Alltoall:
+      rc = MPI_Alltoall(send, p.count, p.type, recv, p.count, p.type, comm_);
+      what = "MPI_Alltoall";
+      break;
+    case Planned::Call::Alltoallv:
+      rc = MPI_Alltoallv(send, plannedV_[0].data(), plannedV_[1].data(), p.type, recv, plannedV_[2].data(),
+                         plannedV_[3].data(), p.type, comm_);
+      what = "MPI_Alltoallv";
+      break;
+    case Planned::Call::Gather:
+      rc = MPI_Gather(send, p.count, p.type, recv, p.count, p.type, p.root, comm_);
+      what = "MPI_Gather";
+      break;
+    case Planned::Call::Scatter:
+      rc = MPI_Scatter(send, p.count, p.type, recv, p.count, p.type, p.root, comm_);
+      what = "MPI_Scatter";
+      break;
+    case Planned::Call::Sendrecv:
+      rc = MPI_Sendrecv(send, p.count, p.type, p.next, kTag, recv, p.count, p.type, p.prev, kTag, comm_,
+                        MPI_STATUS_IGNORE);
+      what = "MPI_Sendrecv";
+      break;
+    case Planned::Call::SendrecvReplace:
+      rc = MPI_Sendrecv_replace(recv, p.count, p.type, p.next, kTag, p.prev, kTag, comm_, MPI_STATUS_IGNORE);
+      what = "MPI_Sendrecv_replace";
+      break;
+  }
+  if (rc == MPI_SUCCESS) return true;
+  return preparedFail(mpiErrorStatus(rc, CB_SITE(what)));
+}
+
 Status MpiBackend::allReduce(const OpArgs& a) {
   int n = 0;
   CB_TRY(toInt(a.count, "count", a.coll, &n));
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("all_reduce in-place needs send == recv", "MPI_Allreduce");
+  if (planning_) {
+    if (a.op == RedOp::MulSum || a.op == RedOp::Avg) return Status::Ok();  // Generic
+    return plan(Planned::Call::Allreduce, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, n, mpiDatatype(a.dtype),
+                mpiReduceOp(a.dtype, a.op));
+  }
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, &src));
   CB_MPI(MPI_Allreduce(a.inPlace ? MPI_IN_PLACE : src, a.recv, n, mpiDatatype(a.dtype),
@@ -250,6 +369,7 @@ Status MpiBackend::allGather(const OpArgs& a) {
   if (a.inPlace && a.send != bytesAt(a.recv, a.count * rank_, ts))
     return badSpec("all_gather in-place needs send == recv + rank*count", "MPI_Allgather");
   const MPI_Datatype t = mpiDatatype(a.dtype);
+  if (planning_) return plan(Planned::Call::Allgather, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, n, t, MPI_OP_NULL);
   CB_MPI(MPI_Allgather(a.inPlace ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, comm_));
   return Status::Ok();
 }
@@ -262,13 +382,19 @@ Status MpiBackend::reduceScatter(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   const MPI_Datatype t = mpiDatatype(a.dtype);
   const MPI_Op op = mpiReduceOp(a.dtype, a.op);
+  if (a.inPlace && a.recv != bytesAt(a.send, a.count * rank_, ts))
+    return badSpec("reduce_scatter in-place needs recv == send + rank*count", "MPI_Reduce_scatter_block");
+  if (planning_) {
+    // Generic: avg, mulsum, and in place on ranks > 0 (the result moves to the slice afterwards).
+    if (a.op == RedOp::MulSum || a.op == RedOp::Avg || (a.inPlace && a.recv != a.send)) return Status::Ok();
+    return plan(Planned::Call::ReduceScatterBlock, a.inPlace ? MPI_IN_PLACE : a.send,
+                a.inPlace ? const_cast<void*>(a.send) : a.recv, n, t, op);
+  }
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, total, a.inPlace, &src));
   if (a.inPlace) {
     // nccl-tests' in-place layout: send = the full recv buffer, recv = its slice at rank·count.
     // MPI_IN_PLACE leaves the result at the start of the full buffer, so move it to the slice.
-    if (a.recv != bytesAt(a.send, a.count * rank_, ts))
-      return badSpec("reduce_scatter in-place needs recv == send + rank*count", "MPI_Reduce_scatter_block");
     void* full = const_cast<void*>(a.send);
     CB_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, full, n, t, op, comm_));
     if (a.recv != full) std::memmove(a.recv, full, a.count * ts);
@@ -286,6 +412,10 @@ Status MpiBackend::broadcast(const OpArgs& a) {
   if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "MPI_Bcast");
+  if (planning_) {
+    if (isRoot && a.send != a.recv) return Status::Ok();  // Generic: the root copies send to recv first
+    return plan(Planned::Call::Bcast, a.recv, a.recv, n, mpiDatatype(a.dtype), MPI_OP_NULL, a.root);
+  }
   // ncclBroadcast sends from the root's send buffer; MPI_Bcast works in one buffer.
   if (isRoot && a.send != a.recv) std::memmove(a.recv, a.send, a.count * dtypeSize(a.dtype));
   CB_MPI(MPI_Bcast(a.recv, n, mpiDatatype(a.dtype), a.root, comm_));
@@ -302,6 +432,11 @@ Status MpiBackend::reduce(const OpArgs& a) {
   // Only the root's in-place input is overwritten by the result; a non-root's must stay unchanged
   // (nccl-tests checks it), so its mulsum input is scaled into the scratch buffer.
   const bool rootInPlace = a.inPlace && isRoot;
+  if (planning_) {
+    if (a.op == RedOp::MulSum || a.op == RedOp::Avg) return Status::Ok();  // Generic
+    return plan(Planned::Call::Reduce, rootInPlace ? MPI_IN_PLACE : a.send, a.recv, n, mpiDatatype(a.dtype),
+                mpiReduceOp(a.dtype, a.op), a.root);
+  }
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, rootInPlace, &src));
   CB_MPI(MPI_Reduce(rootInPlace ? MPI_IN_PLACE : src, a.recv, n, mpiDatatype(a.dtype),
@@ -318,6 +453,7 @@ Status MpiBackend::allToAll(const OpArgs& a) {
   CB_TRY(region(a, a.recv, total, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("alltoall in-place needs send == recv", "MPI_Alltoall");
   const MPI_Datatype t = mpiDatatype(a.dtype);
+  if (planning_) return plan(Planned::Call::Alltoall, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, n, t, MPI_OP_NULL);
   CB_MPI(MPI_Alltoall(a.inPlace ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, comm_));
   return Status::Ok();
 }
@@ -346,6 +482,13 @@ Status MpiBackend::allToAllV(const OpArgs& a) {
   CB_TRY(region(a, a.recv, recvEnd, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("alltoallv in-place needs send == recv", "MPI_Alltoallv");
   const void* sendArg = a.send;
+  if (planning_) {
+    const bool sameLayout = vCounts_[0] == vCounts_[2] && vCounts_[1] == vCounts_[3];
+    if (a.inPlace && !sameLayout) return Status::Ok();  // Generic: the send region is staged per op
+    for (int k = 0; k < 4; ++k) plannedV_[k] = vCounts_[k];
+    return plan(Planned::Call::Alltoallv, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, 0, mpiDatatype(a.dtype),
+                MPI_OP_NULL);
+  }
   if (a.inPlace) {
     // MPI_IN_PLACE alltoallv sends by the *recv* counts and displacements. That equals the requested
     // exchange only where this rank's send layout is its recv layout (a per-rank condition, so peers
@@ -379,6 +522,8 @@ Status MpiBackend::gatherColl(const OpArgs& a) {
     return badSpec("gather in-place needs send == recv + rank*count", "MPI_Gather");
   const MPI_Datatype t = mpiDatatype(a.dtype);
   // In place, the root's own chunk already sits at recv + root·count.
+  if (planning_)
+    return plan(Planned::Call::Gather, a.inPlace && isRoot ? MPI_IN_PLACE : a.send, a.recv, n, t, MPI_OP_NULL, a.root);
   CB_MPI(MPI_Gather(a.inPlace && isRoot ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, a.root, comm_));
   return Status::Ok();
 }
@@ -394,6 +539,8 @@ Status MpiBackend::scatter(const OpArgs& a) {
     return badSpec("scatter in-place needs recv == send + rank*count", "MPI_Scatter");
   const MPI_Datatype t = mpiDatatype(a.dtype);
   // In place, the root's chunk is already at send + root·count = recv: MPI_IN_PLACE keeps it there.
+  if (planning_)
+    return plan(Planned::Call::Scatter, a.send, a.inPlace && isRoot ? MPI_IN_PLACE : a.recv, n, t, MPI_OP_NULL, a.root);
   CB_MPI(MPI_Scatter(a.send, n, t, a.inPlace && isRoot ? MPI_IN_PLACE : a.recv, n, t, a.root, comm_));
   return Status::Ok();
 }
@@ -405,8 +552,15 @@ Status MpiBackend::sendRecv(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   const int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
   const MPI_Datatype t = mpiDatatype(a.dtype);
+  if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "MPI_Sendrecv_replace");
+  if (planning_) {
+    CB_TRY(plan(a.inPlace ? Planned::Call::SendrecvReplace : Planned::Call::Sendrecv, a.send, a.recv, n, t,
+                MPI_OP_NULL));
+    planning_->next = next;
+    planning_->prev = prev;
+    return Status::Ok();
+  }
   if (a.inPlace) {
-    if (a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "MPI_Sendrecv_replace");
     CB_MPI(MPI_Sendrecv_replace(a.recv, n, t, next, kTag, prev, kTag, comm_, MPI_STATUS_IGNORE));
   } else {
     CB_MPI(MPI_Sendrecv(a.send, n, t, next, kTag, a.recv, n, t, prev, kTag, comm_, MPI_STATUS_IGNORE));
@@ -425,11 +579,10 @@ Status MpiBackend::hyperCube(const OpArgs& a) {
   CB_TRY(region(a, a.recv, b * size_, "recv"));
   char* recv = static_cast<char*>(a.recv);
   char* mine = bytesAt(recv, b * rank_, ts);
-  if (a.inPlace) {
-    if (a.send != mine) return badSpec("hypercube in-place needs send == recv + rank*count", "MpiBackend::hyperCube");
-  } else {
-    std::memmove(mine, a.send, b * ts);
-  }
+  if (a.inPlace && a.send != mine)
+    return badSpec("hypercube in-place needs send == recv + rank*count", "MpiBackend::hyperCube");
+  if (planning_) return Status::Ok();  // Generic: log2(nranks) rounds
+  if (!a.inPlace) std::memmove(mine, a.send, b * ts);
   const MPI_Datatype t = mpiDatatype(a.dtype);
   // nccl-tests' hypercube: after round `mask`, each rank holds the `2·mask` chunks of its subcube.
   for (int mask = 1; mask < size_; mask <<= 1) {

@@ -1,7 +1,8 @@
 // The OpenMPI backend: collbench's Backend interface (core/backend.h) on MPI collectives over host
 // memory, with nccl-tests' semantics for all eleven collectives (docs/nccl-tests-contract.md, "Formulas") and the MPI control
 // plane (barrier, combine, gather) that the timed loop and the launcher use.
-// Used from one thread at a time: ops on a worker thread, init/finalize/gathers on the JS thread.
+// Used from one thread at a time (MPI_THREAD_SERIALIZED): ops on a worker thread, init/finalize/gathers
+// on the JS thread, never at once; abort() is the one exception (see create()).
 #pragma once
 #include <mpi.h>
 
@@ -17,9 +18,9 @@ namespace collbench {
 
 class MpiBackend : public HostMemoryBackend {
  public:
-  // MPI_Init_thread(MPI_THREAD_MULTIPLE) unless MPI is already initialized; needs at least
-  // MPI_THREAD_SERIALIZED because ops run on a worker thread. Sets MPI_ERRORS_RETURN on
-  // MPI_COMM_WORLD and creates the datatype/op table.
+  // MPI_Init_thread(MPI_THREAD_SERIALIZED) unless MPI is already initialized (why not MULTIPLE: see
+  // mpi_backend.cc); needs at least MPI_THREAD_SERIALIZED because ops run on a worker thread. Sets
+  // MPI_ERRORS_RETURN on MPI_COMM_WORLD and creates the datatype/op table.
   static Status create(std::unique_ptr<MpiBackend>* out);
   ~MpiBackend() override;  // frees buffers and communicators; does NOT finalize MPI (call finalize())
 
@@ -56,6 +57,10 @@ class MpiBackend : public HostMemoryBackend {
   bool wrappingSmallIntSum() const { return collbench::wrappingSmallIntSum(); }
 
   Status enqueue(const OpArgs& args) override;
+  // The series' op resolved to its one MPI call (checked by the same code as enqueue(), every shift at
+  // once); ops with work around the call (avg, mulsum, staging copies, hypercube) keep enqueue().
+  Status prepareSeries(const OpSeries& series) override;
+  bool runPrepared(uint64_t shiftBytes) override;
   Status waitAll() override { return Status::Ok(); }  // every MPI call here is blocking
   Status barrier() override;
   Status allreduce(double* values, int n, Combine how) override;
@@ -63,8 +68,28 @@ class MpiBackend : public HostMemoryBackend {
   Status gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) override;
 
  private:
+  // A prepared op: the MPI call runPrepared() makes, with its arguments at shift 0 (MPI_IN_PLACE is
+  // kept as a flag, never shifted). Generic: enqueue() on the shifted OpArgs.
+  struct Planned {
+    enum class Call : uint8_t {
+      Generic, Allreduce, Allgather, ReduceScatterBlock, Bcast, Reduce, Alltoall, Alltoallv, Gather, Scatter,
+      Sendrecv, SendrecvReplace,
+    };
+    Call call = Call::Generic;
+    bool sendInPlace = false, recvInPlace = false;
+    const char* send = nullptr;
+    char* recv = nullptr;
+    int count = 0, root = 0, next = 0, prev = 0;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_OP_NULL;
+  };
+
   MpiBackend() : HostMemoryBackend("MpiBackend") {}
   Status alive(const char* what) const;
+  // While prepareSeries() runs an op through enqueue(), the collectives record their call in
+  // *planning_ instead of making it (and make no data movement).
+  Status plan(Planned::Call call, const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+              int root = 0);
   // Returns the pointer MPI should reduce from for `op`: `input` itself, or for mulsum on odd ranks
   // `input` scaled by 2, in place when `scaleInPlace` (the region is overwritten by the result anyway)
   // or else into the scratch buffer.
@@ -97,6 +122,11 @@ class MpiBackend : public HostMemoryBackend {
   // into it (out-of-place, and for a non-root reduce whose in-place input must stay unchanged).
   // In-place alltoallv with a send layout unlike the recv layout: the send region is staged here.
   std::vector<int> vCounts_[4];  // alltoallv: send counts, send displs, recv counts, recv displs
+
+  Planned* planning_ = nullptr;  // non-null only inside prepareSeries()
+  Planned planned_;              // the prepared series' call
+  OpArgs plannedArgs_{};         // its op at shift 0 (Generic)
+  std::vector<int> plannedV_[4]; // Alltoallv: the counts of the prepared call
 };
 
 }  // namespace collbench
