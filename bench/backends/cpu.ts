@@ -8,6 +8,7 @@ import type { ResolvedOptions } from '../core/flags.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { BackendName } from '../core/types.js';
 import { COMBINE, type BackendInfo, type NativeBackend } from '../native/binding.js';
+import type { Adjusted } from './driver.js';
 
 /** A CPU rank line: host, pid, `device cpu`, and the CPU model as the device name. */
 export function cpuRankLine(info: BackendInfo): RankLineInfo {
@@ -51,11 +52,11 @@ export function hostMemoryCappedMaxBytes(maxBytes: number, availableBytes: numbe
  * The CPU drivers' adjust(): -e reduced, on every rank alike (the smallest limit over the job's nodes), so the
  * buffers fit in host memory instead of the kernel's OOM killer ending the job; refused when not even -b fits.
  */
-export function cpuMemoryAdjust(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
-  { options: ResolvedOptions; reducedMaxBytes: number | null } {
+export async function cpuMemoryAdjust(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
+  Promise<Adjusted> {
   const buffers = options.ops.includes('mulsum') ? 3 : 2;
   const mine = hostMemoryCappedMaxBytes(options.maxBytes, hostMemoryBytes(), info.localSize || 1, buffers) ?? options.maxBytes;
-  const [limit] = native.allreduce([mine], COMBINE.min);
+  const [limit] = await native.allreduceAsync([mine], COMBINE.min);
   if (limit! >= options.maxBytes) return { options, reducedMaxBytes: null };
   if (limit! < 1024 || limit! < Math.min(options.minBytes, 1024)) {
     throw new BackendUnavailableError(`not enough host memory for ${buffers} buffers per rank on ${info.localSize || 1} rank(s) ` +

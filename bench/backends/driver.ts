@@ -6,6 +6,9 @@ import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 
+/** What adjust() decided: the options to run with and the reduced -e to announce, if any. */
+export interface Adjusted { options: ResolvedOptions; reducedMaxBytes: number | null }
+
 export interface BackendDriver {
   /** Runs before the module is initialised (process-wide settings the library reads at init). */
   prepare?(options: ResolvedOptions): void;
@@ -22,7 +25,7 @@ export interface BackendDriver {
   /** After init, on every rank alike: options the job's devices and library change (nccl: GPU memory cap,
    *  datatypes the GPUs lack) and the reduced -e to announce, if any. */
   adjust?(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
-    { options: ResolvedOptions; reducedMaxBytes: number | null };
+    Adjusted | Promise<Adjusted>;
   /** -M: memory used, combined over the job (called on every rank). */
   memoryUsage?(native: NativeBackend): MemoryUsage;
   /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). */

@@ -56,8 +56,11 @@ export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: Suite
   driver.prepare?.(options);
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
-    // What the job's devices allow (nccl: GPU memory cap, datatypes): decided alike on every rank.
-    const adjusted = driver.adjust?.(options, info, native) ?? { options, reducedMaxBytes: null };
+    // What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory): alike on every rank.
+    const adjusted = driver.adjust
+      ? await watched(options, io, native, hooks, 'the start-up exchange of device and memory limits',
+        Promise.resolve(driver.adjust(options, info, native)))
+      : { options, reducedMaxBytes: null };
     const reporters = (info.worldRank ?? info.rank) === 0
       ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(info) ?? [])] : [];
     return await runInitialized({ options: adjusted.options, io, desc, driver, native, info, reporters, hooks,
@@ -110,15 +113,25 @@ interface RunContext {
   reducedMaxBytes: number | null;
 }
 
-function armWatchdog(run: RunContext, what: string): { clear(): void } {
-  const seconds = run.options.timeoutSec;
-  if (seconds <= 0) return { clear() {} };
+/**
+ * `work` under the -T watchdog: when it has not settled after -T seconds, the job is aborted (every rank, through
+ * the backend) and `hooks.onTimeout` ends this process. Every wait of a run goes through here: the start-up
+ * exchanges, the per-case barrier, warm-up and each row-half (the native calls behind them run off the JS thread).
+ */
+async function watched<T>(options: ResolvedOptions, io: RunIO, native: NativeBackend, hooks: SuiteHooks, what: string,
+  work: Promise<T>): Promise<T> {
+  const seconds = options.timeoutSec;
+  if (seconds <= 0) return work;
   const timer = setTimeout(() => {
-    run.io.err(`${hostname().split('.')[0]}: Test timeout (${seconds}s) in ${what}`);
-    run.native.abort(EXIT.TIMEOUT); // ends every rank of the job; what follows is for a backend without one
-    if (run.hooks.onTimeout) run.hooks.onTimeout();
+    io.err(`${hostname().split('.')[0]}: Test timeout (${seconds}s) in ${what}`);
+    native.abort(EXIT.TIMEOUT); // ends every rank of the job; what follows is for a backend without one
+    if (hooks.onTimeout) hooks.onTimeout();
   }, seconds * 1000);
-  return { clear: () => clearTimeout(timer) };
+  try {
+    return await work;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** One allocation for the whole run: the largest send/recv need over every datatype and local rank, plus -u slack. */
@@ -146,8 +159,8 @@ async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: 
   for (const inPlace of [false, true]) {
     const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, nextSeed());
     layout = h.layout;
-    const dog = armWatchdog(run, `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`);
-    const result = await native.runHalf(h.specs).finally(() => dog.clear());
+    const result = await watched(options, run.io, native, run.hooks,
+      `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`, native.runHalf(h.specs));
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));
@@ -173,7 +186,8 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   if (options.root >= nranks)
     throw new UsageError(`-r/--root: root ${options.root} does not exist in a world of ${nranks} ranks`);
 
-  const rankLines = native.gatherStrings(JSON.stringify(driver.rankLine(info)));
+  const rankLines = await watched(options, io, native, run.hooks, 'the start-up gather of rank lines',
+    native.gatherStringsAsync(JSON.stringify(driver.rankLine(info))));
   const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
   const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
   allocateBuffers(run, ctx);
@@ -195,9 +209,12 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   const nextSeed = (): number => ++checkSeed;
 
   for (const c of cases) {
-    native.barrier();
-    for (const size of warmupSizes(options.minBytes, options.maxBytes))
-      await native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters);
+    const sweep = `${options.collective} ${c.dtype} ${c.op} root ${c.root}`;
+    await watched(options, io, native, run.hooks, `the barrier before ${sweep}`, native.barrierAsync());
+    for (const size of warmupSizes(options.minBytes, options.maxBytes)) {
+      await watched(options, io, native, run.hooks, `warm-up of ${sweep} ${size} B`,
+        native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters));
+    }
     for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {
       for (const sizeBytes of sizes) {
         for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });

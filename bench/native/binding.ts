@@ -36,6 +36,10 @@ export interface NativeBackend {
   barrier(): void;
   allreduce(values: number[], how: number): number[];
   gatherStrings(mine: string): string[] | null;
+  /** The same waits on a worker thread, so a JS timer (the -T watchdog) can fire while a peer never arrives. */
+  barrierAsync(): Promise<void>;
+  allreduceAsync(values: number[], how: number): Promise<number[]>;
+  gatherStringsAsync(mine: string): Promise<string[] | null>;
   /** Lends this module's process-level control plane to another module (the nccl module under mpirun). */
   controlPlane?(): unknown;
   /** The native enum values by name (native/src/core/types.h, spec.h); test/native/enum-ids.test.ts

@@ -201,4 +201,33 @@ describe('launch', () => {
     assert.equal(code, 4, stderr);
     assert.match(stderr, /Test timeout \(2s\)/);
   });
+  it('-T also covers the waits before the first row: a rank stopped during warm-up ends the job with exit 4', async () => {
+    // A long warm-up (up to 64M, 200 iterations each) so the ranks are surely past MPI_Init and before row 1 when
+    // one is frozen; before -T covered warm-up and barriers, this run hung until killed.
+    const tag = `T3-warmup-${process.pid}`;
+    const args = ['-b', '1K', '-e', '64M', '-f', '2', '-n', '200', '-w', '200', '-T', '3', '--np', '2', '-J', join(mkdtempSync(join(tmpdir(), 'collbench-T-')), `${tag}.json`)];
+    const child = spawn(join(binDir, 'all_reduce_perf'), args, { env: process.env });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
+    // the preamble's device lines mean both ranks are up (MPI initialised, rank lines gathered)
+    await new Promise<void>((res) => { const t = setInterval(() => { if (/Rank +1 /.test(stdout)) { clearInterval(t); res(); } }, 50); });
+    const { execFileSync } = await import('node:child_process');
+    // the ranks' command lines carry the parsed options (--output_file=…), the launcher's the typed -J
+    // (mpirun's own command line holds them too: only the processes that are node itself)
+    const ranks = execFileSync('pgrep', ['-f', `^${process.execPath} .*output_file=.*${tag}`], { encoding: 'utf8' }).trim().split('\n').map(Number);
+    assert.equal(ranks.length, 2, `ranks: ${ranks.join(' ')}`);
+    assert.doesNotMatch(stdout, /^ +\d+ +\d+ +float/m, 'a row was printed before the rank was stopped: the test did not stop it in warm-up');
+    const victim = Math.max(...ranks);
+    process.kill(victim, 'SIGSTOP');
+    const t0 = Date.now();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const code = await exited;
+    clearTimeout(timer);
+    try { process.kill(victim, 'SIGKILL'); } catch { /* already gone */ }
+    assert.equal(code, 4, stderr);
+    assert.ok(Date.now() - t0 < 3_000 + 10_000, `took ${Date.now() - t0} ms`);
+    assert.match(stderr, /Test timeout \(3s\) in (warm-up of all_reduce float sum|the barrier before all_reduce)/);
+  });
 });

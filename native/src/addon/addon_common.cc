@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <climits>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -184,6 +186,42 @@ class HalfWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
 };
 
+// Runs one control-plane wait (a barrier, a combine, a gather) off the JS thread and settles a Promise with
+// what `settle` makes of it, so the JS -T watchdog can still fire while a peer never arrives.
+class TaskWorker : public Napi::AsyncWorker {
+ public:
+  TaskWorker(Napi::Env env, std::function<Status()> task, std::function<Napi::Value(Napi::Env)> settle)
+      : Napi::AsyncWorker(env), task_(std::move(task)), settle_(std::move(settle)),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      status_ = task_();
+    } catch (const std::exception& e) {
+      status_ = Status::Error("core", "CORE_EXCEPTION", e.what(), CB_SITE("TaskWorker"));
+    }
+  }
+  void OnOK() override {
+    if (!status_.ok) deferred_.Reject(toJsError(Env(), status_).Value());
+    else deferred_.Resolve(settle_(Env()));
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  std::function<Status()> task_;
+  std::function<Napi::Value(Napi::Env)> settle_;
+  Status status_;
+  Napi::Promise::Deferred deferred_;
+};
+
+Napi::Promise queueTask(Napi::Env env, std::function<Status()> task, std::function<Napi::Value(Napi::Env)> settle) {
+  auto* w = new TaskWorker(env, std::move(task), std::move(settle));
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
 template <size_t N>
 Napi::Object enumObject(Napi::Env env, const EnumName (&table)[N]) {
   Napi::Object o = Napi::Object::New(env);
@@ -310,6 +348,34 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     Napi::Array a = Napi::Array::New(info.Env(), all.size());
     for (size_t i = 0; i < all.size(); ++i) a.Set(static_cast<uint32_t>(i), all[i]);
     return static_cast<Napi::Value>(a);
+  }));
+  // The same waits off the JS thread (Promises), for the run loop under its -T watchdog.
+  exports.Set("barrierAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend* b = &requireBackend(info.Env(), slot);
+    return queueTask(info.Env(), [b] { return b->barrier(); }, [](Napi::Env e) { return e.Undefined(); });
+  }));
+  exports.Set("allreduceAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend* b = &requireBackend(info.Env(), slot);
+    Napi::Array in = info[0].As<Napi::Array>();
+    auto v = std::make_shared<std::vector<double>>(in.Length());
+    for (uint32_t i = 0; i < in.Length(); ++i) (*v)[i] = in.Get(i).As<Napi::Number>().DoubleValue();
+    const auto how = static_cast<Combine>(info[1].As<Napi::Number>().Int32Value());
+    return queueTask(
+        info.Env(), [b, v, how] { return b->allreduce(v->data(), static_cast<int>(v->size()), how); },
+        [v](Napi::Env e) { return static_cast<Napi::Value>(numbers(e, *v)); });
+  }));
+  exports.Set("gatherStringsAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend* b = &requireBackend(info.Env(), slot);
+    auto mine = std::make_shared<std::string>(info[0].As<Napi::String>().Utf8Value());
+    auto all = std::make_shared<std::vector<std::string>>();
+    return queueTask(
+        info.Env(), [b, mine, all] { return b->gatherStrings(*mine, all.get()); },
+        [b, all](Napi::Env e) -> Napi::Value {
+          if (b->rank() != 0) return e.Null();
+          Napi::Array a = Napi::Array::New(e, all->size());
+          for (size_t i = 0; i < all->size(); ++i) a.Set(static_cast<uint32_t>(i), (*all)[i]);
+          return a;
+        });
   }));
   exports.Set("enumIds", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
     Napi::Object o = Napi::Object::New(info.Env());
