@@ -331,7 +331,7 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
       nThreads: options.nThreads, nGpus: options.nGpus, firstDevice: firstDevice(world.localRank, options, env),
       uniqueId: world.uniqueId, splitColor: state.color,
       streamNull: options.streamNull, ctaPolicy: options.ctaPolicy, localRegister: options.localRegister,
-      timeoutSec: options.timeoutSec, controlPlane: world.controlPlane,
+      timeoutSec: options.timeoutSec ?? 0, controlPlane: world.controlPlane,
     });
     return info;
   } catch (e) {

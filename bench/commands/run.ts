@@ -2,12 +2,11 @@
 // (docs/architecture.md, "The flow of one run"). Loads a backend, plans the sweeps, drives the native timed loop row-half by
 // row-half and hands every row to the reporters (rank 0 only). Every rank runs the same plan, so
 // decisions never need to be negotiated between ranks.
-import { hostname } from 'node:os';
 import type { BackendDriver } from '../backends/driver.js';
 import { selectBackend } from '../backends/registry.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
-import { EXIT, UsageError } from '../core/errors.js';
+import { UsageError } from '../core/errors.js';
 import { minBwVerdict, runExitCode } from '../core/verdict.js';
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
@@ -16,6 +15,7 @@ import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/ty
 import type { ResolvedOptions } from '../core/flags.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import { disconnectedWorldWarning } from '../launch/environment.js';
+import { Watchdog } from './watchdog.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import type { Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
@@ -57,13 +57,14 @@ export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: Suite
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
     // What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory): alike on every rank.
+    const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
     const adjusted = driver.adjust
-      ? await watched(options, io, native, hooks, 'the start-up exchange of device and memory limits',
+      ? await dog.watch('the start-up exchange of device and memory limits', 0,
         Promise.resolve(driver.adjust(options, info, native)))
       : { options, reducedMaxBytes: null };
     const reporters = (info.worldRank ?? info.rank) === 0
       ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(info) ?? [])] : [];
-    return await runInitialized({ options: adjusted.options, io, desc, driver, native, info, reporters, hooks,
+    return await runInitialized({ options: adjusted.options, io, desc, driver, native, info, reporters, hooks, dog,
       reducedMaxBytes: adjusted.reducedMaxBytes });
   } finally {
     native.finalize();
@@ -110,28 +111,9 @@ interface RunContext {
   info: BackendInfo;
   reporters: Reporter[];
   hooks: SuiteHooks;
+  /** Every wait of the run goes through it (-T, or the default watchdog). */
+  dog: Watchdog;
   reducedMaxBytes: number | null;
-}
-
-/**
- * `work` under the -T watchdog: when it has not settled after -T seconds, the job is aborted (every rank, through
- * the backend) and `hooks.onTimeout` ends this process. Every wait of a run goes through here: the start-up
- * exchanges, the per-case barrier, warm-up and each row-half (the native calls behind them run off the JS thread).
- */
-async function watched<T>(options: ResolvedOptions, io: RunIO, native: NativeBackend, hooks: SuiteHooks, what: string,
-  work: Promise<T>): Promise<T> {
-  const seconds = options.timeoutSec;
-  if (seconds <= 0) return work;
-  const timer = setTimeout(() => {
-    io.err(`${hostname().split('.')[0]}: Test timeout (${seconds}s) in ${what}`);
-    native.abort(EXIT.TIMEOUT); // ends every rank of the job; what follows is for a backend without one
-    if (hooks.onTimeout) hooks.onTimeout();
-  }, seconds * 1000);
-  try {
-    return await work;
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** One allocation for the whole run: the largest send/recv need over every datatype and local rank, plus -u slack. */
@@ -159,8 +141,11 @@ async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: 
   for (const inPlace of [false, true]) {
     const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, nextSeed());
     layout = h.layout;
-    const result = await watched(options, run.io, native, run.hooks,
-      `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`, native.runHalf(h.specs));
+    const ops = options.iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
+    const result = await run.dog.watch(
+      `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`,
+      run.dog.expectedSec(ops, layout.sizeBytes), native.runHalf(h.specs));
+    run.dog.learn(layout.sizeBytes, result.timeUs);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));
@@ -186,7 +171,7 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   if (options.root >= nranks)
     throw new UsageError(`-r/--root: root ${options.root} does not exist in a world of ${nranks} ranks`);
 
-  const rankLines = await watched(options, io, native, run.hooks, 'the start-up gather of rank lines',
+  const rankLines = await run.dog.watch('the start-up gather of rank lines', 0,
     native.gatherStringsAsync(JSON.stringify(driver.rankLine(info))));
   const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
   const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
@@ -210,9 +195,9 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
 
   for (const c of cases) {
     const sweep = `${options.collective} ${c.dtype} ${c.op} root ${c.root}`;
-    await watched(options, io, native, run.hooks, `the barrier before ${sweep}`, native.barrierAsync());
+    await run.dog.watch(`the barrier before ${sweep}`, 0, native.barrierAsync());
     for (const size of warmupSizes(options.minBytes, options.maxBytes)) {
-      await watched(options, io, native, run.hooks, `warm-up of ${sweep} ${size} B`,
+      await run.dog.watch(`warm-up of ${sweep} ${size} B`, run.dog.expectedSec(options.warmupIters + 1, size),
         native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters));
     }
     for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {

@@ -127,8 +127,10 @@ export const FLAGS = Object.freeze([
     '3 = wait + barrier after each iteration (-n), timing only the part before the barrier', { value: '<0/1/2/3>' }) as ValueFlag<'blocking', 0 | 1 | 2 | 3>,
   int('y', 'stream_null', 'streamNull', 0, 'stream_null', 0, 1, RANKS,
     'use the default (NULL) CUDA stream instead of created non-blocking streams', { value: '<0/1>', backends: NCCL, about: 'CUDA streams' }),
-  int('T', 'timeout', 'timeoutSec', 0, 'timeout in seconds (0 = off)', 0, undefined, TIMING,
-    'abort and fail when one wait for completion takes longer; 0 = no limit', { value: '<time in seconds>' }),
+  { ...int('T', 'timeout', 'timeoutSec', 0, 'timeout in seconds (0 = off)', 0, undefined, TIMING,
+    'abort and fail when one wait for completion takes longer; 0 = no limit; not given = a default watchdog: ' +
+    'max(120 s, 10 × the wait\'s expected time from its size and the slowest bandwidth measured)',
+    { value: '<time in seconds>', defaultText: 'default watchdog' }), default: null } as ValueFlag<'timeoutSec', number | null>,
   int('G', 'cudagraph', 'cudaGraph', 0, 'CUDA graph launch count', 0, undefined, RANKS,
     'capture the timed operations in a CUDA graph and launch it this many times; 0 = no graph',
     { value: '<num graph launches>', backends: NCCL, about: 'CUDA graphs' }),

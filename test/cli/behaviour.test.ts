@@ -201,12 +201,17 @@ describe('launch', () => {
     assert.equal(code, 4, stderr);
     assert.match(stderr, /Test timeout \(2s\)/);
   });
-  it('-T also covers the waits before the first row: a rank stopped during warm-up ends the job with exit 4', async () => {
+  for (const [how, limit, extra, env, said] of [
+    ['-T 3', 3, ['-T', '3'], {}, /Test timeout \(3s\) in /],
+    ['no -T: the default watchdog (its floor lowered to 3 s)', 3, [], { COLLBENCH_WATCHDOG_MIN_S: '3' },
+      /Test timeout \(\d+s, default watchdog; -T sets it, -T 0 disables it\) in /],
+  ] as const) {
+  it(`${how}: a rank stopped during warm-up, before the first row, ends the job with exit 4`, async () => {
     // A long warm-up (up to 64M, 200 iterations each) so the ranks are surely past MPI_Init and before row 1 when
-    // one is frozen; before -T covered warm-up and barriers, this run hung until killed.
-    const tag = `T3-warmup-${process.pid}`;
-    const args = ['-b', '1K', '-e', '64M', '-f', '2', '-n', '200', '-w', '200', '-T', '3', '--np', '2', '-J', join(mkdtempSync(join(tmpdir(), 'collbench-T-')), `${tag}.json`)];
-    const child = spawn(join(binDir, 'all_reduce_perf'), args, { env: process.env });
+    // one is frozen; before -T covered warm-up and barriers (and without a default watchdog), this run hung.
+    const tag = `Twarmup-${extra.length}-${process.pid}`;
+    const args = ['-b', '1K', '-e', '64M', '-f', '2', '-n', '200', '-w', '200', ...extra, '--np', '2', '-J', join(mkdtempSync(join(tmpdir(), 'collbench-T-')), `${tag}.json`)];
+    const child = spawn(join(binDir, 'all_reduce_perf'), args, { env: { ...process.env, ...env } });
     let stdout = '', stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });
     child.stderr.on('data', (d) => { stderr += d; });
@@ -227,7 +232,12 @@ describe('launch', () => {
     clearTimeout(timer);
     try { process.kill(victim, 'SIGKILL'); } catch { /* already gone */ }
     assert.equal(code, 4, stderr);
-    assert.ok(Date.now() - t0 < 3_000 + 10_000, `took ${Date.now() - t0} ms`);
-    assert.match(stderr, /Test timeout \(3s\) in (warm-up of all_reduce float sum|the barrier before all_reduce)/);
+    assert.match(stderr, said);
+    // the default limit depends on the wait it caught (10 x its expected time, at least the floor): take it from the message
+    const reported = Number(/Test timeout \((\d+)s/.exec(stderr)![1]);
+    assert.ok(reported >= limit, `limit ${reported} s below the floor ${limit} s`);
+    assert.ok(Date.now() - t0 < reported * 1000 + 10_000, `took ${Date.now() - t0} ms for a ${reported} s limit`);
+    assert.match(stderr, /in (warm-up of all_reduce float sum|the barrier before all_reduce)/);
   });
+  }
 });

@@ -5,6 +5,8 @@ import { describe, it } from 'node:test';
 import { disconnectedWorldWarning, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
 import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
 import { mpirunPlan } from '../../bench/launch/mpirun.js';
+import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, Watchdog } from '../../bench/commands/watchdog.js';
+import type { NativeBackend } from '../../bench/native/binding.js';
 
 describe('mpirunPlan', () => {
   const base = { program: ['/usr/bin/node', '/x/bin/all_reduce_perf'], env: {} };
@@ -71,5 +73,31 @@ describe('launch environment', () => {
     assert.equal(disconnectedWorldWarning(4, { SLURM_NTASKS: '4', SLURM_PROCID: '0' }), null);
     assert.equal(disconnectedWorldWarning(1, {}), null);
     assert.match(disconnectedWorldWarning(1, { WORLD_SIZE: '2' }) ?? '', /WORLD_SIZE=2/);
+  });
+});
+
+describe('the watchdog\'s limits', () => {
+  const native = { abort() { /* not reached: no wait expires here */ } } as unknown as NativeBackend;
+  const io = { err: () => undefined };
+  it('-T N is the limit of every wait; -T 0 none', () => {
+    assert.equal(new Watchdog(7, io, native, undefined, {}).limitSec(1e6), 7);
+    assert.equal(new Watchdog(0, io, native, undefined, {}).limitSec(1e6), 0);
+  });
+  it('without -T: max(floor, 10 x expected), expected from the size and the slowest bandwidth measured', () => {
+    const dog = new Watchdog(null, io, native, undefined, {});
+    assert.equal(dog.limitSec(0), DEFAULT_MIN_SEC);               // exchanges and barriers: the floor
+    // before any row: 50 MB/s assumed; 20 ops of 1 GiB = 20 x (1 ms + 21.5 s) = 429.5 s, x 10
+    assert.equal(dog.limitSec(dog.expectedSec(20, 2 ** 30)), Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 / ASSUMED_BYTES_PER_SEC)));
+    dog.learn(2 ** 20, 100);                                       // 1 MiB in 100 us: ~10 GB/s measured
+    const fast = dog.limitSec(dog.expectedSec(20, 2 ** 30));
+    assert.ok(fast < 400 && fast >= DEFAULT_MIN_SEC, String(fast)); // 20 x (1 ms + 0.1 s) x 10 = 20.2 s → the floor
+    dog.learn(2 ** 20, 10_000);                                    // a slower row (100 MB/s) wins: the slowest counts
+    assert.equal(dog.limitSec(dog.expectedSec(20, 2 ** 30)), Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 * (1e-2 / 2 ** 20))));
+    dog.learn(1024, 1e9);                                          // small rows are latency, not bandwidth: ignored
+    assert.equal(dog.limitSec(dog.expectedSec(20, 2 ** 30)), Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 * (1e-2 / 2 ** 20))));
+  });
+  it('COLLBENCH_WATCHDOG_MIN_S sets the floor; garbage there is a usage error', () => {
+    assert.equal(new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '3' }).limitSec(0), 3);
+    assert.throws(() => new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '0' }), /COLLBENCH_WATCHDOG_MIN_S: '0'/);
   });
 });

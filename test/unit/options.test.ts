@@ -55,7 +55,7 @@ test('defaults equal nccl-tests', () => {
   assert.equal(o.root, 0);
   assert.equal(o.blocking, 0);
   assert.equal(o.streamNull, 0);
-  assert.equal(o.timeoutSec, 0);
+  assert.equal(o.timeoutSec, null); // not given: the default watchdog
   assert.equal(o.cudaGraph, 0);
   assert.equal(o.reportCpuTime, false);
   assert.equal(o.reportTimestamps, false);
