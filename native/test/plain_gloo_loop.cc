@@ -2,6 +2,8 @@
 // collbench's gloo backend makes (gloo_backend.cc, default algorithm) on the same buffers, timed as collbench reports
 // time (nccl-tests: warm-up sweep, untimed op + barrier, host clock over n rotated ops, max over ranks), and nothing
 // else: no collbench code, no Node, no worker thread. Any Gloo exception is printed with the rank (exit 3).
+#include "plain_size.h"
+
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
@@ -55,18 +57,10 @@ using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 }
 
 size_t parseSize(const char* s) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s, &end, 0);
-  if (end == s) usage("bad size");
-  size_t mul = 1;
-  switch (*end) {
-    case 'k': case 'K': mul = 1024; ++end; break;
-    case 'm': case 'M': mul = 1024 * 1024; ++end; break;
-    case 'g': case 'G': mul = 1024ull * 1024 * 1024; ++end; break;
-    default: break;
-  }
-  if (*end != '\0') usage("bad size suffix");
-  return static_cast<size_t>(v) * mul;
+  const char* bad = nullptr;
+  const size_t v = plainParseSize(s, &bad);
+  if (bad != nullptr) usage(bad);
+  return v;
 }
 
 long parseInt(const char* s) {

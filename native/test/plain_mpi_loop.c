@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "plain_size.h"
+
 enum coll { ALL_REDUCE, ALL_GATHER, ALLTOALL, BROADCAST, REDUCE_SCATTER, SENDRECV };
 static const char* const kCollNames[] = {"all_reduce", "all_gather", "alltoall", "broadcast", "reduce_scatter",
                                          "sendrecv"};
@@ -51,18 +53,10 @@ static double now(void) {
 
 /* K/M/G binary suffixes, as collbench's -b/-e. */
 static size_t parseSize(const char* s) {
-  char* end = NULL;
-  const unsigned long long v = strtoull(s, &end, 0);
-  if (end == s) usage("bad size");
-  size_t mul = 1;
-  switch (*end) {
-    case 'k': case 'K': mul = 1024; ++end; break;
-    case 'm': case 'M': mul = 1024 * 1024; ++end; break;
-    case 'g': case 'G': mul = 1024ull * 1024 * 1024; ++end; break;
-    default: break;
-  }
-  if (*end != '\0') usage("bad size suffix");
-  return (size_t)v * mul;
+  const char* bad = NULL;
+  const size_t v = plainParseSize(s, &bad);
+  if (bad != NULL) usage(bad);
+  return v;
 }
 
 static long parseInt(const char* s) {
