@@ -10,6 +10,7 @@ export const allGather: CollectiveDescriptor = {
   name: 'all_gather',
   program: 'all_gather_perf',
   rooted: false,
+  synchronizing: true,
   reduces: false,
   loopsOps: false,
   inPlaceChecked: true,

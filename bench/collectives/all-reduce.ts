@@ -10,6 +10,7 @@ export const allReduce: CollectiveDescriptor = {
   name: 'all_reduce',
   program: 'all_reduce_perf',
   rooted: false,
+  synchronizing: true,
   reduces: true,
   // every Gloo algorithm, new API and legacy classes
   validate: glooAlgoCheck(GLOO_ALGOS),

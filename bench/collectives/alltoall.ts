@@ -10,6 +10,7 @@ export const alltoall: CollectiveDescriptor = {
   name: 'alltoall',
   program: 'alltoall_perf',
   rooted: false,
+  synchronizing: true,
   reduces: false,
   loopsOps: false,
   inPlaceChecked: false,

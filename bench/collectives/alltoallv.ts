@@ -28,6 +28,7 @@ export const alltoallv: CollectiveDescriptor = {
   name: 'alltoallv',
   program: 'alltoallv_perf',
   rooted: false,
+  synchronizing: false,
   reduces: false,
   loopsOps: false,
   inPlaceChecked: false,

@@ -9,6 +9,7 @@ export const broadcast: CollectiveDescriptor = {
   name: 'broadcast',
   program: 'broadcast_perf',
   rooted: true,
+  synchronizing: false,
   reduces: false,
   loopsOps: false,
   inPlaceChecked: true,

@@ -85,6 +85,10 @@ export interface CollectiveDescriptor {
   program: string;
   /** Honours -r (broadcast, reduce, gather, scatter); -r -1 sweeps every root. */
   rooted: boolean;
+  /** Every rank's result needs every rank's input, so no rank can leave before the last one arrives (all-reduce,
+   *  all-gather, …): who arrived last is who the others waited for, and core/lateness.ts may name it. Rooted and
+   *  neighbour collectives let ranks run ahead of each other by design, so arrival order says nothing there. */
+  synchronizing: boolean;
   /** Reduces data, so the op matters (all_reduce, reduce_scatter, reduce). */
   reduces: boolean;
   /** Iterates -o ops: the reducing ones plus sendrecv, whose loop is meaningless but kept (nccl-tests). */

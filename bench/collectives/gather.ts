@@ -10,6 +10,7 @@ export const gather: CollectiveDescriptor = {
   name: 'gather',
   program: 'gather_perf',
   rooted: true,
+  synchronizing: false,
   reduces: false,
   loopsOps: false,
   inPlaceChecked: true,

@@ -10,6 +10,7 @@ export const hypercube: CollectiveDescriptor = {
   name: 'hypercube',
   program: 'hypercube_perf',
   rooted: false,
+  synchronizing: true,
   reduces: false,
   loopsOps: false,
   inPlaceChecked: true,

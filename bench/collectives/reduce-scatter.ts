@@ -9,6 +9,7 @@ export const reduceScatter: CollectiveDescriptor = {
   name: 'reduce_scatter',
   program: 'reduce_scatter_perf',
   rooted: false,
+  synchronizing: true,
   reduces: true,
   // the all-reduce underneath (as PyTorch's ProcessGroupGloo), or Gloo's one legacy reduce-scatter class
   validate: glooAlgoCheck(['default', 'ring', 'bcube', 'legacy_halving_doubling']),

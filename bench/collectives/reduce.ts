@@ -9,6 +9,7 @@ export const reduce: CollectiveDescriptor = {
   name: 'reduce',
   program: 'reduce_perf',
   rooted: true,
+  synchronizing: false,
   reduces: true,
   loopsOps: true,
   inPlaceChecked: true,

@@ -9,6 +9,7 @@ export const scatter: CollectiveDescriptor = {
   name: 'scatter',
   program: 'scatter_perf',
   rooted: true,
+  synchronizing: false,
   reduces: false,
   loopsOps: false,
   inPlaceChecked: true,

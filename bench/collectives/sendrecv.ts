@@ -9,6 +9,7 @@ export const sendrecv: CollectiveDescriptor = {
   name: 'sendrecv',
   program: 'sendrecv_perf',
   rooted: false,
+  synchronizing: false,
   reduces: false,
   loopsOps: true,
   inPlaceChecked: false,

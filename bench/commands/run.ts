@@ -14,7 +14,8 @@ import { planCases, type SweepCase } from '../core/plan.js';
 import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { RankLineInfo } from '../core/ranks.js';
-import { disconnectedWorldWarning } from '../launch/environment.js';
+import { disconnectedWorldWarning, monotonicClockId } from '../launch/environment.js';
+import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
 import { Watchdog } from './watchdog.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
@@ -87,6 +88,8 @@ function halfSpec(options: ResolvedOptions, desc: CollectiveDescriptor, info: Ba
     iters: options.iters, aggIters: options.aggIters, blocking: options.blocking,
     perIter: options.perIterTiming, checkRounds: checked ? checkRounds : 0, checkSeed: 0,
     average: options.average, unalignElems: options.unalign, graphLaunches: options.cudaGraph,
+    // Who the others waited for means something only where nobody can leave before the last one arrives.
+    arrivals: desc.synchronizing && layout.count > 0,
   };
   return { spec, layout, checked };
 }
@@ -116,6 +119,45 @@ interface RunContext {
   reducedMaxBytes: number | null;
 }
 
+/** Rank 0's means of naming who arrived last: the processes' clocks put together, and each process's first rank. */
+interface ArrivalContext {
+  clock: ClockAlignment;
+  processes: RankLineInfo[];
+}
+
+/** Barrier rounds whose exit times align the processes' clocks (a few ms at start-up, only across kernels). */
+const CLOCK_ROUNDS = 64;
+
+/** Every process: how its clock relates to rank 0's; rank 0 gets the alignment, the others null. */
+async function alignProcessClocks(run: RunContext, processes: RankLineInfo[]): Promise<ArrivalContext | null> {
+  const { info, native, dog } = run;
+  if (info.nranks <= (info.localRanks ?? 1)) return null; // one process: nobody waits for another
+  const ids = await dog.watch('the start-up exchange of clock ids', 0, native.gatherStringsAsync(monotonicClockId()));
+  const samples = await dog.watch('the start-up clock alignment', 0, native.clockSamplesAsync(CLOCK_ROUNDS));
+  if (!ids || !samples) return null;
+  // COLLBENCH_CLOCK_ALIGN=barrier estimates offsets even on one kernel (to see the estimate's accuracy: truly 0 there).
+  const forced = (run.hooks.env ?? process.env).COLLBENCH_CLOCK_ALIGN === 'barrier';
+  const sameClock = !forced && ids.every((id) => id !== '' && id === ids[0]);
+  return { clock: alignClocks(samples, sameClock), processes };
+}
+
+/** Who the others waited for in one row-half (rank 0 only): each process's share of iterations it was last, and the
+ *  rank named late when one stood out. */
+function arrivalRecord(arrival: ArrivalContext | null, arrivalUs: number[][] | undefined):
+  Pick<RowHalfRecord, 'late' | 'lastShare'> {
+  const evidence = arrival && arrivalUs ? arrivalEvidence(arrivalUs, arrival.clock) : null;
+  if (!evidence) return { late: null, lastShare: null };
+  const late = evidence.late;
+  const who = late ? arrival!.processes[late.process] : undefined;
+  return {
+    lastShare: evidence.lastShare,
+    late: late ? {
+      rank: who?.rank ?? late.process, host: who?.host ?? '', lastFraction: late.lastFraction,
+      medianLateUs: late.medianLateUs, marginUs: late.marginUs,
+    } : null,
+  };
+}
+
 /** One allocation for the whole run: the largest send/recv need over every datatype and local rank, plus -u slack. */
 function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
   const { options, desc, info, native } = run;
@@ -134,7 +176,7 @@ function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
 
 /** Times both halves of one row (out-of-place, then in-place) and records them. */
 async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: number, sizeBytes: number,
-  nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }): Promise<RowRecord> {
+  nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
   const { options, desc, info, native } = run;
   const halves: RowHalfRecord[] = [];
   let layout = null;
@@ -153,7 +195,7 @@ async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: 
     totals.busBws.push(busBw);
     halves.push({
       inPlace, timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs, algBw, busBw,
-      wrong: h.checked ? result.wrong : null, result,
+      wrong: h.checked ? result.wrong : null, result, ...arrivalRecord(arrival, result.arrivalUs),
     });
   }
   return {
@@ -173,6 +215,8 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
 
   const rankLines = await run.dog.watch('the start-up gather of rank lines', 0,
     native.gatherStringsAsync(JSON.stringify(driver.rankLine(info))));
+  const perProcess = (rankLines ?? []).map((s) => [JSON.parse(s) as RankLineInfo | RankLineInfo[]].flat());
+  const arrival = await alignProcessClocks(run, perProcess.map((lines) => lines[0]!));
   const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
   const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
   allocateBuffers(run, ctx);
@@ -181,7 +225,8 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   const cases = skipped ? [] : planCases(options, { loopsOps: desc.loopsOps, rooted: desc.rooted }, nranks);
   const meta = {
     options, program: options.program, version: VERSION, backend: `${info.backend} (${info.libraryVersionShort})`,
-    info, ranks: (rankLines ?? []).flatMap((s) => [JSON.parse(s) as RankLineInfo | RankLineInfo[]].flat()), warnings: driver.warnings(options, desc, info),
+    info, ranks: perProcess.flat(), warnings: driver.warnings(options, desc, info),
+    clock: arrival ? { ...arrival.clock } : null,
     perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
     reducedMaxBytes: run.reducedMaxBytes,
@@ -203,7 +248,7 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
     for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {
       for (const sizeBytes of sizes) {
         for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
-        const row = await runRow(run, ctx, c, cycle, sizeBytes, nextSeed, totals);
+        const row = await runRow(run, ctx, c, cycle, sizeBytes, nextSeed, totals, arrival);
         rows.push(row);
         for (const r of reporters) await r.row?.(row);
       }

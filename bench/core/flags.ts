@@ -171,7 +171,7 @@ export const FLAGS = Object.freeze([
     { value: `<${BACKEND_NAMES.join('|')}>`, defaultText: 'best available' }), default: null } as ValueFlag<'backend', BackendName | null>,
   toggle('quiet', 'quiet', 'Output', 'no progress bar on stderr (it is drawn only when stderr is a terminal)'),
   choice('json-format', 'jsonFormat', JSON_FORMATS, 'collbench', 'JSON format', 'Output',
-    'layout of the -J file: collbench (versioned schema, schema/collbench-report.v1.schema.json) or ' +
+    'layout of the -J file: collbench (versioned schema, schema/collbench-report.v2.schema.json) or ' +
     'nccl-tests (its -J "version": 3 layout, for tools such as analyze_perf_json.py)', { value: '<collbench|nccl-tests>' }),
   text(undefined, 'csv', 'csvFile', 'Output', 'write one CSV line per row half (columns with units); - = stdout',
     { value: '<file>', defaultText: 'none' }),

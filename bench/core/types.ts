@@ -73,6 +73,7 @@ export interface HalfSpec {
   iters: number; aggIters: number; blocking: number; perIter: boolean;
   checkRounds: number; checkSeed: number; average: number; unalignElems: number;
   graphLaunches?: number;     // -G: capture the timed ops once, replay them this many times (nccl)
+  arrivals?: boolean;         // record each iteration's start on every process, gathered to rank 0 (late ranks)
 }
 
 export interface FirstWrong { rank: number; index: number; expected: string; got: string }
@@ -86,4 +87,6 @@ export interface HalfResult {
   firstWrong?: FirstWrong;
   iterUs?: number[];
   perRankIterUs?: number[][];
+  /** Rank 0, several processes: when each process started each timed iteration, on its own clock (µs). */
+  arrivalUs?: number[][];
 }

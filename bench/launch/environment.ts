@@ -2,6 +2,8 @@
 // under another launcher (Slurm, torchrun-style), or alone. Used to speed up single-process MPI start-up
 // and to warn when several processes each run a 1-rank world (nccl-tests issue #213).
 
+import { readFileSync } from 'node:fs';
+
 type Env = NodeJS.ProcessEnv;
 
 /** True when an MPI launcher (mpirun/orterun/PMIx) started this process. */
@@ -37,4 +39,16 @@ export function disconnectedWorldWarning(worldSize: number, env: Env = process.e
   return `# Warning: the launcher started ${env[sizeVar]} processes (${sizeVar}=${env[sizeVar]}) but each one ` +
     'is rank 0 of a 1-rank world: they are not connected and every process measures alone. ' +
     'Launch with mpirun (or --np N) using the MPI that collbench was built with.';
+}
+
+/**
+ * Which monotonic clock this process reads: the kernel's boot id (processes with equal ids share CLOCK_MONOTONIC,
+ * including those in other network namespaces of the same host), or '' where the kernel does not say.
+ */
+export function monotonicClockId(path = '/proc/sys/kernel/random/boot_id'): string {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return '';
+  }
 }

@@ -40,6 +40,9 @@ export interface NativeBackend {
   barrierAsync(): Promise<void>;
   allreduceAsync(values: number[], how: number): Promise<number[]>;
   gatherStringsAsync(mine: string): Promise<string[] | null>;
+  /** Each process's monotonic clock (µs) read on leaving `rounds` successive barriers; rank 0 gets process × round
+   *  readings, the others null (timed_loop.h clockSamples). */
+  clockSamplesAsync(rounds: number): Promise<number[][] | null>;
   /** Lends this module's process-level control plane to another module (the nccl module under mpirun). */
   controlPlane?(): unknown;
   /** The native enum values by name (native/src/core/types.h, spec.h); test/native/enum-ids.test.ts

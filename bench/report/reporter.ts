@@ -3,6 +3,7 @@
 // other exports plug in the same way. Only rank 0 has reporters.
 import type { SweepCase } from '../core/plan.js';
 import type { HalfResult } from '../core/types.js';
+import type { ClockMethod } from '../core/lateness.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
@@ -14,6 +15,19 @@ export interface RowHalfRecord {
   busBw: number;           // GB/s
   wrong: number | null;    // null = not checked (N/A)
   result: HalfResult;      // everything the native loop returned (per-iteration samples, first wrong…)
+  late: LateRank | null;   // the rank the others waited for (core/lateness.ts), when one stood out
+  /** Per process (= per rank with one rank per process): share of iterations it arrived last by more than the
+   *  margin; null where arrivals say nothing (one process, a collective that lets ranks run ahead, size 0). */
+  lastShare: number[] | null;
+}
+
+/** The rank that arrived last in most iterations of a row-half, by more than the margin (core/lateness.ts). */
+export interface LateRank {
+  rank: number;
+  host: string;
+  lastFraction: number;    // iterations it was last by more than marginUs, over all iterations
+  medianLateUs: number;    // median of how much later than the others' median arrival, in those iterations
+  marginUs: number;
 }
 
 export interface RowRecord {
@@ -41,6 +55,8 @@ export interface RunMeta {
   argv?: readonly string[]; // the command line as given (program path first), for reports and rerun commands
   plannedRows?: number | null; // rows the run will print; null when endless (-N 0)
   reducedMaxBytes?: number | null; // -e lowered to fit GPU memory (nccl-tests' "Reducing maxBytes")
+  /** How arrivals were put on one clock (null with one process: nobody waits for another). */
+  clock?: { method: ClockMethod; uncertaintyUs: number; offsetsUs: number[] } | null;
 }
 
 /** The row about to be measured (progress reporters show it). */

@@ -1,6 +1,7 @@
 // The collbench report document (docs/architecture.md, "report/"): TypeScript types of what `-J` writes
 // and what `collbench report`, compare and accept read, and its validator. The same shape is published as a
-// JSON Schema in schema/collbench-report.v1.schema.json (shipped with the package; the validator reads it).
+// JSON Schema in schema/collbench-report.v2.schema.json (shipped with the package; the validator reads it). Version 1
+// (no late-rank evidence) is still read: its schema stays beside it and the validator picks by schemaVersion.
 // Units are in the names: Bytes, Us (microseconds), GBps (1e9 B/s), as in the nccl-tests table.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -8,16 +9,21 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { IterStats } from '../core/iter-stats.js';
+import type { ClockMethod } from '../core/lateness.js';
 
 export const REPORT_KIND = 'collbench-report';
-/** Bumped when a field changes meaning or disappears; adding optional fields keeps the version. */
-export const SCHEMA_VERSION = 1;
+/** Bumped when a field changes meaning, appears as required or disappears; adding optional fields keeps the version.
+ *  2: `lateness` and each half's `late` (who the others waited for). */
+export const SCHEMA_VERSION = 2;
+/** Every version the readers (report, compare) accept. */
+export const READABLE_SCHEMA_VERSIONS = [1, 2] as const;
+export type ReadableSchemaVersion = (typeof READABLE_SCHEMA_VERSIONS)[number];
 
 export type ReportStatus = 'incomplete' | 'complete';
 
 export interface ReportDocument {
   kind: typeof REPORT_KIND;
-  schemaVersion: typeof SCHEMA_VERSION;
+  schemaVersion: ReadableSchemaVersion;
   /** 'incomplete' until the run ends: a crash or Ctrl-C leaves the rows completed so far. */
   status: ReportStatus;
   startTime: string;            // ISO 8601 with the local offset
@@ -32,6 +38,8 @@ export interface ReportDocument {
   ranks: ReportRank[];
   warnings: string[];
   perIterTimer: string | null;
+  /** v2: how late ranks are named (absent in v1 documents). */
+  lateness?: ReportLateness;
   rows: ReportRow[];
   summary: ReportSummary | null;
 }
@@ -95,6 +103,18 @@ export interface ReportHalf {
   ranksWithWrong: number;
   firstWrong?: { rank: number; index: number; expected: string; got: string };
   perIter?: ReportPerIter;
+  /** v2: the rank the others waited for, or null (absent in v1 documents). */
+  late?: ReportLate | null;
+  /** v2, several processes, synchronizing collectives: per process, share of iterations it arrived last by more than
+   *  the margin (the HTML heatmap of lateness). */
+  lastShare?: number[];
+}
+
+export interface ReportLate { rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number }
+
+export interface ReportLateness {
+  clock: { method: ClockMethod; uncertaintyUs: number; offsetsUs: number[] } | null;
+  rule: { floorUs: number; iterationFraction: number; uncertainties: number; majority: number };
 }
 
 export interface ReportRow {
@@ -124,26 +144,39 @@ export const PLACEMENTS = [
   { key: 'outOfPlace', label: 'out-of-place' },
   { key: 'inPlace', label: 'in-place' },
 ] as const;
-/** The published JSON Schema: <package>/schema/, two levels above this file in bench/ and in dist/. */
-export const SCHEMA_PATH = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'schema',
-  `collbench-report.v${SCHEMA_VERSION}.schema.json`);
+/** A published JSON Schema: <package>/schema/, two levels above this file in bench/ and in dist/. */
+export const schemaPath = (version: ReadableSchemaVersion): string =>
+  join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'schema', `collbench-report.v${version}.schema.json`);
+/** The schema of what -J writes now. */
+export const SCHEMA_PATH = schemaPath(SCHEMA_VERSION);
 
-let validator: ValidateFunction | null = null;
+const validators = new Map<ReadableSchemaVersion, ValidateFunction>();
 
-export function reportJsonSchema(): Record<string, unknown> {
-  return JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as Record<string, unknown>;
+export function reportJsonSchema(version: ReadableSchemaVersion = SCHEMA_VERSION): Record<string, unknown> {
+  return JSON.parse(readFileSync(schemaPath(version), 'utf8')) as Record<string, unknown>;
 }
 
-function compiled(): ValidateFunction {
+function compiled(version: ReadableSchemaVersion): ValidateFunction {
   // ajv is loaded on first use only: a benchmark run writes reports but never validates them.
   const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020Class };
-  if (!validator) validator = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(reportJsonSchema());
-  return validator;
+  let v = validators.get(version);
+  if (!v) {
+    v = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(reportJsonSchema(version));
+    validators.set(version, v);
+  }
+  return v;
 }
 
-/** Validation errors of a parsed document as short lines (`/rows/3/inPlace: must have …`); [] if valid. */
+/** The schema version a parsed document declares, when it is one the readers know. */
+function declaredVersion(doc: unknown): ReadableSchemaVersion {
+  const v = typeof doc === 'object' && doc !== null ? (doc as { schemaVersion?: unknown }).schemaVersion : undefined;
+  return READABLE_SCHEMA_VERSIONS.find((known) => known === v) ?? SCHEMA_VERSION;
+}
+
+/** Validation errors of a parsed document as short lines (`/rows/3/inPlace: must have …`); [] if valid.
+ *  Checked against the schema of the version it declares (1 or 2); any other version fails against the current one. */
 export function reportErrors(doc: unknown): string[] {
-  const validate = compiled();
+  const validate = compiled(declaredVersion(doc));
   if (validate(doc)) return [];
   return (validate.errors ?? []).map((e: ErrorObject) =>
     `${e.instancePath || '/'}: ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`);

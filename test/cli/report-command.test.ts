@@ -76,7 +76,7 @@ describe('collbench report', () => {
         width: box.width, height: box.height,
       };
     }));
-    assert.deepEqual(charts.map((c) => c.chart), ['busbw', 'time', 'heatmap', 'heatmap']);
+    assert.deepEqual(charts.map((c) => c.chart), ['busbw', 'time', 'heatmap', 'heatmap', 'lateness']);
     for (const c of charts) assert.ok(c.width > 200 && c.height > 100, JSON.stringify(c));
     const series = ['a in-place', 'a out-of-place', 'b in-place', 'b out-of-place', 'c in-place', 'c out-of-place'];
     for (const c of charts.slice(0, 2)) {
@@ -88,6 +88,9 @@ describe('collbench report', () => {
     assert.equal(charts[2]!.rects, 2 * 5);
     assert.equal(charts[3]!.rects, 3 * 4);
     assert.match(charts[2]!.title, /^a: time per rank relative to the median rank$/);
+    // lateness (collbench v2 reports only: a, 2 ranks × 5 sizes): who the others waited for
+    assert.equal(charts[4]!.rects, 2 * 5);
+    assert.match(charts[4]!.title, /^a: who the others waited for$/);
 
     const shot = join(dir, 'report.png');
     await page.screenshot({ path: shot, fullPage: true });

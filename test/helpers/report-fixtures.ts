@@ -19,6 +19,7 @@ export function fakeMeta(perIter: boolean): RunMeta {
       { rank: 1, pid: 101, host: 'node2', device: 3, bus: '0000:18:00', name: 'H100' },
     ],
     warnings: [], perIterTimer: 'host clock timing', startTime: new Date('2026-01-02T03:04:05Z'),
+    clock: { method: 'shared-clock', uncertaintyUs: 0, offsetsUs: [0, 0] },
     argv: ['/opt/cb/bin/all_reduce_perf', '-b', '8', '-e', '64', '-f', '2', '-J', 'out file.json'], plannedRows: 4,
   };
 }
@@ -33,8 +34,11 @@ export function fakeRow(sizeBytes: number, perIter: boolean, wrong: number | nul
     sweep: { dtype: 'float', op: 'sum', root: -1 }, cycle: 0, sizeBytes, count: sizeBytes / 4, type: 'float',
     redop: 'sum', root: -1, time: new Date('2026-01-02T03:04:06Z'),
     halves: [
-      { inPlace: false, timeUs: 10, algBw: sizeBytes / 10e3, busBw: sizeBytes / 10e3, wrong, result: result(10) },
-      { inPlace: true, timeUs: 0, algBw: Infinity, busBw: Infinity, wrong: null, result: result(0) },
+      {
+        inPlace: false, timeUs: 10, algBw: sizeBytes / 10e3, busBw: sizeBytes / 10e3, wrong, result: result(10),
+        late: { rank: 1, host: 'nodeB', lastFraction: 0.9, medianLateUs: 1500, marginUs: 50 }, lastShare: [0.05, 0.9],
+      },
+      { inPlace: true, timeUs: 0, algBw: Infinity, busBw: Infinity, wrong: null, result: result(0), late: null, lastShare: null },
     ],
   };
 }

@@ -34,6 +34,7 @@ function doc(bus: number[], wrong: (number | null)[] = bus.map(() => 0), opts: {
       return {
         inPlace, timeUs: size / (busBw * 1e3), algBw: busBw, busBw, wrong: w,
         result: { timeUs: size / (busBw * 1e3), cpuTimeUs: 1, checked: w !== null, wrong: w ?? 0, ranksWithWrong: w ? 1 : 0 },
+        late: null, lastShare: null,
       };
     };
     const row: RowRecord = {

@@ -12,11 +12,36 @@ import { reportErrors, reportJsonSchema, SCHEMA_PATH, type ReportDocument } from
 import { fakeMeta, fakeRow, info } from '../helpers/report-fixtures.js';
 
 describe('the published JSON Schema', () => {
-  it('is shipped as schema/collbench-report.v1.schema.json and compiles in strict mode', () => {
+  it('is shipped as schema/collbench-report.v2.schema.json, with v1 beside it, both compiling in strict mode', () => {
+    assert.ok(SCHEMA_PATH.endsWith('collbench-report.v2.schema.json'), SCHEMA_PATH);
     assert.ok(existsSync(SCHEMA_PATH), SCHEMA_PATH);
-    const schema = reportJsonSchema();
-    assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
-    assert.deepEqual(reportErrors({}).length > 0, true);
+    for (const version of [1, 2] as const) {
+      assert.equal(reportJsonSchema(version).$schema, 'https://json-schema.org/draft/2020-12/schema');
+      assert.deepEqual(reportErrors({ schemaVersion: version }).length > 0, true);
+    }
+  });
+
+  it('reads version 1 documents (no late-rank fields) and refuses v2 fields in them, and v2 documents without them', () => {
+    const b = reportBuilder({});
+    b.begin(fakeMeta(false));
+    b.row(fakeRow(8, false));
+    const v2 = JSON.parse(renderJson(b.doc!)) as ReportDocument;
+    assert.equal(v2.schemaVersion, 2);
+    assert.deepEqual(v2.rows[0]!.outOfPlace.late, { rank: 1, host: 'nodeB', lastFraction: 0.9, medianLateUs: 1500, marginUs: 50 });
+    assert.deepEqual(v2.rows[0]!.outOfPlace.lastShare, [0.05, 0.9]);
+    assert.equal(v2.rows[0]!.inPlace.late, null);
+    assert.deepEqual(reportErrors(v2), []);
+    // The same run as version 1 wrote it: no lateness, no late, no lastShare.
+    const v1 = structuredClone(v2);
+    v1.schemaVersion = 1;
+    delete v1.lateness;
+    for (const row of v1.rows) for (const h of [row.outOfPlace, row.inPlace]) { delete h.late; delete h.lastShare; }
+    assert.deepEqual(reportErrors(v1), []);
+    assert.ok(reportErrors({ ...v1, lateness: v2.lateness }).length > 0, 'v1 has no lateness');
+    const v2missing = structuredClone(v2);
+    delete v2missing.rows[0]!.outOfPlace.late;
+    assert.ok(reportErrors(v2missing).some((e) => e.includes('late')), 'v2 requires late');
+    assert.ok(reportErrors({ ...v2, schemaVersion: 3 }).length > 0, 'unknown versions fail');
   });
 });
 
@@ -69,7 +94,7 @@ describe('reportBuilder: a valid document at every step', () => {
     };
     assert.deepEqual(bad(() => {}), []);
     assert.ok(bad((d) => { d.extra = 1; }).length > 0);
-    assert.ok(bad((d) => { d.schemaVersion = 2 as 1; }).length > 0);
+    assert.ok(bad((d) => { d.schemaVersion = 1; }).length > 0);
     assert.ok(bad((d) => { d.provenance.env.HOME = '/root'; }).some((e) => e.includes('/provenance/env')));
     assert.ok(bad((d) => { (d.rows[0]!.outOfPlace as unknown as Record<string, unknown>).timeUs = '1'; }).length > 0);
     assert.ok(bad((d) => { delete (d.rows[0] as Partial<typeof d.rows[0]>).inPlace; }).length > 0);

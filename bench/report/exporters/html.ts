@@ -1,7 +1,8 @@
 // `--html FILE` and `collbench report … --html`: one self-contained HTML page (inline CSS and SVG, no
 // script, no network) with the charts nccl-tests users draw by hand: busbw vs size and time vs size (log2
 // size axis, one line per run × placement), and a rank × size heatmap of each rank's time relative to the
-// median rank when per-rank samples exist (-I 1). Charts are vega-lite specs rendered to SVG by vega in Node.
+// median rank when per-rank samples exist (-I 1), and a rank × size heatmap of lateness (the share of iterations each
+// rank arrived last, i.e. was waited for). Charts are vega-lite specs rendered to SVG by vega in Node.
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import type { ReportDocument } from '../schema.js';
@@ -15,6 +16,7 @@ export interface ChartRun {
   points: ChartPoint[];
   heat: HeatCell[];                       // empty when the run has no per-rank samples
   heatCase: string | null;                // which sweep and placement the heatmap shows
+  lateHeat?: LateHeatCell[];              // v2 reports of several processes: who the others waited for
   details?: [string, string][];           // extra provenance shown folded (env, versions)
 }
 
@@ -27,6 +29,8 @@ export interface ChartPoint {
 }
 
 export interface HeatCell { rank: number; sizeBytes: number; relative: number; meanUs: number }
+/** Share of a row-half's iterations in which `rank` arrived last by more than the margin (core/lateness.ts). */
+export interface LateHeatCell { rank: number; sizeBytes: number; share: number }
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -76,10 +80,18 @@ export function chartRunFromReport(doc: ReportDocument, label: string, source = 
       heat.push({ rank: p.rank, sizeBytes: r.sizeBytes, meanUs: p.stats.mean, relative: mid > 0 ? p.stats.mean / mid : 1 });
     }
   }
+  // Lateness: the same sweep and placement, every rank's share of iterations it arrived last (v2 reports).
+  const lateHeat: LateHeatCell[] = [];
+  for (const r of doc.rows) {
+    if (caseOf(r) !== firstCase || r.cycle !== 0) continue;
+    (r.outOfPlace.lastShare ?? []).forEach((share, process) => {
+      lateHeat.push({ rank: doc.ranks[process]?.rank ?? process, sizeBytes: r.sizeBytes, share });
+    });
+  }
   const p = doc.provenance;
   const hosts = [...new Set(doc.ranks.map((k) => k.host))];
   return {
-    label, source, points, heat,
+    label, source, points, heat, lateHeat,
     heatCase: heat.length ? `${firstCase}, out-of-place` : null,
     facts: [
       ['program', doc.program], ['backend', doc.world.backend], ['ranks', `${doc.world.nranks} on ${hosts.join(', ') || '?'}`],
@@ -188,6 +200,24 @@ function lineSpec(points: ChartPoint[], field: 'busBwGBps' | 'timeUs', title: st
   } as TopLevelSpec;
 }
 
+function lateHeatSpec(run: ChartRun): TopLevelSpec {
+  const cells = run.lateHeat ?? [];
+  const sizes = [...new Set(cells.map((c) => c.sizeBytes))].sort((a, b) => a - b);
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: `${run.label}: who the others waited for`, subtitle: 'share of iterations each rank arrived last, out-of-place' },
+    background: 'white',
+    data: { values: cells.map((c) => ({ rank: c.rank, size: c.sizeBytes, share: c.share })) },
+    mark: { type: 'rect' },
+    width: { step: 28 }, height: { step: 18 },
+    encoding: {
+      x: { field: 'size', type: 'ordinal', sort: sizes, title: 'size (bytes)', axis: { labelExpr: SIZE_LABEL, labelAngle: -45 } },
+      y: { field: 'rank', type: 'ordinal', title: 'rank' },
+      color: { field: 'share', type: 'quantitative', title: 'last share', scale: { scheme: 'oranges', domain: [0, 1] } },
+    },
+  } as TopLevelSpec;
+}
+
 function heatSpec(run: ChartRun): TopLevelSpec {
   const sizes = [...new Set(run.heat.map((c) => c.sizeBytes))].sort((a, b) => a - b);
   return {
@@ -256,6 +286,14 @@ export async function renderHtml(runs: ChartRun[], title: string): Promise<strin
   for (const run of heatRuns) {
     body.push(await figure('heatmap', new Set(run.heat.map((c) => c.rank)).size, heatSpec(run),
       'Each rank\'s mean per-iteration time (-I 1 samples after -K) divided by the median rank\'s: above 1 (orange) is slower.'));
+  }
+  const lateRuns = runs.filter((r) => (r.lateHeat ?? []).length > 0);
+  if (lateRuns.length) body.push('<h2>Late ranks</h2>');
+  for (const run of lateRuns) {
+    body.push(await figure('lateness', new Set(run.lateHeat!.map((c) => c.rank)).size, lateHeatSpec(run),
+      'Share of iterations in which each rank arrived last at the collective by more than the margin (the others waited ' +
+      'for it): a rank that stays dark across sizes is the one the job waits for. Per-rank time cannot show this: a late ' +
+      'rank spends the least time inside the collective.'));
   }
   return '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' +
     `<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>${htmlEscape(title)}</title>\n` +

@@ -5,6 +5,7 @@ import { iterStats } from '../../core/iter-stats.js';
 import { collectProvenance, rerunCommand, reportRank } from '../provenance.js';
 import type { RowHalfRecord, RowRecord, RunMeta, RunSummary } from '../reporter.js';
 import { cAtof } from '../../core/c-numbers.js';
+import { LATE_RULE } from '../../core/lateness.js';
 import {
   REPORT_KIND, SCHEMA_VERSION, type ReportDocument, type ReportHalf, type ReportPerIter, type ReportRow,
 } from '../schema.js';
@@ -41,6 +42,8 @@ export function reportHalf(h: RowHalfRecord, skip: number): ReportHalf {
   if (h.wrong !== null && h.wrong > 0 && h.result.firstWrong) out.firstWrong = { ...h.result.firstWrong };
   const p = perIter(h, skip);
   if (p) out.perIter = p;
+  out.late = h.late ? { ...h.late } : null;
+  if (h.lastShare) out.lastShare = [...h.lastShare];
   return out;
 }
 
@@ -76,6 +79,10 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
         ranks: meta.ranks.map(reportRank),
         warnings: [...meta.warnings],
         perIterTimer: meta.options.perIterTiming ? meta.perIterTimer : null,
+        lateness: {
+          clock: meta.clock ? { method: meta.clock.method, uncertaintyUs: meta.clock.uncertaintyUs, offsetsUs: [...meta.clock.offsetsUs] } : null,
+          rule: { ...LATE_RULE },
+        },
         rows: [],
         summary: null,
       };

@@ -2,12 +2,19 @@
 // comment lines), footer at end. Formatting itself is in nccl-table.ts.
 import { iterStats } from '../../core/iter-stats.js';
 import type { Reporter, RowRecord } from '../reporter.js';
-import { firstWrongLine, footerLines, preambleLines, rowLine, skipLine, type HalfCells } from './nccl-table.js';
+import { PLACEMENTS } from '../schema.js';
+import {
+  firstWrongLine, footerLines, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
+} from './nccl-table.js';
 
 export function ncclTableReporter(out: (line: string) => void): Reporter {
   let program = '';
   let perIterSkip = 0;
   let timestamps = false;
+  // Late ranks are told after the table (which stays byte-compatible with nccl-tests' parsers), before the footer.
+  const lateLines: string[] = [];
+  const named: LateCell[] = [];
+  let halves = 0;
   return {
     begin(meta) {
       program = meta.program;
@@ -30,9 +37,18 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       }));
       for (const h of row.halves)
         if (h.wrong !== null && h.wrong > 0 && h.result.firstWrong) out(firstWrongLine(h.result.firstWrong));
+      row.halves.forEach((h, i) => {
+        halves += 1;
+        if (!h.late) return;
+        named.push(h.late);
+        lateLines.push(lateLine(row.sizeBytes, PLACEMENTS[i]!.label, h.late));
+      });
     },
     end(summary) {
       if (summary.skipped) out(skipLine(summary.skipped));
+      for (const line of lateLines) out(line);
+      const lateSummary = lateSummaryLine(named, halves);
+      if (lateSummary) out(lateSummary);
       for (const line of footerLines({
         outOfBounds: summary.outOfBounds, avgBusBw: summary.avgBusBw, minBwVerdict: summary.minBwVerdict, program,
         memory: summary.memory,

@@ -8,6 +8,7 @@ import { adaptiveFloat, cG, cSprintf } from '../format.js';
 import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
 import { shortHost } from '../../core/ranks.js';
 import type { MinBwVerdict } from '../../core/verdict.js';
+import { formatLateUs, median } from '../../core/lateness.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Preamble
@@ -173,6 +174,32 @@ export function rowLine(row: RowCells): string {
 /** collbench addition, printed after a row with wrong elements: where the first mismatch was. */
 export function firstWrongLine(w: { rank: number; index: number; expected: string; got: string }): string {
   return `# first wrong: rank ${w.rank} index ${w.index} expected ${w.expected} got ${w.got}`;
+}
+
+/** Who the others waited for, as a rank on a host (core/lateness.ts; the lines below are collbench's own). */
+export interface LateCell { rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number }
+
+/** After the table, per row-half where one rank arrived last in most iterations by more than the margin. */
+export function lateLine(sizeBytes: number, placement: string, l: LateCell): string {
+  return `# late: ${sizeBytes} B ${placement}: rank ${l.rank} on ${shortHost(l.host)} last in ` +
+    `${Math.round(l.lastFraction * 100)}% of iterations, +${formatLateUs(l.medianLateUs)} median ` +
+    `(margin ${formatLateUs(l.marginUs)})`;
+}
+
+/** A rank is the run's late rank when named in at least this share of the row-halves (one odd size is not a culprit). */
+export const LATE_SUMMARY_SHARE = 0.25;
+
+/** The rank named in the most row-halves, when in at least LATE_SUMMARY_SHARE of them:
+ *  `# late rank: 2 on h3 (late in 9 of 12 row-halves; last in 93% of their iterations, +1.4 ms median)`. */
+export function lateSummaryLine(named: readonly LateCell[], halves: number): string | null {
+  if (named.length === 0) return null;
+  const byRank = new Map<number, LateCell[]>();
+  for (const l of named) byRank.set(l.rank, [...(byRank.get(l.rank) ?? []), l]);
+  const [, cells] = [...byRank.entries()].sort((a, b) => b[1].length - a[1].length || a[0] - b[0])[0]!;
+  if (cells.length < LATE_SUMMARY_SHARE * halves) return null;
+  const fraction = cells.reduce((sum, l) => sum + l.lastFraction, 0) / cells.length;
+  return `# late rank: ${cells[0]!.rank} on ${shortHost(cells[0]!.host)} (late in ${cells.length} of ${halves} row-halves; ` +
+    `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(median(cells.map((l) => l.medianLateUs)))} median)`;
 }
 
 /**

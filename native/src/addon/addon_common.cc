@@ -97,6 +97,7 @@ HalfSpec parseSpec(const Napi::Object& o) {
   s.average = static_cast<Combine>(i32(o, "average", 1));
   s.unalignElems = u64(o, "unalignElems");
   s.graphLaunches = i32(o, "graphLaunches");
+  s.arrivals = o.Get("arrivals").ToBoolean().Value();
   return s;
 }
 
@@ -119,6 +120,14 @@ Napi::Array numbers(Napi::Env env, const std::vector<double>& v, size_t from = 0
   return a;
 }
 
+// A process-major table (rows of `width` numbers) as an array of arrays.
+Napi::Array rowsOf(Napi::Env env, const std::vector<double>& v, size_t width) {
+  const size_t rows = width == 0 ? 0 : v.size() / width;
+  Napi::Array out = Napi::Array::New(env, rows);
+  for (size_t k = 0; k < rows; ++k) out.Set(static_cast<uint32_t>(k), numbers(env, v, k * width, width));
+  return out;
+}
+
 Napi::Object resultObject(Napi::Env env, const HalfResult& r) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("timeUs", r.timeUs);
@@ -137,12 +146,9 @@ Napi::Object resultObject(Napi::Env env, const HalfResult& r) {
   if (!r.iterUs.empty()) {
     o.Set("iterUs", numbers(env, r.iterUs));
     // One row per process (= per rank for backends that drive one rank per process).
-    const size_t n = r.iterUs.size(), rows = r.perRankIterUs.size() / n;
-    Napi::Array perRank = Napi::Array::New(env, rows);
-    for (size_t k = 0; k < rows; ++k)
-      perRank.Set(static_cast<uint32_t>(k), numbers(env, r.perRankIterUs, k * n, n));
-    o.Set("perRankIterUs", perRank);
+    o.Set("perRankIterUs", rowsOf(env, r.perRankIterUs, r.iterUs.size()));
   }
+  if (r.arrivalIters > 0) o.Set("arrivalUs", rowsOf(env, r.arrivalUs, static_cast<size_t>(r.arrivalIters)));
   return o;
 }
 
@@ -375,6 +381,17 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
           Napi::Array a = Napi::Array::New(e, all->size());
           for (size_t i = 0; i < all->size(); ++i) a.Set(static_cast<uint32_t>(i), (*all)[i]);
           return a;
+        });
+  }));
+  exports.Set("clockSamplesAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend* b = &requireBackend(info.Env(), slot);
+    const int rounds = info[0].As<Napi::Number>().Int32Value();
+    auto all = std::make_shared<std::vector<double>>();
+    return queueTask(
+        info.Env(), [b, rounds, all] { return clockSamples(*b, rounds, all.get()); },
+        [b, rounds, all](Napi::Env e) -> Napi::Value {
+          if (b->rank() != 0) return e.Null();
+          return rowsOf(e, *all, static_cast<size_t>(rounds));
         });
   }));
   exports.Set("enumIds", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {

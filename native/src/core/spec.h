@@ -69,6 +69,7 @@ struct HalfSpec {
   Combine average = Combine::Mean;  // -a
   uint64_t unalignElems = 0;        // -u
   int graphLaunches = 0;            // -G: capture the timed ops once, replay them this many times
+  bool arrivals = false;            // record when each iteration starts and gather it (HalfResult::arrivalUs)
 };
 
 struct FirstWrong {
@@ -86,6 +87,11 @@ struct HalfResult {
   FirstWrong firstWrong;     // valid when wrong > 0 (lowest rank with a wrong element)
   std::vector<double> iterUs;         // -I: max over ranks per iteration (valid on rank 0)
   std::vector<double> perRankIterUs;  // -I: nranks x iters, rank-major (valid on rank 0)
+  // When each iteration started on each process: processes x iters, process-major, in microseconds of that
+  // process's own monotonic clock (valid on rank 0; empty for 1 process and with -G). Who arrives last at a
+  // collective is who the others wait for; bench/core/lateness.ts puts the clocks together and names it.
+  std::vector<double> arrivalUs;
+  int arrivalIters = 0;  // row width of arrivalUs
 };
 
 }  // namespace collbench

@@ -19,6 +19,10 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+double clockMicros(Clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
+}
+
 // Pointers for one op: in-place layouts send from the recv buffer; -u shifts both; rotation
 // (nccl-tests: shift = B·(opIndex mod floor(maxBytes/B))) moves small messages through the buffer.
 struct OpPointers {
@@ -63,7 +67,8 @@ Status makeRanks(Backend& backend, const std::vector<const HalfSpec*>& specs, Ra
     if (s->coll != a.coll || s->dtype != a.dtype || s->iters != a.iters || s->aggIters != a.aggIters ||
         s->blocking != a.blocking || s->perIter != a.perIter || s->checkRounds != a.checkRounds ||
         s->rotateBytes != a.rotateBytes || s->maxBytes != a.maxBytes || s->graphLaunches != a.graphLaunches ||
-        s->unalignElems != a.unalignElems || s->checkSeed != a.checkSeed || s->average != a.average)
+        s->unalignElems != a.unalignElems || s->checkSeed != a.checkSeed || s->average != a.average ||
+        s->arrivals != a.arrivals)
       return badSpec("the local ranks' row-half specs disagree on the loop parameters");
   }
   out->specs = specs;
@@ -219,6 +224,11 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   const bool waitPerOp = spec.blocking > 0 && graphs == 0;
 
   std::vector<double> iterSeconds(spec.perIter ? n : 0);
+  // Arrival of this process at each iteration (one clock read per iteration, kept in a preallocated table and
+  // gathered after the row): with one process nobody waits for anybody, and a replayed graph has no arrivals.
+  const bool arrivals = spec.arrivals && backend.nranks() > backend.localRanks() && graphs == 0;
+  std::vector<Clock::time_point> arrivalAt(arrivals ? n : 0);
+  const bool stampIter = spec.perIter || spec.blocking == 3 || arrivals;
   double blockedSeconds = 0;  // -z 3: sum of the pre-barrier part of each iteration
   if (graphs > 0) CB_TRY(backend.captureBegin());
   const uint64_t rotate = spec.rotateBytes;
@@ -226,7 +236,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   auto t0 = Clock::now();
   auto iterStart = t0;
   for (int iter = 0; iter < n; ++iter) {
-    if (spec.perIter || spec.blocking == 3) iterStart = Clock::now();
+    if (stampIter) iterStart = Clock::now();
+    if (arrivals) arrivalAt[iter] = iterStart;
     if (m > 1) CB_TRY(backend.groupStart());
     if (deviceTimer) CB_TRY(backend.timerMark(spec.blocking == 3 ? 2 * iter : iter));
     for (int a = 0; a < m; ++a) {
@@ -294,6 +305,12 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
     for (int i = 0; i < n; ++i) samplesUs[i] = iterSeconds[i] * 1e6 / m;
     CB_TRY(collectIterations(backend, samplesUs, result));
   }
+  if (arrivals) {
+    std::vector<double> mine(n);
+    for (int i = 0; i < n; ++i) mine[i] = clockMicros(arrivalAt[i]);
+    CB_TRY(backend.gather(mine.data(), n, &result->arrivalUs));
+    result->arrivalIters = n;
+  }
   CB_TRY(backend.barrier());
 
   if (spec.checkRounds > 0) CB_TRY(runCheck(backend, ranks, result));
@@ -301,6 +318,16 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
 }
 
 }  // namespace
+
+Status clockSamples(Backend& backend, int rounds, std::vector<double>* atRoot) {
+  if (rounds < 1) return badSpec("clock samples need at least one round");
+  std::vector<double> mine(rounds);
+  for (int k = 0; k < rounds; ++k) {
+    CB_TRY(backend.barrier());
+    mine[k] = clockMicros(Clock::now());
+  }
+  return backend.gather(mine.data(), rounds, atRoot);
+}
 
 Status warmup(Backend& backend, const HalfSpec& spec, int iters) {
   return warmupLocal(backend, {&spec}, iters);

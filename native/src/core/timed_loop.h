@@ -20,4 +20,9 @@ Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result);
 Status warmupLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, int iters);
 Status benchLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, HalfResult* result);
 
+// The clock of every process against rank 0's: `rounds` barriers, each process reading its monotonic clock as it
+// leaves each one; rank 0 receives processes x rounds readings (microseconds, process-major). Leaving a barrier
+// happens at nearly the same moment everywhere, so the per-round differences estimate each clock's offset.
+Status clockSamples(Backend& backend, int rounds, std::vector<double>* atRoot);
+
 }  // namespace collbench

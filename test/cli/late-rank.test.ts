@@ -1,0 +1,85 @@
+// A real straggler, named: a PMPI interposer (built here with mpicc, loaded with LD_PRELOAD) makes one rank sleep
+// 1.5 ms after every MPI_Allreduce, as a rank with slow work between collectives does. The run must name that rank
+// (and only it) in most row-halves, in the JSON (`late`, schema v2) and after the table (`# late:` lines and the
+// `# late rank:` summary), at two placements, on the shared clock and with barrier-aligned clocks; the same run
+// without the fault names nobody. Arrival, not time inside the op: the late rank spends the least time inside it.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { reportErrors, type ReportDocument } from '../../bench/report/schema.js';
+import { footer, parseRows, repoRoot, runMpirun } from '../helpers/cli.js';
+
+const ARGS = ['-b', '8', '-e', '64K', '-f', '8', '-n', '20', '-w', '2'];
+// Four ranks on two cores: without yield, every idle poll costs a scheduler tick and swamps the 1.5 ms.
+const ENV = { OMPI_MCA_mpi_yield_when_idle: '1' };
+
+describe('a rank that arrives late at every all_reduce (PMPI interposer)', () => {
+  let dir = '';
+  let lib = '';
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'collbench-late-'));
+    lib = join(dir, 'liblate.so');
+    execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib, join(repoRoot, 'test/fixtures/faults/late_allreduce.c')]);
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const run = (np: number, env: Record<string, string>, json: string) => {
+    const r = runMpirun(np, 'all_reduce_perf', [...ARGS, '-J', json], {
+      env: { ...ENV, ...env },
+      mpirunExtra: ['-x', `LD_PRELOAD=${lib}`, ...Object.keys({ ...ENV, ...env }).flatMap((k) => ['-x', k])],
+    });
+    assert.equal(r.code, 0, `exit ${r.code}\n${r.stderr}\n${r.stdout}`);
+    assert.equal(footer(r.stdout).outOfBounds, 0);
+    const doc = JSON.parse(readFileSync(json, 'utf8')) as ReportDocument;
+    assert.deepEqual(reportErrors(doc), []);
+    return { stdout: r.stdout, doc };
+  };
+
+  for (const [np, lateRank] of [[4, 2], [4, 0], [3, 1]] as const) {
+    it(`${np} ranks, rank ${lateRank} late by 1.5 ms: named in most row-halves, nobody else named`, () => {
+      const { stdout, doc } = run(np, { LATE_RANK: String(lateRank), LATE_US: '1500' }, join(dir, `late-${np}-${lateRank}.json`));
+      const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
+      const named = halves.filter((h) => h.late);
+      assert.ok(named.length > 0.5 * halves.length, `named in ${named.length} of ${halves.length}\n${stdout}`);
+      for (const h of named) {
+        assert.equal(h.late!.rank, lateRank, stdout);
+        assert.equal(h.late!.host, doc.ranks[lateRank]!.host);
+        assert.ok(h.late!.lastFraction > 0.5 && h.late!.medianLateUs >= 1000, JSON.stringify(h.late));
+      }
+      // The per-rank share of iterations last: the late rank dominates it.
+      for (const h of named) assert.equal(h.lastShare!.indexOf(Math.max(...h.lastShare!)), lateRank);
+      assert.equal(doc.lateness!.clock!.method, 'shared-clock');
+      // The text: the table is unchanged (the same rows parse), then one line per named half and the summary.
+      assert.equal(parseRows(stdout).length, doc.rows.length);
+      const lines = stdout.split('\n');
+      assert.equal(lines.filter((l) => l.startsWith('# late: ')).length, named.length);
+      assert.match(stdout, new RegExp(`^# late rank: ${lateRank} on \\S+ \\(late in \\d+ of ${halves.length} row-halves; last in \\d+% of their iterations, \\+1\\.\\d ms median\\)$`, 'm'));
+      // Per-rank time alone would have pointed elsewhere: nothing in the JSON names a rank by its time.
+    });
+  }
+
+  it('barrier-aligned clocks (as across hosts): offsets estimated near their true 0, the same rank named', () => {
+    const { doc } = run(3, { LATE_RANK: '2', LATE_US: '1500', COLLBENCH_CLOCK_ALIGN: 'barrier' }, join(dir, 'aligned.json'));
+    assert.equal(doc.lateness!.clock!.method, 'barrier-aligned');
+    assert.ok(doc.lateness!.clock!.uncertaintyUs < 250, `uncertainty ${doc.lateness!.clock!.uncertaintyUs} us`);
+    // One kernel, so the true offsets are 0: the estimate must be within the margin's reach of it.
+    const offsets = doc.lateness!.clock!.offsetsUs;
+    assert.equal(offsets.length, 3);
+    assert.ok(offsets.every((o) => Math.abs(o) < 250), `offsets ${offsets.join(', ')} us`);
+    const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
+    const named = halves.filter((h) => h.late);
+    assert.ok(named.length > 0.5 * halves.length, `named in ${named.length} of ${halves.length}`);
+    for (const h of named) assert.equal(h.late!.rank, 2);
+  });
+
+  it('without the fault nobody is the run\'s late rank', () => {
+    const { stdout, doc } = run(3, {}, join(dir, 'clean.json'));
+    assert.doesNotMatch(stdout, /^# late rank:/m);
+    const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
+    assert.ok(halves.filter((h) => h.late).length < 0.25 * halves.length, stdout);
+    assert.ok(halves.every((h) => Array.isArray(h.lastShare) && h.lastShare.length === 3));
+  });
+});
