@@ -248,5 +248,5 @@ export function slurmMpiRefusal(env: Env = process.env): string | null {
   if (step === null || slurmGavePmi(env)) return null;
   return `--backend mpi: srun started this task (job ${step.jobId}, step ${step.stepId}, ${step.size} tasks) ` +
     'without a PMIx server for MPI to join: run srun --mpi=pmix (srun --mpi=list shows what this Slurm ' +
-    'offers; Debian\'s Open MPI 4.1 has no PMI-2), or use --backend gloo, which takes its rank from SLURM_PROCID';
+    'offers), or use --backend gloo, which takes its rank from SLURM_PROCID';
 }
