@@ -224,6 +224,15 @@ describe('collbench under a real one-machine Slurm', { skip }, () => {
     assert.match(r.stdout, /^# collbench version \S+ backend gloo /m);
     assertOneTable(r.stdout, 2, 1 << 20, 'srun gloo');
   });
+  it('srun --mpi=none without --backend: mpi gives way to gloo, whose store defaults to a directory of the step', () => {
+    const before = new Set(readdirSync(tmpdir()).filter((f) => f.startsWith('collbench-gloo-slurm-')));
+    const r = slurm('srun', ['--mpi=none', '-n', '2', program, '-b', '8', '-e', '1M', '-f', '4']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^# collbench version \S+ backend gloo /m);
+    assertOneTable(r.stdout, 2, 1 << 20, 'srun default backend');
+    const left = readdirSync(tmpdir()).filter((f) => f.startsWith('collbench-gloo-slurm-') && !before.has(f));
+    assert.deepEqual(left, [], 'rank 0 removes the step\'s store directory');
+  });
   it('srun --mpi=none with the mpi backend: refused in one line per task, exit 5, before MPI_Init aborts', () => {
     const r = slurm('srun', ['--mpi=none', '-n', '2', program, '--backend', 'mpi', '-b', '8', '-e', '8']);
     assert.equal(r.code, 5, r.stderr);
@@ -232,6 +241,11 @@ describe('collbench under a real one-machine Slurm', { skip }, () => {
     assert.equal(lines.length, 2, r.stderr);
     for (const l of lines) assert.match(l, /--backend mpi: srun started this task \(job \d+, step 0, 2 tasks\) without a PMIx server.*srun --mpi=pmix/);
     assert.doesNotMatch(r.stderr, /MPI_Init|direct launched/);
+    // collbench info there: mpi not usable, with the same reason; the default is gloo; nothing aborts.
+    const info = slurm('srun', ['--mpi=none', '-n', '1', join(binDir, 'collbench'), 'info']);
+    assert.equal(info.code, 0, info.stderr);
+    assert.match(info.stdout, /default here: gloo/);
+    assert.match(info.stdout, /^ {2}mpi .*not usable here\n\s+why: --backend mpi: srun started this task/m);
   });
   it('sbatch: the allocation\'s node list as scontrol show hostnames gives it, and srun inside the batch script', () => {
     const probe = join(cluster!.dir, 'hosts.mjs');
