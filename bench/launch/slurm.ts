@@ -123,8 +123,9 @@ function expandName(name: string, fail: (why: string) => never, room: number): s
  * rack2-gpu1 rack2-gpu2. Names are separated by commas, blanks, tabs or newlines outside brackets;
  * numbers keep the zero padding of the range's low bound. Input that scontrol calls an invalid host list
  * throws a one-line UsageError starting with `source`; so do unbalanced or nested brackets, which
- * scontrol turns into mangled names (`n[1-2` gives `n]`), numbers above 2^64-1 (which it clamps) and
- * lists of more than MAX_HOSTLIST_HOSTS names.
+ * scontrol turns into mangled names (`n[1-2` gives `n]`), a bad range in a bracket before the last two
+ * of a name (scontrol silently drops the name: `[-1][3][1],x` gives just `x`), numbers above 2^64-1
+ * (which it clamps) and lists of more than MAX_HOSTLIST_HOSTS names.
  */
 export function expandSlurmHostlist(list: string, source = 'hostlist'): string[] {
   const fail = (why: string): never => {
