@@ -1,5 +1,6 @@
 // The gloo backend's driver: where this process's rank, world size, rendezvous store and TCP address
-// come from (collbench's --np launcher, an MPI launcher, or a torchrun-style environment), handed to
+// come from (collbench's --np launcher, an MPI launcher, a torchrun-style environment or an srun job step),
+// handed to
 // the native module's init as one typed config object (checked by native/src/addon/addon_gloo.cc).
 // Mirrors how torch.distributed picks up RANK/WORLD_SIZE/MASTER_* and GLOO_SOCKET_IFNAME.
 import { mkdirSync, rmSync } from 'node:fs';
@@ -11,13 +12,14 @@ import { UsageError } from '../core/errors.js';
 import type { GlooAlgo } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
+import { slurmStep } from '../launch/slurm.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
 type Env = NodeJS.ProcessEnv;
 
 /** Who launched this process, as far as the gloo backend is concerned. */
-export type GlooLauncher = 'collbench' | 'mpi' | 'torchrun' | 'none';
+export type GlooLauncher = 'collbench' | 'mpi' | 'torchrun' | 'slurm' | 'none';
 
 export interface GlooWorld {
   launcher: GlooLauncher;
@@ -40,7 +42,10 @@ function intVar(env: Env, name: string): number | undefined {
  * This process's place in the job. Sources, first match wins: collbench's own --np launcher
  * (COLLBENCH_GLOO_LAUNCHER=collbench plus RANK/WORLD_SIZE), an MPI launcher (OMPI_COMM_WORLD_*,
  * or PMI_RANK/PMI_SIZE), a torchrun-style environment (RANK, WORLD_SIZE, LOCAL_RANK,
- * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); otherwise a 1-rank world.
+ * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), a task of an srun job step (SLURM_PROCID,
+ * SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE: launch/slurm.ts); otherwise a 1-rank
+ * world. torchrun comes before Slurm: `srun torchrun …` starts one torchrun per node, whose workers carry
+ * both, and the workers' RANK is theirs.
  */
 export function glooWorld(env: Env = process.env): GlooWorld {
   const check = (w: GlooWorld): GlooWorld => {
@@ -62,10 +67,12 @@ export function glooWorld(env: Env = process.env): GlooWorld {
   if ((ompiRank !== undefined && ompiSize !== undefined) || (pmiRank !== undefined && pmiSize !== undefined)) {
     const rank = ompiRank ?? pmiRank!, size = ompiSize ?? pmiSize!;
     const job = env.PMIX_NAMESPACE ?? env.OMPI_MCA_ess_base_jobid ?? env.PMI_JOBID ?? 'mpi';
+    // srun --mpi=pmi2 gives PMI_RANK/PMI_SIZE but nothing node-local: the step's layout says it.
+    const step = ompiRank === undefined ? slurmStep(env) : null;
     return check({
       launcher: 'mpi', rank, size,
-      localRank: intVar(env, 'OMPI_COMM_WORLD_LOCAL_RANK') ?? intVar(env, 'MPI_LOCALRANKID') ?? rank,
-      localSize: intVar(env, 'OMPI_COMM_WORLD_LOCAL_SIZE') ?? intVar(env, 'MPI_LOCALNRANKS') ?? size,
+      localRank: intVar(env, 'OMPI_COMM_WORLD_LOCAL_RANK') ?? intVar(env, 'MPI_LOCALRANKID') ?? step?.localRank ?? rank,
+      localSize: intVar(env, 'OMPI_COMM_WORLD_LOCAL_SIZE') ?? intVar(env, 'MPI_LOCALNRANKS') ?? step?.localSize ?? size,
       runId: explicitRunId ?? `mpi-${job}`,
     });
   }
@@ -76,6 +83,13 @@ export function glooWorld(env: Env = process.env): GlooWorld {
       launcher: 'torchrun', rank, size, localRank: intVar(env, 'LOCAL_RANK') ?? rank,
       localSize: intVar(env, 'LOCAL_WORLD_SIZE') ?? (isLoopback(env.MASTER_ADDR) ? size : 1),
       runId: explicitRunId ?? `torchrun-${run}`,
+    });
+  }
+  const step = slurmStep(env);
+  if (step !== null) {
+    return check({
+      launcher: 'slurm', rank: step.rank, size: step.size, localRank: step.localRank, localSize: step.localSize,
+      runId: explicitRunId ?? `slurm-${step.jobId}.${step.stepId}`,
     });
   }
   return { launcher: 'none', rank: 0, size: 1, localRank: 0, localSize: 1, runId: explicitRunId ?? 'collbench' };

@@ -1,12 +1,19 @@
-// The mpi backend's driver: a singleton MPI world for a plain process (launch/environment.ts), the GPU-only
-// flags refused, and the preamble warning for Open MPI's saturating int8/uint8 MPI_SUM (open-mpi/ompi#8045).
+// The mpi backend's driver: a singleton MPI world for a plain process (launch/environment.ts), an srun task
+// without PMIx refused before MPI_Init aborts it (launch/slurm.ts), the GPU-only flags refused, and the
+// preamble warning for Open MPI's saturating int8/uint8 MPI_SUM (open-mpi/ompi#8045).
+import { BackendUnavailableError } from '../core/errors.js';
 import { prepareSingletonMpi } from '../launch/environment.js';
+import { slurmMpiRefusal } from '../launch/slurm.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
-export function createMpiDriver(): BackendDriver {
+export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDriver {
   return {
-    prepare: () => prepareSingletonMpi(),
+    prepare: () => {
+      const refusal = slurmMpiRefusal(env);
+      if (refusal !== null) throw new BackendUnavailableError(refusal);
+      prepareSingletonMpi(); // the process environment itself: MPI_Init reads it
+    },
     validate: (options) => refuseGpuOnlyFlags(options, 'mpi'),
     adjust: cpuMemoryAdjust,
     rankLine: cpuRankLine,

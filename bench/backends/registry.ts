@@ -4,6 +4,7 @@
 // Backend.register_backend keeps one table of backends and their constructors.
 import { BackendUnavailableError } from '../core/errors.js';
 import type { BackendName } from '../core/types.js';
+import { slurmMpiRefusal } from '../launch/slurm.js';
 import type { NativeBackend } from '../native/binding.js';
 import { moduleBuilt, modulePath, requireNativeModule } from '../native/loader.js';
 import type { BackendDriver } from './driver.js';
@@ -95,7 +96,8 @@ export interface SelectedBackend { record: BackendRecord; module: NativeBackend 
 
 /**
  * The backend asked for, or else the first built one (in order of preference) whose module says it can
- * run here: a built nccl module on a machine without a GPU or libnccl gives way to the next backend.
+ * run here: a built nccl module on a machine without a GPU or libnccl gives way to the next backend, and
+ * mpi does in an srun task without PMIx (where MPI_Init would abort), so plain `srun -n N` runs on gloo.
  * `probe.ncclLib` is --nccl-lib (the module reads COLLBENCH_NCCL_LIB itself).
  */
 export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: string | null } = {},
@@ -107,6 +109,8 @@ export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: str
   }
   const passed: string[] = [];
   for (const name of built) {
+    const refusal = name === 'mpi' ? slurmMpiRefusal(env) : null;
+    if (refusal !== null) { passed.push(refusal); continue; }
     let module: NativeBackend;
     try { module = requireBackend(name, env); } catch (e) { passed.push((e as Error).message); continue; }
     const p = (module as Probing).probe?.({ lib: probe.ncclLib ?? undefined });

@@ -8,6 +8,7 @@ import { tokenize } from '../config/parse.js';
 import type { RunIO } from './run.js';
 import { UsageError } from '../core/errors.js';
 import { prepareSingletonMpi, underMpiLauncher } from '../launch/environment.js';
+import { slurmMpiRefusal } from '../launch/slurm.js';
 import type { BackendInfo } from '../native/binding.js';
 import { BACKENDS, backendRecord, requireBackend, selectBackend } from '../backends/registry.js';
 import type { BackendName } from '../core/types.js';
@@ -108,6 +109,9 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
   }
   if (name === 'mpi') {
     if (underMpiLauncher()) { r.usable = true; r.version = null; return r; } // init would be collective
+    // An srun task without PMIx: Open MPI would abort this process in MPI_Init.
+    const refusal = slurmMpiRefusal();
+    if (refusal !== null) { r.reason = refusal; return r; }
     try {
       prepareSingletonMpi();
       const info = module.init() as BackendInfo;

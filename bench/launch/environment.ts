@@ -22,7 +22,9 @@ export function prepareSingletonMpi(env: Env = process.env): void {
   env.OMPI_MCA_pml ??= 'ob1';
 }
 
-const SIZE_VARS = ['OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_SIZE', 'SLURM_NTASKS', 'SLURM_STEP_NUM_TASKS', 'WORLD_SIZE'];
+// Slurm: SLURM_STEP_NUM_TASKS (tasks of this srun step), not SLURM_NTASKS, which a batch script or an salloc
+// shell also has (the job's task count) while it is one process of its own.
+const SIZE_VARS = ['OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_SIZE', 'SLURM_STEP_NUM_TASKS', 'WORLD_SIZE'];
 const RANK_VARS = ['OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'PMIX_RANK', 'SLURM_PROCID', 'RANK'];
 
 /**
@@ -38,7 +40,9 @@ export function disconnectedWorldWarning(worldSize: number, env: Env = process.e
   if (rankVar && Number(env[rankVar]) !== 0) return null;
   return `# Warning: the launcher started ${env[sizeVar]} processes (${sizeVar}=${env[sizeVar]}) but each one ` +
     'is rank 0 of a 1-rank world: they are not connected and every process measures alone. ' +
-    'Launch with mpirun (or --np N) using the MPI that collbench was built with.';
+    (sizeVar.startsWith('SLURM_')
+      ? 'Under srun, give the MPI backend a PMIx server (srun --mpi=pmix) or use --backend gloo.'
+      : 'Launch with mpirun (or --np N) using the MPI that collbench was built with.');
 }
 
 /**

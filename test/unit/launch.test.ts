@@ -68,9 +68,12 @@ describe('launch environment', () => {
     assert.equal(launched.OMPI_MCA_ess_singleton_isolated, undefined);
   });
   it('warns once (launcher rank 0 only) when a multi-process launch gives 1-rank worlds', () => {
-    assert.match(disconnectedWorldWarning(1, { SLURM_NTASKS: '4', SLURM_PROCID: '0' }) ?? '', /started 4 processes .*not connected/);
-    assert.equal(disconnectedWorldWarning(1, { SLURM_NTASKS: '4', SLURM_PROCID: '3' }), null);
-    assert.equal(disconnectedWorldWarning(4, { SLURM_NTASKS: '4', SLURM_PROCID: '0' }), null);
+    const srun = { SLURM_STEP_ID: '0', SLURM_STEP_NUM_TASKS: '4', SLURM_NTASKS: '4' };
+    assert.match(disconnectedWorldWarning(1, { ...srun, SLURM_PROCID: '0' }) ?? '', /started 4 processes .*not connected.*srun --mpi=pmix/);
+    assert.equal(disconnectedWorldWarning(1, { ...srun, SLURM_PROCID: '3' }), null);
+    assert.equal(disconnectedWorldWarning(4, { ...srun, SLURM_PROCID: '0' }), null);
+    // A batch script or salloc shell has the job's SLURM_NTASKS and SLURM_PROCID=0 but is one process alone.
+    assert.equal(disconnectedWorldWarning(1, { SLURM_NTASKS: '4', SLURM_PROCID: '0', SLURM_JOB_ID: '7' }), null);
     assert.equal(disconnectedWorldWarning(1, {}), null);
     assert.match(disconnectedWorldWarning(1, { WORLD_SIZE: '2' }) ?? '', /WORLD_SIZE=2/);
   });
