@@ -71,6 +71,7 @@ export function hostInfo(): HostInfo {
 }
 
 export function launcherKind(env: NodeJS.ProcessEnv): Provenance['launcher'] {
+  if (env.SLURM_STEP_ID !== undefined && env.SLURM_PROCID !== undefined) return 'srun'; // a job step's task (PMIx or not)
   if (env.OMPI_COMM_WORLD_SIZE || env.PMIX_RANK || env.PMI_RANK) return 'mpirun';
   if (env.SLURM_PROCID || env.WORLD_SIZE) return 'other';
   return 'none';

@@ -50,7 +50,7 @@ export interface Provenance {
   backend: { name: string; library: string; libraryVersion: string };
   versions: LibraryVersions;
   host: HostInfo;
-  launcher: 'mpirun' | 'other' | 'none';
+  launcher: 'mpirun' | 'srun' | 'other' | 'none';  // srun: v2 only
   /** Only NCCL_, CUDA_, OMPI_, UCX_, GLOO_ and COLLBENCH_ variables (see provenance.ts). */
   env: Record<string, string>;
 }

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { isoLocal, renderJson, reportBuilder } from '../../bench/report/exporters/json.js';
 import {
-  ARGV_ENV, filterEnv, libraryVersions, reportRank, rerunCommand, shellQuote,
+  ARGV_ENV, filterEnv, launcherKind, libraryVersions, reportRank, rerunCommand, shellQuote,
 } from '../../bench/report/provenance.js';
 import { reportErrors, reportJsonSchema, SCHEMA_PATH, type ReportDocument } from '../../bench/report/schema.js';
 import { fakeMeta, fakeRow, info } from '../helpers/report-fixtures.js';
@@ -103,6 +103,14 @@ describe('reportBuilder: a valid document at every step', () => {
 });
 
 describe('provenance', () => {
+  it('says which launcher started the rank: srun (a job step, PMIx or not) before mpirun, torchrun-style, none', () => {
+    assert.equal(launcherKind({ SLURM_STEP_ID: '0', SLURM_PROCID: '1', PMIX_RANK: '1' }), 'srun');
+    assert.equal(launcherKind({ SLURM_PROCID: '0', SLURM_NTASKS: '2' }), 'other'); // a batch script, not a step task
+    assert.equal(launcherKind({ OMPI_COMM_WORLD_SIZE: '2' }), 'mpirun');
+    assert.equal(launcherKind({ WORLD_SIZE: '2' }), 'other');
+    assert.equal(launcherKind({}), 'none');
+  });
+
   it('keeps only NCCL_, CUDA_, OMPI_, UCX_, GLOO_ and COLLBENCH_ variables', () => {
     const env = {
       NCCL_DEBUG: 'INFO', CUDA_VISIBLE_DEVICES: '0,1', OMPI_MCA_pml: 'ob1', UCX_TLS: 'rc', GLOO_SOCKET_IFNAME: 'eth0',
