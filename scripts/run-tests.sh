@@ -33,6 +33,8 @@ serial=(
   # a 1.5 ms straggler on 3-4 ranks of 2 cores: another file's ranks beside it stretch every iteration past twice the
   # delay (then nobody is late by half an iteration) and blur the barrier exits that align the clocks
   test/cli/late-rank.test.ts
+  # SIGSTOPs a rank and expects the -T 3 watchdog and the survey of progress boards (1.5 s answers) to name it
+  test/cli/hung-rank.test.ts
 )
 
 # Every test file; the parallel group is all of them but the serial ones.

@@ -2,6 +2,8 @@
 // (docs/architecture.md, "The flow of one run"). Loads a backend, plans the sweeps, drives the native timed loop row-half by
 // row-half and hands every row to the reporters (rank 0 only). Every rank runs the same plan, so
 // decisions never need to be negotiated between ranks.
+import { randomInt } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { BackendDriver } from '../backends/driver.js';
 import { selectBackend } from '../backends/registry.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
@@ -13,11 +15,12 @@ import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
 import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
-import type { RankLineInfo } from '../core/ranks.js';
-import { disconnectedWorldWarning, monotonicClockId } from '../launch/environment.js';
+import { shortHost, type RankLineInfo } from '../core/ranks.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
+import { disconnectedWorldWarning, monotonicClockId } from '../launch/environment.js';
+import { boardBindAddress, decodeEntries, encodeEntry, ProgressBoard } from '../launch/progress-board.js';
 import { Watchdog } from './watchdog.js';
-import type { BackendInfo, NativeBackend } from '../native/binding.js';
+import { COMBINE, type BackendInfo, type NativeBackend } from '../native/binding.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import type { Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
 import { VERSION } from '../version.js';
@@ -141,6 +144,38 @@ async function alignProcessClocks(run: RunContext, processes: RankLineInfo[]): P
   return { clock: alignClocks(samples, sameClock), processes };
 }
 
+/**
+ * Every process: a progress board (launch/progress-board.ts) on this host, and every other's board and host, so that
+ * an expired wait can name who did not arrive. The addresses travel in one allreduce (every rank learns every
+ * entry). A board that cannot listen leaves its entry empty: the others then report it as not answering.
+ */
+async function attachProgressBoards(run: RunContext, env: NodeJS.ProcessEnv): Promise<ProgressBoard | null> {
+  const { info, native, dog } = run;
+  const locals = info.localRanks ?? 1;
+  const processes = info.nranks / locals;
+  if (!(processes > 1) || !Number.isInteger(processes)) return null;
+  const self = Math.floor((info.worldRank ?? info.rank) / locals);
+  const host = shortHost(hostname());
+  // The job's token: two random 26-bit numbers from process 0 (exact in a double sum), zero elsewhere.
+  const tokenParts = self === 0 ? [randomInt(2 ** 26), randomInt(2 ** 26)] : [0, 0];
+  const board = new ProgressBoard(self, host, '', () => native.loopIteration());
+  let entry = { ipv4: 0, port: 0, host };
+  try {
+    entry = { ...(await board.listen(boardBindAddress(env))), host };
+  } catch (e) {
+    run.io.err(`# Warning: no progress board on ${host} (${(e as Error).message}): a timeout cannot say where this rank is`);
+  }
+  const summed = await dog.watch('the start-up exchange of progress boards', 0,
+    native.allreduceAsync([...tokenParts, ...encodeEntry(self, processes, entry)], COMBINE.sum));
+  const token = `${summed[0]!.toString(16)}-${summed[1]!.toString(16)}`;
+  board.setToken(token);
+  dog.attach({
+    board, peers: decodeEntries(summed.slice(2)), self, token,
+    hint: info.backend === 'nccl' ? '# NCCL >= 2.24: `ncclras` on any node of the job shows which ranks and communicators are stuck (NCCL RAS)' : undefined,
+  });
+  return board;
+}
+
 /** Who the others waited for in one row-half (rank 0 only): each process's share of iterations it was last, and the
  *  rank named late when one stood out. */
 function arrivalRecord(arrival: ArrivalContext | null, arrivalUs: number[][] | undefined):
@@ -186,7 +221,7 @@ async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: 
     const ops = options.iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
     const result = await run.dog.watch(
       `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`,
-      run.dog.expectedSec(ops, layout.sizeBytes), native.runHalf(h.specs));
+      run.dog.expectedSec(ops, layout.sizeBytes), native.runHalf(h.specs), options.iters);
     run.dog.learn(layout.sizeBytes, result.timeUs);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
@@ -205,7 +240,7 @@ async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: 
 }
 
 async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
-  const { options, io, desc, driver, native, info, reporters } = run;
+  const { options, io, driver, native, info } = run;
   const env = run.hooks.env ?? process.env;
   const { nranks } = info;
   const warning = disconnectedWorldWarning(nranks, env);
@@ -216,6 +251,19 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   const rankLines = await run.dog.watch('the start-up gather of rank lines', 0,
     native.gatherStringsAsync(JSON.stringify(driver.rankLine(info))));
   const perProcess = (rankLines ?? []).map((s) => [JSON.parse(s) as RankLineInfo | RankLineInfo[]].flat());
+  const board = await attachProgressBoards(run, env);
+  try {
+    return await runRows(run, perProcess);
+  } finally {
+    board?.close();
+  }
+}
+
+/** The run proper, once every process is up: clocks, buffers, the sweeps, the summary. */
+async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<SuiteOutcome> {
+  const { options, desc, driver, native, info, reporters } = run;
+  const env = run.hooks.env ?? process.env;
+  const { nranks } = info;
   const arrival = await alignProcessClocks(run, perProcess.map((lines) => lines[0]!));
   const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
   const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
@@ -243,7 +291,7 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
     await run.dog.watch(`the barrier before ${sweep}`, 0, native.barrierAsync());
     for (const size of warmupSizes(options.minBytes, options.maxBytes)) {
       await run.dog.watch(`warm-up of ${sweep} ${size} B`, run.dog.expectedSec(options.warmupIters + 1, size),
-        native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters));
+        native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters), options.warmupIters);
     }
     for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {
       for (const sizeBytes of sizes) {

@@ -3,7 +3,10 @@
 // default one guards against a hung peer: max(COLLBENCH_WATCHDOG_MIN_S, default 120 s, 10 × the wait's expected
 // time), the expected time following from the size of the wait and the slowest bandwidth measured so far.
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT, UsageError } from '../core/errors.js';
+import { notArrivedLine, type Answer } from '../core/hung.js';
+import { ask, survey, type BoardEntry, type ProgressBoard } from '../launch/progress-board.js';
 import type { NativeBackend } from '../native/binding.js';
 
 /** Bandwidth assumed before any row has been measured: a slow link (400 Mbit/s), so a first row is never cut short. */
@@ -16,10 +19,30 @@ export const DEFAULT_MIN_SEC = 120;
 
 export interface WatchdogIO { err: (line: string) => void }
 
+/** How long the expiring rank waits for each peer's answer (they answer from their JS thread, at once unless stopped). */
+export const SURVEY_MS = 1500;
+/** A rank that leaves the saying to a lower rank waits this long before it aborts the job itself. */
+export const GRACE_MS = 3000;
+/** A timer this late means the process was not running (stopped): it does not speak for the others. */
+export const FROZEN_MS = 1000;
+
+/** What the watchdog needs to say who did not arrive (run.ts sets it up once every process has a board). */
+export interface HungReport {
+  board: ProgressBoard;
+  /** Every process's board and host, by process index. */
+  peers: BoardEntry[];
+  /** This process's index in `peers`. */
+  self: number;
+  token: string;
+  /** A line added after the naming, e.g. how to ask NCCL's own RAS. */
+  hint?: string;
+}
+
 export class Watchdog {
   /** Slowest time per byte seen so far (rows of at least 64 KiB, where bandwidth rather than latency counts). */
   private secPerByte = 1 / ASSUMED_BYTES_PER_SEC;
   private measured = false;
+  private report: HungReport | null = null;
   readonly minSec: number;
 
   /** `explicitSec`: -T as given (null: not given → the default watchdog; 0: none). */
@@ -52,20 +75,56 @@ export class Watchdog {
     return Math.ceil(Math.max(this.minSec, DEFAULT_FACTOR * expectedSec));
   }
 
-  /** `work` under the limit; on expiry the job is aborted (every rank, through the backend), then onTimeout. */
-  async watch<T>(what: string, expectedSec: number, work: Promise<T>): Promise<T> {
+  /** From now on, an expired wait first asks every rank where it is and names those that did not arrive. */
+  attach(report: HungReport): void { this.report = report; }
+
+  /** `work` under the limit; on expiry the job is aborted (every rank, through the backend), then onTimeout.
+   *  `loopIters`: the wait is a native timed loop or warm-up of that many iterations, whose current one the report gives. */
+  async watch<T>(what: string, expectedSec: number, work: Promise<T>, loopIters: number | null = null): Promise<T> {
+    this.report?.board.enter(what, loopIters);
     const seconds = this.limitSec(expectedSec);
     if (seconds <= 0) return work;
     const how = this.explicitSec === null ? `${seconds}s, default watchdog; -T sets it, -T 0 disables it` : `${seconds}s`;
-    const timer = setTimeout(() => {
-      this.io.err(`${hostname().split('.')[0]}: Test timeout (${how}) in ${what}`);
-      this.native.abort(EXIT.TIMEOUT); // ends every rank of the job; what follows is for a backend without one
-      if (this.onTimeout) this.onTimeout();
-    }, seconds * 1000);
+    const due = Date.now() + seconds * 1000;
+    const timer = setTimeout(() => { void this.expire(what, how, Date.now() - due); }, seconds * 1000);
     try {
       return await work;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The limit of `what` expired: say so, say who did not arrive (the lowest rank that answers says it), abort.
+   *  `lateMs`: how long after its due time the timer fired; seconds mean this process itself was not running
+   *  (SIGSTOP, then SIGCONT from a launcher ending the job): it is the one the others waited for, not a witness. */
+  private async expire(what: string, how: string, lateMs: number): Promise<void> {
+    const host = hostname().split('.')[0];
+    this.io.err(`${host}: Test timeout (${how}) in ${what}`);
+    const r = this.report;
+    if (r && lateMs > FROZEN_MS) {
+      this.io.err(`${host}: rank ${r.self} itself did not run for ${(lateMs / 1000).toFixed(1)} s (stopped or starved)`);
+    } else if (r) {
+      const answers = await survey(r.peers, r.self, r.token, SURVEY_MS);
+      if (await this.lowerRankSaysIt(r, answers)) return this.end();
+      this.io.err(notArrivedLine(r.board.position(), answers, (k) => r.peers[k]?.host ?? `rank ${k}`));
+      if (r.hint) this.io.err(r.hint);
+    }
+    this.end();
+  }
+
+  /** A lower rank that answered says it (once per job), and its abort ends this process too. After the grace period
+   *  this process is still here: with a job-wide abort the lower rank's limit is longer (it says nothing yet); without
+   *  one (Gloo) the lower rank has said it and ended only itself, so its board is gone. */
+  private async lowerRankSaysIt(r: HungReport, answers: Answer[]): Promise<boolean> {
+    const lower = answers.filter((a) => a.rank < r.self && a.state === 'answered').map((a) => a.rank);
+    if (lower.length === 0) return false;
+    await sleep(GRACE_MS);
+    const again = await Promise.all(lower.map((k) => ask(k, r.peers[k]!, r.token, SURVEY_MS)));
+    return again.some((a) => a.state === 'gone');
+  }
+
+  private end(): void {
+    this.native.abort(EXIT.TIMEOUT); // ends every rank of the job; what follows is for a backend without one
+    if (this.onTimeout) this.onTimeout();
   }
 }

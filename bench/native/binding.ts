@@ -40,6 +40,9 @@ export interface NativeBackend {
   barrierAsync(): Promise<void>;
   allreduceAsync(values: number[], how: number): Promise<number[]>;
   gatherStringsAsync(mine: string): Promise<string[] | null>;
+  /** The iteration this process's timed loop (or warm-up) is issuing: -1 before the first, `iters` after the last
+   *  (timed_loop.h loopIteration); read while a wait is stuck, to say where this rank is. */
+  loopIteration(): number;
   /** Each process's monotonic clock (µs) read on leaving `rounds` successive barriers; rank 0 gets process × round
    *  readings, the others null (timed_loop.h clockSamples). */
   clockSamplesAsync(rounds: number): Promise<number[][] | null>;

@@ -383,6 +383,9 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
           return a;
         });
   }));
+  exports.Set("loopIteration", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(loopIteration()));
+  }));
   exports.Set("clockSamplesAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend* b = &requireBackend(info.Env(), slot);
     const int rounds = info[0].As<Napi::Number>().Int32Value();

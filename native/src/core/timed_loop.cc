@@ -5,6 +5,7 @@
 #include "timed_loop.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -14,6 +15,9 @@ namespace collbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::atomic<int64_t> g_iteration{-1};  // loopIteration()
+inline void setIteration(int64_t i) { g_iteration.store(i, std::memory_order_relaxed); }
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -192,6 +196,7 @@ Status warmupRanks(Backend& backend, Ranks& ranks, int iters) {
   CB_TRY(prepareOps(backend, ranks, static_cast<uint64_t>(iters)));
   uint64_t slot = 0;  // i mod slots
   for (int i = 0; i < iters; ++i) {
+    setIteration(i);
     if (!backend.runPrepared(spec.rotateBytes * slot)) return backend.preparedStatus();
     if (++slot == slots) slot = 0;
   }
@@ -210,6 +215,7 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   const uint64_t slots = rotationSlots(spec);
 
   // Every op below (untimed, timed, check) is one of this series: checked and resolved here, once.
+  setIteration(-1);
   CB_TRY(prepareOps(backend, ranks, static_cast<uint64_t>(n) * m));
   if (spec.checkRounds > 0) CB_TRY(prepareData(backend, ranks, kTimingDataSeed));
   CB_TRY(runAt(backend, 0));  // one untimed op
@@ -236,6 +242,7 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   auto t0 = Clock::now();
   auto iterStart = t0;
   for (int iter = 0; iter < n; ++iter) {
+    setIteration(iter);
     if (stampIter) iterStart = Clock::now();
     if (arrivals) arrivalAt[iter] = iterStart;
     if (m > 1) CB_TRY(backend.groupStart());
@@ -262,6 +269,7 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
       if (iter > 0) iterSeconds[iter - 1] = std::chrono::duration<double>(iterStart - t0).count();
     }
   }
+  setIteration(n);
   if (deviceTimer && spec.blocking != 3) CB_TRY(backend.timerMark(n));
   if (graphs > 0) {
     // nccl-tests: end capture, instantiate, barrier, restart the clock, replay -G times.
@@ -318,6 +326,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
 }
 
 }  // namespace
+
+int64_t loopIteration() { return g_iteration.load(std::memory_order_relaxed); }
 
 Status clockSamples(Backend& backend, int rounds, std::vector<double>* atRoot) {
   if (rounds < 1) return badSpec("clock samples need at least one round");

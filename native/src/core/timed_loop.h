@@ -20,6 +20,11 @@ Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result);
 Status warmupLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, int iters);
 Status benchLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, HalfResult* result);
 
+// Where this process's timed loop is, for the watchdog's report of who did not arrive (read from another thread while
+// the loop runs): the iteration being issued (0-based; -1 before the first, in the untimed op; iters after the last,
+// while completing and checking). A relaxed atomic store per iteration, nothing else.
+int64_t loopIteration();
+
 // The clock of every process against rank 0's: `rounds` barriers, each process reading its monotonic clock as it
 // leaves each one; rank 0 receives processes x rounds readings (microseconds, process-major). Leaving a barrier
 // happens at nearly the same moment everywhere, so the per-round differences estimate each clock's offset.

@@ -1,0 +1,59 @@
+// A hung rank, named: a rank frozen with SIGSTOP in the middle of a sweep (its pid from the preamble's rank line)
+// must end the job with exit 4 within -T + 5 s, and the message must name that rank and its host, the op the others
+// wait in and their iteration — found by asking every rank's progress board outside the stuck library. MPI (--np,
+// mpirun aborts the job) and Gloo (--np, the launcher ends the job) alike; nothing may be left running.
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { binDir } from '../helpers/cli.js';
+
+function alive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+async function stopOneRank(backend: 'mpi' | 'gloo', np: number, victim: number, limitSec: number) {
+  const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', backend, '-b', '64K', '-e', '64K', '-N', '0',
+    '-T', String(limitSec), '--np', String(np), '-n', '20'], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
+  let stdout = '', stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
+  // Rows flowing: every rank is past start-up and inside the timed loop most of the time.
+  await new Promise<void>((res) => { const t = setInterval(() => { if ((stdout.match(/^ +65536 /gm) ?? []).length >= 3) { clearInterval(t); res(); } }, 50); });
+  const line = new RegExp(`^#  Rank +${victim} Group +\\d+ Pid +(\\d+) on +(\\S+)`, 'm').exec(stdout);
+  assert.ok(line, stdout);
+  const pid = Number(line[1]);
+  const host = line[2]!;
+  const rankPids = [...stdout.matchAll(/^#  Rank +\d+ Group +\d+ Pid +(\d+)/gm)].map((m) => Number(m[1]));
+  process.kill(pid, 'SIGSTOP');
+  const t0 = Date.now();
+  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const code = await exited;
+  clearTimeout(guard);
+  const took = Date.now() - t0;
+  try { process.kill(pid, 'SIGCONT'); process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+  return { code, stdout, stderr, took, host, rankPids, pid };
+}
+
+describe('a rank frozen with SIGSTOP mid-sweep is named on timeout', () => {
+  for (const [backend, np, victim] of [['mpi', 4, 2], ['mpi', 3, 0], ['gloo', 3, 1]] as const) {
+    it(`${backend}, ${np} ranks, rank ${victim} stopped: exit 4 within -T + 5 s, rank and host named, nothing left`, async () => {
+      const limit = 3;
+      const r = await stopOneRank(backend, np, victim, limit);
+      assert.equal(r.code, 4, `exit ${r.code}\n${r.stderr}`);
+      assert.ok(r.took < (limit + 5) * 1000 + 2000, `took ${r.took} ms for -T ${limit}`);
+      assert.match(r.stderr, new RegExp(`^timeout: rank ${victim} \\(host ${r.host}\\) did not arrive at all_reduce float 65536 B ` +
+        `(out-of-place|in-place)(, (iteration \\d+|before its first timed iteration|after its last timed iteration))?: rank ${victim} does not answer \\(stopped, or hung outside collbench\\)`, 'm'), r.stderr);
+      // Said once per job, by the lowest rank that answers.
+      assert.equal((r.stderr.match(/^timeout: /gm) ?? []).length, 1, r.stderr);
+      // The launcher has returned; its ranks may take a moment to be reaped.
+      for (let i = 0; i < 50 && r.rankPids.some((p) => p !== r.pid && alive(p)); i++) await new Promise((res) => setTimeout(res, 100));
+      const left = r.rankPids.filter((p) => p !== r.pid && alive(p));
+      assert.deepEqual(left, [], `ranks still running: ${left.join(' ')}`);
+      const launchers = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).split('\n')
+        .filter((l) => /\b(mpirun|orted)\b/.test(l) && l.includes('all_reduce_perf') && l.includes('-N 0 -T 3 --np'));
+      assert.deepEqual(launchers, []);
+    });
+  }
+});
