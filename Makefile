@@ -3,7 +3,8 @@
 SHELL := /bin/bash
 # chromium: the HTML report test opens the page in headless Chromium (playwright-core drives Debian's build)
 # slurm-wlm, munge: test/cli/slurm.test.ts starts a one-machine Slurm (slurmctld + slurmd, authenticated by munged)
-APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server slurm-wlm munge
+# python3-prometheus-client: test/cli/soak.test.ts reads --prom files with the official Prometheus client's text parser
+APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server python3-prometheus-client slurm-wlm munge
 # Tests: scripts/run-tests.sh runs the files in a parallel group (TEST_JOBS at a time) and a serial group (files
 # that share machine-wide resources or race a clock), then one summary; `make test-unit` is the in-process part.
 TEST_JOBS ?= 2

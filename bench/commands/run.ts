@@ -9,7 +9,7 @@ import { selectBackend } from '../backends/registry.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
 import { UsageError } from '../core/errors.js';
-import { minBwVerdict, runExitCode } from '../core/verdict.js';
+import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/verdict.js';
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
@@ -22,7 +22,7 @@ import { boardBindAddress, decodeEntries, encodeEntry, ProgressBoard } from '../
 import { Watchdog } from './watchdog.js';
 import { COMBINE, type BackendInfo, type NativeBackend } from '../native/binding.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
-import type { Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
+import type { CycleRecord, Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
 import { VERSION } from '../version.js';
 
 /** Where a command's lines go: plain functions (passed around on their own, never called as methods). */
@@ -209,6 +209,26 @@ function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
   native.allocate(sendBytes + slack, recvBytes + slack);
 }
 
+/**
+ * --duration: whether the soak's time has passed, agreed by every rank after each row (each asks its own clock; an
+ * allreduce max makes the first rank that sees it pass stop everyone after the same row). Without --duration: never.
+ */
+function soakClock(run: RunContext, durationSec: number | null): { endless: boolean; over: boolean; passed(): Promise<boolean> } {
+  const deadline = durationSec === null ? null : Date.now() + durationSec * 1000;
+  const state = {
+    endless: deadline !== null,
+    over: false,
+    async passed(): Promise<boolean> {
+      if (deadline === null) return false;
+      const mine = Date.now() >= deadline ? 1 : 0;
+      const [any] = await run.dog.watch('the soak\'s end-of-row agreement', 0, run.native.allreduceAsync([mine], COMBINE.max));
+      state.over = any === 1;
+      return state.over;
+    },
+  };
+  return state;
+}
+
 /** Times both halves of one row (out-of-place, then in-place) and records them. */
 async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: number, sizeBytes: number,
   nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
@@ -283,6 +303,8 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
 
   const rows: RowRecord[] = [];
   const totals = { outOfBounds: 0, busBws: [] as number[] };
+  const health = { cycles: 0, below: 0 };
+  const soak = soakClock(run, options.durationSec);
   let checkSeed = 0; // nccl-tests: a per-thread counter, one step per row-half
   const nextSeed = (): number => ++checkSeed;
 
@@ -293,21 +315,36 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
       await run.dog.watch(`warm-up of ${sweep} ${size} B`, run.dog.expectedSec(options.warmupIters + 1, size),
         native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters), options.warmupIters);
     }
-    for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {
+    // --duration repeats the sweep until the time has passed (as -N 0), every rank stopping after the same row.
+    for (let cycle = 0; !soak.over && (soak.endless || options.runCycles === 0 || cycle < options.runCycles); cycle++) {
+      const cycleBusBws: number[] = [];
       for (const sizeBytes of sizes) {
         for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
         const row = await runRow(run, ctx, c, cycle, sizeBytes, nextSeed, totals, arrival);
         rows.push(row);
+        cycleBusBws.push(...row.halves.map((h) => h.busBw));
         for (const r of reporters) await r.row?.(row);
+        if (await soak.passed()) break;
       }
+      if (cycleBusBws.length < 2 * sizes.length) break; // --duration ended it part-way: not a cycle to judge
+      const avg = averageBusBw(cycleBusBws);
+      const below = cycleBelowWarnBusBw(avg, options.warnBusBw);
+      health.cycles += 1;
+      if (below) health.below += 1;
+      const record: CycleRecord = { sweep: c, cycle, avgBusBw: avg, warnBusBw: options.warnBusBw, below, time: new Date() };
+      for (const r of reporters) await r.cycleEnd?.(record);
     }
+    if (soak.over) break;
   }
 
   const avgBusBw = averageBusBw(totals.busBws);
   const verdict = minBwVerdict(avgBusBw, env.NCCL_TESTS_MIN_BW);
-  const exitCode = runExitCode(totals.outOfBounds, verdict);
+  const exitCode = runExitCode(totals.outOfBounds, verdict, health.below);
   const memory = options.memoryReport && driver.memoryUsage ? driver.memoryUsage(native) : null;
-  const summary: RunSummary = { outOfBounds: totals.outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory };
+  const summary: RunSummary = {
+    outOfBounds: totals.outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory,
+    cycles: health.cycles, cyclesBelowWarnBusBw: health.below,
+  };
   for (const r of reporters) await r.end?.(summary);
   return { exitCode, outOfBounds: totals.outOfBounds, avgBusBw, rows, info };
 }

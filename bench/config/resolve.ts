@@ -2,6 +2,7 @@
 // cross-checks between flags → frozen ResolvedOptions. Where nccl-tests prints a note and silently changes a
 // flag (or loops forever) we refuse with a UsageError that names the flag. Used by the command-line parser
 // (names = flag letters) and by programmatic callers (names = field names). Sizes are validated here, once.
+import ms, { type StringValue } from 'ms';
 import { glooAlgoCheck } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
 import { UsageError } from '../core/errors.js';
@@ -101,11 +102,24 @@ const TEXT_CHECKS: Partial<Record<OptionField, (v: string) => string | null>> = 
   glooIface: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${shown(v)}`),
   ncclLib: (v) => (v.trim() === '' ? 'library path is empty' : null),
   // mpirun --host syntax: host[:slots],… (slots ≥ 1).
+  promFile: (v) => (v.trim() === '' ? 'output file name is empty' : v === '-' ? 'Prometheus metrics go to a file, not stdout' : null),
   hosts: (v) => {
     const bad = v.split(',').find((e) => !/^[^\s,:]+(?::[1-9]\d*)?$/.test(e));
     return bad === undefined ? null : `invalid host entry ${shown(bad)} in ${shown(v)}; expected host[:slots],… e.g. h1,h2:4`;
   },
 };
+
+/**
+ * Seconds of a duration: a plain number is seconds (as a child reads back `--duration=7200`); otherwise the `ms`
+ * package's syntax (90s, 30m, 2h, 1.5h, 1d), which the Node ecosystem knows from everywhere; NaN when neither.
+ */
+export function parseDuration(text: string): number {
+  const t = text.trim();
+  if (/^\d+(\.\d+)?$/.test(t)) return Number(t);
+  if (!/^\d+(\.\d+)?\s*[a-z]+$/i.test(t)) return NaN; // ms() also reads "1e3" and negatives: not durations
+  const millis = ms(t as StringValue);
+  return typeof millis === 'number' ? millis / 1000 : NaN;
+}
 
 /** The value of one flag from `input` (its default when absent), parsed and range-checked by its kind. */
 function parseField(f: ValueFlag, given: unknown, name: string): unknown {
@@ -143,6 +157,20 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
         fail(`size must be a whole number of bytes ≥ 0, got ${shown(given)}`);
       }
       return given;
+    }
+    case 'real': {
+      const n = typeof given === 'number' ? given : /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(asText(given)) ? Number(given) : NaN;
+      if (!Number.isFinite(n) || n <= f.min! || (f.max !== undefined && n > f.max)) {
+        fail(`${f.what} must be a number above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}, got ${shown(given)}`);
+      }
+      return n;
+    }
+    case 'duration': {
+      const seconds = typeof given === 'number' ? given : parseDuration(asText(given));
+      if (!Number.isFinite(seconds) || seconds <= 0) {
+        fail(`duration must be a time above 0: seconds, or with a unit (90s, 30m, 2h, 1d), got ${shown(given)}`);
+      }
+      return seconds;
     }
     case 'choice': {
       if (!f.choices!.includes(asText(given))) {

@@ -1,5 +1,5 @@
 // The one place that turns options into reporters (docs/architecture.md, "report/"): the live table (nccl-tests or
-// --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html), which share
+// --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html, --prom), which share
 // one report document and rewrite their files atomically after every row. `-` sends a document to stdout
 // once the run ends; the live table then goes to stderr so stdout holds only that document.
 import { accessSync, constants, statSync } from 'node:fs';
@@ -43,6 +43,10 @@ export function outputSpecs(o: ResolvedOptions): OutputSpec[] {
   // vega is loaded only when a page is wanted (it costs a noticeable part of a second at start-up)
   if (o.htmlFile !== null) {
     specs.push({ flag: '--html', path: o.htmlFile, render: async (doc) => (await import('./exporters/html.js')).renderRunHtml(doc) });
+  }
+  // prom-client too is loaded only when metrics are wanted
+  if (o.promFile !== null) {
+    specs.push({ flag: '--prom', path: o.promFile, render: async (doc) => (await import('./exporters/prom.js')).renderProm(doc) });
   }
   return specs;
 }

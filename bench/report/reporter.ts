@@ -74,6 +74,18 @@ export interface RunSummary {
   exitCode: number;
   skipped: string | null;  // why the collective did not run at this rank count (hypercube)
   memory?: MemoryUsage | null; // -M: GPU memory usage, max over the job's GPUs (nccl)
+  cycles?: number;         // cycles completed (every sweep)
+  cyclesBelowWarnBusBw?: number; // --warn-busbw: cycles whose average busbw was below it
+}
+
+/** One completed cycle (a pass over every size of one sweep, -N / --duration), with the --warn-busbw health check. */
+export interface CycleRecord {
+  sweep: SweepCase;
+  cycle: number;
+  avgBusBw: number;        // over both halves of the cycle's rows, as nccl-tests' footer average
+  warnBusBw: number | null; // --warn-busbw
+  below: boolean;          // avgBusBw < warnBusBw
+  time: Date;              // when the cycle ended
 }
 
 /** A reporter may return a promise (an exporter rewriting its file); runSuite awaits it before going on. */
@@ -81,5 +93,6 @@ export interface Reporter {
   begin?(meta: RunMeta): void | Promise<void>;
   rowStart?(next: RowStart): void;
   row?(row: RowRecord): void | Promise<void>;
+  cycleEnd?(cycle: CycleRecord): void | Promise<void>;
   end?(summary: RunSummary): void | Promise<void>;
 }

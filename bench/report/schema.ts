@@ -132,6 +132,9 @@ export interface ReportRow {
 
 export interface ReportSummary {
   outOfBounds: number;
+  /** v2: cycles completed (-N, --duration), and those whose average busbw was below --warn-busbw. */
+  cycles?: number;
+  cyclesBelowWarnBusBw?: number;
   avgBusBwGBps: number | null;
   minBwGBps: number | null;
   minBwVerdict: 'OK' | 'FAILED' | null;

@@ -104,6 +104,7 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
         outOfBounds: s.outOfBounds, avgBusBwGBps: finite(s.avgBusBw),
         minBwGBps: min === null || min === -1 || !Number.isFinite(min) ? null : min,
         minBwVerdict: s.minBwVerdict, exitCode: s.exitCode, skipped: s.skipped,
+        ...(s.cycles !== undefined ? { cycles: s.cycles, cyclesBelowWarnBusBw: s.cyclesBelowWarnBusBw ?? 0 } : {}),
       };
       doc.status = 'complete';
       doc.endTime = isoLocal(new Date());

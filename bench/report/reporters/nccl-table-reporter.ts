@@ -4,7 +4,7 @@ import { iterStats } from '../../core/iter-stats.js';
 import type { Reporter, RowRecord } from '../reporter.js';
 import { PLACEMENTS } from '../schema.js';
 import {
-  firstWrongLine, footerLines, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
+  cycleBelowLine, firstWrongLine, footerLines, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
 } from './nccl-table.js';
 
 export function ncclTableReporter(out: (line: string) => void): Reporter {
@@ -43,6 +43,9 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
         named.push(h.late);
         lateLines.push(lateLine(row.sizeBytes, PLACEMENTS[i]!.label, h.late));
       });
+    },
+    cycleEnd(c) {
+      if (c.below) out(cycleBelowLine(c));
     },
     end(summary) {
       if (summary.skipped) out(skipLine(summary.skipped));

@@ -176,6 +176,13 @@ export function firstWrongLine(w: { rank: number; index: number; expected: strin
   return `# first wrong: rank ${w.rank} index ${w.index} expected ${w.expected} got ${w.got}`;
 }
 
+/** --warn-busbw: one warning per cycle whose average busbw fell below the threshold (a comment line, so parsers skip it). */
+export function cycleBelowLine(c: { sweep: { dtype: string; op: string; root: number }; cycle: number; avgBusBw: number;
+  warnBusBw: number | null; time: Date }): string {
+  return `# Warning: cycle ${c.cycle} (${c.sweep.dtype} ${c.sweep.op} root ${c.sweep.root}, ended ${c.time.toISOString()}): ` +
+    `average busbw ${cG(c.avgBusBw)} GB/s is below --warn-busbw ${cG(c.warnBusBw ?? Number.NaN)} GB/s`;
+}
+
 /** Who the others waited for, as a rank on a host (core/lateness.ts; the lines below are collbench's own). */
 export interface LateCell { rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number }
 
