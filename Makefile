@@ -61,7 +61,7 @@ bench-overhead: build
 # One self-contained tarball (Node runtime, dist/, production dependencies, build/Release/*.node, launchers):
 # collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (see README, "Bundle").
 bundle: build
-	bin/collbench bundle
+	bin/collbench bundle --force
 
 # A cached NCCL wheel, when this machine has one, is unpacked into the ignored .cache/nccl/ so the NCCL
 # ABI and error-path tests run against a real libnccl (they skip, saying so, without one).

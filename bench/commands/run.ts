@@ -14,7 +14,7 @@ import { planCases, type SweepCase } from '../core/plan.js';
 import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { RankLineInfo } from '../core/ranks.js';
-import { disconnectedWorldWarning } from '../launch/environment.js';
+import { disconnectedWorldWarning, launcherRank } from '../launch/environment.js';
 import { Watchdog } from './watchdog.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
@@ -49,7 +49,10 @@ export interface SuiteHooks {
 
 export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
-  checkOutputPaths(outputSpecs(options)); // every rank, before anything starts: no side effects
+  // Before anything starts, by the rank that writes (rank 0, or every rank when no launcher says which):
+  // ranks on other hosts may not see rank 0's folder. The --np launcher has already checked the same paths.
+  const launched = launcherRank(hooks.env ?? process.env);
+  if (launched === null || launched === 0) checkOutputPaths(outputSpecs(options), { force: options.force });
   const { record, module: native } = selectBackend(options.backend, { ncclLib: options.ncclLib }, hooks.env);
   const driver = record.createDriver(hooks.env);
   driver.validate(options);

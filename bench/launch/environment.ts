@@ -38,3 +38,11 @@ export function disconnectedWorldWarning(worldSize: number, env: Env = process.e
     'is rank 0 of a 1-rank world: they are not connected and every process measures alone. ' +
     'Launch with mpirun (or --np N) using the MPI that collbench was built with.';
 }
+
+/** This process's rank as its launcher set it (mpirun, PMI, Slurm, --np for gloo), or null when none says. */
+export function launcherRank(env: Env = process.env): number | null {
+  const rankVar = RANK_VARS.find((v) => env[v] !== undefined && env[v] !== '');
+  if (!rankVar) return null;
+  const rank = Number(env[rankVar]);
+  return Number.isInteger(rank) && rank >= 0 ? rank : null;
+}
