@@ -1,8 +1,14 @@
 // The mpi backend's driver: a singleton MPI world for a plain process (launch/environment.ts), the GPU-only
 // flags refused, and the preamble warning for Open MPI's saturating int8/uint8 MPI_SUM (open-mpi/ompi#8045).
 import { prepareSingletonMpi } from '../launch/environment.js';
+import type { CollectiveName } from '../core/types.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
+
+const INT_MAX = 2 ** 31 - 1;
+/** The element-wise collectives whose counts above INT_MAX the native side splits into <= INT_MAX pieces
+ *  (native/src/backends/mpi/mpi_backend.cc, forPieces): the timed op is then several MPI calls. */
+const MPI_SPLIT: readonly CollectiveName[] = ['all_reduce', 'broadcast', 'reduce', 'sendrecv'];
 
 export function createMpiDriver(): BackendDriver {
   return {
@@ -20,5 +26,9 @@ export function createMpiDriver(): BackendDriver {
       return [];
     },
     perIterTimer: 'host clock timing',
+    maxCount: (collective) => MPI_SPLIT.includes(collective) ? null : {
+      max: INT_MAX,
+      why: `MPI counts are int and Open MPI 4.1 has no big-count (MPI_*_c) calls; collbench splits only ${MPI_SPLIT.join(', ')} into smaller calls`,
+    },
   };
 }

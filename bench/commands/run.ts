@@ -59,6 +59,8 @@ export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: Suite
   driver.prepare?.(options);
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
+    // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
+    refuseCounts(options, desc, driver, info, hooks.env ?? process.env);
     // What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory): alike on every rank.
     const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
     const adjusted = driver.adjust
@@ -133,6 +135,23 @@ function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
   }
   const slack = 8 * options.unalign + 64;
   native.allocate(sendBytes + slack, recvBytes + slack);
+}
+
+/** Counts the backend cannot take (MPI's int counts for the collectives it does not split), refused on every rank
+ *  alike before any buffer is allocated: the largest count of the sweep is the one at -e. */
+function refuseCounts(options: ResolvedOptions, desc: CollectiveDescriptor, driver: BackendDriver, info: BackendInfo,
+  env: NodeJS.ProcessEnv): void {
+  const limit = driver.maxCount?.(options.collective);
+  if (!limit) return;
+  const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
+  for (const dtype of options.dtypes) {
+    const l = desc.layout(options.maxBytes, DTYPE_BYTES[dtype], info.nranks, info.rank, ctx);
+    const count = Math.max(l.count, ...(l.peers ? [...l.peers.sendCounts, ...l.peers.recvCounts, ...l.peers.sendDispls, ...l.peers.recvDispls] : []));
+    if (count > limit.max) {
+      throw UsageError.forFlag('-e', `${options.collective} ${dtype} at ${options.maxBytes} bytes needs a count of ${count} elements ` +
+        `in one call, above ${limit.max} on the ${info.backend} backend (${limit.why}); lower -e or use a larger datatype`);
+    }
+  }
 }
 
 /** Times both halves of one row (out-of-place, then in-place) and records them. */

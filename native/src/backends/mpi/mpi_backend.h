@@ -79,8 +79,11 @@ class MpiBackend : public HostMemoryBackend {
     bool sendInPlace = false, recvInPlace = false;
     const char* send = nullptr;
     char* recv = nullptr;
-    int count = 0, root = 0, next = 0, prev = 0;
+    uint64_t count = 0, ts = 1;  // elements (split into <= INT_MAX pieces where the call allows), element size
+    int root = 0, next = 0, prev = 0;
     MPI_Datatype type = MPI_DATATYPE_NULL;
+    // The calls that are never split: enqueue() has checked that their count fits an int.
+    int intCount() const { return static_cast<int>(count); }
     MPI_Op op = MPI_OP_NULL;
   };
 
@@ -88,7 +91,7 @@ class MpiBackend : public HostMemoryBackend {
   Status alive(const char* what) const;
   // While prepareSeries() runs an op through enqueue(), the collectives record their call in
   // *planning_ instead of making it (and make no data movement).
-  Status plan(Planned::Call call, const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+  Status plan(Planned::Call call, const void* send, void* recv, uint64_t count, MPI_Datatype type, MPI_Op op,
               int root = 0);
   // Returns the pointer MPI should reduce from for `op`: `input` itself, or for mulsum on odd ranks
   // `input` scaled by 2, in place when `scaleInPlace` (the region is overwritten by the result anyway)
@@ -124,6 +127,7 @@ class MpiBackend : public HostMemoryBackend {
   std::vector<int> vCounts_[4];  // alltoallv: send counts, send displs, recv counts, recv displs
 
   Planned* planning_ = nullptr;  // non-null only inside prepareSeries()
+  DType plannedDtype_ = DType::Float32;  // the series' datatype while planning_ is set
   Planned planned_;              // the prepared series' call
   OpArgs plannedArgs_{};         // its op at shift 0 (Generic)
   std::vector<int> plannedV_[4]; // Alltoallv: the counts of the prepared call
