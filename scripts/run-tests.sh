@@ -30,6 +30,8 @@ serial=(
   test/cli/compare.test.ts
   # kill -9 / SIGINT after the first rows of a sweep, progress lines timed on a pseudo-terminal (script(1))
   test/cli/report-run.test.ts
+  # kill -9 of a random rank: the job must end within -T 10 + 5 s, and no process naming its folder may be left
+  test/cli/rank-death.test.ts
 )
 
 # Every test file; the parallel group is all of them but the serial ones.
