@@ -2,6 +2,7 @@
 // flags refused, and the preamble warning for Open MPI's saturating int8/uint8 MPI_SUM (open-mpi/ompi#8045).
 import { prepareSingletonMpi } from '../launch/environment.js';
 import type { CollectiveName } from '../core/types.js';
+import { watchdogFloorSec } from '../core/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
@@ -10,9 +11,11 @@ const INT_MAX = 2 ** 31 - 1;
  *  (native/src/backends/mpi/mpi_backend.cc, forPieces): the timed op is then several MPI calls. */
 const MPI_SPLIT: readonly CollectiveName[] = ['all_reduce', 'broadcast', 'reduce', 'sendrecv'];
 
-export function createMpiDriver(): BackendDriver {
+export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDriver {
   return {
     prepare: () => prepareSingletonMpi(),
+    // MPI_Init under the watchdog too (native alarm: the JS thread is blocked in it): -T, else the default floor.
+    init: async (native, options) => native.init({ initTimeoutSec: options.timeoutSec ?? watchdogFloorSec(env) }),
     validate: (options) => refuseGpuOnlyFlags(options, 'mpi'),
     adjust: cpuMemoryAdjust,
     rankLine: cpuRankLine,

@@ -206,7 +206,7 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
     info, ranks: (rankLines ?? []).flatMap((s) => [JSON.parse(s) as RankLineInfo | RankLineInfo[]].flat()), warnings: driver.warnings(options, desc, info),
     perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
-    reducedMaxBytes: run.reducedMaxBytes,
+    reducedMaxBytes: run.reducedMaxBytes, watchdog: run.dog.describe(),
   };
   for (const r of reporters) await r.begin?.(meta);
 

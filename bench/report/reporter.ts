@@ -41,6 +41,7 @@ export interface RunMeta {
   argv?: readonly string[]; // the command line as given (program path first), for reports and rerun commands
   plannedRows?: number | null; // rows the run will print; null when endless (-N 0)
   reducedMaxBytes?: number | null; // -e lowered to fit GPU memory (nccl-tests' "Reducing maxBytes")
+  watchdog?: string;                // the limit each wait runs under, in words (commands/watchdog.ts)
 }
 
 /** The row about to be measured (progress reporters show it). */

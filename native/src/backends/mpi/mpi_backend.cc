@@ -3,8 +3,12 @@
 // MPI control plane. Every MPI return code goes through CB_MPI (mpi_types.h) into a Status.
 #include "backends/mpi/mpi_backend.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -80,7 +84,53 @@ const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
 // ---------------------------------------------------------------------------------------------
 // Life cycle
 
-Status MpiBackend::create(std::unique_ptr<MpiBackend>* out) {
+namespace {
+
+// The MPI_Init watchdog. The JS thread is blocked inside MPI_Init_thread, so no JS timer can fire: alarm(2)
+// raises SIGALRM in this process instead, and the handler (async-signal-safe: write and _exit only) prints the
+// line prepared before arming and exits 4 (EXIT.TIMEOUT). mpirun then ends the job's other processes.
+char gInitTimeoutLine[256];
+size_t gInitTimeoutLen = 0;
+
+extern "C" void onInitTimeout(int) {
+  ssize_t ignored = write(2, gInitTimeoutLine, gInitTimeoutLen);
+  (void)ignored;
+  _exit(4);
+}
+
+// Arms the watchdog for `seconds` (0: none); the destructor disarms it and restores the previous handler.
+class InitWatchdog {
+ public:
+  explicit InitWatchdog(int seconds) : armed_(seconds > 0) {
+    if (!armed_) return;
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    const int n = std::snprintf(gInitTimeoutLine, sizeof gInitTimeoutLine,
+                                "%s: Test timeout (%ds) in MPI_Init: the job's other processes or its launcher did "
+                                "not answer (-T sets the limit, -T 0 disables it)\n", host, seconds);
+    gInitTimeoutLen = n < 0 ? 0 : std::min(static_cast<size_t>(n), sizeof gInitTimeoutLine - 1);
+    struct sigaction sa {};
+    sa.sa_handler = onInitTimeout;
+    sigemptyset(&sa.sa_mask);
+    armed_ = sigaction(SIGALRM, &sa, &previous_) == 0;
+    if (armed_) alarm(static_cast<unsigned>(seconds));
+  }
+  ~InitWatchdog() {
+    if (!armed_) return;
+    alarm(0);
+    sigaction(SIGALRM, &previous_, nullptr);
+  }
+  InitWatchdog(const InitWatchdog&) = delete;
+  InitWatchdog& operator=(const InitWatchdog&) = delete;
+
+ private:
+  bool armed_;
+  struct sigaction previous_ {};
+};
+
+}  // namespace
+
+Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) {
   if (out == nullptr) return badSpec("MpiBackend::create needs an output pointer", "MpiBackend::create");
   int initialized = 0, finalized = 0;
   CB_MPI(MPI_Initialized(&initialized));
@@ -107,6 +157,7 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out) {
     // group and asks the runtime (PMIx, on its own progress thread) to kill the job, then exits; no lock
     // is held by the worker at this level. MPICH's MPI_Abort likewise goes through PMI. Kept, as the only
     // way to end every rank of a hung job (test/cli/behaviour.test.ts, -T with a SIGSTOPped rank).
+    const InitWatchdog watchdog(initTimeoutSec);
     CB_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
   } else {
     CB_MPI(MPI_Query_thread(&provided));

@@ -21,7 +21,9 @@ class MpiBackend : public HostMemoryBackend {
   // MPI_Init_thread(MPI_THREAD_SERIALIZED) unless MPI is already initialized (why not MULTIPLE: see
   // mpi_backend.cc); needs at least MPI_THREAD_SERIALIZED because ops run on a worker thread. Sets
   // MPI_ERRORS_RETURN on MPI_COMM_WORLD and creates the datatype/op table.
-  static Status create(std::unique_ptr<MpiBackend>* out);
+  // initTimeoutSec > 0: MPI_Init_thread runs under alarm(2); if it has not returned by then (a rank of the job
+  // missing, the launcher unreachable) the process prints one line and exits 4, as the -T watchdog does later.
+  static Status create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec = 0);
   ~MpiBackend() override;  // frees buffers and communicators; does NOT finalize MPI (call finalize())
 
   MpiBackend(const MpiBackend&) = delete;
