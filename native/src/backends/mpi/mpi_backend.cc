@@ -103,8 +103,8 @@ class InitWatchdog {
  public:
   explicit InitWatchdog(int seconds) : armed_(seconds > 0) {
     if (!armed_) return;
-    char host[64] = "?";
-    gethostname(host, sizeof host - 1);
+    char host[64] = {0};
+    if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
     const int n = std::snprintf(gInitTimeoutLine, sizeof gInitTimeoutLine,
                                 "%s: Test timeout (%ds) in MPI_Init: the job's other processes or its launcher did "
                                 "not answer (-T sets the limit, -T 0 disables it)\n", host, seconds);
