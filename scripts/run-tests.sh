@@ -35,6 +35,8 @@ serial=(
   test/cli/late-rank.test.ts
   # SIGSTOPs a rank and expects the -T 3 watchdog and the survey of progress boards (1.5 s answers) to name it
   test/cli/hung-rank.test.ts
+  # kill -9 of a random rank: the job must end within -T 10 + 5 s, and no process naming its folder may be left
+  test/cli/rank-death.test.ts
 )
 
 # Every test file; the parallel group is all of them but the serial ones.

@@ -12,10 +12,21 @@ import { isNativeError } from '../native/binding.js';
 import { OutputError } from '../report/outputs.js';
 import { VERSION } from '../version.js';
 
+/** One line to a file descriptor; a reader that went away (`| head`) ends the process quietly with 141, as
+ *  SIGPIPE ends a C program (nccl-tests), instead of an "internal error" stack trace. */
+function writeLine(fd: number, line: string): void {
+  try {
+    writeSync(fd, line + '\n');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EPIPE') process.exit(128 + 13);
+    throw e;
+  }
+}
+
 /** Line-at-a-time output straight to the file descriptors, so nothing is lost on exit. */
 export const stdio: RunIO = {
-  out: (line) => { writeSync(1, line + '\n'); },
-  err: (line) => { writeSync(2, line + '\n'); },
+  out: (line) => { writeLine(1, line); },
+  err: (line) => { writeLine(2, line); },
 };
 
 type Subcommand = (args: string[], scriptPath: string, io: RunIO) => Promise<number>;

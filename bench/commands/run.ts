@@ -17,7 +17,7 @@ import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/ty
 import type { ResolvedOptions } from '../core/flags.js';
 import { shortHost, type RankLineInfo } from '../core/ranks.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
-import { disconnectedWorldWarning, monotonicClockId } from '../launch/environment.js';
+import { disconnectedWorldWarning, launcherRank, monotonicClockId } from '../launch/environment.js';
 import { boardBindAddress, decodeEntries, encodeEntry, ProgressBoard } from '../launch/progress-board.js';
 import { Watchdog } from './watchdog.js';
 import { COMBINE, type BackendInfo, type NativeBackend } from '../native/binding.js';
@@ -53,13 +53,18 @@ export interface SuiteHooks {
 
 export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
-  checkOutputPaths(outputSpecs(options)); // every rank, before anything starts: no side effects
+  // Before anything starts, by the rank that writes (rank 0, or every rank when no launcher says which):
+  // ranks on other hosts may not see rank 0's folder. The --np launcher has already checked the same paths.
+  const launched = launcherRank(hooks.env ?? process.env);
+  if (launched === null || launched === 0) checkOutputPaths(outputSpecs(options), { force: options.force });
   const { record, module: native } = selectBackend(options.backend, { ncclLib: options.ncclLib }, hooks.env);
   const driver = record.createDriver(hooks.env);
   driver.validate(options);
   driver.prepare?.(options);
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
+    // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
+    refuseCounts(options, desc, driver, info, hooks.env ?? process.env);
     // What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory): alike on every rank.
     const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
     const adjusted = driver.adjust
@@ -229,6 +234,23 @@ function soakClock(run: RunContext, durationSec: number | null): { endless: bool
   return state;
 }
 
+/** Counts the backend cannot take (MPI's int counts for the collectives it does not split), refused on every rank
+ *  alike before any buffer is allocated: the largest count of the sweep is the one at -e. */
+function refuseCounts(options: ResolvedOptions, desc: CollectiveDescriptor, driver: BackendDriver, info: BackendInfo,
+  env: NodeJS.ProcessEnv): void {
+  const limit = driver.maxCount?.(options.collective);
+  if (!limit) return;
+  const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
+  for (const dtype of options.dtypes) {
+    const l = desc.layout(options.maxBytes, DTYPE_BYTES[dtype], info.nranks, info.rank, ctx);
+    const count = Math.max(l.count, ...(l.peers ? [...l.peers.sendCounts, ...l.peers.recvCounts, ...l.peers.sendDispls, ...l.peers.recvDispls] : []));
+    if (count > limit.max) {
+      throw UsageError.forFlag('-e', `${options.collective} ${dtype} at ${options.maxBytes} bytes needs a count of ${count} elements ` +
+        `in one call, above ${limit.max} on the ${info.backend} backend (${limit.why}); lower -e or use a larger datatype`);
+    }
+  }
+}
+
 /** Times both halves of one row (out-of-place, then in-place) and records them. */
 async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: number, sizeBytes: number,
   nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
@@ -297,7 +319,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
     clock: arrival ? { ...arrival.clock } : null,
     perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
-    reducedMaxBytes: run.reducedMaxBytes,
+    reducedMaxBytes: run.reducedMaxBytes, watchdog: run.dog.describe(),
   };
   for (const r of reporters) await r.begin?.(meta);
 

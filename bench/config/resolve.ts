@@ -21,7 +21,10 @@ export type { OptionField, OptionValues };
  */
 export const MAX_SWEEP_SIZES = 1_000_000;
 
-const INT_MAX = 2 ** 31 - 1; // the native side holds these in C `int`s
+const INT_MAX = 2 ** 31 - 1;
+/** A Redis password never comes from the command line (ps shows it, reports record argv). */
+export const REDIS_PASSWORD_IN_URL = 'a Redis user or password does not belong in the store address (ps and the reports show ' +
+  'the command line): give redis://HOST:PORT and put the password in COLLBENCH_GLOO_REDIS_PASSWORD (or REDISCLI_AUTH)'; // the native side holds these in C `int`s
 
 type NumberLike = number | string;
 type BoolLike = boolean | number | string;
@@ -97,7 +100,7 @@ const TEXT_CHECKS: Partial<Record<OptionField, (v: string) => string | null>> = 
   mdFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
   junitFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
   htmlFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  glooStore: (v) => (/^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
+  glooStore: (v) => (/^redis:\/\/.*@/.test(v) ? REDIS_PASSWORD_IN_URL : /^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
     : `invalid store ${shown(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`),
   glooIface: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${shown(v)}`),
   ncclLib: (v) => (v.trim() === '' ? 'library path is empty' : null),

@@ -201,6 +201,9 @@ export const FLAGS = Object.freeze([
   text(undefined, 'html', 'htmlFile', 'Output',
     'write a self-contained HTML page with busbw and time charts (per-rank heatmap with -I 1); - = stdout',
     { value: '<file>', defaultText: 'none' }),
+  toggle('force', 'force', 'Output',
+    'replace output files that already exist (-J, --csv, --md, --junit, --html); without it an existing file is ' +
+    'refused before the run starts (exit 2), so a run never silently overwrites an earlier result'),
   choice('format', 'format', TABLE_FORMATS, 'nccl-tests', 'table format', 'Output',
     'the live table: nccl-tests text table, or pretty boxed tables per sweep. When a report goes to ' +
     'stdout (-), the table goes to stderr instead', { value: '<nccl-tests|pretty>' }),

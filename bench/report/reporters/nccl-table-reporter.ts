@@ -23,7 +23,7 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       for (const line of preambleLines({
         leadingLines: meta.warnings, version: meta.version, backend: meta.backend, program: meta.program,
         options: meta.options, ranks: meta.ranks, perIterTimer: meta.perIterTimer,
-        reducedMaxBytes: meta.reducedMaxBytes,
+        reducedMaxBytes: meta.reducedMaxBytes, watchdog: meta.watchdog,
       })) out(line);
     },
     row(row: RowRecord) {

@@ -33,6 +33,7 @@ export interface PreambleInfo {
   perIterTimer?: string;      // wording of the -I line; default nccl-tests' "CUDA event timing"
   ranks: RankLineInfo[];      // in rank order (rank 0 gathers them)
   reducedMaxBytes?: number | null; // "# Reducing maxBytes to …" (memory limit), printed after devices
+  watchdog?: string;                // "# Watchdog: …", a comment line after the mode lines (absent: not printed)
 }
 
 /** Per-mode lines between the nThread line and "#" (exact nccl-tests wording, trailing space included). */
@@ -70,6 +71,7 @@ export function preambleLines(info: PreambleInfo): string[] {
     factor ? o.stepFactor : o.stepBytes, factor ? 'factor' : 'bytes',
     o.warmupIters, o.iters, o.aggIters, o.check, o.cudaGraph, o.unalign));
   lines.push(...modeLines(info));
+  if (info.watchdog) lines.push(`# Watchdog: ${info.watchdog}`);
   lines.push('#');
   lines.push('# Using devices');
   for (const r of info.ranks) lines.push(rankLine(r));
