@@ -13,7 +13,8 @@ import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/verdict.
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
-import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
+import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfResult, type HalfSpec } from '../core/types.js';
+import { iterStats } from '../core/iter-stats.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { shortHost, type RankLineInfo } from '../core/ranks.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
@@ -251,20 +252,66 @@ function refuseCounts(options: ResolvedOptions, desc: CollectiveDescriptor, driv
   }
 }
 
+/** --target-rsd: each row-half may take at most this long in doubling its iterations (COLLBENCH_TARGET_RSD_BUDGET_S
+ *  changes it, e.g. for a quick look or a test). */
+export const TARGET_RSD_BUDGET_SEC = 10;
+/** ... and at most this many iterations. */
+export const TARGET_RSD_MAX_ITERS = 2 ** 20;
+
+/**
+ * One row-half, timed: once with -n iterations, or with --target-rsd again with twice the iterations until the relative
+ * standard deviation of the mean time (the per-iteration samples' cv / sqrt(n)) is at most the target, or the budget is
+ * spent. Rank 0 holds the
+ * samples and decides; an allreduce (max of rank 0's decision and the others' 0) makes every rank run the same count.
+ */
+async function measureHalf(run: RunContext, h: ReturnType<typeof localSpecs>, label: string, sizeBytes: number):
+  Promise<{ result: HalfResult; precision: RowHalfRecord['precision'] }> {
+  const { options, native } = run;
+  const once = async (iters: number): Promise<HalfResult> => {
+    const specs = Array.isArray(h.specs) ? h.specs.map((s) => ({ ...s, iters })) : { ...h.specs, iters };
+    const ops = iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
+    const result = await run.dog.watch(label, run.dog.expectedSec(ops, sizeBytes), native.runHalf(specs), iters);
+    run.dog.learn(sizeBytes, result.timeUs);
+    return result;
+  };
+  const target = options.targetRsdPct;
+  let iters = options.iters;
+  const budgetSec = Number(run.hooks.env?.COLLBENCH_TARGET_RSD_BUDGET_S ?? process.env.COLLBENCH_TARGET_RSD_BUDGET_S) || TARGET_RSD_BUDGET_SEC;
+  const started = Date.now();
+  let runStarted = started;
+  let result = await once(iters);
+  if (target === null) return { result, precision: undefined };
+  // The spread of single samples does not shrink with more of them; the precision of their mean (the reported time)
+  // does: its relative standard deviation is cv / sqrt(samples).
+  const samples = (r: HalfResult): number => (r.iterUs?.length ?? 0) - options.perIterSkip;
+  const cv = (r: HalfResult): number => (samples(r) > 0 ? iterStats(r.iterUs!, options.perIterSkip).cvPct : Number.NaN);
+  const rsd = (r: HalfResult): number => cv(r) / Math.sqrt(samples(r));
+  for (;;) {
+    const now = Date.now();
+    // The next run takes about twice the last: stop when that would pass the budget.
+    const roomy = (now - started + 2 * (now - runStarted)) / 1000 <= budgetSec && iters * 2 <= TARGET_RSD_MAX_ITERS;
+    const mine = result.iterUs !== undefined && rsd(result) > target && roomy ? 1 : 0;
+    const [again] = await run.dog.watch(`the --target-rsd decision of ${label}`, 0, native.allreduceAsync([mine], COMBINE.max));
+    if (again !== 1) break;
+    iters *= 2;
+    runStarted = Date.now();
+    result = await once(iters);
+  }
+  const achieved = rsd(result);
+  return { result, precision: { targetRsdPct: target, rsdPct: achieved, sampleCvPct: cv(result), iterations: iters, met: achieved <= target } };
+}
+
 /** Times both halves of one row (out-of-place, then in-place) and records them. */
 async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: number, sizeBytes: number,
   nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
-  const { options, desc, info, native } = run;
+  const { options, desc, info } = run;
   const halves: RowHalfRecord[] = [];
   let layout = null;
   for (const inPlace of [false, true]) {
     const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, nextSeed());
     layout = h.layout;
-    const ops = options.iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
-    const result = await run.dog.watch(
-      `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`,
-      run.dog.expectedSec(ops, layout.sizeBytes), native.runHalf(h.specs), options.iters);
-    run.dog.learn(layout.sizeBytes, result.timeUs);
+    const label = `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`;
+    const { result, precision } = await measureHalf(run, h, label, layout.sizeBytes);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));
@@ -273,6 +320,7 @@ async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: 
     halves.push({
       inPlace, timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs, algBw, busBw,
       wrong: h.checked ? result.wrong : null, result, ...arrivalRecord(arrival, result.arrivalUs),
+      ...(precision ? { precision } : {}),
     });
   }
   return {

@@ -229,6 +229,8 @@ export function resolveOptions(input: OptionInput, names: FieldNames = {}): Reso
   const values: Record<string, unknown> = {};
   const given = input as Record<string, unknown>;
   for (const f of FLAGS) values[f.field] = parseField(f, given[f.field], name(f.field));
+  // --target-rsd judges the per-iteration samples: it turns -I on (an explicit -I 0 is refused below).
+  if (values.targetRsdPct !== null && given.perIterTiming === undefined) values.perIterTiming = true;
   const o = Object.freeze({ collective, program: input.program ?? `${collective}_perf`, ...values }) as ResolvedOptions;
   crossCheck(o, input, name);
   (getCollective(collective).validate ?? glooAlgoCheck(['default']))(o, name);
@@ -288,6 +290,12 @@ function crossCheck(o: ResolvedOptions, input: OptionInput, name: (f: OptionFiel
   }
   if (o.perIterSkip > o.iters - 1) {
     fail('perIterSkip', `per-iteration skip must be between 0 and ${o.iters - 1} (${name('iters')} ${o.iters} minus 1), got ${o.perIterSkip}`);
+  }
+  if (o.targetRsdPct !== null && !o.perIterTiming) {
+    fail('targetRsdPct', `needs per-iteration timing, which it turns on; drop ${name('perIterTiming')} 0`);
+  }
+  if (o.targetRsdPct !== null && o.cudaGraph > 0) {
+    fail('targetRsdPct', `cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): a replayed graph has no per-iteration samples`);
   }
   if (o.perIterSkip > 0 && !o.perIterTiming) fail('perIterSkip', `per-iteration skip needs per-iteration timing (${name('perIterTiming')} 1)`);
   if (o.deviceImpl > 0 && o.localRegister !== 2) {

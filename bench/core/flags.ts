@@ -169,8 +169,9 @@ export const FLAGS = Object.freeze([
     'leave the first samples out of the -I statistics; 0..n-1, needs -I 1', { value: '<count>' }),
   // collbench additions
   real('target-rsd', 'targetRsdPct', 'target relative standard deviation (%)', 0, 100, TIMING,
-    'per row half, double the iterations (from -n) until the relative standard deviation of the per-iteration ' +
-    'times is at most this many percent, or the half takes 10 s; implies -I 1; the achieved spread is reported',
+    'per row half, double the iterations (from -n) until the relative standard deviation of the mean time ' +
+    '(cv of the per-iteration samples / sqrt(n)) is at most this many percent, or the half would pass 10 s; turns on ' +
+    '-I 1; the spread reached is reported',
     { value: '<percent>', defaultText: 'off' }),
   duration('duration', 'durationSec', TIMING,
     'soak: repeat the sweep (as -N 0) until this much time has passed, e.g. 90s, 30m, 2h; every rank stops after ' +

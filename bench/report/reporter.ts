@@ -19,7 +19,13 @@ export interface RowHalfRecord {
   /** Per process (= per rank with one rank per process): share of iterations it arrived last by more than the
    *  margin; null where arrivals say nothing (one process, a collective that lets ranks run ahead, size 0). */
   lastShare: number[] | null;
+  /** --target-rsd: the spread reached (rank 0; only where the target was asked for). */
+  precision?: Precision;
 }
+
+/** --target-rsd on one row-half: the target, the relative standard deviation of the mean time reached (cv / sqrt(n)),
+ *  the spread of the single samples (cv), the iterations it took. */
+export interface Precision { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number; met: boolean }
 
 /** The rank that arrived last in most iterations of a row-half, by more than the margin (core/lateness.ts). */
 export interface LateRank {

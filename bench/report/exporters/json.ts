@@ -44,6 +44,9 @@ export function reportHalf(h: RowHalfRecord, skip: number): ReportHalf {
   if (p) out.perIter = p;
   out.late = h.late ? { ...h.late } : null;
   if (h.lastShare) out.lastShare = [...h.lastShare];
+  if (h.precision) {
+    out.precision = { ...h.precision, rsdPct: finite(h.precision.rsdPct) ?? 0, sampleCvPct: finite(h.precision.sampleCvPct) ?? 0 };
+  }
   return out;
 }
 

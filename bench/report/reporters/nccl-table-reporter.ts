@@ -1,10 +1,10 @@
 // The live nccl-tests table on stdout: preamble at begin, one line per row (plus `# first wrong`
 // comment lines), footer at end. Formatting itself is in nccl-table.ts.
 import { iterStats } from '../../core/iter-stats.js';
-import type { Reporter, RowRecord } from '../reporter.js';
+import type { Precision, Reporter, RowRecord } from '../reporter.js';
 import { PLACEMENTS } from '../schema.js';
 import {
-  cycleBelowLine, firstWrongLine, footerLines, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
+  cycleBelowLine, firstWrongLine, footerLines, precisionMissLine, precisionSummaryLine, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
 } from './nccl-table.js';
 
 export function ncclTableReporter(out: (line: string) => void): Reporter {
@@ -15,6 +15,8 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
   const lateLines: string[] = [];
   const named: LateCell[] = [];
   let halves = 0;
+  const precision: Precision[] = [];
+  const precisionLines: string[] = [];
   return {
     begin(meta) {
       program = meta.program;
@@ -39,6 +41,10 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
         if (h.wrong !== null && h.wrong > 0 && h.result.firstWrong) out(firstWrongLine(h.result.firstWrong));
       row.halves.forEach((h, i) => {
         halves += 1;
+        if (h.precision) {
+          precision.push(h.precision);
+          if (!h.precision.met) precisionLines.push(precisionMissLine(row.sizeBytes, PLACEMENTS[i]!.label, h.precision));
+        }
         if (!h.late) return;
         named.push(h.late);
         lateLines.push(lateLine(row.sizeBytes, PLACEMENTS[i]!.label, h.late));
@@ -49,6 +55,9 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
     },
     end(summary) {
       if (summary.skipped) out(skipLine(summary.skipped));
+      for (const line of precisionLines) out(line);
+      const precisionSummary = precisionSummaryLine(precision);
+      if (precisionSummary) out(precisionSummary);
       for (const line of lateLines) out(line);
       const lateSummary = lateSummaryLine(named, halves);
       if (lateSummary) out(lateSummary);

@@ -185,6 +185,21 @@ export function cycleBelowLine(c: { sweep: { dtype: string; op: string; root: nu
     `average busbw ${cG(c.avgBusBw)} GB/s is below --warn-busbw ${cG(c.warnBusBw ?? Number.NaN)} GB/s`;
 }
 
+/** --target-rsd, per row-half that did not reach it (after the table). */
+export function precisionMissLine(sizeBytes: number, placement: string,
+  p: { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number }): string {
+  return `# target-rsd: ${sizeBytes} B ${placement}: the mean time's rsd is ${cG(p.rsdPct)}% after ${p.iterations} iterations ` +
+    `(samples' cv ${cG(p.sampleCvPct)}%), above the ${cG(p.targetRsdPct)}% target: the row half's budget ran out`;
+}
+
+/** --target-rsd over the run: `# target-rsd 1%: met in 20 of 22 row-halves, 20 to 640 iterations`. */
+export function precisionSummaryLine(all: readonly { targetRsdPct: number; met: boolean; iterations: number }[]): string | null {
+  if (all.length === 0) return null;
+  const iters = all.map((p) => p.iterations);
+  return `# target-rsd ${cG(all[0]!.targetRsdPct)}%: met in ${all.filter((p) => p.met).length} of ${all.length} row-halves, ` +
+    `${Math.min(...iters)} to ${Math.max(...iters)} iterations`;
+}
+
 /** Who the others waited for, as a rank on a host (core/lateness.ts; the lines below are collbench's own). */
 export interface LateCell { rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number }
 
