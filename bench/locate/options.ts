@@ -26,6 +26,8 @@ Options:
   --repeats R           times each stage is measured, at least 2 (default 2)
   --margin PCT          how much slower than the reference a group must be, in percent (default 25)
   --alpha P             significance level of the rank test (default 0.01)
+  --max-noise PCT       above this repeat-to-repeat change of a good pair's busbw, in percent, a run without a
+                        confirmed suspect is inconclusive rather than healthy (default 50)
   --pairs all|ring      all pairs (n−1 rounds), or neighbour pairs only (2-3 rounds, for many hosts) (default all)
   --parallel N          at most N jobs of a round at once (default 0 = the whole round: its pairs share no host);
                         1 when the hosts share something the jobs compete for (CPUs of one machine, a shared uplink)
@@ -60,7 +62,7 @@ export interface LocateOptions {
 export interface PlanRequest { counts: number[]; npPerHost: number; repeats: number; schedule: PairSchedule; jobSeconds: number }
 
 const OPTIONS: readonly OptionSpec[] = [
-  ...['hosts', 'hostfile', 'np-per-host', 'repeats', 'margin', 'alpha', 'pairs', 'parallel', 'timeout', 'plan', 'job-seconds']
+  ...['hosts', 'hostfile', 'np-per-host', 'repeats', 'margin', 'alpha', 'max-noise', 'pairs', 'parallel', 'timeout', 'plan', 'job-seconds']
     .map((long): OptionSpec => ({ long, key: long, takesValue: true })),
   { short: 'J', long: 'json', key: 'json', takesValue: true, value: 'FILE' },
   { long: 'quiet', key: 'quiet', takesValue: false },
@@ -165,7 +167,7 @@ export function parseLocateArgs(argv: string[], readFile: (path: string) => stri
     options: {
       hosts, npPerHost, repeats, schedule, runArgs: checkRunArgs(runArgs),
       jsonFile: v('json') ?? null, quiet: tokens.values.get('quiet') === true,
-      rule: { ...DEFAULT_RULE, margin, alpha },
+      rule: { ...DEFAULT_RULE, margin, alpha, maxNoise: number('--max-noise', v('max-noise'), DEFAULT_RULE.maxNoise * 100, 1, 1000, false) / 100 },
       timeoutSec: number('--timeout', v('timeout'), 600, 1, 7 * 24 * 3600, true),
       parallel: number('--parallel', v('parallel'), 0, 0, 1_000_000, true),
     },
