@@ -8,8 +8,8 @@
 // otherwise good hosts a link suspect, and only a suspect that is slow again in its re-test is named.
 //
 // Statistics come from simple-statistics (well kept, no dependencies, typed): medians, quantiles, the Wilcoxon rank
-// sum with averaged ties and the normal CDF; the U statistic's tie-corrected normal approximation is built from them.
-import { cumulativeStdNormalProbability, median, quantile, wilcoxonRankSum } from 'simple-statistics';
+// sum with averaged ties and the error function; the U statistic's tie-corrected normal approximation is built from them.
+import { errorFunction, median, quantile, wilcoxonRankSum } from 'simple-statistics';
 
 /**
  * A group's busbw level: the 90th percentile of its per-iteration busbw. What a link can carry shows in its best
@@ -86,13 +86,14 @@ export function mannWhitneyLess(x: readonly number[], y: readonly number[]): num
   const variance = ((nx * ny) / 12) * (n + 1 - ties / (n * (n - 1)));
   if (variance <= 0) return 1;
   const z = (u - (nx * ny) / 2 + 0.5) / Math.sqrt(variance);
-  return Math.min(1, Math.max(0, cumulativeStdNormalProbability(z)));
+  // Φ(z) from the error function (simple-statistics' normal table stops at |z| = 3.09, p = 0.001)
+  return Math.min(1, Math.max(0, 0.5 * (1 + errorFunction(z / Math.SQRT2))));
 }
 
-/** The p-value as text: the normal table of simple-statistics resolves down to 1e-4. */
+/** The p-value as text (the normal approximation is not worth more than "< 1e-6" far out in the tail). */
 export function formatP(p: number | null): string {
   if (p === null) return '-';
-  return p < 1e-4 ? '<0.0001' : p < 0.001 ? p.toExponential(1) : p.toFixed(p < 0.1 ? 3 : 2);
+  return p < 1e-6 ? '<1e-6' : p < 0.001 ? p.toExponential(1) : p.toFixed(p < 0.1 ? 3 : 2);
 }
 
 /**

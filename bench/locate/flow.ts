@@ -52,7 +52,8 @@ async function retest(s: Measurer, hostsUnder: string[], ranked: string[], pairs
     controlId = `control:${others[0]}+${others[1]}`;
     round.push({ id: controlId, hosts: [others[0]!, others[1]!] });
   }
-  const { groups, jobs } = await s.measure([round], s.opts.repeats);
+  // One repeat more than the stage that raised it: a suspect must be slow in every one of them.
+  const { groups, jobs } = await s.measure([round], s.opts.repeats + 1);
   const subjectSamples = groups.find((g) => g.id === subject.id)!;
   // Without a control the pairs stage's reference groups stand in for it (measured earlier).
   const refIds = new Set(pairsStage.groups.filter((g) => g.state === 'ok').sort((a, b) => (b.ratio ?? 0) - (a.ratio ?? 0))

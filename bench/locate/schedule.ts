@@ -82,8 +82,8 @@ export interface LocatePlan {
 
 /**
  * The stages for `hosts` hosts and their cost when every job takes `perJobSec` (its start-up, warm-up and timed
- * iterations). Re-tests are counted for `retestSuspects` suspects (one round each: suspect + known-good partner,
- * beside a control pair of two other known-good hosts).
+ * iterations). Re-tests are counted for `retestSuspects` suspects (repeats + 1 rounds each: suspect + known-good
+ * partner, beside a control pair of two other known-good hosts).
  */
 export function locatePlan(opts: { hosts: number; npPerHost: number; repeats: number; schedule: PairSchedule; perJobSec: number; retestSuspects?: number }): LocatePlan {
   const { hosts, npPerHost, repeats, schedule, perJobSec } = opts;
@@ -100,8 +100,8 @@ export function locatePlan(opts: { hosts: number; npPerHost: number; repeats: nu
     ranksPerJob: 2 * npPerHost, jobs: pairs * repeats,
     note: schedule === 'all' ? `all ${pairs} pairs, ${rounds.length} rounds of disjoint pairs` : `neighbour pairs, ${rounds.length} rounds` });
   const suspects = opts.retestSuspects ?? 1;
-  stages.push({ name: 'retest', rounds: suspects * repeats, jobsPerRound: hosts >= 4 ? 2 : 1, ranksPerJob: 2 * npPerHost,
-    jobs: suspects * repeats * (hosts >= 4 ? 2 : 1), note: 'each suspect with a known-good partner, beside a control pair' });
+  stages.push({ name: 'retest', rounds: suspects * (repeats + 1), jobsPerRound: hosts >= 4 ? 2 : 1, ranksPerJob: 2 * npPerHost,
+    jobs: suspects * (repeats + 1) * (hosts >= 4 ? 2 : 1), note: 'each suspect with a known-good partner, beside a control pair' });
   const totalRounds = stages.reduce((s, st) => s + st.rounds, 0);
   return { hosts, npPerHost, repeats, schedule, stages, totalRounds, wallSec: totalRounds * perJobSec, perJobSec };
 }
