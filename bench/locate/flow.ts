@@ -39,26 +39,29 @@ interface Retest { subject: GroupResult; control: GroupResult | null; stage: Loc
 /**
  * One suspect again: with a known-good partner (or the link itself), beside a control pair of two other hosts
  * measured at the same time (known-good ones first; any others when there are not enough), so that both see the
- * same load. `ranked` is every host, best first.
+ * same load. `ranked` is every host, best first. A host found by the host-groups stage is re-tested alone (its
+ * own K ranks) beside another host alone; `reference` stands in for a control when there is none.
  */
-async function retest(s: Measurer, hostsUnder: string[], ranked: string[], pairsStage: StageAnalysis, pairGroups: GroupSamples[]): Promise<Retest> {
-  const partner = hostsUnder.length === 1 ? ranked.find((g) => !hostsUnder.includes(g)) : undefined;
-  const subjectHosts = hostsUnder.length === 1 ? [hostsUnder[0]!, partner!] : hostsUnder;
+async function retest(s: Measurer, hostsUnder: string[], ranked: string[], reference: { stage: StageAnalysis; groups: GroupSamples[] },
+  alone = false): Promise<Retest> {
+  const partner = hostsUnder.length === 1 && !alone ? ranked.find((g) => !hostsUnder.includes(g)) : undefined;
+  const subjectHosts = partner !== undefined ? [hostsUnder[0]!, partner] : hostsUnder;
   const others = ranked.filter((g) => !subjectHosts.includes(g));
   const subject = { id: `retest:${subjectHosts.join('+')}`, hosts: subjectHosts };
   const round: { id: string; hosts: string[] }[] = [subject];
   let controlId: string | null = null;
-  if (others.length >= 2) {
-    controlId = `control:${others[0]}+${others[1]}`;
-    round.push({ id: controlId, hosts: [others[0]!, others[1]!] });
+  const controlSize = alone ? 1 : 2;
+  if (others.length >= controlSize) {
+    controlId = `control:${others.slice(0, controlSize).join('+')}`;
+    round.push({ id: controlId, hosts: others.slice(0, controlSize) });
   }
   // One repeat more than the stage that raised it: a suspect must be slow in every one of them.
   const { groups, jobs } = await s.measure([round], s.opts.repeats + 1);
   const subjectSamples = groups.find((g) => g.id === subject.id)!;
   // Without a control the pairs stage's reference groups stand in for it (measured earlier).
-  const refIds = new Set(pairsStage.groups.filter((g) => g.state === 'ok').sort((a, b) => (b.ratio ?? 0) - (a.ratio ?? 0))
-    .slice(0, Math.max(1, Math.ceil(pairsStage.groups.length / 3))).map((g) => g.id));
-  const control = controlId ? groups.filter((g) => g.id === controlId) : pairGroups.filter((g) => refIds.has(g.id));
+  const refIds = new Set(reference.stage.groups.filter((g) => g.state === 'ok').sort((a, b) => (b.ratio ?? 0) - (a.ratio ?? 0))
+    .slice(0, Math.max(1, Math.ceil(reference.stage.groups.length / 3))).map((g) => g.id));
+  const control = controlId ? groups.filter((g) => g.id === controlId) : reference.groups.filter((g) => refIds.has(g.id));
   const a = analyzeStage([subjectSamples], s.opts.rule, control);
   if (controlId) {
     const c = analyzeStage(groups.filter((g) => g.id === controlId), s.opts.rule, control).groups[0]!;
@@ -96,10 +99,12 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
   // 2. Each host alone (K ranks), all at once.
   let hostAttr: Attribution | null = null;
   let hostStage: StageAnalysis | null = null;
+  let hostMeasured: GroupSamples[] | null = null;
   if (opts.npPerHost > 1 && !s.interrupted) {
     s.progress(`stage host-groups: ${hosts.length} hosts at once, ${opts.repeats} repeats`);
     const m = await s.measure([hosts.map((h) => ({ id: h, hosts: [h] }))], opts.repeats);
     hostStage = analyzeStage(m.groups, opts.rule);
+    hostMeasured = m.groups;
     hostAttr = attributeHostGroups(hostStage.groups);
     stages.push(stageOf('host-groups', hostStage, m.jobs));
   }
@@ -139,7 +144,9 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
         if (s.interrupted) break;
         if (b.kind === 'host' && good.length === 0) { inconclusive(`no known-good partner to re-test ${b.hosts[0]} with`, 'add hosts known to be good'); continue; }
         s.progress(`stage retest: ${b.hosts.join(' - ')}`);
-        const r = await retest(s, b.hosts, ranked, pairsStage, pm.groups);
+        const r = b.stage === 'host-groups' && hostStage && hostMeasured
+          ? await retest(s, b.hosts, ranked, { stage: hostStage, groups: hostMeasured }, true)
+          : await retest(s, b.hosts, ranked, { stage: pairsStage, groups: pm.groups });
         stages.push(r.stage);
         const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
         const again = `re-test ${r.subject.hosts.join('-')}: ${ratioText(r.subject)}${r.control ? ` beside control ${r.control.hosts.join('-')}` : ''}`;
@@ -165,7 +172,9 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
         for (const u of uncertain) {
           if (s.interrupted) break;
           s.progress(`stage retest (uncertain): ${u.hosts.join(' - ')}`);
-          const r = await retest(s, u.hosts, ranked, pairsStage, pm.groups);
+          const r = u.hosts.length === 1 && hostStage && hostMeasured
+            ? await retest(s, u.hosts, ranked, { stage: hostStage, groups: hostMeasured }, true)
+            : await retest(s, u.hosts, ranked, { stage: pairsStage, groups: pm.groups });
           stages.push(r.stage);
           if (r.subject.state !== 'ok') {
             inconclusive(`${u.hosts.join('-')} below the margin in the pairs stage (${ratioText(u)}, repeats ${u.repeatRatios.map((x) => x.toFixed(2)).join(' ')}) and again in its re-test (${ratioText(r.subject)}), not consistently enough to name it`,

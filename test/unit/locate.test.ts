@@ -167,3 +167,16 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   assert.ok(two.advice);
   assert.deepEqual(locateErrors(two), []);
 });
+
+test('flow, several ranks per host: a host slow on its own (host-groups) is re-tested alone beside another host alone', async () => {
+  const hosts = ['h1', 'h2', 'h3', 'h4'];
+  const m = new FakeMeasurer({ ...options(hosts), npPerHost: 2 }, (h) => (h.length === 1 && h[0] === 'h3' ? 2 : 10));
+  const doc = await runLocate(m, []);
+  assert.deepEqual(doc.stages.map((s) => s.name), ['whole-job', 'host-groups', 'pairs', 'retest']);
+  assert.equal(doc.verdict, 'suspect');
+  assert.deepEqual(doc.suspects.map((s) => [s.host, s.stage]), [['h3', 'host-groups']]);
+  const retest = m.calls.at(-1)![0]!;
+  assert.deepEqual(retest.map((g) => g.hosts.length), [1, 1]);
+  assert.deepEqual(retest[0]!.hosts, ['h3']);
+  assert.deepEqual(locateErrors(doc), []);
+});
