@@ -74,15 +74,17 @@ class Session implements Measurer {
   }
 
   /**
-   * Runs `rounds` (each a list of groups whose jobs run at the same time) `repeats` times, reversing the round
-   * order on even repeats so that a drift in time does not favour the groups measured first.
+   * Runs `rounds` (each a list of groups whose jobs run at the same time) `repeats` times, each repeat starting one
+   * round later (1 2 3, 2 3 1, 3 1 2): a round's two measurements are then n − 1 rounds apart, never back to back,
+   * so one burst of load elsewhere (a build, another job) does not hit both.
    */
   async measure(rounds: GroupSpec[][], repeats: number): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
     const byId = new Map<string, GroupSamples>();
     const jobs: LocateJob[] = [];
     for (const round of rounds) for (const g of round) byId.set(g.id, { id: g.id, hosts: g.hosts, bySize: new Map(), failed: null });
     for (let r = 1; r <= repeats && !this.interrupted; r++) {
-      const order = r % 2 === 1 ? rounds : [...rounds].reverse();
+      const shift = (r - 1) % Math.max(1, rounds.length);
+      const order = [...rounds.slice(shift), ...rounds.slice(0, shift)];
       for (const round of order) {
         if (this.interrupted) break;
         const width = this.opts.parallel > 0 ? this.opts.parallel : round.length;
