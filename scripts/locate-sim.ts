@@ -1,7 +1,8 @@
 // Simulation of `collbench locate`'s decision rule: the real stage flow and rule (bench/locate/flow.ts, decide.ts) fed
 // with simulated jobs instead of mpirun ones, under a noise model, to count false suspects and misses over many
 // trials. The README's "locate: decision rule under noise" table comes from this script.
-//   node --import tsx scripts/locate-sim.ts [--trials 200] [--hosts 8] [--seed 1] [--margins 25,50]
+//   node --import tsx scripts/locate-sim.ts [--trials 100] [--hosts 8] [--seed 1] [--margins 25,50] [--repeats 2]
+//     [--noises 0,1,2] [--iterations 40]
 // Noise model, per job: a lognormal factor (sigma `job`), and with probability `contend` a contention factor
 // uniform in [0.3, 0.9] (another job on the host's CPUs or links); per iteration: a lognormal factor (sigma `iter`)
 // and with probability `dip` a dip uniform in [0.2, 1]. A fault caps every iteration of each job that crosses it at
@@ -81,18 +82,20 @@ class SimMeasurer implements Measurer {
 
 const { values } = parseArgs({
   options: {
-    trials: { type: 'string', default: '200' }, hosts: { type: 'string', default: '8' }, seed: { type: 'string', default: '1' },
+    trials: { type: 'string', default: '100' }, hosts: { type: 'string', default: '8' }, seed: { type: 'string', default: '1' },
     margins: { type: 'string', default: '25,50' }, iterations: { type: 'string', default: '40' },
+    repeats: { type: 'string', default: '2' }, noises: { type: 'string', default: '0,1,2' },
   },
 });
 const trials = Number(values.trials), nHosts = Number(values.hosts), iterations = Number(values.iterations);
+const repeats = Number(values.repeats);
 const rand = rng(Number(values.seed));
 const hosts = Array.from({ length: nHosts }, (_, i) => `n${i + 1}`);
 
-console.log(`# ${trials} trials per line, ${nHosts} hosts, 2 repeats, ${iterations} samples per job (20 iterations × 2 halves), alpha ${DEFAULT_RULE.alpha}`);
+console.log(`# ${trials} trials per line, ${nHosts} hosts, ${repeats} repeats, ${iterations} samples per job (20 iterations × 2 halves), alpha ${DEFAULT_RULE.alpha}`);
 console.log('| noise | margin | fault | healthy | right suspect named | false suspect | inconclusive |');
 console.log('|---|---|---|---|---|---|---|');
-for (const noise of NOISES) {
+for (const noise of String(values.noises).split(',').map((i) => NOISES[Number(i)]!)) {
   for (const margin of String(values.margins).split(',').map(Number)) {
     for (const fault of FAULTS) {
       let healthy = 0, right = 0, wrong = 0, inconclusive = 0;
@@ -101,7 +104,7 @@ for (const noise of NOISES) {
         let other = hosts[Math.floor(rand() * nHosts)]!;
         while (other === bad) other = hosts[Math.floor(rand() * nHosts)]!;
         const opts: LocateOptions = {
-          hosts, npPerHost: 1, jsonFile: null, repeats: 2, rule: { ...DEFAULT_RULE, margin: margin / 100 }, schedule: 'all',
+          hosts, npPerHost: 1, jsonFile: null, repeats, rule: { ...DEFAULT_RULE, margin: margin / 100 }, schedule: 'all',
           timeoutSec: 600, parallel: 0, quiet: true, runArgs: [],
         };
         const doc = await runLocate(new SimMeasurer(opts, noise, fault, bad, [bad, other], rand, iterations), []);

@@ -66,6 +66,8 @@ export interface LocateDocument {
   rule: DecisionRule & { reference: string; test: string };
   suspects: Suspect[];
   links: LinkSuspect[];
+  /** Hosts or pairs slow (or nearly) in the pairs stage whose re-test found them fine: not named. */
+  cleared: { hosts: string[]; evidence: string }[];
   stages: LocateStage[];
 }
 
@@ -114,6 +116,7 @@ export function renderLocateText(doc: LocateDocument): string[] {
   out.push('#');
   for (const s of doc.suspects) out.push(`# suspect host ${s.host} (confidence ${s.confidence.toFixed(4)}): ${s.evidence}`);
   for (const l of doc.links) out.push(`# suspect link ${l.hosts[0]} - ${l.hosts[1]} (confidence ${l.confidence.toFixed(4)}): ${l.evidence}`);
+  for (const c of doc.cleared) out.push(`# cleared ${c.hosts.join(' - ')}: ${c.evidence}`);
   out.push(`# verdict: ${doc.verdict}: ${doc.reason}`);
   if (doc.advice) out.push(`# next: ${doc.advice}`);
   return out;

@@ -82,6 +82,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
   const stages: LocateStage[] = [];
   const suspects: Suspect[] = [];
   const links: LinkSuspect[] = [];
+  const cleared: LocateDocument['cleared'] = [];
   let verdict = 'healthy' as Verdict;
   let reason = '';
   let advice: string | null = null;
@@ -156,8 +157,11 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: r.subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}` });
           else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: r.subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}` });
           verdict = 'suspect';
+        } else if (r.subject.state === 'ok') {
+          // The re-test (a control beside it, one repeat more) is the closer look: it clears a burst of load.
+          cleared.push({ hosts: b.hosts, evidence: `slow in the pairs stage (${found}), fine in its re-test (${again}): transient load, or an intermittent fault` });
         } else {
-          inconclusive(`${b.hosts.join(' - ')} was slow (${found}) but not in its re-test (${ratioText(r.subject)}): intermittent, or noise`,
+          inconclusive(`${b.hosts.join(' - ')} was slow (${found}) but not consistently in its re-test (${ratioText(r.subject)}): intermittent, or noise`,
             `run it again, with more repeats: ${rerun} --repeats ${opts.repeats + 2}`);
         }
       }
@@ -176,7 +180,9 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
             ? await retest(s, u.hosts, ranked, { stage: hostStage, groups: hostMeasured }, true)
             : await retest(s, u.hosts, ranked, { stage: pairsStage, groups: pm.groups });
           stages.push(r.stage);
-          if (r.subject.state !== 'ok') {
+          if (r.subject.state === 'ok') {
+            cleared.push({ hosts: u.hosts, evidence: `below the margin in the pairs stage (${ratioText(u)}), fine in its re-test (${ratioText(r.subject)})` });
+          } else {
             inconclusive(`${u.hosts.join('-')} below the margin in the pairs stage (${ratioText(u)}, repeats ${u.repeatRatios.map((x) => x.toFixed(2)).join(' ')}) and again in its re-test (${ratioText(r.subject)}), not consistently enough to name it`,
               `more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
           }
@@ -192,7 +198,9 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
   }
   if (verdict === 'healthy') {
     const worst = [...pairsStage.groups, ...(hostStage?.groups ?? [])].filter((g) => g.ratio !== null).sort((a, b) => a.ratio! - b.ratio!)[0];
-    reason = `no group slower than ${pct(1 - opts.rule.margin)} of the reference${worst ? ` (slowest ${worst.hosts.join('-')}: ${ratioText(worst)})` : ''}`;
+    reason = cleared.length
+      ? `nothing slow in its re-test; cleared: ${cleared.map((c) => c.hosts.join('-')).join(', ')}`
+      : `no group slower than ${pct(1 - opts.rule.margin)} of the reference${worst ? ` (slowest ${worst.hosts.join('-')}: ${ratioText(worst)})` : ''}`;
   } else if (verdict === 'suspect') {
     const named = [...suspects.map((x) => `host ${x.host}`), ...links.map((l) => `link ${l.hosts.join(' - ')}`)];
     reason = `${named.join(', ')} slow in the pairwise stage and again in the re-test${reason ? `; also: ${reason}` : ''}`;
@@ -205,7 +213,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     hosts, npPerHost: opts.npPerHost, repeats: opts.repeats, runArgs: opts.runArgs,
     rule: { ...opts.rule, reference: 'median of the best third of the groups per size, or a control pair measured at the same time',
       test: 'one-sided Mann-Whitney U (normal approximation, tie-corrected) of the per-iteration busbw ratios' },
-    suspects, links, stages,
+    suspects, links, cleared, stages,
   };
 }
 

@@ -180,3 +180,15 @@ test('flow, several ranks per host: a host slow on its own (host-groups) is re-t
   assert.deepEqual(retest[0]!.hosts, ['h3']);
   assert.deepEqual(locateErrors(doc), []);
 });
+
+test('flow: a pair slow in the pairs stage but fine in its re-test is cleared, not named: healthy', async () => {
+  const hosts = ['h1', 'h2', 'h3', 'h4'];
+  const m: FakeMeasurer = new FakeMeasurer(options(hosts), (h) => (m.calls.length <= 2 && h.length === 2 && h.includes('h1') && h.includes('h4') ? 2 : 10));
+  const doc = await runLocate(m, []);
+  assert.equal(doc.verdict, 'healthy', doc.reason);
+  assert.deepEqual(doc.suspects, []);
+  assert.deepEqual(doc.links, []);
+  assert.deepEqual(doc.cleared.map((c) => c.hosts), [['h1', 'h4']]);
+  assert.match(doc.reason, /cleared: h1-h4/);
+  assert.deepEqual(locateErrors(doc), []);
+});
