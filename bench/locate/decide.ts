@@ -101,7 +101,7 @@ export function formatP(p: number | null): string {
  * otherwise the reference per size is the median of the best third of the groups' levels (at least one group),
  * so that a bad host, which is in 2/n of all pairs, does not pull the reference down.
  */
-export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule, control?: GroupSamples[]): StageAnalysis {
+export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule, control?: GroupSamples[], note?: string): StageAnalysis {
   const live = groups.filter((g) => g.failed === null && g.bySize.size > 0);
   const sizes = [...new Set(live.flatMap((g) => [...g.bySize.keys()]))].sort((a, b) => a - b);
   const refBySize = new Map<number, number>();
@@ -109,7 +109,7 @@ export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule
   let referenceNote: string;
   if (control && control.some((c) => c.failed === null)) {
     const ok = control.filter((c) => c.failed === null);
-    referenceNote = `control: ${ok.map((c) => c.id).join(', ')} measured at the same time`;
+    referenceNote = note ?? `control ${ok.map((c) => c.hosts.join('-')).join(', ')}, measured at the same time`;
     for (const s of sizes) {
       const samples = ok.flatMap((c) => flat(c.bySize.get(s) ?? []));
       if (samples.length) { refBySize.set(s, level(samples)); refGroupsBySize.set(s, ok); }

@@ -62,7 +62,8 @@ async function retest(s: Measurer, hostsUnder: string[], ranked: string[], refer
   const refIds = new Set(reference.stage.groups.filter((g) => g.state === 'ok').sort((a, b) => (b.ratio ?? 0) - (a.ratio ?? 0))
     .slice(0, Math.max(1, Math.ceil(reference.stage.groups.length / 3))).map((g) => g.id));
   const control = controlId ? groups.filter((g) => g.id === controlId) : reference.groups.filter((g) => refIds.has(g.id));
-  const a = analyzeStage([subjectSamples], s.opts.rule, control);
+  const note = controlId ? undefined : `the pairs stage's best pairs (no two other hosts for a control)`;
+  const a = analyzeStage([subjectSamples], s.opts.rule, control, note);
   if (controlId) {
     const c = analyzeStage(groups.filter((g) => g.id === controlId), s.opts.rule, control).groups[0]!;
     a.groups.push(c);
@@ -115,7 +116,8 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
   s.progress(`stage pairs: ${rounds.length} rounds × ${opts.repeats} repeats`);
   const pm = s.interrupted ? { groups: [], jobs: [] } : await s.measure(rounds, opts.repeats);
   const pairsStage = analyzeStage(pm.groups, opts.rule);
-  const wholeStage = analyzeStage(whole.groups, opts.rule, pm.groups.filter((g) => pairsStage.groups.find((r) => r.id === g.id)?.state === 'ok'));
+  const wholeStage = analyzeStage(whole.groups, opts.rule, pm.groups.filter((g) => pairsStage.groups.find((r) => r.id === g.id)?.state === 'ok'),
+    'the pairs that were fine in the pairs stage');
   stages.unshift(stageOf('whole-job', wholeStage, whole.jobs));
   stages.push(stageOf('pairs', pairsStage, pm.jobs));
   const pairAttr = attributePairs(hosts, pairsStage.groups);
