@@ -39,6 +39,17 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   compare: async (args, script, io) => (await import('../commands/compare.js')).compareCommand(args, script, io),
   // what this installation can run here
   info: async (args, _script, io) => (await import('../commands/info.js')).infoCommand(args, io),
+  // names the slow host or link: whole job, per-host groups, pairwise rounds, re-tests (child jobs under mpirun)
+  locate: async (args, script, io) => {
+    const locate = await import('../commands/locate.js');
+    try {
+      return await locate.locateCommand(args, script, io);
+    } catch (e) {
+      if (!(e instanceof locate.UnreachableHostError)) throw e;
+      io.err(`collbench: ${e.message}`);
+      return EXIT.ENVIRONMENT;
+    }
+  },
   // the self-contained tarball for nodes without Node.js
   bundle: async (args, _script, io) => (await import('../commands/bundle.js')).bundleCommand(args, io),
 };
