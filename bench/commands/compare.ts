@@ -1,4 +1,4 @@
-// `collbench compare --env NAME=v1,v2 [--mca NAME=v1,v2] [--gloo-algo a,b] [--runs R] … -- <program> <args…>`:
+// `collbench compare --env NAME=v1,v2 [--mca NAME=v1,v2] [--gloo-algo a,b] [--repeats R] … -- <program> <args…>`:
 // runs the program once per combination of settings (the cartesian product plus the default) and per
 // run, each in its own child process writing its own JSON report (-J), interleaved run by run, and
 // renders the verdict per size (bench/compare/). Replaces rerunning all_reduce_perf under NCCL_ALGO=… by hand.
@@ -36,7 +36,8 @@ Settings (at least one; values separated by commas, \\, for a comma inside a val
                         coll_tuned_use_dynamic_rules=1 (e.g. --mca coll_tuned_allreduce_algorithm=0,1,2,3,4,5,6)
   --gloo-algo a,b       the gloo backend's all_reduce algorithm (--gloo-algo of the program; needs --backend gloo)
 Options:
-  --runs R              runs per combination, interleaved run by run (odd runs in order, even runs reversed) (default 1)
+  --repeats R           runs per combination, interleaved run by run (odd runs in order, even runs reversed); the gain
+                        over the default gets a bootstrap interval and a rank-test verdict (default 5; --runs R too)
   --timeout S           seconds one run may take before it is killed and reported (default 600; 0 = no limit)
   --placement P         out-of-place (default) or in-place: the half whose busbw is compared
   --json FILE           the comparison as JSON (kind "collbench-compare")      - = stdout, for every output
@@ -66,6 +67,13 @@ interface CompareOptions {
   force: boolean;
 }
 
+/** --repeats R (or its older spelling --runs R): runs per combination; 5 by default, the fewest with which a rank test
+ *  can call a gain significant after a correction over a few sizes (3 against 3 never can). */
+function repeatsFlag(repeats: string | undefined, runs: string | undefined): number {
+  if (repeats !== undefined && runs !== undefined) throw UsageError.forFlag('--repeats', 'give --repeats or --runs (the same setting), not both');
+  return repeats !== undefined ? intFlag('--repeats', repeats, 5, 1, 1000) : intFlag('--runs', runs, 5, 1, 1000);
+}
+
 function intFlag(flag: string, text: string | undefined, dflt: number, min: number, max: number): number {
   if (text === undefined) return dflt;
   if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
@@ -76,7 +84,7 @@ function intFlag(flag: string, text: string | undefined, dflt: number, min: numb
 
 /** Compare's own options (before --). */
 const COMPARE_OPTIONS: readonly OptionSpec[] = [
-  ...['env', 'mca', 'gloo-algo', 'runs', 'timeout', 'placement', 'json', 'csv', 'md', 'html', 'junit', 'tuner-csv', 'reports-dir']
+  ...['env', 'mca', 'gloo-algo', 'runs', 'repeats', 'timeout', 'placement', 'json', 'csv', 'md', 'html', 'junit', 'tuner-csv', 'reports-dir']
     .map((long): OptionSpec => ({ long, key: long, takesValue: true })),
   { long: 'quiet', key: 'quiet', takesValue: false },
   { long: 'force', key: 'force', takesValue: false },
@@ -115,7 +123,7 @@ export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
   add('--tuner-csv', renderTunerCsv);
   return {
     axes, placement, outputs, quiet: tokens.values.get('quiet') === true, force: tokens.values.get('force') === true, reportsDir: v('reports-dir') ?? null,
-    runs: intFlag('--runs', v('runs'), 1, 1, 1000),
+    runs: repeatsFlag(v('repeats'), v('runs')),
     timeoutSec: intFlag('--timeout', v('timeout'), 600, 0, 7 * 24 * 3600),
   };
 }

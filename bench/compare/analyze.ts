@@ -4,6 +4,7 @@
 // do by eye across pasted tables (NCCL issues #1368, #812, #762, #1712), as data.
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
 import { EXIT } from '../core/errors.js';
+import { bootstrapRatio, holm, mannWhitneyP } from '../core/stats.js';
 import { choicesAt, type NcclTuningEvent } from './nccl-log.js';
 import type { CollectiveName } from '../core/types.js';
 import type { ChildOutcome } from './runner.js';
@@ -162,14 +163,26 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
       const best = eligible[0] ?? null, second = eligible[1] ?? null;
       const runs = best ? best.n : 0;
       const count = [...bySize.values()][0]?.count ?? 0;
+      // The gain's size: a bootstrap interval of the ratio of median busbw over the interleaved runs (95 %). Whether
+      // there is one at all: the Mann-Whitney test of the runs, corrected across the case's sizes below (Holm).
+      const versus = best && baseline && best.id !== baseline
+        ? { a: bySize.get(best.id)?.bus ?? [], b: bySize.get(baseline)?.bus ?? [] } : null;
+      const ci = versus ? bootstrapRatio(versus.a, versus.b, { seed: sizeBytes + 1 }) : null;
       return {
         sizeBytes, count, results,
         best: best?.id ?? null, runnerUp: second?.id ?? null,
         gainPct: best && base && base.median > 0 ? (best.busBwGBps!.median / base.median - 1) * 100 : null,
+        gainInterval: ci ? { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100, level: ci.level } : null,
+        gainP: versus && versus.a.length >= 2 && versus.b.length >= 2 ? mannWhitneyP(versus.a, versus.b) : null,
+        significance: null,
         clear: best && second && runs > 1 && second.n > 1 ? best.busBwGBps!.min > second.busBwGBps!.max : null,
         ncclChoice: opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null,
       };
     });
+    // Holm's correction over the sizes that have a test: "significant" at some size is then not luck across many.
+    const tested = sizes.filter((sv) => sv.gainP !== null);
+    const passed = holm(tested.map((sv) => sv.gainP!));
+    tested.forEach((sv, i) => { sv.significance = passed[i] ? 'significant' : 'no significant difference'; });
     const crossovers: CompareCase['crossovers'] = [];
     let prev: string | null = null;
     for (const s of sizes) {

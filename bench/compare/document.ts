@@ -57,6 +57,13 @@ export interface SizeVerdict {
   best: string | null;          // id; eligible = status ok (every run completed, #wrong 0 everywhere)
   runnerUp: string | null;
   gainPct: number | null;       // best over the default, in percent
+  /** The gain's 95 % bootstrap interval (percent, ratio of medians over runs); null with fewer than 2 runs of either,
+   *  or when the default is the best. */
+  gainInterval: { lo: number; hi: number; level: number } | null;
+  /** Two-sided Mann-Whitney p of the best's runs against the default's (exact for small samples); null as above. */
+  gainP: number | null;
+  /** Holm-corrected over the case's sizes at 0.05: 'significant' or 'no significant difference'; null without a test. */
+  significance: 'significant' | 'no significant difference' | null;
   clear: boolean | null;        // best's min > runner-up's max (null with one run or one eligible)
   ncclChoice: Choice[] | null;  // what NCCL chose for the default (null when no NCCL log was taken)
 }

@@ -27,6 +27,11 @@ function resultCell(r: CombinationAtSize, c: CompareCombination): string {
 
 const marginCell = (s: SizeVerdict): string => (s.clear === null ? '' : s.clear ? 'clear' : 'overlap');
 
+/** The gain with its interval: `+12.0% [+3.1%, +20.2%]`. */
+const gainCell = (s: SizeVerdict): string =>
+  pct(s.gainPct) + (s.gainInterval ? ` [${pct(s.gainInterval.lo)}, ${pct(s.gainInterval.hi)}]` : '');
+const significanceCell = (s: SizeVerdict): string => s.significance ?? '';
+
 export function caseTitle(cs: CompareCase): string {
   return `${cs.type} ${cs.redop || 'none'} root ${cs.root}`;
 }
@@ -73,17 +78,19 @@ export function renderText(doc: CompareDocument): string[] {
     `${nCombos} combinations x ${doc.runsPerCombination} run(s), interleaved${doc.status !== 'complete' ? ` [${doc.status}]` : ''}`);
   out.push(`# busbw: ${doc.placement} bus bandwidth (GB/s), median over runs [min-max]; ! = wrong results at that size`);
   out.push('# best: highest median among combinations whose every run completed with #wrong 0; gain: best over C0 (default);');
-  out.push('# margin: clear = best\'s min above the runner-up\'s max, overlap = within the spread of runs');
+  out.push('# margin: clear = best\'s min above the runner-up\'s max, overlap = within the spread of runs;');
+  out.push('# [lo, hi]: 95% bootstrap interval of the gain over the runs; vs C0: Mann-Whitney test of the runs, Holm-corrected');
+  out.push('# over the sizes at 0.05 (3 runs against 3 can never be significant by ranks: use --repeats 5 or more for a verdict)');
   out.push('#');
   const combRows = [['id', 'combination', 'status', '#wrong', 'runs', 'error'],
     ...doc.combinations.map((c) => [c.id, c.label, c.status, wrongTotal(c), runsCell(c), shorten(c.error ?? '')])];
   out.push(...aligned(combRows, [0, 1, 2, 5], combRows.map(() => '#  ')));
   for (const cs of doc.cases) {
     out.push('#', `# ${caseTitle(cs)}`);
-    const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
+    const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'vs C0', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
     const rows = cs.sizes.map((s) => [
       String(s.sizeBytes), ...s.results.map((r, i) => resultCell(r, doc.combinations[i]!)),
-      s.best ?? 'none', pct(s.gainPct), marginCell(s), ...(hasNccl(doc) ? [choiceCell(s.ncclChoice ?? []) || '?'] : []),
+      s.best ?? 'none', gainCell(s), significanceCell(s), marginCell(s), ...(hasNccl(doc) ? [choiceCell(s.ncclChoice ?? []) || '?'] : []),
     ]);
     const lines = aligned([head, ...rows], [], ['# ', ...rows.map(() => '  ')]);
     out.push(...lines);
@@ -149,9 +156,9 @@ export function renderCompareMarkdown(doc: CompareDocument): string {
     doc.combinations.map((c) => [c.id, mdEscape(c.label), c.status, wrongTotal(c), runsCell(c), mdEscape(c.error ?? '')]), 6), '');
   for (const cs of doc.cases) {
     lines.push(`## Bus bandwidth: ${mdEscape(caseTitle(cs))}`, '');
-    const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
+    const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'vs C0', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
     lines.push(...mdTable(head, cs.sizes.map((s) => [String(s.sizeBytes),
-      ...s.results.map((r, i) => mdEscape(resultCell(r, doc.combinations[i]!))), s.best ?? 'none', pct(s.gainPct), marginCell(s),
+      ...s.results.map((r, i) => mdEscape(resultCell(r, doc.combinations[i]!))), s.best ?? 'none', gainCell(s), significanceCell(s), marginCell(s),
       ...(hasNccl(doc) ? [mdEscape(choiceCell(s.ncclChoice ?? []))] : [])]), 1), '');
     lines.push(cs.crossovers.length
       ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}`

@@ -7,9 +7,10 @@
 // named: the iterations of one job share its conditions, so they are not independent evidence on their own. Then: a host whose every pair is slow is a host suspect, a slow pair of two
 // otherwise good hosts a link suspect, and only a suspect that is slow again in its re-test is named.
 //
-// Statistics come from simple-statistics (well kept, no dependencies, typed): medians, quantiles, the Wilcoxon rank
-// sum with averaged ties and the error function; the U statistic's tie-corrected normal approximation is built from them.
-import { errorFunction, median, quantile, wilcoxonRankSum } from 'simple-statistics';
+// Statistics: medians and quantiles from simple-statistics (well kept, no dependencies, typed), the rank test from
+// core/stats.ts (shared with compare).
+import { median, quantile } from 'simple-statistics';
+import { mannWhitneyP } from '../core/stats.js';
 
 /**
  * A group's busbw level: the 90th percentile of its per-iteration busbw. What a link can carry shows in its best
@@ -69,25 +70,9 @@ export interface StageAnalysis {
 
 const flat = (runs: number[][]): number[] => runs.flat();
 
-/**
- * One-sided Mann-Whitney U test, H1: x tends to be smaller than y. Normal approximation with tie correction and
- * continuity correction; fine from about 8 samples a side (locate takes ≥ 2 repeats × iterations × 2 halves).
- */
+/** One-sided Mann-Whitney U test, H1: x tends to be smaller than y (core/stats.ts: exact for small samples). */
 export function mannWhitneyLess(x: readonly number[], y: readonly number[]): number {
-  const nx = x.length, ny = y.length;
-  if (nx === 0 || ny === 0) return 1;
-  const rankSum = wilcoxonRankSum(x, y);
-  const u = rankSum - (nx * (nx + 1)) / 2;
-  const n = nx + ny;
-  const counts = new Map<number, number>();
-  for (const v of [...x, ...y]) counts.set(v, (counts.get(v) ?? 0) + 1);
-  let ties = 0;
-  for (const t of counts.values()) ties += t * t * t - t;
-  const variance = ((nx * ny) / 12) * (n + 1 - ties / (n * (n - 1)));
-  if (variance <= 0) return 1;
-  const z = (u - (nx * ny) / 2 + 0.5) / Math.sqrt(variance);
-  // Φ(z) from the error function (simple-statistics' normal table stops at |z| = 3.09, p = 0.001)
-  return Math.min(1, Math.max(0, 0.5 * (1 + errorFunction(z / Math.SQRT2))));
+  return mannWhitneyP(x, y, 'less');
 }
 
 /** The p-value as text (the normal approximation is not worth more than "< 1e-6" far out in the tail). */

@@ -184,7 +184,7 @@ describe('collbench compare: a hung, a crashing and a rejected combination', () 
   });
 
   it('marks a setting Open MPI cannot use (pml ucx here) as failed and still compares the rest', () => {
-    const r = runProgram('collbench', ['compare', '--mca', 'pml=ucx,ob1', '--', 'all_reduce_perf', '-b', '1K', '-e', '4K', '-f', '4',
+    const r = runProgram('collbench', ['compare', '--mca', 'pml=ucx,ob1', '--repeats', '1', '--', 'all_reduce_perf', '-b', '1K', '-e', '4K', '-f', '4',
       '--np', '2', '--backend', 'mpi'], { timeoutMs: 120_000 });
     assert.equal(r.code, 3, r.stderr);
     // The error is the child's first stderr line: usually Open MPI naming ucx, but under load UCX itself may
@@ -219,6 +219,33 @@ describe('collbench compare: the correctness matrix catches a combination that c
     assert.match(r.stdout, /^# correctness: #wrong per size/m);
     assert.match(r.stdout, /^ +2048 +0 +4$/m);
     assert.match(readFileSync(join(dir, 'c.xml'), 'utf8'), /<failure message="run 1: 6 wrong elements" type="wrong-results">/);
+  });
+});
+
+describe('collbench compare: a real difference is significant, with its interval', () => {
+  let lib = '';
+  before(() => {
+    lib = join(fresh(), 'liblate.so');
+    execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib, join(repoRoot, 'test/fixtures/faults/late_allreduce.c')]);
+  });
+
+  it('--repeats 5: the default (rank 1 sleeps 2 ms after each all_reduce) against LATE_SKIP=1 (no sleep)', () => {
+    const dir = fresh();
+    // The interposer makes rank 1 sleep 2 ms after every MPI_Allreduce, unless LATE_SKIP is set (combination C1).
+    const r = runProgram('collbench', ['compare', '--env', 'LATE_SKIP=1', '--repeats', '5', '--quiet', '--json', join(dir, 'c.json'), '--',
+      'all_reduce_perf', '-b', '64K', '-e', '256K', '-f', '4', '--np', '2', '--backend', 'mpi', '-n', '10'],
+    { timeoutMs: 180_000, env: { LD_PRELOAD: lib, LATE_RANK: '1', LATE_US: '2000', OMPI_MCA_mpi_yield_when_idle: '1' } });
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
+    const doc = readJson<CompareDocument>(join(dir, 'c.json'));
+    assert.equal(doc.runsPerCombination, 5);
+    for (const s of doc.cases[0]!.sizes) {
+      assert.equal(s.best, 'C1', JSON.stringify(s));
+      assert.ok(s.gainInterval!.lo > 0 && s.gainInterval!.lo <= s.gainPct! && s.gainPct! <= s.gainInterval!.hi, JSON.stringify(s));
+      // 5 runs against 5, all separated: exact p = 2/252, below Holm's 0.05/2
+      assert.ok(s.gainP! < 0.025, String(s.gainP));
+      assert.equal(s.significance, 'significant');
+    }
+    assert.match(r.stdout, /^ +65536 .* C1 +\+\d+\.\d% \[\+\d+\.\d%, \+\d+\.\d%\] +significant /m);
   });
 });
 

@@ -1,0 +1,125 @@
+// "Is A faster than B" when each was measured a few times, interleaved — the one place for it (compare, locate, accept):
+// how large (a percentile bootstrap interval of the ratio of medians, Efron & Tibshirani, "An Introduction to the
+// Bootstrap", ch. 13, seeded so a report is reproducible) and whether at all (the Mann-Whitney U test, exact for small
+// samples, with Holm's correction across the sizes compared). Medians, quantiles, rank sums and the error function
+// come from simple-statistics (well kept, typed, no dependencies); it has no seeded two-sample bootstrap and no exact
+// small-sample U distribution, so those two short loops are here, checked in test/unit/stats.test.ts against tables.
+import { errorFunction, median, quantileSorted, wilcoxonRankSum } from 'simple-statistics';
+
+/** A small, fast, seedable PRNG (mulberry32): uniform in [0, 1). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function medianOf(xs: readonly number[]): number {
+  return xs.length === 0 ? Number.NaN : median(xs as number[]);
+}
+
+export interface RatioInterval {
+  ratio: number;   // median(a) / median(b)
+  lo: number;      // the interval's bounds, at `level`
+  hi: number;
+  level: number;
+}
+
+/**
+ * median(a) / median(b) with a percentile-bootstrap interval at `level` (each resample draws a and b with replacement).
+ * Null when either side has fewer than 2 values (one run proves nothing) or a median is not positive.
+ */
+export function bootstrapRatio(a: readonly number[], b: readonly number[],
+  opts: { level?: number; resamples?: number; seed?: number } = {}): RatioInterval | null {
+  const level = opts.level ?? 0.95;
+  const resamples = opts.resamples ?? 4000;
+  if (a.length < 2 || b.length < 2) return null;
+  const ratio = medianOf(a) / medianOf(b);
+  if (!(ratio > 0) || !Number.isFinite(ratio)) return null;
+  const rand = seededRandom(opts.seed ?? 1);
+  const draw = (xs: readonly number[]): number[] => xs.map(() => xs[Math.floor(rand() * xs.length)]!);
+  const ratios: number[] = [];
+  for (let i = 0; i < resamples; i++) {
+    const r = medianOf(draw(a)) / medianOf(draw(b));
+    if (Number.isFinite(r)) ratios.push(r);
+  }
+  ratios.sort((x, y) => x - y);
+  const tail = (1 - level) / 2;
+  return { ratio, lo: quantileSorted(ratios, tail), hi: quantileSorted(ratios, 1 - tail), level };
+}
+
+export type Alternative = 'two-sided' | 'less' | 'greater';
+
+/**
+ * p-value of the Mann-Whitney U test (Wilcoxon rank-sum) of a against b; `less`: a tends to be smaller than b. Exact,
+ * from the distribution of U (counted by the standard recursion), when neither side has more than 30 values and there
+ * are no ties; else the normal approximation with tie and continuity corrections. With 3 values a side the smallest
+ * two-sided p is 0.1: a rank test cannot call 3 runs against 3 significant at 0.05, which is the honest answer.
+ */
+export function mannWhitneyP(a: readonly number[], b: readonly number[], alternative: Alternative = 'two-sided'): number {
+  const n1 = a.length, n2 = b.length;
+  if (n1 === 0 || n2 === 0) return 1;
+  const u = wilcoxonRankSum(a as number[], b as number[]) - (n1 * (n1 + 1)) / 2; // U of a: pairs where a is larger
+  const all = [...a, ...b].sort((x, y) => x - y);
+  const tied = all.some((x, i) => i > 0 && x === all[i - 1]);
+  const oneSided = (small: number): number => {
+    // P(U <= small) under the null hypothesis
+    if (!tied && n1 <= 30 && n2 <= 30) {
+      const counts = uDistribution(n1, n2);
+      const total = counts.reduce((sum, c) => sum + c, 0);
+      let tail = 0;
+      for (let k = 0; k <= Math.floor(small + 1e-9); k++) tail += counts[k] ?? 0;
+      return tail / total;
+    }
+    const n = n1 + n2;
+    let ties = 0;
+    for (let i = 0; i < all.length;) {
+      let j = i;
+      while (j < all.length && all[j] === all[i]) j++;
+      ties += (j - i) ** 3 - (j - i);
+      i = j;
+    }
+    const sigma = Math.sqrt((n1 * n2 / 12) * (n + 1 - ties / (n * (n - 1))));
+    if (sigma === 0) return 1;
+    return normalCdf((small - (n1 * n2) / 2 + 0.5) / sigma);
+  };
+  if (alternative === 'less') return Math.min(1, oneSided(u));
+  if (alternative === 'greater') return Math.min(1, oneSided(n1 * n2 - u));
+  return Math.min(1, 2 * oneSided(Math.min(u, n1 * n2 - u)));
+}
+
+/** counts[k]: orderings of n1 + n2 distinct values with U = k, by f(n1, n2, k) = f(n1 − 1, n2, k − n2) + f(n1, n2 − 1, k). */
+function uDistribution(n1: number, n2: number): number[] {
+  let table: number[][] = Array.from({ length: n2 + 1 }, () => [1]); // n1 = 0: U = 0 only
+  for (let i = 1; i <= n1; i++) {
+    const next: number[][] = [[1]]; // n2 = 0
+    for (let j = 1; j <= n2; j++) {
+      const row = new Array<number>(i * j + 1).fill(0);
+      table[j]!.forEach((c, k) => { row[k + j]! += c; }); // the largest value is from a: it beats all j of b
+      next[j - 1]!.forEach((c, k) => { row[k]! += c; });  // the largest value is from b
+      next.push(row);
+    }
+    table = next;
+  }
+  return table[n2]!;
+}
+
+/** Standard normal CDF, from simple-statistics' error function. */
+export function normalCdf(z: number): number {
+  return Math.min(1, Math.max(0, 0.5 * (1 + errorFunction(z / Math.SQRT2))));
+}
+
+/** Holm's step-down correction: which of the p-values are significant at family-wise level alpha. */
+export function holm(pValues: readonly number[], alpha = 0.05): boolean[] {
+  const order = pValues.map((p, i) => ({ p, i })).sort((x, y) => x.p - y.p);
+  const out = new Array<boolean>(pValues.length).fill(false);
+  for (let k = 0; k < order.length; k++) {
+    if (order[k]!.p > alpha / (order.length - k)) break;
+    out[order[k]!.i] = true;
+  }
+  return out;
+}
