@@ -2,6 +2,7 @@
 // list (--hosts or an Open MPI / Slurm-style hostfile), and the run arguments after `--`, checked here with the run
 // command's own parser so that a typo fails before any job starts. Pure apart from reading the hostfile.
 import { readFileSync } from 'node:fs';
+import { slurmAllocationHosts } from '../launch/slurm.js';
 import { parseCommandLine, tokenize, RUN_OPTIONS, type OptionSpec } from '../config/parse.js';
 import { UsageError } from '../core/errors.js';
 import { DEFAULT_RULE, type DecisionRule } from './decide.js';
@@ -122,7 +123,8 @@ export function checkRunArgs(args: string[]): string[] {
   return args;
 }
 
-export function parseLocateArgs(argv: string[], readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')):
+export function parseLocateArgs(argv: string[], readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+  env: NodeJS.ProcessEnv = process.env):
   { kind: 'help' } | { kind: 'plan'; plan: PlanRequest } | { kind: 'run'; options: LocateOptions } {
   const dash = argv.indexOf('--');
   const own = dash < 0 ? argv : argv.slice(0, dash);
@@ -158,7 +160,10 @@ export function parseLocateArgs(argv: string[], readFile: (path: string) => stri
     }
     hosts = checkHosts(parseHostfile(text), `--hostfile ${file}`);
   } else {
-    throw new UsageError('locate: no hosts: give --hosts or --hostfile');
+    // Inside a Slurm allocation (salloc, sbatch): its node list, expanded as `scontrol show hostnames` does.
+    const allocated = slurmAllocationHosts(env);
+    if (allocated === null) throw new UsageError('locate: no hosts: give --hosts or --hostfile, or run inside a Slurm allocation');
+    hosts = checkHosts(allocated, 'the Slurm allocation (SLURM_JOB_NODELIST)');
   }
   const margin = number('--margin', v('margin'), DEFAULT_RULE.margin * 100, 1, 95, false) / 100;
   const alpha = number('--alpha', v('alpha'), DEFAULT_RULE.alpha, 1e-4, 0.5, false);

@@ -70,7 +70,7 @@ function throttle(i: number, rate: string | null): void {
 
 describe('collbench locate: bad input (no hosts needed)', () => {
   const cases: [string, string[], RegExp][] = [
-    ['no hosts', [], /^collbench: locate: no hosts: give --hosts or --hostfile$/],
+    ['no hosts', [], /^collbench: locate: no hosts: give --hosts or --hostfile, or run inside a Slurm allocation$/],
     ['one host', ['--hosts', 'localhost'], /needs at least 2 hosts, got 1/],
     ['duplicates', ['--hosts', 'localhost,localhost'], /host 'localhost' is listed twice/],
     ['unknown host', ['--hosts', 'localhost,no-such-host.invalid'], /unknown host 'no-such-host\.invalid' \(does not resolve\)/],

@@ -95,7 +95,12 @@ test('options: host lists, hostfiles, run arguments and --plan', () => {
   assert.throws(() => checkHosts(['a'], '--hosts'), /needs at least 2 hosts, got 1/);
   assert.throws(() => checkHosts(['a', 'b', 'a'], '--hosts'), /host 'a' is listed twice/);
   assert.throws(() => checkHosts(['a', 'b:4'], '--hosts'), /ranks per host come from --np-per-host/);
-  assert.throws(() => parseLocateArgs([]), (e: unknown) => e instanceof UsageError && e.message === 'locate: no hosts: give --hosts or --hostfile');
+  assert.throws(() => parseLocateArgs([], undefined, {}), (e: unknown) => e instanceof UsageError &&
+    e.message === 'locate: no hosts: give --hosts or --hostfile, or run inside a Slurm allocation');
+  // Inside a Slurm allocation: its node list, expanded as scontrol show hostnames does.
+  const slurm = parseLocateArgs([], undefined, { SLURM_JOB_NODELIST: 'gpu[07-09],login1' });
+  assert.deepEqual(slurm.kind === 'run' && slurm.options.hosts, ['gpu07', 'gpu08', 'gpu09', 'login1']);
+  assert.throws(() => parseLocateArgs([], undefined, { SLURM_JOB_NODELIST: 'gpu[07-' }), /SLURM_JOB_NODELIST/);
   assert.throws(() => parseLocateArgs(['--hosts', 'a,b', '--hostfile', 'f']), /not both/);
   assert.throws(() => parseLocateArgs(['--hostfile', '/nonexistent/hosts']), /--hostfile: cannot read \/nonexistent\/hosts: ENOENT/);
   assert.throws(() => parseLocateArgs(['--hosts', 'a,b', '--', '-J', 'x.json']), /-J is set by locate itself/);
