@@ -13,6 +13,7 @@ import type { LocateJob } from '../bench/locate/document.js';
 import { runLocate, type GroupSpec, type Measurer } from '../bench/locate/flow.js';
 import type { LocateOptions } from '../bench/locate/options.js';
 import { DEFAULT_RULE } from '../bench/locate/decide.js';
+import { seededRandom } from '../bench/core/stats.js';
 
 interface Noise { name: string; job: number; iter: number; contend: number; dip: number }
 interface Fault { kind: 'none' | 'host' | 'link'; slowdown: number }
@@ -26,18 +27,6 @@ const FAULTS: Fault[] = [
   { kind: 'none', slowdown: 1 },
   ...[1.25, 1.5, 2, 3, 10].flatMap((s): Fault[] => [{ kind: 'host', slowdown: s }, { kind: 'link', slowdown: s }]),
 ];
-
-/** mulberry32: a small seeded generator, so that a table can be reproduced. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class SimMeasurer implements Measurer {
   interrupted = false;
@@ -89,7 +78,7 @@ const { values } = parseArgs({
 });
 const trials = Number(values.trials), nHosts = Number(values.hosts), iterations = Number(values.iterations);
 const repeats = Number(values.repeats);
-const rand = rng(Number(values.seed));
+const rand = seededRandom(Number(values.seed)); // so that a table can be reproduced
 const hosts = Array.from({ length: nHosts }, (_, i) => `n${i + 1}`);
 
 console.log(`# ${trials} trials per line, ${nHosts} hosts, ${repeats} repeats, ${iterations} samples per job (20 iterations × 2 halves), alpha ${DEFAULT_RULE.alpha}`);

@@ -2,22 +2,14 @@
 // values of the right kind, of the wrong kind, and garbage), from a seeded generator so a failure is
 // reproducible: COLLBENCH_FUZZ_SEED=<seed printed in the test name>.
 import { ACTIONS, FLAGS } from '../../bench/core/flags.js';
+import { seededRandom } from '../../bench/core/stats.js';
 
 export function fuzzSeed(): number {
   return Number(process.env.COLLBENCH_FUZZ_SEED ?? 20261123);
 }
 
-/** mulberry32: a small seeded generator, so a failure is reproducible from the printed seed. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator (core/stats.ts seededRandom), so a failure is reproducible from the printed seed. */
+export const rng = seededRandom;
 
 const GARBAGE = ['', ' ', '-', '--', '---', '-1', '0', '0x', '08', '1.5', '1e3', '9'.repeat(30), '-9223372036854775809',
   'NaN', 'all', 'none', '\u0000', '\n', 'é', '😀', '--=', '-=', '=', '$(rm -rf /)', '`id`', ';', '|', '&&', '../x',
@@ -30,6 +22,8 @@ function valueFor(kind: string, choices: readonly string[] | undefined, r: () =>
     case 'size': return pick(['8', '1K', '128K', '1M', '32M', '1G', '0', String(Math.floor(r() * 1e9))]);
     case 'int': return pick(['-1', '0', '1', '2', '3', '4', '20', '0x10', '010', '128', '2147483647', '2147483648']);
     case 'bool': return pick(['0', '1', '2']);
+    case 'real': return pick(['0', '0.5', '1', '2.5', '100', '101', '-1', '1e2', '.5', 'NaN']);
+    case 'duration': return pick(['90s', '30m', '2h', '1d', '0', '7200', '-5s', '1e3', 'soon', '2 h']);
     case 'choice': case 'list': return pick([...(choices ?? []), 'all']);
     default: return pick(['out.json', '-', 'file:/tmp/x', 'redis://h0:6379', 'eth0', 'h1,h2:4', '/tmp/libnccl.so.2']);
   }
