@@ -124,6 +124,11 @@ export function parseProfile(text: string, path: string): Profile {
     const path0 = pathOf(e.instancePath);
     const p = e.params as Record<string, unknown>;
     const key = (p.unevaluatedProperty ?? p.additionalProperty ?? p.missingProperty) as string | undefined;
+    // a missing one of several (anyOf of required): name them all, on the object's line
+    const alternatives = e.keyword === 'required' && /\/anyOf\/\d+\/required$/.test(e.schemaPath)
+      ? errors.filter((x) => x.keyword === 'required' && x.instancePath === e.instancePath && /\/anyOf\/\d+\/required$/.test(x.schemaPath))
+        .map((x) => String((x.params as { missingProperty: string }).missingProperty)) : [];
+    if (alternatives.length > 1) fail(lineOf(doc, lines, path0), keyText(path0), `needs at least one of ${alternatives.join(', ')}`);
     const named = key !== undefined ? [...path0, key] : path0;
     fail(lineOf(doc, lines, path0, p.missingProperty === undefined ? key : undefined), keyText(named), errorText(e));
   }
