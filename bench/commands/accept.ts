@@ -135,6 +135,8 @@ function runExitCode(o: ChildOutcome): number {
 
 class AcceptSession {
   interrupted = false;
+  /** 130 (SIGINT) or 143 (SIGTERM), as a shell reports an interrupted command. */
+  signalExit = 130;
   private current: RunningChild | null = null;
   private readonly env: NodeJS.ProcessEnv;
   world: { nranks: number; backend: string; host: string } | null = null;
@@ -145,7 +147,11 @@ class AcceptSession {
     delete this.env[ARGV_ENV]; // each run records its own command line
   }
 
-  readonly onSignal = (): void => { this.interrupted = true; this.current?.stop(); };
+  readonly onSignal = (signal: NodeJS.Signals): void => {
+    if (!this.interrupted) this.signalExit = signal === 'SIGTERM' ? 143 : 130;
+    this.interrupted = true;
+    this.current?.stop();
+  };
 
   progress(line: string): void { if (!this.opts.quiet) this.io.err(`accept: ${line}`); }
 
@@ -288,7 +294,7 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: Acce
     const errors: string[] = [];
     if (session.interrupted) errors.push('interrupted');
     const verdict: Verdict = session.interrupted || firstError ? 'error' : rows.every((r) => r.status === 'pass') ? 'pass' : 'fail';
-    const exitCode = session.interrupted ? 130 : firstError ? firstError.exitCode : verdict === 'pass' ? EXIT.OK : EXIT.WRONG_RESULTS;
+    const exitCode = session.interrupted ? session.signalExit : firstError ? firstError.exitCode : verdict === 'pass' ? EXIT.OK : EXIT.WRONG_RESULTS;
     const doc: AcceptDocument = {
       kind: ACCEPT_KIND, schemaVersion: ACCEPT_SCHEMA_VERSION, verdict, exitCode,
       startTime: isoLocal(startTime), endTime: isoLocal(new Date()), argv: ['collbench', 'accept', ...argv],

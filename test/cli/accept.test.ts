@@ -5,14 +5,14 @@
 // allreduce of the wrong counts stays intact) fails zero-#wrong. Bad input (profile, baseline,
 // world) is one line and exit 2 with nothing written. The profile is cpu-smoke's all_reduce checks, same numbers.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { schemaErrors } from '../../bench/accept/schemas.js';
 import type { AcceptDocument } from '../../bench/accept/verdict.js';
-import { repoRoot, runProgram } from '../helpers/cli.js';
+import { binDir, repoRoot, runProgram } from '../helpers/cli.js';
 
 const PROFILE = `kind: collbench-profile
 version: 1
@@ -123,6 +123,27 @@ describe('collbench accept on 2 MPI ranks', () => {
       assert.equal(row.status, 'fail');
       assert.ok(row.measured! > 0);
     }
+  });
+
+  it('Ctrl-C stops the running check: exit 130, verdict "error", no baseline saved', async () => {
+    const json = join(dir, 'int.json');
+    const saved = join(dir, 'int-baseline.json');
+    const child = spawn(join(binDir, 'collbench'), ['accept', '--profile', profile, '--np', '2', '-J', json, '--save-baseline', saved],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let sent = false;
+    const code = await new Promise<number | null>((resolve) => {
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+        if (!sent && /run 1\/3: thresholds held/.test(stderr)) sent = child.kill('SIGINT'); // the next run has started
+      });
+      child.on('close', (c) => resolve(c));
+    });
+    assert.equal(code, 130, stderr);
+    const d = verdict(json);
+    assert.equal(d.verdict, 'error');
+    assert.deepEqual(d.errors, ['interrupted']);
+    assert.equal(existsSync(saved), false);
   });
 
   describe('bad input: one line, exit 2, nothing written', () => {
