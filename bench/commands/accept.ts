@@ -30,9 +30,9 @@ import { failureLine, startChild, type ChildOutcome, type RunningChild } from '.
 /**
  * Default --tolerance: a size regresses only when its median time is more than 1 + this times the baseline's (and
  * significantly so). Measured here (README "Accept"): 6 unchanged runs of profiles/cpu-smoke.yaml on the shared
- * 2-core machine, every run against every other (30 pairs x 17 sizes): median-time ratios p50 1.00, p95 2.22,
- * max 2.87, and most of them "significant" (load comes in bursts longer than a run, which no within-run interval
- * sees). 3 (a 4x slowdown) stays clear of the worst seen; quieter machines should pass a smaller --tolerance.
+ * 2-core machine, every run against every other (30 pairs x 17 sizes), twice: median-time ratios p95 2.22 and 1.23,
+ * max 2.87 and 2.31, a third of them "significant" (load comes in bursts longer than a run, which no within-run
+ * interval sees). 3 (a 4x slowdown) stays clear of the worst seen; quieter machines should pass a smaller one.
  */
 export const DEFAULT_TOLERANCE = 3;
 /** Family-wise error rate of the baseline comparisons of one verdict (Bonferroni over every size compared). */

@@ -3,7 +3,8 @@
 // sleep 1.5 ms after every MPI_Allreduce fails the thresholds and the baseline, and the verdict names rank 1 and its
 // host; one that corrupts element 100 (the fault-injection test's; 100, not 0, so that collbench's own 2-element
 // allreduce of the wrong counts stays intact) fails zero-#wrong. Bad input (profile, baseline,
-// world) is one line and exit 2 with nothing written. The profile is cpu-smoke's all_reduce checks, same numbers.
+// world) is one line and exit 2 with nothing written. The profile is cpu-smoke's all_reduce checks with its thresholds
+// (50 iterations per size instead of 200, so that the stalled runs stay short).
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
