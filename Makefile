@@ -3,7 +3,8 @@
 SHELL := /bin/bash
 # chromium: the HTML report test opens the page in headless Chromium (playwright-core drives Debian's build)
 # slurm-wlm, munge: test/cli/slurm.test.ts starts a one-machine Slurm (slurmctld + slurmd, authenticated by munged)
-APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server slurm-wlm munge
+# python3-prometheus-client: test/cli/soak.test.ts reads --prom files with the official Prometheus client's text parser
+APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server python3-prometheus-client slurm-wlm munge
 # Tests: scripts/run-tests.sh runs the files in a parallel group (TEST_JOBS at a time) and a serial group (files
 # that share machine-wide resources or race a clock), then one summary; `make test-unit` is the in-process part.
 TEST_JOBS ?= 2
@@ -14,7 +15,7 @@ PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf r
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead lint test test-unit clean nccl-cache bundle
+.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead lint test test-unit stress clean nccl-cache bundle
 
 all: build
 
@@ -62,7 +63,7 @@ bench-overhead: build
 # One self-contained tarball (Node runtime, dist/, production dependencies, build/Release/*.node, launchers):
 # collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (see README, "Bundle").
 bundle: build
-	bin/collbench bundle
+	bin/collbench bundle --force
 
 # A cached NCCL wheel, when this machine has one, is unpacked into the ignored .cache/nccl/ so the NCCL
 # ABI and error-path tests run against a real libnccl (they skip, saying so, without one).
@@ -80,6 +81,12 @@ test-unit: node-deps
 # lint first: a lint error fails in seconds, before the build and the long tests.
 test: lint build nccl-cache
 	scripts/run-tests.sh all
+
+# The long forms of the fault tests (README, "Reliability"), not run by make test: 10 kill -9 trials per backend
+# (MPI and Gloo, 3-4 ranks) and the counts above 2^31-1 elements (1 and 2 ranks, about 4.3 GB per rank, minutes).
+stress: build
+	COLLBENCH_DEATH_TRIALS=10 COLLBENCH_STRESS=1 node --import tsx --test --test-concurrency=1 \
+	  test/cli/rank-death.test.ts test/cli/big-count.test.ts
 
 clean:
 	rm -rf build dist bin

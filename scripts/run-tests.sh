@@ -28,6 +28,9 @@ serial=(
   test/cli/behaviour.test.ts
   # compare --timeout 4: the healthy mpirun combinations must finish within 4 s; Ctrl-C test polls for leftovers
   test/cli/compare.test.ts
+  # network namespaces cblNNNNN-h1..h5 on 10.250.71-79.x, /etc/hosts lines, tc qdiscs; its verdicts compare the busbw
+  # of jobs run at the same time, which any other CPU-heavy test running meanwhile distorts
+  test/cli/locate-netns.test.ts
   # kill -9 / SIGINT after the first rows of a sweep, progress lines timed on a pseudo-terminal (script(1))
   test/cli/report-run.test.ts
   # a 1.5 ms straggler on 3-4 ranks of 2 cores: another file's ranks beside it stretch every iteration past twice the
@@ -35,6 +38,8 @@ serial=(
   test/cli/late-rank.test.ts
   # SIGSTOPs a rank and expects the -T 3 watchdog and the survey of progress boards (1.5 s answers) to name it
   test/cli/hung-rank.test.ts
+  # kill -9 of a random rank: the job must end within -T 10 + 5 s, and no process naming its folder may be left
+  test/cli/rank-death.test.ts
 )
 
 # Every test file; the parallel group is all of them but the serial ones.

@@ -4,6 +4,7 @@
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
 import type { ResolvedOptions } from '../core/flags.js';
+import type { CollectiveName } from '../core/types.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 
 /** What adjust() decided: the options to run with and the reduced -e to announce, if any. */
@@ -26,6 +27,9 @@ export interface BackendDriver {
    *  datatypes the GPUs lack) and the reduced -e to announce, if any. */
   adjust?(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
     Adjusted | Promise<Adjusted>;
+  /** The largest element count one op of `collective` can take on this backend, and why; absent or null: no
+   *  limit below 2^53. A larger count is refused before any buffer is allocated (one line, exit 2). */
+  maxCount?(collective: CollectiveName): { max: number; why: string } | null;
   /** -M: memory used, combined over the job (called on every rank). */
   memoryUsage?(native: NativeBackend): MemoryUsage;
   /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). */

@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
+import { REDIS_PASSWORD_IN_URL } from '../config/resolve.js';
 import { UsageError } from '../core/errors.js';
 import type { GlooAlgo } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
@@ -108,6 +109,9 @@ export interface GlooStorePlan {
 
 export function glooStorePlan(world: GlooWorld, option: string | null, env: Env = process.env): GlooStorePlan {
   if (option !== null) return { store: option, ownedDir: null };
+  if (env.COLLBENCH_GLOO_STORE && /^redis:\/\/.*@/.test(env.COLLBENCH_GLOO_STORE)) {
+    throw new UsageError(`COLLBENCH_GLOO_STORE: ${REDIS_PASSWORD_IN_URL}`);
+  }
   if (env.COLLBENCH_GLOO_STORE) return { store: env.COLLBENCH_GLOO_STORE, ownedDir: null };
   if (world.size === 1) return { store: null, ownedDir: null };
   if (world.localSize < world.size) {
@@ -139,6 +143,8 @@ export interface GlooInitConfig {
   algo: GlooAlgo;
   /** Rendezvous store: file:DIR or redis://HOST:PORT; absent for a 1-rank world (in-memory store). */
   store?: string;
+  /** Redis AUTH password for a redis:// store (redisPassword()); never from argv, never in a report. */
+  storePassword?: string;
   /** TCP transport: bind to this interface, or else to this address / host name. */
   iface?: string;
   hostname?: string;
@@ -176,6 +182,16 @@ function glooTimeoutMs(env: Env): number {
   return ms;
 }
 
+/**
+ * The Redis store's password: COLLBENCH_GLOO_REDIS_PASSWORD, else REDISCLI_AUTH (the variable redis-cli reads), else
+ * none. Only the environment: a command-line value would show in ps and in the reports' argv. Reports never record
+ * either variable (report/provenance.ts leaves out every variable whose name says password, secret, token or auth).
+ */
+export function redisPassword(env: Env = process.env): string | null {
+  const v = env.COLLBENCH_GLOO_REDIS_PASSWORD || env.REDISCLI_AUTH;
+  return v ? v : null;
+}
+
 /** COLLBENCH_GLOO_FLOAT16: gloo (default) or collbench. */
 function glooFloat16(env: Env): GlooFloat16 {
   const v = env.COLLBENCH_GLOO_FLOAT16;
@@ -200,6 +216,8 @@ export function glooInitConfig(options: ResolvedOptions, env: Env = process.env)
     runId: world.runId, algo: options.glooAlgo, timeoutMs: glooTimeoutMs(env), float16: glooFloat16(env),
   };
   if (plan.store !== null) config.store = plan.store;
+  const password = redisPassword(env);
+  if (plan.store?.startsWith('redis://') && password !== null) config.storePassword = password;
   if (transport.iface) config.iface = transport.iface;
   if (transport.hostname) config.hostname = transport.hostname;
   return { config, ownedDir: plan.ownedDir, world };

@@ -4,8 +4,15 @@
 import { BackendUnavailableError } from '../core/errors.js';
 import { prepareSingletonMpi } from '../launch/environment.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';
+import type { CollectiveName } from '../core/types.js';
+import { watchdogFloorSec } from '../core/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
+
+const INT_MAX = 2 ** 31 - 1;
+/** The element-wise collectives whose counts above INT_MAX the native side splits into <= INT_MAX pieces
+ *  (native/src/backends/mpi/mpi_backend.cc, forPieces): the timed op is then several MPI calls. */
+const MPI_SPLIT: readonly CollectiveName[] = ['all_reduce', 'broadcast', 'reduce', 'sendrecv'];
 
 export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDriver {
   return {
@@ -14,6 +21,8 @@ export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDr
       if (refusal !== null) throw new BackendUnavailableError(refusal);
       prepareSingletonMpi(); // the process environment itself: MPI_Init reads it
     },
+    // MPI_Init under the watchdog too (native alarm: the JS thread is blocked in it): -T, else the default floor.
+    init: async (native, options) => native.init({ initTimeoutSec: options.timeoutSec ?? watchdogFloorSec(env) }),
     validate: (options) => refuseGpuOnlyFlags(options, 'mpi'),
     adjust: cpuMemoryAdjust,
     rankLine: cpuRankLine,
@@ -27,5 +36,9 @@ export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDr
       return [];
     },
     perIterTimer: 'host clock timing',
+    maxCount: (collective) => MPI_SPLIT.includes(collective) ? null : {
+      max: INT_MAX,
+      why: `MPI counts are int and Open MPI 4.1 has no big-count (MPI_*_c) calls; collbench splits only ${MPI_SPLIT.join(', ')} into smaller calls`,
+    },
   };
 }

@@ -12,10 +12,21 @@ import { isNativeError } from '../native/binding.js';
 import { OutputError } from '../report/outputs.js';
 import { VERSION } from '../version.js';
 
+/** One line to a file descriptor; a reader that went away (`| head`) ends the process quietly with 141, as
+ *  SIGPIPE ends a C program (nccl-tests), instead of an "internal error" stack trace. */
+function writeLine(fd: number, line: string): void {
+  try {
+    writeSync(fd, line + '\n');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EPIPE') process.exit(128 + 13);
+    throw e;
+  }
+}
+
 /** Line-at-a-time output straight to the file descriptors, so nothing is lost on exit. */
 export const stdio: RunIO = {
-  out: (line) => { writeSync(1, line + '\n'); },
-  err: (line) => { writeSync(2, line + '\n'); },
+  out: (line) => { writeLine(1, line); },
+  err: (line) => { writeLine(2, line); },
 };
 
 type Subcommand = (args: string[], scriptPath: string, io: RunIO) => Promise<number>;
@@ -30,6 +41,17 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   accept: async (args, script, io) => (await import('../commands/accept.js')).acceptCommand(args, script, io),
   // what this installation can run here
   info: async (args, _script, io) => (await import('../commands/info.js')).infoCommand(args, io),
+  // names the slow host or link: whole job, per-host groups, pairwise rounds, re-tests (child jobs under mpirun)
+  locate: async (args, script, io) => {
+    const locate = await import('../commands/locate.js');
+    try {
+      return await locate.locateCommand(args, script, io);
+    } catch (e) {
+      if (!(e instanceof locate.UnreachableHostError)) throw e;
+      io.err(`collbench: ${e.message}`);
+      return EXIT.ENVIRONMENT;
+    }
+  },
   // the self-contained tarball for nodes without Node.js
   bundle: async (args, _script, io) => (await import('../commands/bundle.js')).bundleCommand(args, io),
 };

@@ -52,6 +52,7 @@ Options:
   -J, --json FILE       the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); - = stdout
   --junit FILE          the verdict as JUnit XML, one test case per check row; - = stdout
   --timeout S           seconds one run may take before it is killed (default 600; 0 = no limit)
+  --force               replace output files that already exist (without it they are refused before any run)
   --quiet               no progress lines on stderr
 Launch options, passed to every run: ${launchFlags().map((f) => `--${f.long}`).join(', ')}
 Exit status: 0 every check passed, 7 a check failed, 2 bad input (profile, baseline, options), and as for runs
@@ -72,6 +73,7 @@ interface AcceptOptions {
   tolerance: number;
   timeoutSec: number;
   quiet: boolean;
+  force: boolean;
   launch: string[];
   np: number | null;
 }
@@ -80,6 +82,7 @@ const OWN: readonly OptionSpec[] = [
   ...['profile', 'baseline', 'save-baseline', 'tolerance', 'junit', 'timeout'].map((long): OptionSpec => ({ long, key: long, takesValue: true })),
   { short: 'J', long: 'json', key: 'json', takesValue: true },
   { long: 'quiet', key: 'quiet', takesValue: false },
+  { long: 'force', key: 'force', takesValue: false },
   { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
 ];
 
@@ -111,7 +114,8 @@ export function parseAcceptArgs(args: string[]): AcceptOptions | 'help' {
   const np = npText !== null && /^\d+$/.test(npText) ? Number(npText) : null;
   return {
     profile, baseline: v('baseline'), saveBaseline: v('save-baseline'), json: v('json'), junit: v('junit'), tolerance,
-    timeoutSec: toText === null ? 600 : Number(toText), quiet: tokens.values.get('quiet') === true, launch: launchArgs, np,
+    timeoutSec: toText === null ? 600 : Number(toText), quiet: tokens.values.get('quiet') === true,
+    force: tokens.values.get('force') === true, launch: launchArgs, np,
   };
 }
 
@@ -267,7 +271,8 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: Acce
     { flag: '-J', path: opts.json, render: renderVerdictJson },
     { flag: '--junit', path: opts.junit, render: renderVerdictJunit },
   ].filter((o): o is { flag: string; path: string; render: (d: AcceptDocument) => string } => o.path !== null);
-  checkOutputPaths([...outputs, ...(opts.saveBaseline ? [{ flag: '--save-baseline', path: opts.saveBaseline }] : [])]);
+  checkOutputPaths([...outputs, ...(opts.saveBaseline ? [{ flag: '--save-baseline', path: opts.saveBaseline }] : [])],
+    { force: opts.force });
   if (opts.saveBaseline === '-') throw UsageError.forFlag('--save-baseline', 'needs a file name, not -');
   const profile: Profile = loadProfile(opts.profile);
   const baseline = opts.baseline !== null ? loadBaseline(opts.baseline) : null;

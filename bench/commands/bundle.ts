@@ -38,10 +38,11 @@ export interface BundleManifest {
   dependencies: string[];
 }
 
-export const BUNDLE_HELP = `usage: collbench bundle [-o FILE]
+export const BUNDLE_HELP = `usage: collbench bundle [-o FILE] [--force]
   Writes collbench-${VERSION}-linux-<arch>.tar.xz (or FILE): this Node.js runtime, the compiled JavaScript,
   production dependencies, every built native module, launchers for collbench and the *_perf programs, and a
-  README. Extract it anywhere and run <dir>/bin/all_reduce_perf; no Node.js or npm needed there.`;
+  README. Extract it anywhere and run <dir>/bin/all_reduce_perf; no Node.js or npm needed there.
+  An existing FILE is refused (before anything is staged) unless --force is given.`;
 
 export function bundleName(arch: string = process.arch): string {
   return `collbench-${VERSION}-linux-${arch}`;
@@ -202,13 +203,17 @@ export function writeBundle(output: string, io: RunIO): number {
 export async function bundleCommand(argv: string[], io: RunIO): Promise<number> {
   const tokens = tokenize(argv, [
     { short: 'o', long: 'output', key: 'output', takesValue: true, value: 'FILE' },
+    { long: 'force', key: 'force', takesValue: false },
     { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
   ], 'bundle: ');
   if (tokens.stop === 'help') { io.out(BUNDLE_HELP); return 0; }
-  if (tokens.positionals.length > 0) throw new UsageError(`bundle: unknown argument '${tokens.positionals[0]}' (usage: collbench bundle [-o FILE])`);
+  if (tokens.positionals.length > 0) throw new UsageError(`bundle: unknown argument '${tokens.positionals[0]}' (usage: collbench bundle [-o FILE] [--force])`);
   const output = tokens.values.get('output');
   if (output === '') throw UsageError.forFlag('bundle: --output', 'needs a file name');
   const file = resolve(typeof output === 'string' ? output : `${bundleName()}.tar.xz`);
+  if (existsSync(file) && tokens.values.get('force') !== true) {
+    throw new UsageError(`bundle: ${file} already exists; refusing to overwrite it (give --force to replace it)`);
+  }
   const size = writeBundle(file, io);
   const mb = (size / 1e6).toFixed(1);
   io.out(`${file} (${mb} MB)`);

@@ -47,6 +47,7 @@ Options:
   --tuner-csv FILE      the winners in the format of NCCL's example tuner plugin (NCCL_TUNER_CONFIG_FILE)
   --reports-dir DIR     keep every run's own JSON report (and the NCCL log) in DIR (default: a temporary folder, removed)
   --quiet               no progress lines on stderr
+  --force               replace output files that already exist (without it they are refused before any run)
 On the NCCL backend an extra default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING records which algorithm and
 protocol NCCL chose per size (the "NCCL chose" column); its timings are not used.
 Exit status: 0 all clean, 7 a combination gave wrong results, 3 a combination failed or was rejected, 4 a run
@@ -62,6 +63,7 @@ interface CompareOptions {
   outputs: { flag: string; path: string; render: (d: CompareDocument) => string | Promise<string> }[];
   reportsDir: string | null;
   quiet: boolean;
+  force: boolean;
 }
 
 function intFlag(flag: string, text: string | undefined, dflt: number, min: number, max: number): number {
@@ -77,6 +79,7 @@ const COMPARE_OPTIONS: readonly OptionSpec[] = [
   ...['env', 'mca', 'gloo-algo', 'runs', 'timeout', 'placement', 'json', 'csv', 'md', 'html', 'junit', 'tuner-csv', 'reports-dir']
     .map((long): OptionSpec => ({ long, key: long, takesValue: true })),
   { long: 'quiet', key: 'quiet', takesValue: false },
+  { long: 'force', key: 'force', takesValue: false },
   { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
 ];
 
@@ -111,7 +114,7 @@ export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
   add('--junit', renderCompareJunit);
   add('--tuner-csv', renderTunerCsv);
   return {
-    axes, placement, outputs, quiet: tokens.values.get('quiet') === true, reportsDir: v('reports-dir') ?? null,
+    axes, placement, outputs, quiet: tokens.values.get('quiet') === true, force: tokens.values.get('force') === true, reportsDir: v('reports-dir') ?? null,
     runs: intFlag('--runs', v('runs'), 1, 1, 1000),
     timeoutSec: intFlag('--timeout', v('timeout'), 600, 0, 7 * 24 * 3600),
   };
@@ -162,7 +165,7 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
   const combos = combinations(opts.axes);
   const program = parseProgram(argv.slice(dash + 1));
   for (const c of combos) checkCombination(program, c);
-  checkOutputPaths(opts.outputs);
+  checkOutputPaths(opts.outputs, { force: opts.force });
   const backend = predictBackend(program);
   if (opts.outputs.some((o) => o.flag === '--tuner-csv')) {
     if (!TUNER_COLLECTIVE[program.collective]) {

@@ -8,6 +8,7 @@ import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
 import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
+import { checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 
 export interface LaunchContext {
@@ -25,6 +26,8 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext):
   if (underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
   const { record } = selectBackend(options.backend, { ncclLib: options.ncclLib }, env);
   record.createDriver(env).validate(options);
+  // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
+  checkOutputPaths(outputSpecs(options), { force: options.force });
   const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed) };
   const args = childArguments(options, ctx.programNamesCollective);
   const np = options.np!;

@@ -21,6 +21,7 @@ export const REPORT_USAGE = `USAGE: collbench report FILE.json [FILE.json …] [
   --md FILE     Markdown: the runs, and busbw and time per size side by side
   --label NAME  name of the next run in the legend (repeat, in file order; default: the file name)
   --title TEXT  page title
+  --force       replace output files that already exist (without it they are refused)
   At least one of --html and --md is needed; - writes it to stdout.`;
 
 export interface LoadedRun { file: string; run: ChartRun; doc: ReportDocument | null }
@@ -89,6 +90,7 @@ export function renderComparisonMarkdown(runs: ChartRun[], title: string): strin
 
 const REPORT_OPTIONS: readonly OptionSpec[] = [
   ...['html', 'md', 'label', 'title'].map((long): OptionSpec => ({ long, key: long, takesValue: true })),
+  { long: 'force', key: 'force', takesValue: false },
   { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
 ];
 
@@ -110,7 +112,7 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
   const given = values.label ?? [];
   if (given.length > files.length) throw UsageError.forFlag('--label', `${given.length} labels for ${files.length} files`);
   const outputs = [...(html !== null ? [{ flag: '--html', path: html }] : []), ...(md !== null ? [{ flag: '--md', path: md }] : [])];
-  checkOutputPaths(outputs);
+  checkOutputPaths(outputs, { force: tokens.values.get('force') === true });
 
   const labels = labelsFor(files, given);
   const runs = files.map((f, i) => loadRun(f, labels[i]!).run);

@@ -9,20 +9,21 @@ import { selectBackend } from '../backends/registry.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
 import { UsageError } from '../core/errors.js';
-import { minBwVerdict, runExitCode } from '../core/verdict.js';
+import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/verdict.js';
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
-import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
+import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfResult, type HalfSpec } from '../core/types.js';
+import { iterStats } from '../core/iter-stats.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { shortHost, type RankLineInfo } from '../core/ranks.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
-import { disconnectedWorldWarning, monotonicClockId } from '../launch/environment.js';
+import { disconnectedWorldWarning, launcherRank, monotonicClockId } from '../launch/environment.js';
 import { boardBindAddress, decodeEntries, encodeEntry, ProgressBoard } from '../launch/progress-board.js';
 import { Watchdog } from './watchdog.js';
 import { COMBINE, type BackendInfo, type NativeBackend } from '../native/binding.js';
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
-import type { Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
+import type { CycleRecord, Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
 import { VERSION } from '../version.js';
 
 /** Where a command's lines go: plain functions (passed around on their own, never called as methods). */
@@ -53,13 +54,18 @@ export interface SuiteHooks {
 
 export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
-  checkOutputPaths(outputSpecs(options)); // every rank, before anything starts: no side effects
+  // Before anything starts, by the rank that writes (rank 0, or every rank when no launcher says which):
+  // ranks on other hosts may not see rank 0's folder. The --np launcher has already checked the same paths.
+  const launched = launcherRank(hooks.env ?? process.env);
+  if (launched === null || launched === 0) checkOutputPaths(outputSpecs(options), { force: options.force });
   const { record, module: native } = selectBackend(options.backend, { ncclLib: options.ncclLib }, hooks.env);
   const driver = record.createDriver(hooks.env);
   driver.validate(options);
   driver.prepare?.(options);
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
+    // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
+    refuseCounts(options, desc, driver, info, hooks.env ?? process.env);
     // What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory): alike on every rank.
     const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
     const adjusted = driver.adjust
@@ -209,20 +215,103 @@ function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
   native.allocate(sendBytes + slack, recvBytes + slack);
 }
 
+/**
+ * --duration: whether the soak's time has passed, agreed by every rank after each row (each asks its own clock; an
+ * allreduce max makes the first rank that sees it pass stop everyone after the same row). Without --duration: never.
+ */
+function soakClock(run: RunContext, durationSec: number | null): { endless: boolean; over: boolean; passed(): Promise<boolean> } {
+  const deadline = durationSec === null ? null : Date.now() + durationSec * 1000;
+  const state = {
+    endless: deadline !== null,
+    over: false,
+    async passed(): Promise<boolean> {
+      if (deadline === null) return false;
+      const mine = Date.now() >= deadline ? 1 : 0;
+      const [any] = await run.dog.watch('the soak\'s end-of-row agreement', 0, run.native.allreduceAsync([mine], COMBINE.max));
+      state.over = any === 1;
+      return state.over;
+    },
+  };
+  return state;
+}
+
+/** Counts the backend cannot take (MPI's int counts for the collectives it does not split), refused on every rank
+ *  alike before any buffer is allocated: the largest count of the sweep is the one at -e. */
+function refuseCounts(options: ResolvedOptions, desc: CollectiveDescriptor, driver: BackendDriver, info: BackendInfo,
+  env: NodeJS.ProcessEnv): void {
+  const limit = driver.maxCount?.(options.collective);
+  if (!limit) return;
+  const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
+  for (const dtype of options.dtypes) {
+    const l = desc.layout(options.maxBytes, DTYPE_BYTES[dtype], info.nranks, info.rank, ctx);
+    const count = Math.max(l.count, ...(l.peers ? [...l.peers.sendCounts, ...l.peers.recvCounts, ...l.peers.sendDispls, ...l.peers.recvDispls] : []));
+    if (count > limit.max) {
+      throw UsageError.forFlag('-e', `${options.collective} ${dtype} at ${options.maxBytes} bytes needs a count of ${count} elements ` +
+        `in one call, above ${limit.max} on the ${info.backend} backend (${limit.why}); lower -e or use a larger datatype`);
+    }
+  }
+}
+
+/** --target-rsd: each row-half may take at most this long in doubling its iterations (COLLBENCH_TARGET_RSD_BUDGET_S
+ *  changes it, e.g. for a quick look or a test). */
+export const TARGET_RSD_BUDGET_SEC = 10;
+/** ... and at most this many iterations. */
+export const TARGET_RSD_MAX_ITERS = 2 ** 20;
+
+/**
+ * One row-half, timed: once with -n iterations, or with --target-rsd again with twice the iterations until the relative
+ * standard deviation of the mean time (the per-iteration samples' cv / sqrt(n)) is at most the target, or the budget is
+ * spent. Rank 0 holds the
+ * samples and decides; an allreduce (max of rank 0's decision and the others' 0) makes every rank run the same count.
+ */
+async function measureHalf(run: RunContext, h: ReturnType<typeof localSpecs>, label: string, sizeBytes: number):
+  Promise<{ result: HalfResult; precision: RowHalfRecord['precision'] }> {
+  const { options, native } = run;
+  const once = async (iters: number): Promise<HalfResult> => {
+    const specs = Array.isArray(h.specs) ? h.specs.map((s) => ({ ...s, iters })) : { ...h.specs, iters };
+    const ops = iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
+    const result = await run.dog.watch(label, run.dog.expectedSec(ops, sizeBytes), native.runHalf(specs), iters);
+    run.dog.learn(sizeBytes, result.timeUs);
+    return result;
+  };
+  const target = options.targetRsdPct;
+  let iters = options.iters;
+  const budgetSec = Number(run.hooks.env?.COLLBENCH_TARGET_RSD_BUDGET_S ?? process.env.COLLBENCH_TARGET_RSD_BUDGET_S) || TARGET_RSD_BUDGET_SEC;
+  const started = Date.now();
+  let runStarted = started;
+  let result = await once(iters);
+  if (target === null) return { result, precision: undefined };
+  // The spread of single samples does not shrink with more of them; the precision of their mean (the reported time)
+  // does: its relative standard deviation is cv / sqrt(samples).
+  const samples = (r: HalfResult): number => (r.iterUs?.length ?? 0) - options.perIterSkip;
+  const cv = (r: HalfResult): number => (samples(r) > 0 ? iterStats(r.iterUs!, options.perIterSkip).cvPct : Number.NaN);
+  const rsd = (r: HalfResult): number => cv(r) / Math.sqrt(samples(r));
+  for (;;) {
+    const now = Date.now();
+    // The next run takes about twice the last: stop when that would pass the budget.
+    const roomy = (now - started + 2 * (now - runStarted)) / 1000 <= budgetSec && iters * 2 <= TARGET_RSD_MAX_ITERS;
+    const mine = result.iterUs !== undefined && rsd(result) > target && roomy ? 1 : 0;
+    const [again] = await run.dog.watch(`the --target-rsd decision of ${label}`, 0, native.allreduceAsync([mine], COMBINE.max));
+    if (again !== 1) break;
+    iters *= 2;
+    runStarted = Date.now();
+    result = await once(iters);
+  }
+  const achieved = rsd(result);
+  return { result, precision: { targetRsdPct: target, rsdPct: achieved, sampleCvPct: cv(result), iterations: iters, met: achieved <= target } };
+}
+
 /** Times both halves of one row (out-of-place, then in-place) and records them. */
 async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: number, sizeBytes: number,
   nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
-  const { options, desc, info, native } = run;
+  const { options, desc, info } = run;
   const halves: RowHalfRecord[] = [];
   let layout = null;
   for (const inPlace of [false, true]) {
     const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, nextSeed());
     layout = h.layout;
-    const ops = options.iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
-    const result = await run.dog.watch(
-      `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`,
-      run.dog.expectedSec(ops, layout.sizeBytes), native.runHalf(h.specs), options.iters);
-    run.dog.learn(layout.sizeBytes, result.timeUs);
+    const label = `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`;
+    const { result, precision } = await measureHalf(run, h, label, layout.sizeBytes);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));
@@ -231,6 +320,7 @@ async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: 
     halves.push({
       inPlace, timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs, algBw, busBw,
       wrong: h.checked ? result.wrong : null, result, ...arrivalRecord(arrival, result.arrivalUs),
+      ...(precision ? { precision } : {}),
     });
   }
   return {
@@ -277,12 +367,14 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
     clock: arrival ? { ...arrival.clock } : null,
     perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
-    reducedMaxBytes: run.reducedMaxBytes,
+    reducedMaxBytes: run.reducedMaxBytes, watchdog: run.dog.describe(),
   };
   for (const r of reporters) await r.begin?.(meta);
 
   const rows: RowRecord[] = [];
   const totals = { outOfBounds: 0, busBws: [] as number[] };
+  const health = { cycles: 0, below: 0 };
+  const soak = soakClock(run, options.durationSec);
   let checkSeed = 0; // nccl-tests: a per-thread counter, one step per row-half
   const nextSeed = (): number => ++checkSeed;
 
@@ -293,21 +385,36 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
       await run.dog.watch(`warm-up of ${sweep} ${size} B`, run.dog.expectedSec(options.warmupIters + 1, size),
         native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters), options.warmupIters);
     }
-    for (let cycle = 0; options.runCycles === 0 || cycle < options.runCycles; cycle++) {
+    // --duration repeats the sweep until the time has passed (as -N 0), every rank stopping after the same row.
+    for (let cycle = 0; !soak.over && (soak.endless || options.runCycles === 0 || cycle < options.runCycles); cycle++) {
+      const cycleBusBws: number[] = [];
       for (const sizeBytes of sizes) {
         for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
         const row = await runRow(run, ctx, c, cycle, sizeBytes, nextSeed, totals, arrival);
         rows.push(row);
+        cycleBusBws.push(...row.halves.map((h) => h.busBw));
         for (const r of reporters) await r.row?.(row);
+        if (await soak.passed()) break;
       }
+      if (cycleBusBws.length < 2 * sizes.length) break; // --duration ended it part-way: not a cycle to judge
+      const avg = averageBusBw(cycleBusBws);
+      const below = cycleBelowWarnBusBw(avg, options.warnBusBw);
+      health.cycles += 1;
+      if (below) health.below += 1;
+      const record: CycleRecord = { sweep: c, cycle, avgBusBw: avg, warnBusBw: options.warnBusBw, below, time: new Date() };
+      for (const r of reporters) await r.cycleEnd?.(record);
     }
+    if (soak.over) break;
   }
 
   const avgBusBw = averageBusBw(totals.busBws);
   const verdict = minBwVerdict(avgBusBw, env.NCCL_TESTS_MIN_BW);
-  const exitCode = runExitCode(totals.outOfBounds, verdict);
+  const exitCode = runExitCode(totals.outOfBounds, verdict, health.below);
   const memory = options.memoryReport && driver.memoryUsage ? driver.memoryUsage(native) : null;
-  const summary: RunSummary = { outOfBounds: totals.outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory };
+  const summary: RunSummary = {
+    outOfBounds: totals.outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory,
+    cycles: health.cycles, cyclesBelowWarnBusBw: health.below,
+  };
   for (const r of reporters) await r.end?.(summary);
   return { exitCode, outOfBounds: totals.outOfBounds, avgBusBw, rows, info };
 }

@@ -4,8 +4,9 @@
 // time), the expected time following from the size of the wait and the slowest bandwidth measured so far.
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EXIT, UsageError } from '../core/errors.js';
+import { EXIT } from '../core/errors.js';
 import { notArrivedLine, type Answer } from '../core/hung.js';
+import { DEFAULT_MIN_SEC, watchdogFloorSec } from '../core/watchdog-floor.js';
 import { ask, survey, type BoardEntry, type ProgressBoard } from '../launch/progress-board.js';
 import type { NativeBackend } from '../native/binding.js';
 
@@ -15,7 +16,7 @@ export const ASSUMED_BYTES_PER_SEC = 50e6;
 export const OP_OVERHEAD_SEC = 1e-3;
 /** The default limit is this many times the expected time of the wait. */
 export const DEFAULT_FACTOR = 10;
-export const DEFAULT_MIN_SEC = 120;
+export { DEFAULT_MIN_SEC };
 
 export interface WatchdogIO { err: (line: string) => void }
 
@@ -49,11 +50,7 @@ export class Watchdog {
   constructor(private readonly explicitSec: number | null, private readonly io: WatchdogIO,
     private readonly native: NativeBackend, private readonly onTimeout: (() => never) | undefined,
     env: NodeJS.ProcessEnv = process.env) {
-    const v = env.COLLBENCH_WATCHDOG_MIN_S;
-    if (v !== undefined && v !== '' && !/^[1-9]\d*$/.test(v.trim())) {
-      throw new UsageError(`COLLBENCH_WATCHDOG_MIN_S: '${v}' is not a whole number of seconds ≥ 1`);
-    }
-    this.minSec = v ? Number(v) : DEFAULT_MIN_SEC;
+    this.minSec = watchdogFloorSec(env);
   }
 
   /** Expected seconds of `ops` operations of `bytes` each, from the slowest bandwidth measured (or assumed). */
@@ -77,6 +74,13 @@ export class Watchdog {
 
   /** From now on, an expired wait first asks every rank where it is and names those that did not arrive. */
   attach(report: HungReport): void { this.report = report; }
+
+  /** The limit in words, for the run's preamble ("# Watchdog: …"). */
+  describe(): string {
+    if (this.explicitSec === 0) return 'off (-T 0)';
+    if (this.explicitSec !== null) return `${this.explicitSec} s per wait (-T ${this.explicitSec})`;
+    return `${this.minSec} s per wait (default; ${DEFAULT_FACTOR} x the expected time of a longer one; -T N sets it, -T 0 disables it)`;
+  }
 
   /** `work` under the limit; on expiry the job is aborted (every rank, through the backend), then onTimeout.
    *  `loopIters`: the wait is a native timed loop or warm-up of that many iterations, whose current one the report gives. */

@@ -2,6 +2,7 @@
 // cross-checks between flags → frozen ResolvedOptions. Where nccl-tests prints a note and silently changes a
 // flag (or loops forever) we refuse with a UsageError that names the flag. Used by the command-line parser
 // (names = flag letters) and by programmatic callers (names = field names). Sizes are validated here, once.
+import ms, { type StringValue } from 'ms';
 import { glooAlgoCheck } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
 import { UsageError } from '../core/errors.js';
@@ -20,7 +21,10 @@ export type { OptionField, OptionValues };
  */
 export const MAX_SWEEP_SIZES = 1_000_000;
 
-const INT_MAX = 2 ** 31 - 1; // the native side holds these in C `int`s
+const INT_MAX = 2 ** 31 - 1;
+/** A Redis password never comes from the command line (ps shows it, reports record argv). */
+export const REDIS_PASSWORD_IN_URL = 'a Redis user or password does not belong in the store address (ps and the reports show ' +
+  'the command line): give redis://HOST:PORT and put the password in COLLBENCH_GLOO_REDIS_PASSWORD (or REDISCLI_AUTH)'; // the native side holds these in C `int`s
 
 type NumberLike = number | string;
 type BoolLike = boolean | number | string;
@@ -96,16 +100,29 @@ const TEXT_CHECKS: Partial<Record<OptionField, (v: string) => string | null>> = 
   mdFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
   junitFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
   htmlFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  glooStore: (v) => (/^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
+  glooStore: (v) => (/^redis:\/\/.*@/.test(v) ? REDIS_PASSWORD_IN_URL : /^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
     : `invalid store ${shown(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`),
   glooIface: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${shown(v)}`),
   ncclLib: (v) => (v.trim() === '' ? 'library path is empty' : null),
   // mpirun --host syntax: host[:slots],… (slots ≥ 1).
+  promFile: (v) => (v.trim() === '' ? 'output file name is empty' : v === '-' ? 'Prometheus metrics go to a file, not stdout' : null),
   hosts: (v) => {
     const bad = v.split(',').find((e) => !/^[^\s,:]+(?::[1-9]\d*)?$/.test(e));
     return bad === undefined ? null : `invalid host entry ${shown(bad)} in ${shown(v)}; expected host[:slots],… e.g. h1,h2:4`;
   },
 };
+
+/**
+ * Seconds of a duration: a plain number is seconds (as a child reads back `--duration=7200`); otherwise the `ms`
+ * package's syntax (90s, 30m, 2h, 1.5h, 1d), which the Node ecosystem knows from everywhere; NaN when neither.
+ */
+export function parseDuration(text: string): number {
+  const t = text.trim();
+  if (/^\d+(\.\d+)?$/.test(t)) return Number(t);
+  if (!/^\d+(\.\d+)?\s*[a-z]+$/i.test(t)) return NaN; // ms() also reads "1e3" and negatives: not durations
+  const millis = ms(t as StringValue);
+  return typeof millis === 'number' ? millis / 1000 : NaN;
+}
 
 /** The value of one flag from `input` (its default when absent), parsed and range-checked by its kind. */
 function parseField(f: ValueFlag, given: unknown, name: string): unknown {
@@ -143,6 +160,20 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
         fail(`size must be a whole number of bytes ≥ 0, got ${shown(given)}`);
       }
       return given;
+    }
+    case 'real': {
+      const n = typeof given === 'number' ? given : /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(asText(given)) ? Number(given) : NaN;
+      if (!Number.isFinite(n) || n <= f.min! || (f.max !== undefined && n > f.max)) {
+        fail(`${f.what} must be a number above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}, got ${shown(given)}`);
+      }
+      return n;
+    }
+    case 'duration': {
+      const seconds = typeof given === 'number' ? given : parseDuration(asText(given));
+      if (!Number.isFinite(seconds) || seconds <= 0) {
+        fail(`duration must be a time above 0: seconds, or with a unit (90s, 30m, 2h, 1d), got ${shown(given)}`);
+      }
+      return seconds;
     }
     case 'choice': {
       if (!f.choices!.includes(asText(given))) {
@@ -198,6 +229,8 @@ export function resolveOptions(input: OptionInput, names: FieldNames = {}): Reso
   const values: Record<string, unknown> = {};
   const given = input as Record<string, unknown>;
   for (const f of FLAGS) values[f.field] = parseField(f, given[f.field], name(f.field));
+  // --target-rsd judges the per-iteration samples: it turns -I on (an explicit -I 0 is refused below).
+  if (values.targetRsdPct !== null && given.perIterTiming === undefined) values.perIterTiming = true;
   const o = Object.freeze({ collective, program: input.program ?? `${collective}_perf`, ...values }) as ResolvedOptions;
   crossCheck(o, input, name);
   (getCollective(collective).validate ?? glooAlgoCheck(['default']))(o, name);
@@ -257,6 +290,12 @@ function crossCheck(o: ResolvedOptions, input: OptionInput, name: (f: OptionFiel
   }
   if (o.perIterSkip > o.iters - 1) {
     fail('perIterSkip', `per-iteration skip must be between 0 and ${o.iters - 1} (${name('iters')} ${o.iters} minus 1), got ${o.perIterSkip}`);
+  }
+  if (o.targetRsdPct !== null && !o.perIterTiming) {
+    fail('targetRsdPct', `needs per-iteration timing, which it turns on; drop ${name('perIterTiming')} 0`);
+  }
+  if (o.targetRsdPct !== null && o.cudaGraph > 0) {
+    fail('targetRsdPct', `cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): a replayed graph has no per-iteration samples`);
   }
   if (o.perIterSkip > 0 && !o.perIterTiming) fail('perIterSkip', `per-iteration skip needs per-iteration timing (${name('perIterTiming')} 1)`);
   if (o.deviceImpl > 0 && o.localRegister !== 2) {

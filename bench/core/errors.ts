@@ -12,8 +12,9 @@
  * - `TIMEOUT`       a wait exceeded `-T` seconds (nccl-tests also returns 4 here).
  * - `ENVIRONMENT`   no usable backend, device or library (module not built, libnccl not found,
  *                   no GPU for a GPU-only request, mpirun missing for `--np`).
+ * - `INCONCLUSIVE`  `collbench locate` could not decide (noise too high, a suspect not reproduced); it says why.
  * - `WRONG_RESULTS` wrong elements found by the check (`#wrong` > 0), or the average bus bandwidth
- *                   fell below 0.9 × `NCCL_TESTS_MIN_BW`.
+ *                   fell below 0.9 × `NCCL_TESTS_MIN_BW`; for `collbench locate`, a suspect host or link named.
  */
 export const EXIT = {
   OK: 0,
@@ -22,6 +23,7 @@ export const EXIT = {
   BACKEND: 3,
   TIMEOUT: 4,
   ENVIRONMENT: 5,
+  INCONCLUSIVE: 6,
   WRONG_RESULTS: 7,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -21,10 +21,11 @@ export type FlagGroup = (typeof GROUPS)[number];
 
 /**
  * How the value is written and read: `int` (strtol base 0 syntax, a range), `bool` (an int that is 0 or 1),
- * `size` (bytes with K/M/G), `choice` (one name of a list), `list` (names of a list, or `all`), `text`
- * (a string kept as given, or null), `switch` (no value), `action` (-h, --version: ends parsing).
+ * `size` (bytes with K/M/G), `real` (a decimal number above `min`, at most `max`), `duration` (seconds, or with a
+ * unit: 90s, 30m, 2h, 1d), `choice` (one name of a list), `list` (names of a list, or `all`), `text` (a string kept
+ * as given, or null), `switch` (no value), `action` (-h, --version: ends parsing).
  */
-export type FlagKind = 'int' | 'bool' | 'size' | 'choice' | 'list' | 'text' | 'switch' | 'action';
+export type FlagKind = 'int' | 'bool' | 'size' | 'real' | 'duration' | 'choice' | 'list' | 'text' | 'switch' | 'action';
 
 interface FlagCommon {
   /** nccl-tests short letter; absent for collbench's long-only additions. */
@@ -83,6 +84,11 @@ const list = <F extends string, C extends string>(short: string, long: string, f
 const text = <F extends string>(short: string | undefined, long: string, field: F, group: FlagGroup, help: string,
   extra: Extra = {}): ValueFlag<F, string | null> =>
   ({ kind: 'text', short, long, field, default: null, group, help, ...extra });
+const real = <F extends string>(long: string, field: F, what: string, min: number, max: number | undefined, group: FlagGroup,
+  help: string, extra: Extra = {}): ValueFlag<F, number | null> =>
+  ({ kind: 'real', long, field, default: null, what, min, max, group, help, ...extra });
+const duration = <F extends string>(long: string, field: F, group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, number | null> =>
+  ({ kind: 'duration', long, field, default: null, what: 'duration', group, help, ...extra });
 const toggle = <F extends string>(long: string, field: F, group: FlagGroup, help: string): ValueFlag<F, boolean> =>
   ({ kind: 'switch', long, field, default: false, group, help });
 
@@ -162,6 +168,20 @@ export const FLAGS = Object.freeze([
   int('K', 'per_iter_skip', 'perIterSkip', 0, 'per-iteration skip', 0, undefined, TIMING,
     'leave the first samples out of the -I statistics; 0..n-1, needs -I 1', { value: '<count>' }),
   // collbench additions
+  real('target-rsd', 'targetRsdPct', 'target relative standard deviation (%)', 0, 100, TIMING,
+    'per row half, double the iterations (from -n) until the relative standard deviation of the mean time ' +
+    '(cv of the per-iteration samples / sqrt(n)) is at most this many percent, or the half would pass 10 s; turns on ' +
+    '-I 1; the spread reached is reported',
+    { value: '<percent>', defaultText: 'off' }),
+  duration('duration', 'durationSec', TIMING,
+    'soak: repeat the sweep (as -N 0) until this much time has passed, e.g. 90s, 30m, 2h; every rank stops after ' +
+    'the same row', { value: '<time>', defaultText: 'off' }),
+  real('warn-busbw', 'warnBusBw', 'warning threshold of bus bandwidth (GB/s)', 0, undefined, 'Output',
+    'health threshold: a warning line for every cycle (-N, --duration) whose average busbw is below it, and exit 7 ' +
+    'at the end if any was', { value: '<GB/s>', defaultText: 'off' }),
+  text(undefined, 'prom', 'promFile', 'Output',
+    'write Prometheus text-format metrics (node_exporter textfile collector), rewritten atomically after every cycle',
+    { value: '<file.prom>', defaultText: 'none' }),
   { ...int(undefined, 'np', 'np', 0, 'rank count', 1, undefined, LAUNCH,
     're-run this command with N ranks: under mpirun, or (--backend gloo) as N local processes',
     { value: '<N>', defaultText: 'this process only' }), default: null } as ValueFlag<'np', number | null>,
@@ -182,6 +202,9 @@ export const FLAGS = Object.freeze([
   text(undefined, 'html', 'htmlFile', 'Output',
     'write a self-contained HTML page with busbw and time charts (per-rank heatmap with -I 1); - = stdout',
     { value: '<file>', defaultText: 'none' }),
+  toggle('force', 'force', 'Output',
+    'replace output files that already exist (-J, --csv, --md, --junit, --html); without it an existing file is ' +
+    'refused before the run starts (exit 2), so a run never silently overwrites an earlier result'),
   choice('format', 'format', TABLE_FORMATS, 'nccl-tests', 'table format', 'Output',
     'the live table: nccl-tests text table, or pretty boxed tables per sweep. When a report goes to ' +
     'stdout (-), the table goes to stderr instead', { value: '<nccl-tests|pretty>' }),

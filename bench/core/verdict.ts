@@ -19,7 +19,13 @@ export function minBwVerdict(avgBusBw: number, envValue: string | null | undefin
 }
 
 
-/** The exit code of a finished run: 7 for wrong results or a missed bandwidth floor, else 0. */
-export function runExitCode(outOfBounds: number, verdict: MinBwVerdict | null): number {
-  return outOfBounds > 0 || verdict === 'FAILED' ? EXIT.WRONG_RESULTS : EXIT.OK;
+/** --warn-busbw: a cycle (one pass over the sizes, -N / --duration) whose average busbw is below the threshold
+ *  (exactly; NaN, a cycle without rows, is not below). */
+export function cycleBelowWarnBusBw(avgBusBw: number, warnBusBw: number | null): boolean {
+  return warnBusBw !== null && avgBusBw < warnBusBw;
+}
+
+/** The exit code of a finished run: 7 for wrong results, a missed bandwidth floor or a cycle below --warn-busbw, else 0. */
+export function runExitCode(outOfBounds: number, verdict: MinBwVerdict | null, cyclesBelowWarnBusBw = 0): number {
+  return outOfBounds > 0 || verdict === 'FAILED' || cyclesBelowWarnBusBw > 0 ? EXIT.WRONG_RESULTS : EXIT.OK;
 }

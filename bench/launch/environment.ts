@@ -56,3 +56,11 @@ export function monotonicClockId(path = '/proc/sys/kernel/random/boot_id'): stri
     return '';
   }
 }
+
+/** This process's rank as its launcher set it (mpirun, PMI, Slurm, --np for gloo), or null when none says. */
+export function launcherRank(env: Env = process.env): number | null {
+  const rankVar = RANK_VARS.find((v) => env[v] !== undefined && env[v] !== '');
+  if (!rankVar) return null;
+  const rank = Number(env[rankVar]);
+  return Number.isInteger(rank) && rank >= 0 ? rank : null;
+}

@@ -4,7 +4,7 @@
 // it). Rank 0's stdout and every rank's stderr pass through; the exit code is the worst child's.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { signalStatus } from './mpirun.js';
 
@@ -121,7 +121,10 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
         if (status[rank] !== null) return;
         status[rank] = exitStatus(code, signal);
         running--;
-        if (signal && !terminatedByUs.has(rank)) err(`collbench: rank ${rank} (pid ${child.pid}) was killed by ${signal}`);
+        if (signal && !terminatedByUs.has(rank) && !received) {
+          err(`collbench: rank ${rank} (pid ${child.pid}) was killed by ${signal} on host ${hostname()}; ` +
+            'the other ranks are ended; report files keep the rows finished before ("status": "incomplete")');
+        }
         if (status[rank] !== 0) startGrace();
         if (running === 0) finish();
       });

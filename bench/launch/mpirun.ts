@@ -1,6 +1,7 @@
 // `--np N [--hosts h1,h2:4]`: re-executes this very command under mpirun through child_process
 // (arguments as an array, never a shell), adding what this machine needs: --allow-run-as-root as root,
-// --oversubscribe when N exceeds the cores, the ob1 PML (UCX probing only slows start-up here).
+// --oversubscribe when N exceeds the cores, the ob1 PML (UCX probing only slows start-up here). When a rank
+// dies, mpirun's notice is read from its stderr and collbench names the rank and host in one line of its own.
 import { spawn } from 'node:child_process';
 import { availableParallelism, constants } from 'node:os';
 
@@ -28,25 +29,64 @@ export function mpirunPlan(opts: {
   return { command: env.COLLBENCH_MPIRUN ?? 'mpirun', args };
 }
 
+/** What mpirun's notices say about the rank that ended the job (Open MPI 4.1's wording), or null. */
+export interface RankDeath { rank: number; host: string | null; pid: number | null; signal: number | null; exitCode: number | null }
+
+/** Reads mpirun's own notice of a failed rank from its stderr text (the rank, host, pid and signal or exit code). */
+export function parseMpirunDeath(text: string): RankDeath | null {
+  // "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
+  const sig = /process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)/.exec(text);
+  if (sig) {
+    const pid = Number(sig[2]);
+    return { rank: Number(sig[1]), pid: pid > 0 ? pid : null, host: sig[3]!, signal: Number(sig[4]), exitCode: null };
+  }
+  // "mpirun detected that one or more processes exited with non-zero status … Process name: [[29542,1],1] Exit code: 3"
+  const code = /Process name:\s+\[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+)/.exec(text);
+  if (code) return { rank: Number(code[1]), pid: null, host: null, signal: null, exitCode: Number(code[2]) };
+  return null;
+}
+
+/** collbench's one line about a rank that ended the job, from mpirun's notice. */
+export function deathLine(d: RankDeath): string {
+  const where = `rank ${d.rank}${d.pid !== null ? ` (pid ${d.pid})` : ''}${d.host !== null ? ` on host ${d.host}` : ''}`;
+  const name = d.signal !== null ? Object.entries(constants.signals).find(([, n]) => n === d.signal)?.[0] : undefined;
+  const how = d.signal !== null ? `was killed by signal ${d.signal}${name ? ` (${name})` : ''}` : `exited with status ${d.exitCode}`;
+  return `collbench: ${where} ${how}; mpirun ended the other ranks; report files keep the rows finished before ("status": "incomplete")`;
+}
+
 /**
- * Runs the plan with inherited stdio; resolves to the exit code. SIGINT and SIGTERM to this launcher are
- * forwarded to mpirun (which stops the ranks) and, once it has exited, give 128 + the signal's number (130,
- * 143) as a shell reports an interrupted command, whatever mpirun itself returns.
+ * Runs the plan; resolves to the exit code. SIGINT and SIGTERM to this launcher are forwarded to mpirun (which
+ * stops the ranks) and, once it has exited, give 128 + the signal's number (130, 143) as a shell reports an
+ * interrupted command, whatever mpirun itself returns. mpirun's stderr passes through as it comes; when a rank
+ * died or failed, collbench adds one line naming it (rank, host, signal or status) after mpirun's own notice.
  */
-export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = process.env,
+  err: (line: string) => void = (line) => { process.stderr.write(line + '\n'); }): Promise<number> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(plan.command, plan.args, { stdio: 'inherit', env });
+    const child = spawn(plan.command, plan.args, { stdio: ['inherit', 'inherit', 'pipe'], env });
     let received: NodeJS.Signals | null = null;
     const forward = (sig: NodeJS.Signals) => () => { received ??= sig; child.kill(sig); };
     const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
+    // The last 64 KiB of mpirun's stderr: its notices come at the end.
+    let tail = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      process.stderr.write(chunk);
+      tail = (tail + chunk.toString('utf8')).slice(-65536);
+    });
+    let status: number | null = null;
     child.on('error', (e) => reject(e));
     child.on('exit', (code, signal) => {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
-      if (received) resolvePromise(signalStatus(received));
-      else resolvePromise(code ?? (signal ? signalStatus(signal) : 1));
+      status = received ? signalStatus(received) : code ?? (signal ? signalStatus(signal) : 1);
+    });
+    // 'close': the process has exited and its stderr is drained, so the notice has been read.
+    child.on('close', () => {
+      const death = status !== 0 && !received ? parseMpirunDeath(tail) : null;
+      if (death) err(deathLine(death));
+      resolvePromise(status ?? 1);
     });
   });
 }

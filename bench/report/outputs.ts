@@ -1,9 +1,10 @@
 // The one place that turns options into reporters (docs/architecture.md, "report/"): the live table (nccl-tests or
-// --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html), which share
+// --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html, --prom), which share
 // one report document and rewrite their files atomically after every row. `-` sends a document to stdout
 // once the run ends; the live table then goes to stderr so stdout holds only that document.
-import { accessSync, constants, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { writeFileAtomic } from './atomic-write.js';
@@ -44,11 +45,48 @@ export function outputSpecs(o: ResolvedOptions): OutputSpec[] {
   if (o.htmlFile !== null) {
     specs.push({ flag: '--html', path: o.htmlFile, render: async (doc) => (await import('./exporters/html.js')).renderRunHtml(doc) });
   }
+  // prom-client too is loaded only when metrics are wanted
+  if (o.promFile !== null) {
+    specs.push({ flag: '--prom', path: o.promFile, render: async (doc) => (await import('./exporters/prom.js')).renderProm(doc) });
+  }
   return specs;
 }
 
-/** Refuses, before anything runs, outputs that cannot be written: missing or read-only folder, clashes. */
-export function checkOutputPaths(specs: readonly { flag: string; path: string }[]): void {
+/** Why a folder cannot take a new file, in words, from the error of creating one there. */
+function folderProblem(err: NodeJS.ErrnoException, dir: string): string {
+  switch (err.code) {
+    case 'ENOENT': return `folder ${dir} does not exist`;
+    case 'ENOTDIR': return `${dir} is not a directory`;
+    case 'EACCES': case 'EPERM': return `folder ${dir} is not writable (${err.code})`;
+    case 'EROFS': return `folder ${dir} is on a read-only file system`;
+    case 'ENOSPC': case 'EDQUOT': return `no space left in ${dir} (${err.code})`;
+    default: return err.code ? `${err.code} in ${dir}` : err.message;
+  }
+}
+
+/**
+ * Proves that `dir` takes a new file by creating and removing one there (access(2) says yes to root on a
+ * read-only mount or an immutable folder; only a real create tells). Throws the errno error otherwise.
+ */
+function probeFolder(dir: string): void {
+  const probe = join(dir, `.collbench-probe-${process.pid}-${randomBytes(4).toString('hex')}`);
+  closeSync(openSync(probe, 'wx', 0o600));
+  unlinkSync(probe);
+}
+
+export interface OutputCheck {
+  /** --force: an existing file may be replaced (default: refused). */
+  force?: boolean;
+  /** The name of the flag that allows replacing, for the message (default --force). */
+  forceFlag?: string;
+}
+
+/**
+ * Refuses, before anything runs, outputs that cannot be written: missing, read-only or full folder, a path
+ * that is a directory, two outputs on one file, and (without --force) a file that already exists: a run
+ * never silently replaces an earlier result. The folder is probed by creating and removing a file in it.
+ */
+export function checkOutputPaths(specs: readonly { flag: string; path: string }[], check: OutputCheck = {}): void {
   const stdout = specs.filter((s) => s.path === '-');
   if (stdout.length > 1) {
     throw UsageError.forFlag(stdout[1]!.flag, `stdout (-) already receives ${stdout[0]!.flag}; give one of them a file name`);
@@ -60,15 +98,18 @@ export function checkOutputPaths(specs: readonly { flag: string; path: string }[
     const other = seen.get(abs);
     if (other) throw UsageError.forFlag(s.flag, `${s.path} is also the file of ${other}`);
     seen.set(abs, s.flag);
+    const dir = dirname(abs);
+    let st;
     try {
-      if (statSync(abs, { throwIfNoEntry: false })?.isDirectory()) throw new Error('is a directory');
-      const dir = dirname(abs);
-      if (!statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`);
-      accessSync(dir, constants.W_OK);
+      st = statSync(abs, { throwIfNoEntry: false });
+      if (st?.isDirectory()) throw UsageError.forFlag(s.flag, `cannot write ${s.path}: is a directory`);
+      probeFolder(dir);
     } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      const why = err.code === 'ENOENT' ? `folder ${dirname(abs)} does not exist` : err.code === 'EACCES' ? 'not writable' : err.message;
-      throw UsageError.forFlag(s.flag, `cannot write ${s.path}: ${why}`);
+      if (e instanceof UsageError) throw e;
+      throw UsageError.forFlag(s.flag, `cannot write ${s.path}: ${folderProblem(e as NodeJS.ErrnoException, dir)}`);
+    }
+    if (st && !check.force) {
+      throw UsageError.forFlag(s.flag, `${s.path} already exists; refusing to overwrite it (give ${check.forceFlag ?? '--force'} to replace it)`);
     }
   }
 }

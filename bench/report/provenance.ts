@@ -13,11 +13,14 @@ export const ENV_PREFIXES = ['NCCL_', 'CUDA_', 'OMPI_', 'UCX_', 'GLOO_', 'COLLBE
 /** Set by `--np` before it re-executes the command under mpirun: the command line the user typed. */
 export const ARGV_ENV = 'COLLBENCH_ARGV';
 
+/** Names of variables that hold credentials (COLLBENCH_GLOO_REDIS_PASSWORD, a *_TOKEN): never recorded, whatever the prefix. */
+export const SECRET_NAME = /PASS(WORD|WD)?|SECRET|TOKEN|CREDENTIAL|AUTH|PRIVATE|_KEY$/i;
+
 export function filterEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const key of Object.keys(env).sort()) {
     const value = env[key];
-    if (value !== undefined && ENV_PREFIXES.some((p) => key.startsWith(p))) out[key] = value;
+    if (value !== undefined && ENV_PREFIXES.some((p) => key.startsWith(p)) && !SECRET_NAME.test(key)) out[key] = value;
   }
   return out;
 }

@@ -19,7 +19,13 @@ export interface RowHalfRecord {
   /** Per process (= per rank with one rank per process): share of iterations it arrived last by more than the
    *  margin; null where arrivals say nothing (one process, a collective that lets ranks run ahead, size 0). */
   lastShare: number[] | null;
+  /** --target-rsd: the spread reached (rank 0; only where the target was asked for). */
+  precision?: Precision;
 }
+
+/** --target-rsd on one row-half: the target, the relative standard deviation of the mean time reached (cv / sqrt(n)),
+ *  the spread of the single samples (cv), the iterations it took. */
+export interface Precision { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number; met: boolean }
 
 /** The rank that arrived last in most iterations of a row-half, by more than the margin (core/lateness.ts). */
 export interface LateRank {
@@ -57,6 +63,7 @@ export interface RunMeta {
   reducedMaxBytes?: number | null; // -e lowered to fit GPU memory (nccl-tests' "Reducing maxBytes")
   /** How arrivals were put on one clock (null with one process: nobody waits for another). */
   clock?: { method: ClockMethod; uncertaintyUs: number; offsetsUs: number[] } | null;
+  watchdog?: string;                // the limit each wait runs under, in words (commands/watchdog.ts)
 }
 
 /** The row about to be measured (progress reporters show it). */
@@ -74,6 +81,18 @@ export interface RunSummary {
   exitCode: number;
   skipped: string | null;  // why the collective did not run at this rank count (hypercube)
   memory?: MemoryUsage | null; // -M: GPU memory usage, max over the job's GPUs (nccl)
+  cycles?: number;         // cycles completed (every sweep)
+  cyclesBelowWarnBusBw?: number; // --warn-busbw: cycles whose average busbw was below it
+}
+
+/** One completed cycle (a pass over every size of one sweep, -N / --duration), with the --warn-busbw health check. */
+export interface CycleRecord {
+  sweep: SweepCase;
+  cycle: number;
+  avgBusBw: number;        // over both halves of the cycle's rows, as nccl-tests' footer average
+  warnBusBw: number | null; // --warn-busbw
+  below: boolean;          // avgBusBw < warnBusBw
+  time: Date;              // when the cycle ended
 }
 
 /** A reporter may return a promise (an exporter rewriting its file); runSuite awaits it before going on. */
@@ -81,5 +100,6 @@ export interface Reporter {
   begin?(meta: RunMeta): void | Promise<void>;
   rowStart?(next: RowStart): void;
   row?(row: RowRecord): void | Promise<void>;
+  cycleEnd?(cycle: CycleRecord): void | Promise<void>;
   end?(summary: RunSummary): void | Promise<void>;
 }

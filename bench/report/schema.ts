@@ -108,6 +108,8 @@ export interface ReportHalf {
   /** v2, several processes, synchronizing collectives: per process, share of iterations it arrived last by more than
    *  the margin (the HTML heatmap of lateness). */
   lastShare?: number[];
+  /** v2, --target-rsd: the target, the relative standard deviation reached and the iterations it took. */
+  precision?: { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number; met: boolean };
 }
 
 export interface ReportLate { rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number }
@@ -132,6 +134,9 @@ export interface ReportRow {
 
 export interface ReportSummary {
   outOfBounds: number;
+  /** v2: cycles completed (-N, --duration), and those whose average busbw was below --warn-busbw. */
+  cycles?: number;
+  cyclesBelowWarnBusBw?: number;
   avgBusBwGBps: number | null;
   minBwGBps: number | null;
   minBwVerdict: 'OK' | 'FAILED' | null;

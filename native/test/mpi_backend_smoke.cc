@@ -268,8 +268,11 @@ void runErrors(Ctx& c) {
   (void)c.b->allocate(64, 64);
   void* s = c.b->buffer(BufId::Send);
   void* r = c.b->buffer(BufId::Recv);
-  OpArgs a{Coll::AllReduce, DType::Float32, RedOp::Sum, -1, s, r, (1ull << 31), false, nullptr};
-  expectCode(c, "all_reduce count 2^31", c.b->enqueue(a), "CORE_COUNT_TOO_LARGE");
+  // all_gather is not split: a count above INT_MAX is refused; all_reduce splits it (here: past the buffer end).
+  OpArgs a{Coll::AllGather, DType::Float32, RedOp::Sum, -1, s, r, (1ull << 31), false, nullptr};
+  expectCode(c, "all_gather count 2^31", c.b->enqueue(a), "CORE_COUNT_TOO_LARGE");
+  a.coll = Coll::AllReduce;
+  expectCode(c, "all_reduce count 2^31 (split) past the buffer end", c.b->enqueue(a), "CORE_BAD_SPEC");
   a.count = 17;  // 68 bytes > 64
   expectCode(c, "all_reduce past the buffer end", c.b->enqueue(a), "CORE_BAD_SPEC");
   a.coll = Coll::AllToAllV;

@@ -163,6 +163,13 @@ describe('collbench accept on 2 MPI ranks', () => {
       refused(['--profile', bad, '--np', '2'], /^collbench: .*bad\.yaml:7: checks\[1\]\.minBusBwGBps: must be number$/m);
     });
 
+    it('an existing output file without --force', () => {
+      const existing = join(dir, 'existing.xml');
+      writeFileSync(existing, 'keep me');
+      refused(['--profile', profile, '--np', '2', '--junit', existing], /existing\.xml already exists; refusing to overwrite it \(give --force to replace it\)$/m);
+      assert.equal(readFileSync(existing, 'utf8'), 'keep me');
+    });
+
     it('a baseline of another world size, size set, kind or schema version', () => {
       refused(['--profile', profile, '--np', '3', '--baseline', baseline], /baseline\.json was taken on 2 ranks; --np asks for 3$/m);
       const other = join(dir, 'other.yaml');

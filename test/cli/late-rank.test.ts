@@ -64,11 +64,12 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
   it('barrier-aligned clocks (as across hosts): offsets estimated near their true 0, the same rank named', () => {
     const { doc } = run(3, { LATE_RANK: '2', LATE_US: '1500', COLLBENCH_CLOCK_ALIGN: 'barrier' }, join(dir, 'aligned.json'));
     assert.equal(doc.lateness!.clock!.method, 'barrier-aligned');
-    assert.ok(doc.lateness!.clock!.uncertaintyUs < 250, `uncertainty ${doc.lateness!.clock!.uncertaintyUs} us`);
-    // One kernel, so the true offsets are 0: the estimate must be within the margin's reach of it.
+    // One kernel, so the true offsets are 0. On an idle host the estimate is within a few µs (standard error below
+    // 1 µs); the bound leaves room for a loaded machine, and stays below the 1.5 ms the rank is late by.
+    assert.ok(doc.lateness!.clock!.uncertaintyUs < 1000, `uncertainty ${doc.lateness!.clock!.uncertaintyUs} us`);
     const offsets = doc.lateness!.clock!.offsetsUs;
     assert.equal(offsets.length, 3);
-    assert.ok(offsets.every((o) => Math.abs(o) < 250), `offsets ${offsets.join(', ')} us`);
+    assert.ok(offsets.every((o) => Math.abs(o) < 1000), `offsets ${offsets.join(', ')} us`);
     const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
     const named = halves.filter((h) => h.late);
     assert.ok(named.length > 0.5 * halves.length, `named in ${named.length} of ${halves.length}`);

@@ -243,6 +243,8 @@ describe('command line', () => {
     assert.equal(o.np, 2);
     assert.equal(o.tolerance, 0.5);
     assert.equal(o.json, 'v.json');
+    assert.equal(o.force, false);
+    assert.equal((parseAcceptArgs(['--profile', 'p', '--force']) as { force: boolean }).force, true);
     assert.throws(() => parseAcceptArgs(['--np', '2']), /accept: --profile: missing/);
     assert.throws(() => parseAcceptArgs(['--profile', 'p', '--tolerance', 'x']), /--tolerance: expected a number/);
     assert.throws(() => parseAcceptArgs(['--profile', 'p', '-b', '8']), /accept: unknown option '-b'/);

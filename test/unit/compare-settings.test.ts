@@ -116,7 +116,7 @@ describe('compare: the program after --', () => {
     const p = parseProgram(['all_reduce_perf', '-b', '8']);
     const [, c1] = combinations([parseGlooAxis('ring')]);
     assert.deepEqual(childArgv({ execArgv: ['--import', 'tsx'], script: '/pkg/bin/collbench' }, p, c1!, '/tmp/r.json'),
-      ['--import', 'tsx', '/pkg/bin/collbench', 'all_reduce', '-b', '8', '--gloo-algo', 'ring', '-J', '/tmp/r.json']);
+      ['--import', 'tsx', '/pkg/bin/collbench', 'all_reduce', '-b', '8', '--gloo-algo', 'ring', '--force', '-J', '/tmp/r.json']);
   });
 });
 

@@ -31,7 +31,7 @@ function usage(args: string[], re: RegExp, program = 'all_reduce_perf'): void {
 }
 
 test('EXIT codes are the documented ones', () => {
-  assert.deepEqual({ ...EXIT }, { OK: 0, INTERNAL: 1, USAGE: 2, BACKEND: 3, TIMEOUT: 4, ENVIRONMENT: 5, WRONG_RESULTS: 7 });
+  assert.deepEqual({ ...EXIT }, { OK: 0, INTERNAL: 1, USAGE: 2, BACKEND: 3, TIMEOUT: 4, ENVIRONMENT: 5, INCONCLUSIVE: 6, WRONG_RESULTS: 7 });
 });
 
 test('defaults equal nccl-tests', () => {

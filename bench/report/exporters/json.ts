@@ -44,6 +44,9 @@ export function reportHalf(h: RowHalfRecord, skip: number): ReportHalf {
   if (p) out.perIter = p;
   out.late = h.late ? { ...h.late } : null;
   if (h.lastShare) out.lastShare = [...h.lastShare];
+  if (h.precision) {
+    out.precision = { ...h.precision, rsdPct: finite(h.precision.rsdPct) ?? 0, sampleCvPct: finite(h.precision.sampleCvPct) ?? 0 };
+  }
   return out;
 }
 
@@ -104,6 +107,7 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
         outOfBounds: s.outOfBounds, avgBusBwGBps: finite(s.avgBusBw),
         minBwGBps: min === null || min === -1 || !Number.isFinite(min) ? null : min,
         minBwVerdict: s.minBwVerdict, exitCode: s.exitCode, skipped: s.skipped,
+        ...(s.cycles !== undefined ? { cycles: s.cycles, cyclesBelowWarnBusBw: s.cyclesBelowWarnBusBw ?? 0 } : {}),
       };
       doc.status = 'complete';
       doc.endTime = isoLocal(new Date());

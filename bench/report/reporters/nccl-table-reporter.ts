@@ -1,10 +1,10 @@
 // The live nccl-tests table on stdout: preamble at begin, one line per row (plus `# first wrong`
 // comment lines), footer at end. Formatting itself is in nccl-table.ts.
 import { iterStats } from '../../core/iter-stats.js';
-import type { Reporter, RowRecord } from '../reporter.js';
+import type { Precision, Reporter, RowRecord } from '../reporter.js';
 import { PLACEMENTS } from '../schema.js';
 import {
-  firstWrongLine, footerLines, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
+  cycleBelowLine, firstWrongLine, footerLines, precisionMissLine, precisionSummaryLine, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
 } from './nccl-table.js';
 
 export function ncclTableReporter(out: (line: string) => void): Reporter {
@@ -15,6 +15,8 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
   const lateLines: string[] = [];
   const named: LateCell[] = [];
   let halves = 0;
+  const precision: Precision[] = [];
+  const precisionLines: string[] = [];
   return {
     begin(meta) {
       program = meta.program;
@@ -23,7 +25,7 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       for (const line of preambleLines({
         leadingLines: meta.warnings, version: meta.version, backend: meta.backend, program: meta.program,
         options: meta.options, ranks: meta.ranks, perIterTimer: meta.perIterTimer,
-        reducedMaxBytes: meta.reducedMaxBytes,
+        reducedMaxBytes: meta.reducedMaxBytes, watchdog: meta.watchdog,
       })) out(line);
     },
     row(row: RowRecord) {
@@ -39,13 +41,23 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
         if (h.wrong !== null && h.wrong > 0 && h.result.firstWrong) out(firstWrongLine(h.result.firstWrong));
       row.halves.forEach((h, i) => {
         halves += 1;
+        if (h.precision) {
+          precision.push(h.precision);
+          if (!h.precision.met) precisionLines.push(precisionMissLine(row.sizeBytes, PLACEMENTS[i]!.label, h.precision));
+        }
         if (!h.late) return;
         named.push(h.late);
         lateLines.push(lateLine(row.sizeBytes, PLACEMENTS[i]!.label, h.late));
       });
     },
+    cycleEnd(c) {
+      if (c.below) out(cycleBelowLine(c));
+    },
     end(summary) {
       if (summary.skipped) out(skipLine(summary.skipped));
+      for (const line of precisionLines) out(line);
+      const precisionSummary = precisionSummaryLine(precision);
+      if (precisionSummary) out(precisionSummary);
       for (const line of lateLines) out(line);
       const lateSummary = lateSummaryLine(named, halves);
       if (lateSummary) out(lateSummary);

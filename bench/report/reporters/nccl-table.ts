@@ -33,6 +33,7 @@ export interface PreambleInfo {
   perIterTimer?: string;      // wording of the -I line; default nccl-tests' "CUDA event timing"
   ranks: RankLineInfo[];      // in rank order (rank 0 gathers them)
   reducedMaxBytes?: number | null; // "# Reducing maxBytes to …" (memory limit), printed after devices
+  watchdog?: string;                // "# Watchdog: …", a comment line after the mode lines (absent: not printed)
 }
 
 /** Per-mode lines between the nThread line and "#" (exact nccl-tests wording, trailing space included). */
@@ -70,6 +71,7 @@ export function preambleLines(info: PreambleInfo): string[] {
     factor ? o.stepFactor : o.stepBytes, factor ? 'factor' : 'bytes',
     o.warmupIters, o.iters, o.aggIters, o.check, o.cudaGraph, o.unalign));
   lines.push(...modeLines(info));
+  if (info.watchdog) lines.push(`# Watchdog: ${info.watchdog}`);
   lines.push('#');
   lines.push('# Using devices');
   for (const r of info.ranks) lines.push(rankLine(r));
@@ -174,6 +176,28 @@ export function rowLine(row: RowCells): string {
 /** collbench addition, printed after a row with wrong elements: where the first mismatch was. */
 export function firstWrongLine(w: { rank: number; index: number; expected: string; got: string }): string {
   return `# first wrong: rank ${w.rank} index ${w.index} expected ${w.expected} got ${w.got}`;
+}
+
+/** --warn-busbw: one warning per cycle whose average busbw fell below the threshold (a comment line, so parsers skip it). */
+export function cycleBelowLine(c: { sweep: { dtype: string; op: string; root: number }; cycle: number; avgBusBw: number;
+  warnBusBw: number | null; time: Date }): string {
+  return `# Warning: cycle ${c.cycle} (${c.sweep.dtype} ${c.sweep.op} root ${c.sweep.root}, ended ${c.time.toISOString()}): ` +
+    `average busbw ${cG(c.avgBusBw)} GB/s is below --warn-busbw ${cG(c.warnBusBw ?? Number.NaN)} GB/s`;
+}
+
+/** --target-rsd, per row-half that did not reach it (after the table). */
+export function precisionMissLine(sizeBytes: number, placement: string,
+  p: { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number }): string {
+  return `# target-rsd: ${sizeBytes} B ${placement}: the mean time's rsd is ${cG(p.rsdPct)}% after ${p.iterations} iterations ` +
+    `(samples' cv ${cG(p.sampleCvPct)}%), above the ${cG(p.targetRsdPct)}% target: the row half's budget ran out`;
+}
+
+/** --target-rsd over the run: `# target-rsd 1%: met in 20 of 22 row-halves, 20 to 640 iterations`. */
+export function precisionSummaryLine(all: readonly { targetRsdPct: number; met: boolean; iterations: number }[]): string | null {
+  if (all.length === 0) return null;
+  const iters = all.map((p) => p.iterations);
+  return `# target-rsd ${cG(all[0]!.targetRsdPct)}%: met in ${all.filter((p) => p.met).length} of ${all.length} row-halves, ` +
+    `${Math.min(...iters)} to ${Math.max(...iters)} iterations`;
 }
 
 /** Who the others waited for, as a rank on a host (core/lateness.ts; the lines below are collbench's own). */

@@ -70,6 +70,7 @@ Status readConfig(const Napi::Value& value, collbench::GlooConfig* c, int* local
   if (!collbench::parseGlooAlgo(algo, &c->algo))
     return badConfig("algo", "'" + algo + "' is not a Gloo all_reduce algorithm");
   CB_TRY(stringField(o, "store", true, &c->store));
+  CB_TRY(stringField(o, "storePassword", true, &c->storePassword));
   CB_TRY(stringField(o, "iface", true, &c->iface));
   CB_TRY(stringField(o, "hostname", true, &c->hostname));
   CB_TRY(intField(o, "timeoutMs", 1, &c->timeoutMs));

@@ -3,6 +3,8 @@
 // finalize and the common functions are addon_common's.
 #include <napi.h>
 
+#include <algorithm>
+
 #include "../backends/mpi/mpi_backend.h"
 #include "addon_common.h"
 
@@ -15,8 +17,14 @@ collbench::MpiBackend* mpi() { return static_cast<collbench::MpiBackend*>(gSlot.
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!gSlot.backend) {
+    // init({ initTimeoutSec }): MPI_Init under the watchdog (bench/backends/mpi.ts passes -T or the default).
+    int initTimeoutSec = 0;
+    if (info.Length() > 0 && info[0].IsObject()) {
+      const Napi::Value v = info[0].As<Napi::Object>().Get("initTimeoutSec");
+      if (v.IsNumber()) initTimeoutSec = std::max(0, std::min(v.As<Napi::Number>().Int32Value(), 1 << 30));
+    }
     std::unique_ptr<collbench::MpiBackend> b;
-    collbench::addon::throwIfError(env, collbench::MpiBackend::create(&b));
+    collbench::addon::throwIfError(env, collbench::MpiBackend::create(&b, initTimeoutSec));
     gSlot.backend = std::move(b);
   }
   collbench::MpiBackend* b = mpi();

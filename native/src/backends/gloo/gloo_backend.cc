@@ -34,6 +34,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include "backends/gloo/gloo_types.h"
 #include "core/backend_errors.h"
@@ -93,6 +94,34 @@ const gloo::ReductionFunction<typename ElementOf<D>::type>* legacyFunction(RedOp
 
 // ---- stores --------------------------------------------------------------------------------
 
+#ifndef COLLBENCH_GLOO_NO_REDIS
+// libgloo's RedisStore connects but never authenticates, so a server started with --requirepass answers every
+// command with NOAUTH deep inside the rendezvous. This subclass uses the store's own connection (redis_, protected
+// in RedisStore) right after it is made: AUTH with the password when one is given, else a PING, so a wrong or
+// missing password fails here with one message naming the store (the password itself is never in a message).
+class AuthRedisStore : public gloo::rendezvous::RedisStore {
+ public:
+  AuthRedisStore(const std::string& host, int port, const std::string& password, const std::string& name)
+      : RedisStore(host, port) {
+    void* raw = password.empty() ? redisCommand(redis_, "PING")
+                                 : redisCommand(redis_, "AUTH %b", password.data(), password.size());
+    redisReply* reply = static_cast<redisReply*>(raw);
+    if (reply == nullptr)
+      throw std::runtime_error("Redis store " + name + ": " + (password.empty() ? "PING" : "AUTH") +
+                               " failed: " + (redis_->errstr[0] != '\0' ? redis_->errstr : "no reply"));
+    const bool refused = reply->type == REDIS_REPLY_ERROR;
+    const std::string text = refused && reply->str != nullptr ? std::string(reply->str, reply->len) : "";
+    freeReplyObject(reply);
+    if (!refused) return;
+    if (password.empty())
+      throw std::runtime_error("Redis store " + name + " needs a password (" + text +
+                               "): set COLLBENCH_GLOO_REDIS_PASSWORD (or REDISCLI_AUTH) in the environment");
+    throw std::runtime_error("Redis store " + name + " refused the password from COLLBENCH_GLOO_REDIS_PASSWORD or " +
+                             "REDISCLI_AUTH (" + text + ")");
+  }
+};
+#endif
+
 Status makeStore(const GlooConfig& c, std::unique_ptr<gloo::rendezvous::Store>* out) {
   const std::string& s = c.store;
   if (s.empty()) {
@@ -135,7 +164,8 @@ Status makeStore(const GlooConfig& c, std::unique_ptr<gloo::rendezvous::Store>* 
     return Status::Error("gloo", "GLOO_STORE", "this build has no RedisStore (hiredis.h was not found)",
                          CB_SITE("gloo::rendezvous::RedisStore"));
 #else
-    CB_GLOO("gloo::rendezvous::RedisStore", *out = std::make_unique<gloo::rendezvous::RedisStore>(host, port));
+    CB_GLOO("gloo::rendezvous::RedisStore",
+            *out = std::make_unique<AuthRedisStore>(host, port, c.storePassword, "redis://" + hostPort));
     return Status::Ok();
 #endif
   }

@@ -35,6 +35,9 @@ struct GlooConfig {
   // Rendezvous store: "file:DIR" (an existing directory every rank sees) or
   // "redis://HOST:PORT" (RedisStore). Keys are prefixed with runId so runs never collide.
   std::string store;
+  // Redis AUTH password for a redis:// store (from COLLBENCH_GLOO_REDIS_PASSWORD or REDISCLI_AUTH, never argv);
+  // empty: none sent.
+  std::string storePassword;
   std::string runId = "collbench";
   // TCP transport: bind to this interface (iface) or this address / host name (hostname).
   std::string iface;

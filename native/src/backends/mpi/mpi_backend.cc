@@ -3,8 +3,12 @@
 // MPI control plane. Every MPI return code goes through CB_MPI (mpi_types.h) into a Status.
 #include "backends/mpi/mpi_backend.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,7 +21,9 @@ namespace {
 
 constexpr int kTag = 0x4342;  // "CB": point-to-point traffic of sendrecv and hypercube
 
-// MPI counts and displacements are int; larger values would need derived types (not done yet).
+// MPI counts and displacements are int (Open MPI 4.1 has no MPI_*_c big-count calls). The element-wise
+// collectives (all_reduce, broadcast, reduce, sendrecv) split a larger count into pieces (forPieces below);
+// the others refuse it here (and bench/backends/mpi.ts refuses it before the run, exit 2).
 Status toInt(uint64_t v, const char* what, Coll c, int* out) {
   if (v > static_cast<uint64_t>(INT_MAX))
     return Status::Error("core", "CORE_COUNT_TOO_LARGE",
@@ -27,6 +33,42 @@ Status toInt(uint64_t v, const char* what, Coll c, int* out) {
   *out = static_cast<int>(v);
   return Status::Ok();
 }
+
+// The largest piece of a split op: INT_MAX rounded down to 4096 elements, so every piece but the last starts
+// page- and cache-line-aligned like the whole buffer.
+constexpr uint64_t kMaxPiece = static_cast<uint64_t>(INT_MAX) & ~uint64_t{4095};
+
+// Runs call(byteOffset, n) once with the whole count when it fits an int (the usual case: one MPI call, as
+// before), else over ceil(count / kMaxPiece) nearly equal pieces of at most kMaxPiece elements, in order,
+// stopping at the first error. Why pieces and not one call on a contiguous derived datatype: the reductions
+// use user-defined MPI_Ops (half, bfloat16, f8, the saturating small-int sum fix) that dispatch on the
+// predefined datatype they are given, MPI's predefined ops are defined on predefined datatypes only, and a
+// count that is not a multiple of the block would need a second call anyway. Element-wise collectives are
+// exactly the same operation when split, so the result and its check are unchanged; the timed op is then
+// several library calls, one after the other.
+template <class Call>
+int forPieces(uint64_t count, uint64_t ts, Call&& call) {
+  if (count <= static_cast<uint64_t>(INT_MAX)) return call(uint64_t{0}, static_cast<int>(count));
+  const uint64_t pieces = (count + kMaxPiece - 1) / kMaxPiece;
+  const uint64_t per = ((count + pieces - 1) / pieces + 4095) & ~uint64_t{4095};  // <= kMaxPiece
+  for (uint64_t off = 0; off < count; off += per) {
+    const int rc = call(off * ts, static_cast<int>(std::min(per, count - off)));
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+// A buffer argument `bytes` further on; MPI_IN_PLACE stays MPI_IN_PLACE.
+const void* piece(const void* p, uint64_t bytes) {
+  return p == MPI_IN_PLACE ? p : static_cast<const char*>(p) + bytes;
+}
+void* piece(void* p, uint64_t bytes) { return p == MPI_IN_PLACE ? p : static_cast<char*>(p) + bytes; }
+
+#define CB_MPI_AT(rc_expr, name)                                                      \
+  do {                                                                                \
+    const int cb_mpi_rc_ = (rc_expr);                                                 \
+    if (cb_mpi_rc_ != MPI_SUCCESS) return ::collbench::mpiErrorStatus(cb_mpi_rc_, CB_SITE(name)); \
+  } while (0)
 
 bool isReducing(Coll c) {
   return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter;
@@ -42,7 +84,53 @@ const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
 // ---------------------------------------------------------------------------------------------
 // Life cycle
 
-Status MpiBackend::create(std::unique_ptr<MpiBackend>* out) {
+namespace {
+
+// The MPI_Init watchdog. The JS thread is blocked inside MPI_Init_thread, so no JS timer can fire: alarm(2)
+// raises SIGALRM in this process instead, and the handler (async-signal-safe: write and _exit only) prints the
+// line prepared before arming and exits 4 (EXIT.TIMEOUT). mpirun then ends the job's other processes.
+char gInitTimeoutLine[256];
+size_t gInitTimeoutLen = 0;
+
+extern "C" void onInitTimeout(int) {
+  ssize_t ignored = write(2, gInitTimeoutLine, gInitTimeoutLen);
+  (void)ignored;
+  _exit(4);
+}
+
+// Arms the watchdog for `seconds` (0: none); the destructor disarms it and restores the previous handler.
+class InitWatchdog {
+ public:
+  explicit InitWatchdog(int seconds) : armed_(seconds > 0) {
+    if (!armed_) return;
+    char host[64] = {0};
+    if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+    const int n = std::snprintf(gInitTimeoutLine, sizeof gInitTimeoutLine,
+                                "%s: Test timeout (%ds) in MPI_Init: the job's other processes or its launcher did "
+                                "not answer (-T sets the limit, -T 0 disables it)\n", host, seconds);
+    gInitTimeoutLen = n < 0 ? 0 : std::min(static_cast<size_t>(n), sizeof gInitTimeoutLine - 1);
+    struct sigaction sa {};
+    sa.sa_handler = onInitTimeout;
+    sigemptyset(&sa.sa_mask);
+    armed_ = sigaction(SIGALRM, &sa, &previous_) == 0;
+    if (armed_) alarm(static_cast<unsigned>(seconds));
+  }
+  ~InitWatchdog() {
+    if (!armed_) return;
+    alarm(0);
+    sigaction(SIGALRM, &previous_, nullptr);
+  }
+  InitWatchdog(const InitWatchdog&) = delete;
+  InitWatchdog& operator=(const InitWatchdog&) = delete;
+
+ private:
+  bool armed_;
+  struct sigaction previous_ {};
+};
+
+}  // namespace
+
+Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) {
   if (out == nullptr) return badSpec("MpiBackend::create needs an output pointer", "MpiBackend::create");
   int initialized = 0, finalized = 0;
   CB_MPI(MPI_Initialized(&initialized));
@@ -69,6 +157,7 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out) {
     // group and asks the runtime (PMIx, on its own progress thread) to kill the job, then exits; no lock
     // is held by the worker at this level. MPICH's MPI_Abort likewise goes through PMI. Kept, as the only
     // way to end every rank of a hung job (test/cli/behaviour.test.ts, -T with a SIGSTOPped rank).
+    const InitWatchdog watchdog(initTimeoutSec);
     CB_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
   } else {
     CB_MPI(MPI_Query_thread(&provided));
@@ -244,7 +333,7 @@ Status MpiBackend::enqueue(const OpArgs& a) {
 // ---------------------------------------------------------------------------------------------
 // Prepared ops (the timed loop)
 
-Status MpiBackend::plan(Planned::Call call, const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+Status MpiBackend::plan(Planned::Call call, const void* send, void* recv, uint64_t count, MPI_Datatype type, MPI_Op op,
                         int root) {
   Planned& p = *planning_;
   p.call = call;
@@ -253,6 +342,7 @@ Status MpiBackend::plan(Planned::Call call, const void* send, void* recv, int co
   p.send = p.sendInPlace ? nullptr : static_cast<const char*>(send);
   p.recv = p.recvInPlace ? nullptr : static_cast<char*>(recv);
   p.count = count;
+  p.ts = dtypeSize(plannedDtype_);
   p.type = type;
   p.op = op;
   p.root = root;
@@ -265,6 +355,7 @@ Status MpiBackend::prepareSeries(const OpSeries& series) {
   // enqueue()'s own checks, with every region widened by the largest shift; no MPI call, no data moved.
   Planned p;
   planning_ = &p;
+  plannedDtype_ = series.args[0].dtype;
   regionShift_ = series.maxShiftBytes;
   const Status s = enqueue(series.args[0]);
   planning_ = nullptr;
@@ -290,27 +381,31 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
       return preparedOk(enqueue(a));
     }
     case Planned::Call::Allreduce:
-      rc = MPI_Allreduce(send, recv, p.count, p.type, p.op, comm_);
+      rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
+        return MPI_Allreduce(piece(send, o), piece(recv, o), n, p.type, p.op, comm_);
+      });
       what = "MPI_Allreduce";
       break;
     case Planned::Call::Allgather:
-      rc = MPI_Allgather(send, p.count, p.type, recv, p.count, p.type, comm_);
+      rc = MPI_Allgather(send, p.intCount(), p.type, recv, p.intCount(), p.type, comm_);
       what = "MPI_Allgather";
       break;
     case Planned::Call::ReduceScatterBlock:
-      rc = MPI_Reduce_scatter_block(send, recv, p.count, p.type, p.op, comm_);
+      rc = MPI_Reduce_scatter_block(send, recv, p.intCount(), p.type, p.op, comm_);
       what = "MPI_Reduce_scatter_block";
       break;
     case Planned::Call::Bcast:
-      rc = MPI_Bcast(recv, p.count, p.type, p.root, comm_);
+      rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) { return MPI_Bcast(piece(recv, o), n, p.type, p.root, comm_); });
       what = "MPI_Bcast";
       break;
     case Planned::Call::Reduce:
-      rc = MPI_Reduce(send, recv, p.count, p.type, p.op, p.root, comm_);
+      rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
+        return MPI_Reduce(piece(send, o), piece(recv, o), n, p.type, p.op, p.root, comm_);
+      });
       what = "MPI_Reduce";
       break;
     case Planned::Call::Alltoall:
-      rc = MPI_Alltoall(send, p.count, p.type, recv, p.count, p.type, comm_);
+      rc = MPI_Alltoall(send, p.intCount(), p.type, recv, p.intCount(), p.type, comm_);
       what = "MPI_Alltoall";
       break;
     case Planned::Call::Alltoallv:
@@ -319,20 +414,25 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
       what = "MPI_Alltoallv";
       break;
     case Planned::Call::Gather:
-      rc = MPI_Gather(send, p.count, p.type, recv, p.count, p.type, p.root, comm_);
+      rc = MPI_Gather(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.root, comm_);
       what = "MPI_Gather";
       break;
     case Planned::Call::Scatter:
-      rc = MPI_Scatter(send, p.count, p.type, recv, p.count, p.type, p.root, comm_);
+      rc = MPI_Scatter(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.root, comm_);
       what = "MPI_Scatter";
       break;
     case Planned::Call::Sendrecv:
-      rc = MPI_Sendrecv(send, p.count, p.type, p.next, kTag, recv, p.count, p.type, p.prev, kTag, comm_,
-                        MPI_STATUS_IGNORE);
+      // Pieces in order: MPI's non-overtaking rule matches each piece with the peer's piece of the same rank.
+      rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
+        return MPI_Sendrecv(piece(send, o), n, p.type, p.next, kTag, piece(recv, o), n, p.type, p.prev, kTag, comm_,
+                            MPI_STATUS_IGNORE);
+      });
       what = "MPI_Sendrecv";
       break;
     case Planned::Call::SendrecvReplace:
-      rc = MPI_Sendrecv_replace(recv, p.count, p.type, p.next, kTag, p.prev, kTag, comm_, MPI_STATUS_IGNORE);
+      rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
+        return MPI_Sendrecv_replace(piece(recv, o), n, p.type, p.next, kTag, p.prev, kTag, comm_, MPI_STATUS_IGNORE);
+      });
       what = "MPI_Sendrecv_replace";
       break;
   }
@@ -341,20 +441,21 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
 }
 
 Status MpiBackend::allReduce(const OpArgs& a) {
-  int n = 0;
-  CB_TRY(toInt(a.count, "count", a.coll, &n));
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("all_reduce in-place needs send == recv", "MPI_Allreduce");
   if (planning_) {
     if (a.op == RedOp::MulSum || a.op == RedOp::Avg) return Status::Ok();  // Generic
-    return plan(Planned::Call::Allreduce, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, n, mpiDatatype(a.dtype),
+    return plan(Planned::Call::Allreduce, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, a.count, mpiDatatype(a.dtype),
                 mpiReduceOp(a.dtype, a.op));
   }
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, &src));
-  CB_MPI(MPI_Allreduce(a.inPlace ? MPI_IN_PLACE : src, a.recv, n, mpiDatatype(a.dtype),
-                       mpiReduceOp(a.dtype, a.op), comm_));
+  const void* from = a.inPlace ? MPI_IN_PLACE : src;
+  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype), [&](uint64_t o, int n) {
+              return MPI_Allreduce(piece(from, o), piece(a.recv, o), n, mpiDatatype(a.dtype),
+                                   mpiReduceOp(a.dtype, a.op), comm_);
+            }), "MPI_Allreduce");
   if (a.op == RedOp::Avg) divideElements(a.dtype, a.recv, a.count, size_);
   return Status::Ok();
 }
@@ -407,25 +508,23 @@ Status MpiBackend::reduceScatter(const OpArgs& a) {
 
 Status MpiBackend::broadcast(const OpArgs& a) {
   const bool isRoot = rank_ == a.root;
-  int n = 0;
-  CB_TRY(toInt(a.count, "count", a.coll, &n));
   if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "MPI_Bcast");
   if (planning_) {
     if (isRoot && a.send != a.recv) return Status::Ok();  // Generic: the root copies send to recv first
-    return plan(Planned::Call::Bcast, a.recv, a.recv, n, mpiDatatype(a.dtype), MPI_OP_NULL, a.root);
+    return plan(Planned::Call::Bcast, a.recv, a.recv, a.count, mpiDatatype(a.dtype), MPI_OP_NULL, a.root);
   }
   // ncclBroadcast sends from the root's send buffer; MPI_Bcast works in one buffer.
   if (isRoot && a.send != a.recv) std::memmove(a.recv, a.send, a.count * dtypeSize(a.dtype));
-  CB_MPI(MPI_Bcast(a.recv, n, mpiDatatype(a.dtype), a.root, comm_));
+  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype), [&](uint64_t o, int n) {
+              return MPI_Bcast(piece(a.recv, o), n, mpiDatatype(a.dtype), a.root, comm_);
+            }), "MPI_Bcast");
   return Status::Ok();
 }
 
 Status MpiBackend::reduce(const OpArgs& a) {
   const bool isRoot = rank_ == a.root;
-  int n = 0;
-  CB_TRY(toInt(a.count, "count", a.coll, &n));
   CB_TRY(region(a, a.send, a.count, "send"));
   if (isRoot) CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("reduce in-place needs send == recv", "MPI_Reduce");
@@ -434,13 +533,16 @@ Status MpiBackend::reduce(const OpArgs& a) {
   const bool rootInPlace = a.inPlace && isRoot;
   if (planning_) {
     if (a.op == RedOp::MulSum || a.op == RedOp::Avg) return Status::Ok();  // Generic
-    return plan(Planned::Call::Reduce, rootInPlace ? MPI_IN_PLACE : a.send, a.recv, n, mpiDatatype(a.dtype),
+    return plan(Planned::Call::Reduce, rootInPlace ? MPI_IN_PLACE : a.send, a.recv, a.count, mpiDatatype(a.dtype),
                 mpiReduceOp(a.dtype, a.op), a.root);
   }
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, rootInPlace, &src));
-  CB_MPI(MPI_Reduce(rootInPlace ? MPI_IN_PLACE : src, a.recv, n, mpiDatatype(a.dtype),
-                    mpiReduceOp(a.dtype, a.op), a.root, comm_));
+  const void* from = rootInPlace ? MPI_IN_PLACE : src;
+  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype), [&](uint64_t o, int n) {
+              return MPI_Reduce(piece(from, o), piece(a.recv, o), n, mpiDatatype(a.dtype), mpiReduceOp(a.dtype, a.op),
+                                a.root, comm_);
+            }), "MPI_Reduce");
   if (a.op == RedOp::Avg && isRoot) divideElements(a.dtype, a.recv, a.count, size_);
   return Status::Ok();
 }
@@ -546,24 +648,28 @@ Status MpiBackend::scatter(const OpArgs& a) {
 }
 
 Status MpiBackend::sendRecv(const OpArgs& a) {
-  int n = 0;
-  CB_TRY(toInt(a.count, "count", a.coll, &n));
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   const int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
   const MPI_Datatype t = mpiDatatype(a.dtype);
   if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "MPI_Sendrecv_replace");
   if (planning_) {
-    CB_TRY(plan(a.inPlace ? Planned::Call::SendrecvReplace : Planned::Call::Sendrecv, a.send, a.recv, n, t,
+    CB_TRY(plan(a.inPlace ? Planned::Call::SendrecvReplace : Planned::Call::Sendrecv, a.send, a.recv, a.count, t,
                 MPI_OP_NULL));
     planning_->next = next;
     planning_->prev = prev;
     return Status::Ok();
   }
+  const uint64_t ts = dtypeSize(a.dtype);
   if (a.inPlace) {
-    CB_MPI(MPI_Sendrecv_replace(a.recv, n, t, next, kTag, prev, kTag, comm_, MPI_STATUS_IGNORE));
+    CB_MPI_AT(forPieces(a.count, ts, [&](uint64_t o, int n) {
+                return MPI_Sendrecv_replace(piece(a.recv, o), n, t, next, kTag, prev, kTag, comm_, MPI_STATUS_IGNORE);
+              }), "MPI_Sendrecv_replace");
   } else {
-    CB_MPI(MPI_Sendrecv(a.send, n, t, next, kTag, a.recv, n, t, prev, kTag, comm_, MPI_STATUS_IGNORE));
+    CB_MPI_AT(forPieces(a.count, ts, [&](uint64_t o, int n) {
+                return MPI_Sendrecv(piece(a.send, o), n, t, next, kTag, piece(a.recv, o), n, t, prev, kTag, comm_,
+                                    MPI_STATUS_IGNORE);
+              }), "MPI_Sendrecv");
   }
   return Status::Ok();
 }

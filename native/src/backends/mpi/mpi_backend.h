@@ -21,7 +21,9 @@ class MpiBackend : public HostMemoryBackend {
   // MPI_Init_thread(MPI_THREAD_SERIALIZED) unless MPI is already initialized (why not MULTIPLE: see
   // mpi_backend.cc); needs at least MPI_THREAD_SERIALIZED because ops run on a worker thread. Sets
   // MPI_ERRORS_RETURN on MPI_COMM_WORLD and creates the datatype/op table.
-  static Status create(std::unique_ptr<MpiBackend>* out);
+  // initTimeoutSec > 0: MPI_Init_thread runs under alarm(2); if it has not returned by then (a rank of the job
+  // missing, the launcher unreachable) the process prints one line and exits 4, as the -T watchdog does later.
+  static Status create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec = 0);
   ~MpiBackend() override;  // frees buffers and communicators; does NOT finalize MPI (call finalize())
 
   MpiBackend(const MpiBackend&) = delete;
@@ -79,8 +81,11 @@ class MpiBackend : public HostMemoryBackend {
     bool sendInPlace = false, recvInPlace = false;
     const char* send = nullptr;
     char* recv = nullptr;
-    int count = 0, root = 0, next = 0, prev = 0;
+    uint64_t count = 0, ts = 1;  // elements (split into <= INT_MAX pieces where the call allows), element size
+    int root = 0, next = 0, prev = 0;
     MPI_Datatype type = MPI_DATATYPE_NULL;
+    // The calls that are never split: enqueue() has checked that their count fits an int.
+    int intCount() const { return static_cast<int>(count); }
     MPI_Op op = MPI_OP_NULL;
   };
 
@@ -88,7 +93,7 @@ class MpiBackend : public HostMemoryBackend {
   Status alive(const char* what) const;
   // While prepareSeries() runs an op through enqueue(), the collectives record their call in
   // *planning_ instead of making it (and make no data movement).
-  Status plan(Planned::Call call, const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+  Status plan(Planned::Call call, const void* send, void* recv, uint64_t count, MPI_Datatype type, MPI_Op op,
               int root = 0);
   // Returns the pointer MPI should reduce from for `op`: `input` itself, or for mulsum on odd ranks
   // `input` scaled by 2, in place when `scaleInPlace` (the region is overwritten by the result anyway)
@@ -124,6 +129,7 @@ class MpiBackend : public HostMemoryBackend {
   std::vector<int> vCounts_[4];  // alltoallv: send counts, send displs, recv counts, recv displs
 
   Planned* planning_ = nullptr;  // non-null only inside prepareSeries()
+  DType plannedDtype_ = DType::Float32;  // the series' datatype while planning_ is set
   Planned planned_;              // the prepared series' call
   OpArgs plannedArgs_{};         // its op at shift 0 (Generic)
   std::vector<int> plannedV_[4]; // Alltoallv: the counts of the prepared call

@@ -1,0 +1,222 @@
+// The decision rule of `collbench locate`, pure so that scripts/locate-sim.ts can run it on simulated noise:
+// per stage, each group's (host's, pair's) per-iteration busbw samples are divided by a reference busbw per size
+// (the median level of the best third of the groups, or of a control measured at the same time; a level is the 90th
+// percentile of the samples), and a group is slow when its level ratio is below 1 − margin, in EVERY repeat too, AND a one-sided Mann-Whitney rank test says its samples
+// are smaller than the reference samples (p < alpha). The margin keeps small real differences from being named; the
+// per-repeat condition and the test keep one noisy burst (another job on the machine, a scheduler hiccup) from being
+// named: the iterations of one job share its conditions, so they are not independent evidence on their own. Then: a host whose every pair is slow is a host suspect, a slow pair of two
+// otherwise good hosts a link suspect, and only a suspect that is slow again in its re-test is named.
+//
+// Statistics come from simple-statistics (well kept, no dependencies, typed): medians, quantiles, the Wilcoxon rank
+// sum with averaged ties and the error function; the U statistic's tie-corrected normal approximation is built from them.
+import { errorFunction, median, quantile, wilcoxonRankSum } from 'simple-statistics';
+
+/**
+ * A group's busbw level: the 90th percentile of its per-iteration busbw. What a link can carry shows in its best
+ * iterations; contention (other jobs, the CPU, the scheduler) only takes away, so the upper percentile moves much
+ * less with load than the median, while a slow link or host caps every iteration.
+ */
+export const LEVEL_QUANTILE = 0.9;
+export const level = (samples: readonly number[]): number => quantile(samples as number[], LEVEL_QUANTILE);
+
+export interface DecisionRule {
+  /** A group is slow only when its busbw level is below (1 − margin) × the reference (0.25 = 25 % slower). */
+  margin: number;
+  /** … and the rank test's one-sided p-value is below alpha. */
+  alpha: number;
+  /** Above this repeat-to-repeat variation of the same group's level (relative), the stage is too noisy. */
+  maxNoise: number;
+}
+
+export const DEFAULT_RULE: DecisionRule = Object.freeze({ margin: 0.25, alpha: 0.01, maxNoise: 0.5 });
+
+/** One group's measurements: per size, per repeat, the per-iteration busbw samples (GB/s). */
+export interface GroupSamples {
+  id: string;
+  hosts: string[];
+  /** sizeBytes → repeats → samples */
+  bySize: Map<number, number[][]>;
+  /** Why the group has no measurement (its job failed or timed out); null when it ran. */
+  failed: string | null;
+}
+
+export type GroupState = 'ok' | 'slow' | 'uncertain' | 'failed';
+
+export interface GroupResult {
+  id: string;
+  hosts: string[];
+  state: GroupState;
+  /** Level (90th percentile) of busbw / reference busbw of the sample's size, over all samples; null when failed. */
+  ratio: number | null;
+  /** One-sided Mann-Whitney p-value (samples smaller than the reference samples); null when failed. */
+  pValue: number | null;
+  samples: number;
+  /** Relative spread of the per-repeat levels: (max − min) / max, the largest over sizes. */
+  repeatSpread: number | null;
+  /** Each repeat's level ratio (all sizes pooled). */
+  repeatRatios: number[];
+  bySize: { sizeBytes: number; busBwGBps: number; referenceGBps: number; ratio: number }[];
+  failed: string | null;
+}
+
+export interface StageAnalysis {
+  groups: GroupResult[];
+  reference: { sizeBytes: number; busBwGBps: number }[];
+  /** Median over the good groups of repeatSpread: how much a level moves when it is measured again. */
+  noise: number | null;
+  referenceNote: string;
+}
+
+const flat = (runs: number[][]): number[] => runs.flat();
+
+/**
+ * One-sided Mann-Whitney U test, H1: x tends to be smaller than y. Normal approximation with tie correction and
+ * continuity correction; fine from about 8 samples a side (locate takes ≥ 2 repeats × iterations × 2 halves).
+ */
+export function mannWhitneyLess(x: readonly number[], y: readonly number[]): number {
+  const nx = x.length, ny = y.length;
+  if (nx === 0 || ny === 0) return 1;
+  const rankSum = wilcoxonRankSum(x, y);
+  const u = rankSum - (nx * (nx + 1)) / 2;
+  const n = nx + ny;
+  const counts = new Map<number, number>();
+  for (const v of [...x, ...y]) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let ties = 0;
+  for (const t of counts.values()) ties += t * t * t - t;
+  const variance = ((nx * ny) / 12) * (n + 1 - ties / (n * (n - 1)));
+  if (variance <= 0) return 1;
+  const z = (u - (nx * ny) / 2 + 0.5) / Math.sqrt(variance);
+  // Φ(z) from the error function (simple-statistics' normal table stops at |z| = 3.09, p = 0.001)
+  return Math.min(1, Math.max(0, 0.5 * (1 + errorFunction(z / Math.SQRT2))));
+}
+
+/** The p-value as text (the normal approximation is not worth more than "< 1e-6" far out in the tail). */
+export function formatP(p: number | null): string {
+  if (p === null) return '-';
+  return p < 1e-6 ? '<1e-6' : p < 0.001 ? p.toExponential(1) : p.toFixed(p < 0.1 ? 3 : 2);
+}
+
+/**
+ * Analyse one stage. `control`, when given, is the reference (a control group measured at the same time);
+ * otherwise the reference per size is the median of the best third of the groups' levels (at least one group),
+ * so that a bad host, which is in 2/n of all pairs, does not pull the reference down.
+ */
+export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule, control?: GroupSamples[], note?: string): StageAnalysis {
+  const live = groups.filter((g) => g.failed === null && g.bySize.size > 0);
+  const sizes = [...new Set(live.flatMap((g) => [...g.bySize.keys()]))].sort((a, b) => a - b);
+  const refBySize = new Map<number, number>();
+  const refGroupsBySize = new Map<number, GroupSamples[]>();
+  let referenceNote: string;
+  if (control && control.some((c) => c.failed === null)) {
+    const ok = control.filter((c) => c.failed === null);
+    referenceNote = note ?? `control ${ok.map((c) => c.hosts.join('-')).join(', ')}, measured at the same time`;
+    for (const s of sizes) {
+      const samples = ok.flatMap((c) => flat(c.bySize.get(s) ?? []));
+      if (samples.length) { refBySize.set(s, level(samples)); refGroupsBySize.set(s, ok); }
+    }
+  } else {
+    referenceNote = 'median level of the best third of the groups';
+    for (const s of sizes) {
+      const withSize = live.filter((g) => flat(g.bySize.get(s) ?? []).length > 0)
+        .map((g) => ({ g, m: level(flat(g.bySize.get(s)!)) }))
+        .sort((a, b) => b.m - a.m);
+      const k = Math.max(1, Math.ceil(withSize.length / 3));
+      const best = withSize.slice(0, k);
+      refBySize.set(s, median(best.map((b) => b.m)));
+      refGroupsBySize.set(s, best.map((b) => b.g));
+    }
+  }
+  // The reference samples as ratios, pooled over sizes: what a good group's ratios look like.
+  const pool: number[] = [];
+  for (const [s, refGroups] of refGroupsBySize) {
+    const ref = refBySize.get(s)!;
+    for (const g of refGroups) for (const v of flat(g.bySize.get(s) ?? [])) pool.push(v / ref);
+  }
+
+  const results: GroupResult[] = groups.map((g) => {
+    if (g.failed !== null || g.bySize.size === 0) {
+      return { id: g.id, hosts: g.hosts, state: 'failed', ratio: null, pValue: null, samples: 0, repeatSpread: null, repeatRatios: [], bySize: [], failed: g.failed ?? 'no samples' };
+    }
+    const ratios: number[] = [];
+    const bySize: GroupResult['bySize'] = [];
+    let spread = 0;
+    const perRepeatRatios: number[][] = [];
+    for (const s of sizes) {
+      const runs = g.bySize.get(s);
+      const ref = refBySize.get(s);
+      if (!runs || ref === undefined || flat(runs).length === 0) continue;
+      const all = flat(runs);
+      for (const v of all) ratios.push(v / ref);
+      runs.forEach((run, r) => { (perRepeatRatios[r] ??= []).push(...run.map((v) => v / ref)); });
+      const m = level(all);
+      bySize.push({ sizeBytes: s, busBwGBps: m, referenceGBps: ref, ratio: m / ref });
+      const perRepeat = runs.filter((r) => r.length > 0).map((r) => level(r));
+      if (perRepeat.length > 1) spread = Math.max(spread, (Math.max(...perRepeat) - Math.min(...perRepeat)) / Math.max(...perRepeat));
+    }
+    const ratio = level(ratios);
+    const pValue = mannWhitneyLess(ratios, pool);
+    const repeatRatios = perRepeatRatios.filter((r) => r.length > 0).map((r) => level(r));
+    const below = ratio < 1 - rule.margin;
+    const everyRepeat = repeatRatios.every((r) => r < 1 - rule.margin);
+    const state: GroupState = below && everyRepeat && pValue < rule.alpha ? 'slow' : below ? 'uncertain' : 'ok';
+    return { id: g.id, hosts: g.hosts, state, ratio, pValue, samples: ratios.length, repeatSpread: spread, repeatRatios, bySize, failed: null };
+  });
+  // Noise is judged on the groups that look fine: a throttled link may well be erratic, and that is its problem.
+  const spreads = results.filter((r) => r.state === 'ok' && r.repeatSpread !== null).map((r) => r.repeatSpread!);
+  return {
+    groups: results,
+    reference: sizes.filter((s) => refBySize.has(s)).map((s) => ({ sizeBytes: s, busBwGBps: refBySize.get(s)! })),
+    noise: spreads.length ? median(spreads) : null,
+    referenceNote,
+  };
+}
+
+export interface Attribution {
+  /** Hosts every one of whose pairs (≥ 2) is slow or failed. */
+  hostSuspects: { host: string; pairs: GroupResult[] }[];
+  /** Slow or failed pairs between two hosts that are not host suspects. */
+  linkSuspects: GroupResult[];
+  /** Pairs below the margin without a significant test, not explained by a suspect. */
+  uncertain: GroupResult[];
+}
+
+const isBad = (g: GroupResult): boolean => g.state === 'slow' || g.state === 'failed';
+
+/** Hosts and links from the pairwise stage. */
+export function attributePairs(hosts: readonly string[], pairs: readonly GroupResult[]): Attribution {
+  const hostSuspects: Attribution['hostSuspects'] = [];
+  for (const h of hosts) {
+    const mine = pairs.filter((p) => p.hosts.includes(h));
+    if (mine.length >= 2 && mine.every(isBad)) hostSuspects.push({ host: h, pairs: mine });
+  }
+  const named = new Set(hostSuspects.map((s) => s.host));
+  const explained = (p: GroupResult): boolean => p.hosts.some((h) => named.has(h));
+  return {
+    hostSuspects,
+    linkSuspects: pairs.filter((p) => isBad(p) && !explained(p)),
+    uncertain: pairs.filter((p) => p.state === 'uncertain' && !explained(p)),
+  };
+}
+
+/** Host groups (several ranks per host): a slow group is its host's own problem. */
+export function attributeHostGroups(groups: readonly GroupResult[]): Attribution {
+  return {
+    hostSuspects: groups.filter(isBad).map((g) => ({ host: g.hosts[0]!, pairs: [g] })),
+    linkSuspects: [],
+    uncertain: groups.filter((g) => g.state === 'uncertain'),
+  };
+}
+
+/**
+ * A known-good partner for a suspect: the host with the best median ratio over its pairs among those in no bad or
+ * uncertain pair; failing that, the best host that is not a suspect.
+ */
+export function goodHosts(hosts: readonly string[], pairs: readonly GroupResult[], exclude: ReadonlySet<string>): string[] {
+  const score = (h: string): number => {
+    const r = pairs.filter((p) => p.hosts.includes(h) && p.ratio !== null).map((p) => p.ratio!);
+    return r.length ? median(r) : 0;
+  };
+  const clean = (h: string): boolean => pairs.filter((p) => p.hosts.includes(h)).every((p) => p.state === 'ok');
+  return hosts.filter((h) => !exclude.has(h))
+    .sort((a, b) => Number(clean(b)) - Number(clean(a)) || score(b) - score(a));
+}

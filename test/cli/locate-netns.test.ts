@@ -1,0 +1,162 @@
+// `collbench locate` on real hosts: four network-namespace hosts (scripts/netns-hosts.sh) on a bridge, Open MPI
+// ranks started inside them through the rsh agent scripts/netns-rsh.sh, all configured through OMPI_MCA_* environment
+// (locate passes no mpirun flag of its own for it). A "bad cable" is a tc tbf qdisc on one host's eth0. Checks:
+// healthy → healthy, a strongly and a mildly throttled host (two different hosts) → that host named, bad input →
+// one line and exit 2, an unreachable host → exit 5 naming it, and no process left behind. Skips, saying why, when
+// namespaces cannot be made or mpirun is missing. Namespaces, qdiscs and /etc/hosts lines are removed afterwards.
+//
+// The hosts share this machine's 2 CPUs (and other work on it), so jobs that run at the same time compete and a
+// pair's busbw moves by up to ±50 % from one job to the next: the tests state a 50 % margin and up to 80 %
+// repeat-to-repeat noise (--margin 50 --max-noise 80) instead of the defaults (25 %, 50 %).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { locateErrors, type LocateDocument } from '../../bench/locate/document.js';
+import { repoRoot, runProgram } from '../helpers/cli.js';
+
+const SCRIPT = join(repoRoot, 'scripts', 'netns-hosts.sh');
+const PREFIX = `cbl${process.pid % 100000}`;
+const SUBNET = 71 + (process.pid % 9);
+const HOSTS = 5; // h5 is deleted again to play an unreachable host that still resolves
+const host = (i: number) => `${PREFIX}-h${i}`;
+const FOUR = [1, 2, 3, 4].map(host).join(',');
+/** Bandwidth-bound on this machine's TCP over veth, short enough for a throttled job (a few seconds each). */
+const RUN_ARGS = ['--', '-b', '4M', '-e', '4M', '-n', '8'];
+/** This machine's noise (see above), stated: margin 50 % instead of 25 %, repeat-to-repeat noise up to 80 %. */
+const RULE = ['--margin', '50', '--max-noise', '80'];
+
+let skipReason: string | null = null;
+let mpiEnv: NodeJS.ProcessEnv = {};
+const dir = mkdtempSync(join(tmpdir(), 'collbench-locate-test-'));
+
+/** Processes that carry this test's Open MPI environment (mpirun, daemons, ranks, jobs): none may outlive a run. */
+function leftovers(): string[] {
+  const marker = `OMPI_MCA_btl_tcp_if_include=10.250.${SUBNET}.0/24`;
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(marker)) {
+        found.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 120)}`);
+      }
+    } catch { /* gone meanwhile */ }
+  }
+  return found;
+}
+
+async function noLeftovers(): Promise<void> {
+  // mpirun's daemons exit a moment after mpirun reports; give them a few seconds.
+  for (let i = 0; i < 50 && leftovers().length; i++) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(leftovers(), [], 'processes left running');
+}
+
+function locate(args: string[], timeoutMs = 170_000) {
+  return runProgram('collbench', ['locate', ...args], { env: mpiEnv, timeoutMs });
+}
+
+function verdict(file: string): LocateDocument {
+  const doc = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  assert.deepEqual(locateErrors(doc), [], 'the verdict matches schema/collbench-locate.v1.schema.json');
+  return doc as LocateDocument;
+}
+
+function throttle(i: number, rate: string | null): void {
+  const args = rate === null ? ['qdisc', 'del', 'dev', 'eth0', 'root'] : ['qdisc', 'add', 'dev', 'eth0', 'root', 'tbf', 'rate', rate, 'burst', '32kbit', 'latency', '400ms'];
+  const r = spawnSync('ip', ['netns', 'exec', host(i), 'tc', ...args], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `tc ${args.join(' ')} in ${host(i)}: ${r.stderr}`);
+}
+
+describe('collbench locate: bad input (no hosts needed)', () => {
+  const cases: [string, string[], RegExp][] = [
+    ['no hosts', [], /^collbench: locate: no hosts: give --hosts or --hostfile$/],
+    ['one host', ['--hosts', 'localhost'], /needs at least 2 hosts, got 1/],
+    ['duplicates', ['--hosts', 'localhost,localhost'], /host 'localhost' is listed twice/],
+    ['unknown host', ['--hosts', 'localhost,no-such-host.invalid'], /unknown host 'no-such-host\.invalid' \(does not resolve\)/],
+    ['a run argument locate sets', ['--hosts', 'a,b', '--', '--np', '4'], /--np is set by locate itself/],
+    ['a bad run argument', ['--hosts', 'a,b', '--', '-b', 'lots'], /-b/],
+    ['one repeat', ['--hosts', 'a,b', '--repeats', '1'], /--repeats: expected an integer from 2/],
+  ];
+  for (const [name, args, message] of cases) {
+    it(`${name} → one line, exit 2`, () => {
+      const r = locate(args, 30_000);
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr.trimEnd(), message);
+      assert.equal(r.stdout, '');
+    });
+  }
+
+  it('--plan prints the schedule and its cost for 8 … 1024 hosts', () => {
+    const r = locate(['--plan', '8,64,512,1024', '--job-seconds', '10']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^ +8 pairs +14 +4 /m); // 7 rounds × 2 repeats, 4 disjoint pairs a round
+    assert.match(r.stdout, /^ +1024 pairs +2046 +512 /m);
+  });
+});
+
+describe('collbench locate on network-namespace hosts', () => {
+  before(() => {
+    if (spawnSync('sh', ['-c', 'command -v mpirun']).status !== 0) { skipReason = 'mpirun is not installed'; return; }
+    const up = spawnSync(SCRIPT, ['up', String(HOSTS), PREFIX, String(SUBNET)], { encoding: 'utf8' });
+    if (up.status !== 0) { skipReason = `cannot create network namespaces: ${(up.stderr || up.stdout).trim().split('\n').pop()}`; return; }
+    spawnSync('ip', ['netns', 'del', host(5)]);
+    const env = spawnSync(SCRIPT, ['mpi-env', String(SUBNET)], { encoding: 'utf8' }).stdout;
+    mpiEnv = Object.fromEntries(env.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  });
+  after(() => {
+    spawnSync(SCRIPT, ['down', PREFIX]);
+    rmSync(dir, { recursive: true, force: true });
+    assert.doesNotMatch(spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout, new RegExp(`${PREFIX}-h`), 'namespaces deleted');
+    assert.doesNotMatch(readFileSync('/etc/hosts', 'utf8'), new RegExp(`${PREFIX}-h`), '/etc/hosts lines removed');
+  });
+
+  it('healthy hosts → verdict healthy, exit 0, no suspect', async (t) => {
+    if (skipReason) { t.skip(skipReason); return; }
+    const file = join(dir, 'healthy.json');
+    const r = locate(['--hosts', FOUR, ...RULE, '-J', file, '--quiet', ...RUN_ARGS]);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const doc = verdict(file);
+    assert.equal(doc.verdict, 'healthy');
+    assert.deepEqual(doc.suspects, []);
+    assert.deepEqual(doc.links, []);
+    const pairs = doc.stages.find((s) => s.name === 'pairs')!;
+    assert.equal(pairs.groups.length, 6); // all pairs of 4 hosts
+    assert.equal(pairs.jobs.length, 12); // twice each
+    assert.match(r.stdout, /^# verdict: healthy/m);
+    await noLeftovers();
+  });
+
+  for (const [i, rate, expect] of [[4, '200mbit', '≈25× slower here'], [2, '4gbit', 'milder: ≈7× slower here']] as const) {
+    it(`tbf rate ${rate} on ${host(i)}'s eth0 (${expect}) → ${host(i)} named, exit 7`, async (t) => {
+      if (skipReason) { t.skip(skipReason); return; }
+      throttle(i, rate);
+      try {
+        const file = join(dir, `throttled-${i}.json`);
+        const r = locate(['--hosts', FOUR, ...RULE, '-J', file, '--quiet', ...RUN_ARGS]);
+        assert.equal(r.code, 7, `${r.stdout}\n${r.stderr}`);
+        const doc = verdict(file);
+        assert.equal(doc.verdict, 'suspect');
+        assert.deepEqual(doc.suspects.map((s) => s.host), [host(i)], r.stdout);
+        assert.deepEqual(doc.links, []);
+        assert.ok(doc.suspects[0]!.confidence > 0.95, r.stdout);
+        assert.match(r.stdout, new RegExp(`^# suspect host ${host(i)} `, 'm'));
+        const retest = doc.stages.find((s) => s.name === 'retest')!;
+        assert.ok(retest.groups.some((g) => g.hosts.includes(host(i)) && g.state === 'slow'), 're-tested and slow again');
+      } finally {
+        throttle(i, null);
+      }
+      await noLeftovers();
+    });
+  }
+
+  it('a host that resolves but cannot be reached → one line naming it, exit 5, nothing left running', async (t) => {
+    if (skipReason) { t.skip(skipReason); return; }
+    const r = locate(['--hosts', `${host(1)},${host(5)}`, '--quiet', ...RUN_ARGS], 120_000);
+    assert.equal(r.code, 5, r.stderr);
+    assert.match(r.stderr.trimEnd(), new RegExp(`^collbench: locate: host '${host(5)}' unreachable: `));
+    assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+    await noLeftovers();
+  });
+});
