@@ -178,10 +178,14 @@ class AcceptSession {
       const outcome = await this.current.done;
       this.current = null;
       const doc = this.readReport(report);
-      if (!doc || (outcome.exitCode !== 0 && outcome.exitCode !== EXIT.WRONG_RESULTS)) {
-        const line = failureLine(outcome, this.opts.timeoutSec);
-        this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: error (${line})`);
-        return { check: c, docs, results, error: { line: doc ? line : `${line}${outcome.exitCode === 0 ? ': no report' : ''}`, exitCode: doc || outcome.exitCode !== 0 ? runExitCode(outcome) : EXIT.INTERNAL } };
+      const finished = outcome.exitCode === 0 || outcome.exitCode === EXIT.WRONG_RESULTS;
+      if (!doc || !finished) {
+        // a run that ended well but left no complete, valid report is collbench's own fault (exit 1)
+        const error = finished
+          ? { line: 'the run exited without a complete, schema-valid report', exitCode: EXIT.INTERNAL }
+          : { line: failureLine(outcome, this.opts.timeoutSec), exitCode: runExitCode(outcome) };
+        this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: error (${error.line})`);
+        return { check: c, docs, results, error };
       }
       if (doc.rows.length !== c.sizes.length) {
         const why = doc.summary?.skipped ?? `the run measured ${doc.rows.length} of the check's ${c.sizes.length} sizes`;
@@ -289,7 +293,11 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: Acce
     const all: CheckRuns[] = [];
     for (const [i, c] of profile.checks.entries()) {
       if (session.interrupted) break;
-      all.push(await session.runCheck(c, `[${i + 1}/${profile.checks.length}]`));
+      // after a run that could not finish (no backend, a crash, a timeout) the verdict is "error" whatever follows:
+      // the remaining checks are listed, not run
+      const failed = all.find((r) => r.error);
+      all.push(failed ? { check: c, docs: [], results: judge(c, []), error: { line: `not run: check '${failed.check.id}' could not run`, exitCode: failed.error!.exitCode } }
+        : await session.runCheck(c, `[${i + 1}/${profile.checks.length}]`));
     }
     const comparisons = matched ? profile.checks.filter((c) => c.baseline).reduce((n, c) => n + c.sizes.length, 0) : 0;
     const level = bonferroniLevel(ALPHA, comparisons);

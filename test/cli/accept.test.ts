@@ -147,6 +147,19 @@ describe('collbench accept on 2 MPI ranks', () => {
     assert.equal(existsSync(saved), false);
   });
 
+  it('a run that cannot start (no NCCL here): verdict "error", the run\'s exit code, later checks not run', (t) => {
+    const json = join(dir, 'nccl.json');
+    const r = runProgram('collbench', ['accept', '--profile', profile, '--backend', 'nccl', '-J', json]);
+    if (r.code === 0 || r.code === 7) return t.skip('NCCL and a GPU are usable here');
+    assert.equal(r.code, 5, r.stdout + r.stderr);
+    const d = verdict(json);
+    assert.equal(d.verdict, 'error');
+    assert.equal(d.exitCode, 5);
+    assert.match(d.checks[0]!.error!, /^exit 5: collbench: nccl backend unavailable/);
+    assert.equal(d.checks.find((c) => c.id === 'all_reduce bandwidth')!.error, "not run: check 'all_reduce latency' could not run");
+    assert.equal((r.stderr.match(/: error \(/g) ?? []).length, 1, 'one run attempted');
+  });
+
   describe('bad input: one line, exit 2, nothing written', () => {
     const refused = (args: string[], re: RegExp, env: Record<string, string> = {}) => {
       const out = join(dir, 'never.json');
