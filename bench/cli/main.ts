@@ -37,6 +37,8 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   report: async (args, _script, io) => (await import('../commands/report.js')).reportCommand(args, io),
   // one child per NCCL_ALGO/NCCL_PROTO/MCA setting, with a verdict per size
   compare: async (args, script, io) => (await import('../commands/compare.js')).compareCommand(args, script, io),
+  // cluster acceptance: a profile's checks, a baseline, a pass/fail verdict
+  accept: async (args, script, io) => (await import('../commands/accept.js')).acceptCommand(args, script, io),
   // what this installation can run here
   info: async (args, _script, io) => (await import('../commands/info.js')).infoCommand(args, io),
   // names the slow host or link: whole job, per-host groups, pairwise rounds, re-tests (child jobs under mpirun)

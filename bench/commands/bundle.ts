@@ -1,7 +1,7 @@
 // `collbench bundle [-o FILE]`: one collbench-<version>-linux-<arch>.tar.xz that runs on a node without
 // Node.js or npm (air-gapped GPU clusters): the Node runtime that runs this command, dist/, the production
 // dependencies (npm's lockfile graph, no network), every built native module in build/Release (the loader's
-// layout), schema/, POSIX launchers for collbench and the 11 nccl-tests names, and bundle/README.md.
+// layout), schema/, profiles/ (collbench accept), POSIX launchers for collbench and the 11 nccl-tests names, and bundle/README.md.
 import { spawnSync } from 'node:child_process';
 import {
   chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync,
@@ -131,6 +131,7 @@ export function stageBundle(top: string, root: string = packageRoot): BundleMani
   chmodSync(join(top, 'node', 'bin', 'node'), 0o755);
   cpSync(dist, join(top, 'dist'), { recursive: true, filter: shipped });
   cpSync(join(root, 'schema'), join(top, 'schema'), { recursive: true });
+  cpSync(join(root, 'profiles'), join(top, 'profiles'), { recursive: true }); // collbench accept's shipped profiles
   mkdirSync(join(top, 'build', 'Release'), { recursive: true });
   for (const m of modules) copyFileSync(join(nativeDir, m), join(top, 'build', 'Release', m));
   for (const key of packages) {

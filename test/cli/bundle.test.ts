@@ -74,6 +74,9 @@ describe('collbench bundle', () => {
     assert.ok(existsSync(join(root, 'dist', 'bin', 'collbench.js')));
     assert.deepEqual(readdirSync(join(root, 'build', 'Release')).sort(), builtModules);
     assert.ok(readdirSync(join(root, 'schema')).some((f) => f.endsWith('.schema.json')));
+    // collbench accept: its shipped profiles and the runtime packages it loads them with
+    assert.ok(existsSync(join(root, 'profiles', 'cpu-smoke.yaml')) && existsSync(join(root, 'profiles', 'h100-node.yaml')));
+    for (const dep of ['yaml', 'simple-statistics']) assert.ok(existsSync(join(root, 'node_modules', dep, 'package.json')), dep);
     for (const p of ['collbench', ...PROGRAMS]) {
       const text = readFileSync(join(root, 'bin', p), 'utf8');
       assert.match(text, /^#!\/bin\/sh\n/, p);

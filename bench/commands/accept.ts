@@ -1,0 +1,354 @@
+// `collbench accept --profile FILE [--baseline B.json] [--save-baseline OUT.json] [-J verdict.json] [--junit v.xml]
+// [--np N --hosts … --backend …]`: cluster acceptance in one command. Runs every check of the profile (one benchmark
+// run per attempt, each a child process writing its own JSON report with per-iteration samples, as compare does),
+// judges the thresholds (bench/accept/evaluate.ts), compares with a saved baseline size by size (bench/accept/stats.ts)
+// and prints a verdict table; exit 0 pass, 7 a check failed, the run's own code when a run could not finish.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { baselineCheck, loadBaseline, matchBaseline, matchWorld, BASELINE_KIND, BASELINE_SCHEMA_VERSION,
+  type BaselineCheck, type BaselineDocument, type LoadedBaseline } from '../accept/baseline.js';
+import { decided, judge, lateEvidence, samplesBySize, type ThresholdResult } from '../accept/evaluate.js';
+import { loadProfile, type Profile, type ProfileCheck } from '../accept/profile.js';
+import { bonferroniLevel, classifyRatio, medianRatioInterval, seedOf } from '../accept/stats.js';
+import {
+  ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
+  type AcceptDocument, type BaselineSize, type CheckRow, type Verdict,
+} from '../accept/verdict.js';
+import { tokenize, type OptionSpec } from '../config/parse.js';
+import { formatSize } from '../config/sizes.js';
+import { EXIT, UsageError } from '../core/errors.js';
+import { FLAGS } from '../core/flags.js';
+import { median } from 'simple-statistics';
+import { writeFileAtomic } from '../report/atomic-write.js';
+import { isoLocal } from '../report/exporters/json.js';
+import { checkOutputPaths, OutputError } from '../report/outputs.js';
+import { ARGV_ENV } from '../report/provenance.js';
+import { reportErrors, type ReportDocument } from '../report/schema.js';
+import { failureLine, startChild, type ChildOutcome, type RunningChild } from '../compare/runner.js';
+
+/**
+ * Default --tolerance: a size regresses only when its median time is more than 1 + this times the baseline's (and
+ * significantly so). Measured here (README "Accept"): 6 unchanged runs of profiles/cpu-smoke.yaml on the shared
+ * 2-core machine, every run against every other (30 pairs x 17 sizes), twice: median-time ratios p95 2.22 and 1.23,
+ * max 2.87 and 2.31, a third of them "significant" (load comes in bursts longer than a run, which no within-run
+ * interval sees). 3 (a 4x slowdown) stays clear of the worst seen; quieter machines should pass a smaller one.
+ */
+export const DEFAULT_TOLERANCE = 3;
+/** Family-wise error rate of the baseline comparisons of one verdict (Bonferroni over every size compared). */
+export const ALPHA = 0.05;
+
+export const ACCEPT_USAGE = `USAGE: collbench accept --profile FILE [options] [launch options]
+  Runs every check of an acceptance profile (YAML or JSON, schema/collbench-profile.v1.schema.json): one benchmark
+  run per attempt of each check (collective and size range, -I 1), judges its thresholds (minimum busbw, maximum
+  time, maximum cv% of the per-iteration times, zero #wrong, "k of n attempts must pass") and, with --baseline,
+  compares every size with a saved baseline (bootstrap interval of the ratio of median times; a regression must be
+  significant and beyond --tolerance). Prints a verdict table naming the late rank and host where one was found.
+Options:
+  --profile FILE        the profile (required)
+  --baseline FILE       compare with a baseline saved by --save-baseline (same profile, rank count and backend)
+  --save-baseline FILE  save this run's per-iteration samples as a baseline
+  --tolerance X         a slowdown within 1 + X times the baseline is never a regression (default ${DEFAULT_TOLERANCE})
+  -J, --json FILE       the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); - = stdout
+  --junit FILE          the verdict as JUnit XML, one test case per check row; - = stdout
+  --timeout S           seconds one run may take before it is killed (default 600; 0 = no limit)
+  --force               replace output files that already exist (without it they are refused before any run)
+  --quiet               no progress lines on stderr
+Launch options, passed to every run: ${launchFlags().map((f) => `--${f.long}`).join(', ')}
+Exit status: 0 every check passed, 7 a check failed, 2 bad input (profile, baseline, options), and as for runs
+when a run could not finish: 3 backend error, 4 timeout, 5 environment (no backend, mpirun missing), 1 internal.`;
+
+/** The run flags accept passes on to every run: how ranks are launched, never what is measured. */
+function launchFlags(): { short?: string; long: string; takesValue: boolean }[] {
+  return FLAGS.filter((f) => f.group === 'collbench launch' || f.long === 'ngpus' || f.long === 'nthreads')
+    .map((f) => ({ short: f.short, long: f.long, takesValue: f.kind !== 'switch' }));
+}
+
+interface AcceptOptions {
+  profile: string;
+  baseline: string | null;
+  saveBaseline: string | null;
+  json: string | null;
+  junit: string | null;
+  tolerance: number;
+  timeoutSec: number;
+  quiet: boolean;
+  force: boolean;
+  launch: string[];
+  np: number | null;
+}
+
+const OWN: readonly OptionSpec[] = [
+  ...['profile', 'baseline', 'save-baseline', 'tolerance', 'junit', 'timeout'].map((long): OptionSpec => ({ long, key: long, takesValue: true })),
+  { short: 'J', long: 'json', key: 'json', takesValue: true },
+  { long: 'quiet', key: 'quiet', takesValue: false },
+  { long: 'force', key: 'force', takesValue: false },
+  { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
+];
+
+export function parseAcceptArgs(args: string[]): AcceptOptions | 'help' {
+  const launch = launchFlags().map((f): OptionSpec => ({ ...f, key: `launch:${f.long}` }));
+  const tokens = tokenize(args, [...OWN, ...launch], 'accept: ');
+  if (tokens.stop === 'help') return 'help';
+  if (tokens.positionals.length > 0) throw new UsageError(`accept: unexpected argument '${tokens.positionals[0]}' (see collbench accept --help)`);
+  const v = (key: string): string | null => {
+    const value = tokens.values.get(key);
+    return value === undefined || value === true ? null : value;
+  };
+  const profile = v('profile');
+  if (profile === null) throw UsageError.forFlag('accept: --profile', 'missing: name the acceptance profile (profiles/cpu-smoke.yaml, …)');
+  const tolText = v('tolerance');
+  const tolerance = tolText === null ? DEFAULT_TOLERANCE : Number(tolText);
+  if (!(tolerance >= 0 && tolerance <= 100) || tolText?.trim() === '') {
+    throw UsageError.forFlag('--tolerance', `expected a number from 0 to 100 (0.5 = 50% slower), got '${tolText}'`);
+  }
+  const toText = v('timeout');
+  if (toText !== null && !/^\d+$/.test(toText)) throw UsageError.forFlag('--timeout', `expected whole seconds, got '${toText}'`);
+  const launchArgs: string[] = [];
+  for (const t of tokens.ordered) {
+    if (!t.key.startsWith('launch:')) continue;
+    const long = t.key.slice('launch:'.length);
+    launchArgs.push(t.value === true ? `--${long}` : `--${long}=${t.value}`);
+  }
+  const npText = v('launch:np');
+  const np = npText !== null && /^\d+$/.test(npText) ? Number(npText) : null;
+  return {
+    profile, baseline: v('baseline'), saveBaseline: v('save-baseline'), json: v('json'), junit: v('junit'), tolerance,
+    timeoutSec: toText === null ? 600 : Number(toText), quiet: tokens.values.get('quiet') === true,
+    force: tokens.values.get('force') === true, launch: launchArgs, np,
+  };
+}
+
+export interface AcceptIO { out: (line: string) => void; err: (line: string) => void }
+
+/** What the runs of one check gave. */
+interface CheckRuns {
+  check: ProfileCheck;
+  docs: ReportDocument[];
+  results: ThresholdResult[];
+  error: { line: string; exitCode: number } | null;
+}
+
+/** The exit status a failed run stands for: its own (3, 4, 5, 1, 2), a time-out 4, anything else 3. */
+function runExitCode(o: ChildOutcome): number {
+  if (o.timedOut) return EXIT.TIMEOUT;
+  if (o.interrupted) return 130;
+  const known: number[] = [EXIT.INTERNAL, EXIT.USAGE, EXIT.BACKEND, EXIT.TIMEOUT, EXIT.ENVIRONMENT];
+  return o.exitCode !== null && known.includes(o.exitCode) ? o.exitCode : EXIT.BACKEND;
+}
+
+class AcceptSession {
+  interrupted = false;
+  /** 130 (SIGINT) or 143 (SIGTERM), as a shell reports an interrupted command. */
+  signalExit = 130;
+  private current: RunningChild | null = null;
+  private readonly env: NodeJS.ProcessEnv;
+  world: { nranks: number; backend: string; host: string } | null = null;
+
+  constructor(private readonly opts: AcceptOptions, private readonly dir: string, private readonly scriptPath: string,
+    private readonly io: AcceptIO, private readonly baseline: LoadedBaseline | null) {
+    this.env = { ...process.env };
+    delete this.env[ARGV_ENV]; // each run records its own command line
+  }
+
+  readonly onSignal = (signal: NodeJS.Signals): void => {
+    if (!this.interrupted) this.signalExit = signal === 'SIGTERM' ? 143 : 130;
+    this.interrupted = true;
+    this.current?.stop();
+  };
+
+  progress(line: string): void { if (!this.opts.quiet) this.io.err(`accept: ${line}`); }
+
+  childArgs(c: ProfileCheck, report: string): string[] {
+    return [...process.execArgv, this.scriptPath, c.collective,
+      '-b', String(c.minBytes), '-e', String(c.maxBytes), '-f', String(c.stepFactor),
+      '-n', String(c.iters), '-w', String(c.warmupIters), '-d', c.dtype, '-o', c.op,
+      '-c', c.wrong ? '1' : '0', '-I', '1', '-J', report, '--quiet', ...this.opts.launch];
+  }
+
+  async runCheck(c: ProfileCheck, label: string): Promise<CheckRuns> {
+    const docs: ReportDocument[] = [];
+    let results: ThresholdResult[] = judge(c, docs);
+    for (let attempt = 1; attempt <= c.attempts.of && !this.interrupted; attempt++) {
+      const report = join(this.dir, `check${c.index}-run${attempt}.json`);
+      rmSync(report, { force: true });
+      this.current = startChild({
+        command: process.execPath, args: this.childArgs(c, report), env: this.env, timeoutMs: this.opts.timeoutSec * 1000,
+      });
+      const outcome = await this.current.done;
+      this.current = null;
+      const doc = this.readReport(report);
+      const finished = outcome.exitCode === 0 || outcome.exitCode === EXIT.WRONG_RESULTS;
+      if (!doc || !finished) {
+        // a run that ended well but left no complete, valid report is collbench's own fault (exit 1)
+        const error = finished
+          ? { line: 'the run exited without a complete, schema-valid report', exitCode: EXIT.INTERNAL }
+          : { line: failureLine(outcome, this.opts.timeoutSec), exitCode: runExitCode(outcome) };
+        this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: error (${error.line})`);
+        return { check: c, docs, results, error };
+      }
+      if (doc.rows.length !== c.sizes.length) {
+        const why = doc.summary?.skipped ?? `the run measured ${doc.rows.length} of the check's ${c.sizes.length} sizes`;
+        this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: error (${why})`);
+        return { check: c, docs, results, error: { line: why, exitCode: EXIT.USAGE } };
+      }
+      this.noteWorld(doc);
+      docs.push(doc);
+      results = judge(c, docs);
+      const failed = results.filter((r) => !r.attempts[attempt - 1]!.holds).map((r) => r.name);
+      this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: ${failed.length ? `missed ${failed.join(', ')}` : 'thresholds held'}` +
+        ` (${outcome.durationSec.toFixed(1)} s)`);
+      if (decided(c, results, docs.length)) break;
+    }
+    return { check: c, docs, results, error: null };
+  }
+
+  private readReport(path: string): ReportDocument | null {
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(path, 'utf8'));
+    } catch {
+      return null;
+    }
+    return reportErrors(json).length === 0 && (json as ReportDocument).status === 'complete' ? json as ReportDocument : null;
+  }
+
+  /** The first report fixes the world; with a baseline it must be the baseline's (else exit 2, nothing written). */
+  private noteWorld(doc: ReportDocument): void {
+    if (this.world) return;
+    this.world = { nranks: doc.world.nranks, backend: doc.world.backend, host: doc.ranks[0]?.host ?? doc.provenance.host.hostname };
+    if (this.baseline) matchWorld(this.baseline, this.world);
+  }
+}
+
+/** Per size: this run's samples against the baseline's, the interval at the Bonferroni level of the whole verdict. */
+function compareSizes(runs: CheckRuns, base: BaselineCheck, level: number, tolerance: number): BaselineSize[] {
+  const now = samplesBySize(runs.check, runs.docs);
+  return base.sizes.map((b) => {
+    const cur = now.get(b.sizeBytes) ?? [];
+    if (cur.length === 0) {
+      return { sizeBytes: b.sizeBytes, baselineMedianUs: median(b.samplesUs), medianUs: NaN, ratio: NaN, low: NaN, high: NaN, change: 'unchanged' };
+    }
+    const r = medianRatioInterval(cur, b.samplesUs, level, seedOf(`${runs.check.id} ${b.sizeBytes}`));
+    return {
+      sizeBytes: b.sizeBytes, baselineMedianUs: median(b.samplesUs), medianUs: median(cur),
+      ratio: r.ratio, low: r.low, high: r.high, change: classifyRatio(r, tolerance),
+    };
+  });
+}
+
+function checkRows(runs: CheckRuns, baseline: { check: BaselineCheck; level: number; tolerance: number } | null): CheckRow[] {
+  const c = runs.check;
+  const late = lateEvidence(runs.docs);
+  const common = {
+    id: c.id, collective: c.collective, minBytes: c.minBytes, maxBytes: c.maxBytes, placement: c.placement, late,
+  };
+  const attempts = (passed: number) => ({ pass: c.attempts.pass, of: c.attempts.of, run: runs.docs.length, passed });
+  const rows: CheckRow[] = runs.results.map((r) => ({
+    ...common, check: r.name, status: runs.error ? 'fail' : r.status, measured: runs.docs.length ? r.measured : null,
+    unit: r.unit, sizeBytes: r.sizeBytes, threshold: r.threshold, attempts: attempts(r.passed),
+  }));
+  if (baseline && !runs.error) {
+    const sizes = compareSizes(runs, baseline.check, baseline.level, baseline.tolerance);
+    const worst = sizes.filter((s) => Number.isFinite(s.ratio)).reduce<BaselineSize | null>((w, s) => (!w || s.ratio > w.ratio ? s : w), null);
+    const regressed = sizes.some((s) => s.change === 'regression');
+    rows.push({
+      ...common, check: 'baseline', status: regressed ? 'fail' : 'pass', measured: worst?.ratio ?? null, unit: 'x',
+      sizeBytes: worst?.sizeBytes ?? null,
+      threshold: worst ? `x${(1 + baseline.tolerance).toFixed(2)} max; [${worst.low.toFixed(2)}, ${worst.high.toFixed(2)}] @${formatSize(worst.sizeBytes)}` : 'n/a',
+      attempts: attempts(runs.docs.length), baseline: { tolerance: baseline.tolerance, level: baseline.level, sizes },
+    });
+  }
+  if (runs.error) {
+    const row: CheckRow = rows[0] ?? { ...common, check: 'run', status: 'fail', measured: null, unit: '', sizeBytes: null,
+      threshold: 'the run completes', attempts: attempts(0) };
+    row.error = runs.error.line;
+    if (rows.length === 0) rows.push(row);
+  }
+  return rows;
+}
+
+export async function acceptCommand(argv: string[], scriptPath: string, io: AcceptIO): Promise<number> {
+  const opts = parseAcceptArgs(argv);
+  if (opts === 'help') { io.out(ACCEPT_USAGE); return EXIT.OK; }
+  const outputs = [
+    { flag: '-J', path: opts.json, render: renderVerdictJson },
+    { flag: '--junit', path: opts.junit, render: renderVerdictJunit },
+  ].filter((o): o is { flag: string; path: string; render: (d: AcceptDocument) => string } => o.path !== null);
+  checkOutputPaths([...outputs, ...(opts.saveBaseline ? [{ flag: '--save-baseline', path: opts.saveBaseline }] : [])],
+    { force: opts.force });
+  if (opts.saveBaseline === '-') throw UsageError.forFlag('--save-baseline', 'needs a file name, not -');
+  const profile: Profile = loadProfile(opts.profile);
+  const baseline = opts.baseline !== null ? loadBaseline(opts.baseline) : null;
+  const matched = baseline ? matchBaseline(baseline, profile) : null;
+  if (baseline && opts.np !== null && opts.np !== baseline.doc.world.nranks) {
+    throw UsageError.forFlag('--baseline', `${baseline.path} was taken on ${baseline.doc.world.nranks} ranks; --np asks for ${opts.np}`);
+  }
+  const startTime = new Date();
+  const dir = mkdtempSync(join(tmpdir(), 'collbench-accept-'));
+  const session = new AcceptSession(opts, dir, scriptPath, io, baseline);
+  process.on('SIGINT', session.onSignal);
+  process.on('SIGTERM', session.onSignal);
+  try {
+    const all: CheckRuns[] = [];
+    for (const [i, c] of profile.checks.entries()) {
+      if (session.interrupted) break;
+      // after a run that could not finish (no backend, a crash, a timeout) the verdict is "error" whatever follows:
+      // the remaining checks are listed, not run
+      const failed = all.find((r) => r.error);
+      all.push(failed ? { check: c, docs: [], results: judge(c, []), error: { line: `not run: check '${failed.check.id}' could not run`, exitCode: failed.error!.exitCode } }
+        : await session.runCheck(c, `[${i + 1}/${profile.checks.length}]`));
+    }
+    const comparisons = matched ? profile.checks.filter((c) => c.baseline).reduce((n, c) => n + c.sizes.length, 0) : 0;
+    const level = bonferroniLevel(ALPHA, comparisons);
+    const rows = all.flatMap((r) => checkRows(r, matched?.has(r.check.id)
+      ? { check: matched.get(r.check.id)!, level, tolerance: r.check.baselineTolerance ?? opts.tolerance } : null));
+    const firstError = all.find((r) => r.error)?.error ?? null;
+    const errors: string[] = [];
+    if (session.interrupted) errors.push('interrupted');
+    const verdict: Verdict = session.interrupted || firstError ? 'error' : rows.every((r) => r.status === 'pass') ? 'pass' : 'fail';
+    const exitCode = session.interrupted ? session.signalExit : firstError ? firstError.exitCode : verdict === 'pass' ? EXIT.OK : EXIT.WRONG_RESULTS;
+    const doc: AcceptDocument = {
+      kind: ACCEPT_KIND, schemaVersion: ACCEPT_SCHEMA_VERSION, verdict, exitCode,
+      startTime: isoLocal(startTime), endTime: isoLocal(new Date()), argv: ['collbench', 'accept', ...argv],
+      profile: { name: profile.name, path: profile.path }, world: session.world,
+      baseline: baseline ? {
+        path: baseline.path, createdAt: baseline.doc.createdAt, host: baseline.doc.host, tolerance: opts.tolerance, alpha: ALPHA, comparisons,
+      } : null,
+      savedBaseline: null, checks: rows, errors,
+    };
+    if (opts.saveBaseline !== null) {
+      if (verdict === 'error' || !session.world) {
+        io.err(`accept: --save-baseline: not written: the runs did not all finish`);
+      } else {
+        const b: BaselineDocument = {
+          kind: BASELINE_KIND, schemaVersion: BASELINE_SCHEMA_VERSION, createdAt: isoLocal(startTime),
+          profile: { name: profile.name, path: profile.path },
+          world: { nranks: session.world.nranks, backend: session.world.backend }, host: session.world.host,
+          checks: all.filter((r) => r.check.baseline).map((r) => baselineCheck(r.check, r.docs.length, samplesBySize(r.check, r.docs))),
+        };
+        write('--save-baseline', opts.saveBaseline, `${JSON.stringify(b)}\n`);
+        doc.savedBaseline = opts.saveBaseline;
+      }
+    }
+    const toStdout = outputs.some((o) => o.path === '-');
+    for (const line of renderVerdictText(doc)) (toStdout ? io.err : io.out)(line);
+    for (const o of outputs) {
+      if (o.path === '-') io.out(o.render(doc).replace(/\n$/, ''));
+      else write(o.flag, o.path, o.render(doc));
+    }
+    return exitCode;
+  } finally {
+    process.off('SIGINT', session.onSignal);
+    process.off('SIGTERM', session.onSignal);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function write(flag: string, path: string, text: string): void {
+  try {
+    writeFileAtomic(path, text);
+  } catch (e) {
+    throw new OutputError(`${flag}: cannot write ${path}: ${(e as Error).message}`);
+  }
+}
