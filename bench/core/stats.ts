@@ -1,10 +1,10 @@
 // "Is A faster than B" when each was measured a few times, interleaved — the one place for it (compare, locate, accept):
 // how large (a percentile bootstrap interval of the ratio of medians, Efron & Tibshirani, "An Introduction to the
 // Bootstrap", ch. 13, seeded so a report is reproducible) and whether at all (the Mann-Whitney U test, exact for small
-// samples, with Holm's correction across the sizes compared). Medians, quantiles, rank sums and the error function
-// come from simple-statistics (well kept, typed, no dependencies); it has no seeded two-sample bootstrap and no exact
-// small-sample U distribution, so those two short loops are here, checked in test/unit/stats.test.ts against tables.
-import { errorFunction, median, quantileSorted, wilcoxonRankSum } from 'simple-statistics';
+// samples, with Holm's correction across the sizes compared). Medians, quantiles, resampling, rank sums and the error
+// function come from simple-statistics (well kept, typed, no dependencies; it takes our seeded generator); it has no
+// exact small-sample U distribution, so that short recursion is here, checked in test/unit/stats.test.ts against tables.
+import { errorFunction, median, quantile, sampleWithReplacement, wilcoxonRankSum } from 'simple-statistics';
 
 /** A small, fast, seedable PRNG (mulberry32): uniform in [0, 1). */
 export function seededRandom(seed: number): () => number {
@@ -27,29 +27,31 @@ export interface RatioInterval {
   lo: number;      // the interval's bounds, at `level`
   hi: number;
   level: number;
+  resamples: number;
 }
 
 /**
- * median(a) / median(b) with a percentile-bootstrap interval at `level` (each resample draws a and b with replacement).
- * Null when either side has fewer than 2 values (one run proves nothing) or a median is not positive.
+ * median(a) / median(b) with a percentile-bootstrap interval at `level`: both samples resampled with replacement
+ * (simple-statistics' sampleWithReplacement, fed the seeded generator), the interval the (1 − level)/2 and
+ * (1 + level)/2 quantiles of the resampled ratios. Null when either side has fewer than `minSamples` values (default 2:
+ * one run proves nothing) or a median is not positive.
  */
 export function bootstrapRatio(a: readonly number[], b: readonly number[],
-  opts: { level?: number; resamples?: number; seed?: number } = {}): RatioInterval | null {
+  opts: { level?: number; resamples?: number; seed?: number; minSamples?: number } = {}): RatioInterval | null {
   const level = opts.level ?? 0.95;
   const resamples = opts.resamples ?? 4000;
-  if (a.length < 2 || b.length < 2) return null;
+  const minSamples = opts.minSamples ?? 2;
+  if (a.length < Math.max(1, minSamples) || b.length < Math.max(1, minSamples)) return null;
   const ratio = medianOf(a) / medianOf(b);
   if (!(ratio > 0) || !Number.isFinite(ratio)) return null;
   const rand = seededRandom(opts.seed ?? 1);
-  const draw = (xs: readonly number[]): number[] => xs.map(() => xs[Math.floor(rand() * xs.length)]!);
-  const ratios: number[] = [];
+  const xs = [...a], ys = [...b];
+  const ratios = new Array<number>(resamples);
   for (let i = 0; i < resamples; i++) {
-    const r = medianOf(draw(a)) / medianOf(draw(b));
-    if (Number.isFinite(r)) ratios.push(r);
+    ratios[i] = median(sampleWithReplacement(xs, xs.length, rand)) / median(sampleWithReplacement(ys, ys.length, rand));
   }
-  ratios.sort((x, y) => x - y);
-  const tail = (1 - level) / 2;
-  return { ratio, lo: quantileSorted(ratios, tail), hi: quantileSorted(ratios, 1 - tail), level };
+  const [lo, hi] = quantile(ratios, [(1 - level) / 2, (1 + level) / 2]) as [number, number];
+  return { ratio, lo, hi, level, resamples };
 }
 
 export type Alternative = 'two-sided' | 'less' | 'greater';

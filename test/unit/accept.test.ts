@@ -11,7 +11,8 @@ import { matchBaseline, matchWorld, type BaselineDocument } from '../../bench/ac
 import { decided, judge, lateEvidence, medianBusBwGBps, samplesBySize } from '../../bench/accept/evaluate.js';
 import { loadProfile, parseProfile, type ProfileCheck } from '../../bench/accept/profile.js';
 import { schemaErrors } from '../../bench/accept/schemas.js';
-import { bonferroniLevel, classifyRatio, medianRatioInterval, seededRandom } from '../../bench/accept/stats.js';
+import { bonferroniLevel, classifyRatio, medianRatioInterval } from '../../bench/accept/stats.js';
+import { seededRandom } from '../../bench/core/stats.js';
 import { renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';
 import { parseAcceptArgs } from '../../bench/commands/accept.js';
 import type { ReportDocument, ReportHalf } from '../../bench/report/schema.js';
