@@ -47,10 +47,23 @@ export function decodeEntries(summed: readonly number[]): BoardEntry[] {
 
 const MAX_REQUEST = 256;
 
-/** The address a board listens on: COLLBENCH_BOARD_ADDR, else the first non-internal IPv4 address, else loopback. */
+/** True when the launcher says every rank of the job runs on this host (Open MPI, torchrun-style, Slurm variables). */
+function allRanksHere(env: NodeJS.ProcessEnv): boolean {
+  const pairs: [string | undefined, string | undefined][] = [
+    [env.OMPI_COMM_WORLD_LOCAL_SIZE, env.OMPI_COMM_WORLD_SIZE], [env.LOCAL_WORLD_SIZE, env.WORLD_SIZE],
+    [env.SLURM_STEP_NUM_NODES === '1' ? env.SLURM_STEP_NUM_TASKS : undefined, env.SLURM_STEP_NUM_TASKS],
+  ];
+  return pairs.some(([local, world]) => local !== undefined && local !== '' && local === world);
+}
+
+/**
+ * The address a board listens on: COLLBENCH_BOARD_ADDR; else loopback when every rank is on this host (nothing off the
+ * host needs to reach it); else the first non-internal IPv4 address; else loopback.
+ */
 export function boardBindAddress(env: NodeJS.ProcessEnv = process.env): string {
   const chosen = env.COLLBENCH_BOARD_ADDR?.trim();
   if (chosen) return chosen;
+  if (allRanksHere(env)) return '127.0.0.1';
   for (const list of Object.values(networkInterfaces())) {
     for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
   }

@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { notArrivedLine, type Answer, type Position } from '../../bench/core/hung.js';
 import {
-  ask, decodeEntries, encodeEntry, ENTRY_DOUBLES, ipv4ToNumber, numberToIpv4, ProgressBoard, survey,
+  ask, boardBindAddress, decodeEntries, encodeEntry, ENTRY_DOUBLES, ipv4ToNumber, numberToIpv4, ProgressBoard, survey,
 } from '../../bench/launch/progress-board.js';
 
 const at = (rank: number, iteration: number, label = 'all_reduce float 524288 B out-of-place'): Position =>
@@ -42,6 +42,14 @@ describe('notArrivedLine', () => {
 });
 
 describe('progress boards', () => {
+  it('listen on loopback when every rank is on this host, else on a host address, or where COLLBENCH_BOARD_ADDR says', () => {
+    assert.equal(boardBindAddress({ OMPI_COMM_WORLD_LOCAL_SIZE: '4', OMPI_COMM_WORLD_SIZE: '4' }), '127.0.0.1');
+    assert.equal(boardBindAddress({ LOCAL_WORLD_SIZE: '2', WORLD_SIZE: '2' }), '127.0.0.1');
+    assert.equal(boardBindAddress({ COLLBENCH_BOARD_ADDR: '10.1.2.3', OMPI_COMM_WORLD_LOCAL_SIZE: '4', OMPI_COMM_WORLD_SIZE: '4' }), '10.1.2.3');
+    const across = boardBindAddress({ OMPI_COMM_WORLD_LOCAL_SIZE: '1', OMPI_COMM_WORLD_SIZE: '4' });
+    assert.match(across, /^\d+\.\d+\.\d+\.\d+$/);
+  });
+
   it('carry address and host through the numeric start-up exchange (an allreduce sum)', () => {
     const entries = [{ ipv4: ipv4ToNumber('10.250.7.3'), port: 40001, host: 'node-a' },
       { ipv4: ipv4ToNumber('127.0.0.1'), port: 65535, host: 'n'.repeat(80) }];
