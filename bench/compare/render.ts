@@ -124,7 +124,7 @@ export function renderCompareJson(doc: CompareDocument): string {
 export const COMPARE_CSV_COLUMNS = [
   'type', 'redop', 'root', 'size_bytes', 'count', 'combination', 'label', 'status', 'samples',
   'busbw_median_gbps', 'busbw_min_gbps', 'busbw_max_gbps', 'time_median_us', 'wrong', 'vs_default_pct',
-  'is_best', 'best', 'gain_pct', 'margin', 'nccl_choice_default',
+  'is_best', 'best', 'gain_pct', 'margin', 'nccl_choice_default', 'gain_lo_pct', 'gain_hi_pct', 'gain_p', 'significance',
 ] as const;
 
 /** One CSV line per sweep × size × combination. */
@@ -137,7 +137,8 @@ export function renderCompareCsv(doc: CompareDocument): string {
         records.push([cs.type, cs.redop, cs.root, s.sizeBytes, s.count, c.id, c.label, c.status, r.n,
           r.busBwGBps?.median ?? null, r.busBwGBps?.min ?? null, r.busBwGBps?.max ?? null, r.timeUs?.median ?? null,
           r.wrong, r.vsDefaultPct, s.best === c.id ? 1 : 0, s.best, s.gainPct, marginCell(s),
-          s.ncclChoice ? choiceCell(s.ncclChoice) : null]);
+          s.ncclChoice ? choiceCell(s.ncclChoice) : null, s.gainInterval?.lo ?? null, s.gainInterval?.hi ?? null, s.gainP,
+          s.significance]);
       });
     }
   }

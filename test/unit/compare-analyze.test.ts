@@ -173,7 +173,7 @@ describe('compare verdict', () => {
     const csv = renderCompareCsv(d).trim().split('\n');
     assert.equal(csv.length, 1 + 4 * 3);
     assert.match(csv[0]!, /^type,redop,root,size_bytes,count,combination,label,status,samples,busbw_median_gbps,/);
-    assert.match(csv[3]!, /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,$/);
+    assert.match(csv[3]!, /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,,[\d.]+,[\d.]+,0\.1,no significant difference$/);
 
     const md = renderCompareMarkdown(d);
     assert.match(md, /\| 1024 \| 1\.00 \\\[0\.80-1\.20\\\] \| 1\.50 \\\[1\.40-1\.60\\\] \| 3\.00 \\\[2\.90-3\.30\\\] \| C2 \| \+200\.0% \[\+\d+\.\d%, \+\d+\.\d%\] \| no significant difference \| clear \|/);
