@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { UsageError } from '../core/errors.js';
 import { formatSize } from '../config/sizes.js';
 import type { Profile, ProfileCheck } from './profile.js';
-import { errorText, schemaErrors } from './schemas.js';
+import { errorText, schemaErrors } from '../report/json-schemas.js';
 
 export const BASELINE_KIND = 'collbench-accept-baseline';
 export const BASELINE_SCHEMA_VERSION = 1;

@@ -11,7 +11,7 @@ import { isMap, LineCounter, parseDocument, type Document } from 'yaml';
 import { UsageError } from '../core/errors.js';
 import type { CollectiveName, DTypeName, OpName } from '../core/types.js';
 import { formatSize, parseSize, sweepSizes } from '../config/sizes.js';
-import { errorText, schemaErrors } from './schemas.js';
+import { errorText, schemaErrors } from '../report/json-schemas.js';
 import type { ErrorObject } from 'ajv/dist/2020.js';
 
 export const PROFILE_KIND = 'collbench-profile';

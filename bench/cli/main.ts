@@ -39,6 +39,9 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   compare: async (args, script, io) => (await import('../commands/compare.js')).compareCommand(args, script, io),
   // cluster acceptance: a profile's checks, a baseline, a pass/fail verdict
   accept: async (args, script, io) => (await import('../commands/accept.js')).acceptCommand(args, script, io),
+  // the collectives one training step issues (DDP buckets, FSDP shards) per configuration, and a recommendation
+  workload: async (args, script, io) =>
+    (await import('../commands/workload.js')).workloadCommand(args, script, io, () => process.exit(EXIT.TIMEOUT)),
   // what this installation can run here
   info: async (args, _script, io) => (await import('../commands/info.js')).infoCommand(args, io),
   // names the slow host or link: whole job, per-host groups, pairwise rounds, re-tests (child jobs under mpirun)

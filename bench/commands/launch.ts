@@ -19,6 +19,8 @@ export interface LaunchContext {
   /** The command line as typed (script first): reports record it, not the children's. */
   typed: readonly string[];
   env?: NodeJS.ProcessEnv;
+  /** The children's arguments from the run options' (`collbench workload` puts its own words around them). */
+  childArgs?: (runArgs: string[]) => string[];
 }
 
 export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext): Promise<number> {
@@ -29,7 +31,7 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext):
   // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
   checkOutputPaths(outputSpecs(options), { force: options.force });
   const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed) };
-  const args = childArguments(options, ctx.programNamesCollective);
+  const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
   const np = options.np!;
   if (record.launcher === 'local-processes' && options.hosts === null) {
     return runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv });

@@ -4,7 +4,7 @@
 // decisions never need to be negotiated between ranks.
 import { randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { BackendDriver } from '../backends/driver.js';
+import type { Adjusted, BackendDriver } from '../backends/driver.js';
 import { selectBackend } from '../backends/registry.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
@@ -58,24 +58,42 @@ export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: Suite
   // ranks on other hosts may not see rank 0's folder. The --np launcher has already checked the same paths.
   const launched = launcherRank(hooks.env ?? process.env);
   if (launched === null || launched === 0) checkOutputPaths(outputSpecs(options), { force: options.force });
+  return withBackend(options, io, hooks, async (up) => {
+    // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
+    refuseCounts(options, desc, up.driver, up.info, hooks.env ?? process.env);
+    const adjusted = await up.adjust();
+    const reporters = (up.info.worldRank ?? up.info.rank) === 0
+      ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(up.info) ?? [])] : [];
+    return runInitialized({ options: adjusted.options, io, desc, driver: up.driver, native: up.native, info: up.info,
+      reporters, hooks, dog: up.dog, reducedMaxBytes: adjusted.reducedMaxBytes });
+  });
+}
+
+/** A backend that is up: its driver, module, info and the watchdog every wait goes through. */
+export interface BackendUp {
+  driver: BackendDriver;
+  native: NativeBackend;
+  info: BackendInfo;
+  dog: Watchdog;
+  /** What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory), agreed on every rank. */
+  adjust(): Promise<Adjusted>;
+}
+
+/** Brings the options' backend up as every run does (driver checks, init, the watchdog), hands it to `body` and
+ *  finalizes it afterwards, whatever happens (runSuite and `collbench workload`). */
+export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks,
+  body: (up: BackendUp) => Promise<T>): Promise<T> {
   const { record, module: native } = selectBackend(options.backend, { ncclLib: options.ncclLib }, hooks.env);
   const driver = record.createDriver(hooks.env);
   driver.validate(options);
   driver.prepare?.(options);
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
-    // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
-    refuseCounts(options, desc, driver, info, hooks.env ?? process.env);
-    // What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory): alike on every rank.
     const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
-    const adjusted = driver.adjust
-      ? await dog.watch('the start-up exchange of device and memory limits', 0,
-        Promise.resolve(driver.adjust(options, info, native)))
-      : { options, reducedMaxBytes: null };
-    const reporters = (info.worldRank ?? info.rank) === 0
-      ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(info) ?? [])] : [];
-    return await runInitialized({ options: adjusted.options, io, desc, driver, native, info, reporters, hooks, dog,
-      reducedMaxBytes: adjusted.reducedMaxBytes });
+    const adjust = async (): Promise<Adjusted> => (driver.adjust
+      ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
+      : { options, reducedMaxBytes: null });
+    return await body({ driver, native, info, dog, adjust });
   } finally {
     native.finalize();
     driver.shutdown?.();
@@ -90,7 +108,7 @@ function halfSpec(options: ResolvedOptions, desc: CollectiveDescriptor, info: Ba
   const half = desc.half(layout, { rank, nranks: info.nranks, root, inPlace, op: c.op });
   const checked = checkRounds > 0 && half.checked;
   const spec: HalfSpec = {
-    coll: COLL_ID[options.collective], dtype: DTYPE_ID[c.dtype], op: OP_ID[c.op], root, inPlace,
+    coll: COLL_ID[desc.name], dtype: DTYPE_ID[c.dtype], op: OP_ID[c.op], root, inPlace,
     count: layout.count, sendOffset: half.sendOffset, recvOffset: half.recvOffset,
     rotateBytes: layout.rotateBytes, maxBytes: options.maxBytes, peers: layout.peers,
     fill: half.fill, expect: half.expect,
@@ -104,7 +122,7 @@ function halfSpec(options: ResolvedOptions, desc: CollectiveDescriptor, info: Ba
 }
 
 /** The specs of every rank this process drives (one, or -t × -g with nccl): a spec, or one per local rank. */
-function localSpecs(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo, ctx: LayoutContext,
+export function localSpecs(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo, ctx: LayoutContext,
   c: SweepCase, sizeBytes: number, inPlace: boolean, checkRounds: number, checkSeed = 0) {
   const locals = info.localRanks ?? 1;
   const all = Array.from({ length: locals }, (_, i) =>

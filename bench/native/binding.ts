@@ -1,6 +1,6 @@
 // Typed view of a native backend module (collbench_<backend>.node), as built from
 // native/src/addon/addon_common.cc (shared functions) and addon_<backend>.cc (init/finalize/abort).
-import type { HalfResult, HalfSpec } from '../core/types.js';
+import type { FirstWrong, HalfResult, HalfSpec } from '../core/types.js';
 
 export interface BackendInfo {
   backend: string;             // "mpi"
@@ -20,6 +20,20 @@ export interface BackendInfo {
   worldRank?: number;
 }
 
+/** How runSequence() runs: steps, untimed steps first, busy time before each op (µs, one per op), the check. */
+export interface SequenceOptions { iters: number; warmupIters: number; gapUs?: number[]; check: boolean }
+
+/** What runSequence() measured: per-step times (max over processes; rank 0 only, empty elsewhere), the busy time
+ *  actually spent per step on this process, and the check summed over the ops. */
+export interface SequenceResult {
+  stepUs: number[];
+  gapUs: number;
+  wrong: number;
+  ranksWithWrong: number;
+  firstWrongOp: number;
+  firstWrong?: FirstWrong;
+}
+
 /** How allreduce() combines numbers; values of native Combine (spec.h). */
 export const COMBINE = { rank0: 0, mean: 1, min: 2, max: 3, sum: 4 } as const;
 
@@ -33,6 +47,9 @@ export interface NativeBackend {
   /** One spec, or one per local rank when the process drives several (info.localRanks). */
   warmup(spec: HalfSpec | HalfSpec[], iters: number): Promise<void>;
   runHalf(spec: HalfSpec | HalfSpec[]): Promise<HalfResult>;
+  /** Different ops timed as one step, `iters` steps (timed_loop.h benchSequence): ops[k] is op k's spec, or one per
+   *  local rank. Only the specs' op fields, layouts and data segments are read. */
+  runSequence(ops: (HalfSpec | HalfSpec[])[], options: SequenceOptions): Promise<SequenceResult>;
   barrier(): void;
   allreduce(values: number[], how: number): number[];
   gatherStrings(mine: string): string[] | null;

@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { schemaErrors } from '../../bench/accept/schemas.js';
+import { schemaErrors } from '../../bench/report/json-schemas.js';
 import type { AcceptDocument } from '../../bench/accept/verdict.js';
 import { binDir, repoRoot, runProgram } from '../helpers/cli.js';
 

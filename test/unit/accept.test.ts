@@ -10,7 +10,7 @@ import { after, describe, test } from 'node:test';
 import { matchBaseline, matchWorld, type BaselineDocument } from '../../bench/accept/baseline.js';
 import { decided, judge, lateEvidence, medianBusBwGBps, samplesBySize } from '../../bench/accept/evaluate.js';
 import { loadProfile, parseProfile, type ProfileCheck } from '../../bench/accept/profile.js';
-import { schemaErrors } from '../../bench/accept/schemas.js';
+import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { bonferroniLevel, classifyRatio, medianRatioInterval } from '../../bench/accept/stats.js';
 import { seededRandom } from '../../bench/core/stats.js';
 import { renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';

@@ -171,7 +171,7 @@ const silentLogger = {
   level(): number { return 0; }, error() { return this; }, warn() { return this; }, info() { return this; }, debug() { return this; },
 };
 
-async function toSvg(spec: TopLevelSpec): Promise<string> {
+export async function toSvg(spec: TopLevelSpec): Promise<string> {
   const vg = compile(spec, { logger: silentLogger as never }).spec;
   const view = new vega.View(vega.parse(vg), { renderer: 'none', logLevel: vega.None });
   try {
@@ -240,7 +240,7 @@ export function htmlEscape(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-const STYLE = `
+export const STYLE = `
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
 table.facts { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; }

@@ -128,6 +128,15 @@ Napi::Array rowsOf(Napi::Env env, const std::vector<double>& v, size_t width) {
   return out;
 }
 
+Napi::Object firstWrongObject(Napi::Env env, const FirstWrong& w) {
+  Napi::Object f = Napi::Object::New(env);
+  f.Set("rank", w.rank);
+  f.Set("index", static_cast<double>(w.index));
+  f.Set("expected", w.expected);
+  f.Set("got", w.got);
+  return f;
+}
+
 Napi::Object resultObject(Napi::Env env, const HalfResult& r) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("timeUs", r.timeUs);
@@ -135,14 +144,7 @@ Napi::Object resultObject(Napi::Env env, const HalfResult& r) {
   o.Set("checked", r.checked);
   o.Set("wrong", r.wrong);
   o.Set("ranksWithWrong", r.ranksWithWrong);
-  if (r.wrong > 0 && r.firstWrong.rank >= 0) {
-    Napi::Object f = Napi::Object::New(env);
-    f.Set("rank", r.firstWrong.rank);
-    f.Set("index", static_cast<double>(r.firstWrong.index));
-    f.Set("expected", r.firstWrong.expected);
-    f.Set("got", r.firstWrong.got);
-    o.Set("firstWrong", f);
-  }
+  if (r.wrong > 0 && r.firstWrong.rank >= 0) o.Set("firstWrong", firstWrongObject(env, r.firstWrong));
   if (!r.iterUs.empty()) {
     o.Set("iterUs", numbers(env, r.iterUs));
     // One row per process (= per rank for backends that drive one rank per process).
@@ -326,6 +328,45 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     Napi::Promise p = w->promise();
     w->Queue();
     return p;
+  }));
+  // runSequence(ops, {iters, warmupIters, gapUs, check}): ops[k] is one spec or one per local rank (timed_loop.h
+  // benchSequence); resolves {stepUs (rank 0), gapUs, wrong, ranksWithWrong, firstWrongOp, firstWrong?}.
+  exports.Set("runSequence", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    Backend* b = &requireBackend(info.Env(), slot);
+    Napi::Array list = info[0].As<Napi::Array>();
+    auto specs = std::make_shared<std::vector<std::vector<HalfSpec>>>();
+    for (uint32_t k = 0; k < list.Length(); ++k) specs->push_back(parseSpecs(list.Get(k)));
+    const Napi::Object o = info[1].As<Napi::Object>();
+    SequenceSpec seq;
+    seq.iters = i32(o, "iters", 1);
+    seq.warmupIters = i32(o, "warmupIters", 1);
+    seq.check = o.Get("check").ToBoolean().Value();
+    Napi::Value gaps = o.Get("gapUs");
+    if (gaps.IsArray()) {
+      Napi::Array g = gaps.As<Napi::Array>();
+      for (uint32_t k = 0; k < g.Length(); ++k) seq.gapUs.push_back(g.Get(k).As<Napi::Number>().DoubleValue());
+    }
+    auto result = std::make_shared<SequenceResult>();
+    return queueTask(
+        info.Env(),
+        [b, specs, seq, result] {
+          std::vector<std::vector<const HalfSpec*>> ops;
+          for (const auto& local : *specs) {
+            ops.emplace_back();
+            for (const HalfSpec& s : local) ops.back().push_back(&s);
+          }
+          return benchSequence(*b, ops, seq, result.get());
+        },
+        [result](Napi::Env e) -> Napi::Value {
+          Napi::Object r = Napi::Object::New(e);
+          r.Set("stepUs", numbers(e, result->stepUs));
+          r.Set("gapUs", result->gapUs);
+          r.Set("wrong", result->wrong);
+          r.Set("ranksWithWrong", result->ranksWithWrong);
+          r.Set("firstWrongOp", result->firstWrongOp);
+          if (result->firstWrongOp >= 0) r.Set("firstWrong", firstWrongObject(e, result->firstWrong));
+          return r;
+        });
   }));
   exports.Set("barrier", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     throwIfError(info.Env(), requireBackend(info.Env(), slot).barrier());

@@ -325,6 +325,33 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   return Status::Ok();
 }
 
+// Busy until `micros` have passed since `from` (a stand-in for compute: it keeps the core, as compute would).
+void spinUntil(Clock::time_point from, double micros) {
+  const auto until = from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(micros));
+  while (Clock::now() < until) {
+  }
+}
+
+Status sequenceSteps(Backend& backend, std::vector<Ranks>& ops, const std::vector<double>& gapUs, int steps,
+                     std::vector<double>* stepSeconds, double* gapSeconds) {
+  const bool gaps = !gapUs.empty();
+  for (int step = 0; step < steps; ++step) {
+    if (stepSeconds) setIteration(step);
+    const auto start = Clock::now();
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (gaps && gapUs[k] > 0) {
+        const auto g = Clock::now();
+        spinUntil(g, gapUs[k]);
+        if (gapSeconds) *gapSeconds += secondsSince(g);
+      }
+      CB_TRY(backend.enqueueAll(ops[k].args.data(), ops[k].size()));
+    }
+    CB_TRY(backend.waitAll());
+    if (stepSeconds) (*stepSeconds)[step] = secondsSince(start);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int64_t loopIteration() { return g_iteration.load(std::memory_order_relaxed); }
@@ -351,6 +378,59 @@ Status warmupLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, 
   Ranks ranks;
   CB_TRY(makeRanks(backend, specs, &ranks));
   return warmupRanks(backend, ranks, iters);
+}
+
+Status benchSequence(Backend& backend, const std::vector<std::vector<const HalfSpec*>>& specs, const SequenceSpec& seq,
+                     SequenceResult* result) {
+  if (specs.empty()) return badSpec("a sequence needs at least one op");
+  if (seq.iters < 1 || seq.warmupIters < 0) return badSpec("a sequence needs iters >= 1 and warm-up iters >= 0");
+  if (!seq.gapUs.empty() && seq.gapUs.size() != specs.size())
+    return badSpec("a sequence's gaps must be one per op (" + std::to_string(specs.size()) + "), got " +
+                   std::to_string(seq.gapUs.size()));
+  *result = SequenceResult{};
+  std::vector<Ranks> ops(specs.size());
+  size_t largest = 0;
+  uint64_t largestBytes = 0;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    CB_TRY(makeRanks(backend, specs[k], &ops[k]));
+    const uint64_t bytes = ops[k].first().count * dtypeSize(ops[k].first().dtype);
+    if (bytes >= largestBytes) {
+      largest = k;
+      largestBytes = bytes;
+    }
+  }
+  // Timed data as nccl-tests' (seed 99), written once by the largest op: every op reads a prefix of the same buffers.
+  setIteration(-1);
+  if (seq.check) CB_TRY(prepareData(backend, ops[largest], kTimingDataSeed));
+  CB_TRY(sequenceSteps(backend, ops, {}, seq.warmupIters, nullptr, nullptr));
+  CB_TRY(backend.barrier());
+
+  std::vector<double> stepSeconds(seq.iters);
+  double gapSeconds = 0;
+  CB_TRY(sequenceSteps(backend, ops, seq.gapUs, seq.iters, &stepSeconds, &gapSeconds));
+  setIteration(seq.iters);
+  result->gapUs = gapSeconds * 1e6 / seq.iters;
+  std::vector<double> stepUs(seq.iters);
+  for (int i = 0; i < seq.iters; ++i) stepUs[i] = stepSeconds[i] * 1e6;
+  HalfResult gathered;
+  CB_TRY(collectIterations(backend, stepUs, &gathered));
+  result->stepUs = std::move(gathered.iterUs);
+  CB_TRY(backend.barrier());
+
+  if (!seq.check) return Status::Ok();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].first().checkRounds < 1) continue;
+    CB_TRY(prepareOps(backend, ops[k], 1));
+    HalfResult checked;
+    CB_TRY(runCheck(backend, ops[k], &checked));
+    result->wrong += checked.wrong;
+    result->ranksWithWrong = std::max(result->ranksWithWrong, checked.ranksWithWrong);
+    if (checked.wrong > 0 && result->firstWrongOp < 0) {
+      result->firstWrongOp = static_cast<int>(k);
+      result->firstWrong = checked.firstWrong;
+    }
+  }
+  return Status::Ok();
 }
 
 Status benchLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, HalfResult* result) {

@@ -20,6 +20,28 @@ Status benchHalf(Backend& backend, const HalfSpec& spec, HalfResult* result);
 Status warmupLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, int iters);
 Status benchLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, HalfResult* result);
 
+// A sequence of different ops timed as one step (collbench workload: one DDP step's gradient buckets, one FSDP
+// step's all-gathers and reduce-scatters). ops[k] holds op k's spec per local rank (as benchLocal's `specs`);
+// only coll, dtype, op, root, count, offsets and the data segments of each spec are read.
+struct SequenceSpec {
+  int iters = 1;               // timed steps
+  int warmupIters = 1;         // untimed steps before them
+  std::vector<double> gapUs;   // busy time before op k of each step (compute standing in for backward); empty: none
+  bool check = true;           // run each op once more with pattern data and count wrong elements
+};
+struct SequenceResult {
+  std::vector<double> stepUs;         // per timed step, max over processes (valid on rank 0)
+  double gapUs = 0;                   // measured busy time per step on this process (the gaps as spun)
+  double wrong = 0;                   // global wrong-element count, summed over the ops
+  int ranksWithWrong = 0;             // the largest count of ranks with a wrong element in one op
+  int firstWrongOp = -1;              // the first op with a wrong element
+  FirstWrong firstWrong;
+};
+// Each step: for every op, the gap (a busy wait) and then the op, issued without waiting; the step ends when every
+// op has completed on this process (what a training step waits for before its optimizer), no barrier between steps.
+Status benchSequence(Backend& backend, const std::vector<std::vector<const HalfSpec*>>& ops, const SequenceSpec& seq,
+                     SequenceResult* result);
+
 // Where this process's timed loop is, for the watchdog's report of who did not arrive (read from another thread while
 // the loop runs): the iteration being issued (0-based; -1 before the first, in the untimed op; iters after the last,
 // while completing and checking). A relaxed atomic store per iteration, nothing else.

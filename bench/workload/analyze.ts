@@ -1,0 +1,104 @@
+// From the measured steps to the answer: per configuration the median step time and its spread over interleaved
+// repeats, the effective bus bandwidth, how much communication the stand-in compute hid, and the recommended
+// configuration with its margin over each other one (bootstrap interval of the ratio of medians and a one-sided
+// Mann-Whitney test, Holm-corrected over the comparisons: core/stats.ts, the statistics compare and accept use).
+import { getCollective } from '../collectives/index.js';
+import { bootstrapRatio, holm, mannWhitneyP, medianOf } from '../core/stats.js';
+import type { Configuration, WorkloadPlan } from './plan.js';
+
+/** What one repeat of one configuration measured (rank 0). */
+export interface RepeatSamples {
+  /** Per-step times with no stand-in compute (µs, max over processes). */
+  commUs: number[];
+  /** The same with the compute gaps, when --compute-ms > 0. */
+  stepUs: number[] | null;
+  /** The busy time actually spent per step (µs, rank 0's process). */
+  computeUs: number;
+  wrong: number;
+}
+
+export interface Spread { median: number; min: number; max: number; perRepeat: number[] }
+
+export interface ConfigurationSummary {
+  value: number;
+  label: string;
+  calls: number;
+  bytesPerStep: number;
+  /** Bytes weighted by each collective's bus factor (nccl-tests' busbw), per step. */
+  busBytesPerStep: number;
+  comm: Spread;
+  step: Spread | null;
+  computeUs: number | null;
+  /** Bus bytes per step over the median communication time (GB/s). */
+  busBwGBps: number;
+  /** Share of the communication time hidden behind the compute: (comm + compute − step) / comm, in %. */
+  overlapPct: number | null;
+  wrong: number;
+}
+
+export interface Margin {
+  value: number;
+  label: string;
+  /** median(other) / median(recommended) of the per-repeat medians, with a 95 % bootstrap interval. */
+  ratio: number;
+  lo: number | null;
+  hi: number | null;
+  /** One-sided Mann-Whitney p (the recommended one is faster), before the Holm correction. */
+  p: number;
+  significant: boolean;
+}
+
+export interface Recommendation {
+  value: number;
+  label: string;
+  /** Which time decided: the step with compute when there is compute, else communication alone. */
+  metric: 'step' | 'comm';
+  margins: Margin[];
+}
+
+export const SIGNIFICANCE = 0.05;
+
+function spread(perRepeat: number[]): Spread {
+  return { median: medianOf(perRepeat), min: Math.min(...perRepeat), max: Math.max(...perRepeat), perRepeat };
+}
+
+function busBytes(c: Configuration, nranks: number): number {
+  return c.ops.reduce((a, o) => a + o.bytes * getCollective(o.collective).busBwFactor(nranks), 0);
+}
+
+export function summarize(plan: WorkloadPlan, nranks: number, samples: readonly RepeatSamples[][]): ConfigurationSummary[] {
+  return plan.configurations.map((c, i) => {
+    const reps = samples[i]!;
+    const comm = spread(reps.map((r) => medianOf(r.commUs)));
+    const withCompute = reps.every((r) => r.stepUs !== null);
+    const step = withCompute ? spread(reps.map((r) => medianOf(r.stepUs!))) : null;
+    const computeUs = withCompute ? medianOf(reps.map((r) => r.computeUs)) : null;
+    const bus = busBytes(c, nranks);
+    return {
+      value: c.value, label: c.label, calls: c.ops.length,
+      bytesPerStep: c.ops.reduce((a, o) => a + o.bytes, 0), busBytesPerStep: bus,
+      comm, step, computeUs,
+      busBwGBps: bus / comm.median / 1e3,
+      overlapPct: step && computeUs !== null ? ((comm.median + computeUs - step.median) / comm.median) * 100 : null,
+      wrong: reps.reduce((a, r) => a + r.wrong, 0),
+    };
+  });
+}
+
+/** The configuration with the lowest median time, and how every other compares with it. */
+export function recommend(summaries: readonly ConfigurationSummary[], seed = 1): Recommendation {
+  const metric = summaries.every((s) => s.step !== null) ? 'step' : 'comm';
+  const of = (s: ConfigurationSummary): Spread => (metric === 'step' ? s.step! : s.comm);
+  const best = summaries.reduce((a, s) => (of(s).median < of(a).median ? s : a));
+  const others = summaries.filter((s) => s !== best);
+  const ps = others.map((s) => mannWhitneyP(of(best).perRepeat, of(s).perRepeat, 'less'));
+  const rejected = holm(ps, SIGNIFICANCE);
+  const margins = others.map((s, i): Margin => {
+    const ci = bootstrapRatio(of(s).perRepeat, of(best).perRepeat, { seed: seed + i });
+    return {
+      value: s.value, label: s.label, ratio: of(s).median / of(best).median, lo: ci?.lo ?? null, hi: ci?.hi ?? null,
+      p: ps[i]!, significant: rejected[i]! && ci !== null && ci.lo > 1,
+    };
+  });
+  return { value: best.value, label: best.label, metric, margins };
+}
