@@ -163,19 +163,20 @@ export async function renderHtml(doc: WorkloadDocument): Promise<string> {
     ['repeats x steps', `${doc.settings.repeats} x ${doc.settings.steps}`], ['stand-in compute', `${doc.settings.computeMs} ms per step`],
     ['command', doc.argv.join(' ')],
   ];
-  const table = (rows: string[][], head: string[]): string =>
-    `<table class="facts"><tr>${head.map((h) => `<th>${htmlEscape(h)}</th>`).join('')}</tr>` +
-    rows.map((r) => `<tr>${r.map((x) => `<td>${htmlEscape(x)}</td>`).join('')}</tr>`).join('') + '</table>';
+  const table = (rows: string[][], head?: string[]): string =>
+    `<table class="facts">${head ? `<tr>${head.map((h) => `<th>${htmlEscape(h)}</th>`).join('')}</tr>` : ''}` +
+    rows.map((r) => `<tr>${r.map((x, i) => (head || i > 0 ? `<td>${htmlEscape(x)}</td>` : `<th>${htmlEscape(x)}</th>`)).join('')}</tr>`).join('') +
+    '</table>';
   const title = `collbench workload ${doc.workload}`;
   const body = [
     `<h1>${htmlEscape(title)}</h1>`,
-    table(facts.map(([k, v]) => [k, v]), ['', '']),
+    table(facts.map(([k, v]) => [k, v])),
     `<figure data-chart="workload" data-series="${doc.configurations.length}">${await toSvg(spec)}` +
       '<figcaption>Each point is one repeat\'s median step (max over ranks); the line joins the medians over repeats.</figcaption></figure>',
     table(doc.configurations.map((c) => [c.label, String(c.calls), mb(c.bytesPerStep), ms(c.commUs.median), ms(c.stepUs?.median),
       c.busBwGBps.toFixed(2), c.wrong === null ? 'N/A' : String(c.wrong)]),
     [doc.settings.varies, 'calls', 'MB/step', 'comm ms', 'step ms', 'busbw GB/s', '#wrong']),
-    `<pre>${htmlEscape(recommendationLines(doc).join('\n'))}</pre>`,
+    `<pre style="white-space: pre-wrap">${htmlEscape(recommendationLines(doc).join('\n'))}</pre>`,
   ];
   return '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' +
     `<title>${htmlEscape(title)}</title>\n<style>${STYLE}</style>\n</head>\n<body>\n${body.join('\n')}\n</body>\n</html>\n`;
