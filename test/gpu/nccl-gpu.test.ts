@@ -1,13 +1,17 @@
 // The nccl backend on real GPUs (skipped, reason printed, where none is visible): every collective ×
 // datatype × op on all visible GPUs with #wrong 0, preamble and rank lines, -G -z -I -m -y -R -M, the
-// memory cap, and two processes joined torchrun-style. Needs a libnccl the loader finds (site-packages,
+// memory cap, two processes joined torchrun-style, and collbench workload's step sequences. Needs a libnccl the loader finds (site-packages,
 // LD_LIBRARY_PATH, COLLBENCH_NCCL_LIB, or the cached wheel).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { COLLECTIVES } from '../../bench/core/types.js';
+import { schemaErrors } from '../../bench/report/json-schemas.js';
+import type { WorkloadDocument } from '../../bench/workload/document.js';
 import { binDir, footer, parseRows, runProgram, type CliResult } from '../helpers/cli.js';
 import { cachedNccl, ncclModule, visibleGpus } from '../helpers/nccl.js';
 
@@ -120,4 +124,27 @@ describe(`nccl on ${n} visible GPU(s)`, { skip }, () => {
     assert.equal(r1.stdout, '', 'only rank 0 prints');
     assert.equal(r0.stdout.split('\n').filter((l) => l.startsWith('#  Rank')).length, 2);
   });
+
+  it('collbench workload ddp and fsdp on every visible GPU: the step sequence checked (#wrong 0), overlap measured', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'collbench-gpu-workload-'));
+    try {
+      for (const kind of ['ddp', 'fsdp']) {
+        const json = join(dir, `${kind}.json`);
+        const r = runProgram('collbench', ['workload', kind, '--params', '1e8', '--layers', '8', '--backend', 'nccl', '-g', String(n),
+          '--repeats', '3', '-n', '5', '--compute-ms', '20', '-J', json, '--quiet'], { env: libEnv, timeoutMs: 600_000 });
+        assert.equal(r.code, 0, `${kind}: ${r.stderr}\n${r.stdout}`);
+        const doc = JSON.parse(readFileSync(json, 'utf8')) as WorkloadDocument;
+        assert.deepEqual(schemaErrors('collbench-workload.v1', doc), []);
+        assert.equal(doc.nranks, n);
+        for (const c of doc.configurations) {
+          assert.equal(c.wrong, 0, `${kind} ${c.label}`);
+          assert.ok(c.overlapPct !== null && c.busBwGBps > 0);
+        }
+        console.log(`# ${kind}: ${doc.configurations.map((c) => `${c.label}: ${(c.commUs.median / 1e3).toFixed(2)} ms, overlap ${c.overlapPct!.toFixed(0)} %`).join('; ')}`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
+
