@@ -8,6 +8,7 @@ import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
 import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
+import { removeOrphanedTemps } from '../report/atomic-write.js';
 import { checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 
@@ -21,6 +22,8 @@ export interface LaunchContext {
   env?: NodeJS.ProcessEnv;
   /** The children's arguments from the run options' (`collbench workload` puts its own words around them). */
   childArgs?: (runArgs: string[]) => string[];
+  /** Files the children write besides the run options' outputs (`collbench workload`'s). */
+  outputs?: readonly { path: string }[];
 }
 
 export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext): Promise<number> {
@@ -34,11 +37,18 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext):
   const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
   const np = options.np!;
   if (record.launcher === 'local-processes' && options.hosts === null) {
-    return runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv });
+    return afterJob(await runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv }), options, ctx);
   }
   if (record.launcher === 'local-processes' && options.glooStore === null) {
     // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
     throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
   }
-  return runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, program: ctx.program, args, env }), childEnv);
+  return afterJob(await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, program: ctx.program, args, env }), childEnv), options, ctx);
+}
+
+/** The job is over: a rank killed while it replaced an output (SIGKILL between write and rename) leaves a temporary
+ *  file beside it that nothing else will remove (the outputs themselves stay valid: the old or the new document). */
+function afterJob(code: number, options: ResolvedOptions, ctx: LaunchContext): number {
+  for (const { path } of [...outputSpecs(options), ...(ctx.outputs ?? [])]) removeOrphanedTemps(path);
+  return code;
 }

@@ -258,7 +258,7 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: Ru
     checkOutputPaths(outputs(a), { force: a.force });
     return launchRanks(a.run, {
       program: [process.execPath, ...process.execArgv, scriptPath], programNamesCollective: false,
-      typed: [scriptPath, 'workload', ...argv], childArgs: (runArgs) => ['workload', ...a.own, ...runArgs],
+      typed: [scriptPath, 'workload', ...argv], childArgs: (runArgs) => ['workload', ...a.own, ...runArgs], outputs: outputs(a),
     });
   }
   const launched = launcherRank(env);

@@ -115,9 +115,13 @@ describe('existing output files: never silently overwritten', () => {
     assert.deepEqual(readdirSync(dir).sort(), ['r.csv', 'r.json']);
   });
 
-  it('--np 2: the launcher and rank 0 both accept a new file; rank 1 does not check (it writes nothing)', () => {
+  it('--np 2: the launcher and rank 0 both accept a new file; rank 1 does not check (it writes nothing); a killed writer\'s temporary file is removed', () => {
     const dir = mkdtempSync(join(work, 'np-'));
     const out = join(dir, 'r.json');
+    // What a rank killed (kill -9) between writing and renaming leaves: a temporary file of a process that is gone.
+    // The launcher removes it after the job; nothing inside the killed process could.
+    const dead = spawnSync('true').pid!;
+    writeFileSync(join(dir, `.r.json.${dead}.3.tmp`), '{"partial');
     const r = runProgram('all_reduce_perf', [...RUN, '--np', '2', '-J', out], { timeoutMs: 120_000 });
     assert.equal(r.code, 0, r.stderr);
     assert.ok(existsSync(out));

@@ -2,11 +2,12 @@
 // reporters/pretty.ts, atomic-write.ts): CSV columns and cells, the Markdown table, JUnit cases and
 // failures, the nccl-tests v3 layout, atomic replacement, progress only on a terminal, the pretty table.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { writeFileAtomic } from '../../bench/report/atomic-write.js';
+import { removeOrphanedTemps, writeFileAtomic } from '../../bench/report/atomic-write.js';
 import { CSV_COLUMNS, renderCsv } from '../../bench/report/exporters/csv.js';
 import { reportBuilder } from '../../bench/report/exporters/json.js';
 import { renderJunit, xmlEscape } from '../../bench/report/exporters/junit.js';
@@ -45,6 +46,19 @@ function parseCsv(text: string): string[][] {
   if (cell !== '' || row.length) { row.push(cell); rows.push(row); }
   return rows;
 }
+
+describe('temporary files of killed writers', () => {
+  it('are removed after the job; a live writer\'s and other files stay', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'collbench-orphans-'));
+    const dead = spawnSync('true').pid!; // a process that has exited: its pid names no writer any more
+    const target = join(dir, 'r.json');
+    for (const f of [`.r.json.${dead}.0.tmp`, `.r.json.${dead}.7.tmp`, `.r.json.${process.pid}.0.tmp`, `.other.json.${dead}.0.tmp`, 'r.json']) {
+      writeFileSync(join(dir, f), 'x');
+    }
+    assert.deepEqual(removeOrphanedTemps(target).sort(), [`.r.json.${dead}.0.tmp`, `.r.json.${dead}.7.tmp`]);
+    assert.deepEqual(readdirSync(dir).sort(), [`.other.json.${dead}.0.tmp`, `.r.json.${process.pid}.0.tmp`, 'r.json'].sort());
+  });
+});
 
 describe('CSV', () => {
   it('one line per row-half, the same columns with units whether -I or not', () => {
