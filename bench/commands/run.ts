@@ -309,10 +309,12 @@ async function measureHalf(run: RunContext, queued: QueuedHalf):
 
 /** Row-halves queued ahead of the one being awaited, at most (the whole of a usual sweep: 20 sizes x 2 halves). */
 export const LOOKAHEAD_HALVES = 64;
-/** A half predicted to take longer than this (µs) is not queued ahead: it is submitted when its turn comes, with
- *  none of JavaScript's work on the rows before left to run beside it (formatting, exporters: on a small machine that
- *  work, overlapping a long half, costs it more than the cold start after a short gap does). */
-export const LONG_HALF_US = 1000;
+/** A half predicted to take longer than this (µs) is not queued ahead of the row before it: it is submitted when its
+ *  turn comes, once JavaScript has formatted and exported that row (the exporters rewrite and fsync their files),
+ *  so that none of that work runs beside it. Measured on 2 shared cores, 1 rank (README "Performance"): queued
+ *  ahead, halves of 512 B-64 KiB (up to 0.15 ms) ran at 1.2-1.6 x the plain loop's time instead of 2.2-3.3 x after
+ *  a gap; halves of 256 KiB (0.5 ms) at 1.6-1.7 x instead of 1.2-1.3 x, that work running beside them. */
+export const LONG_HALF_US = 400;
 /** µs per byte assumed for the prediction below 64 KiB (20 GB/s: a memcpy). */
 const ASSUMED_US_PER_BYTE = 1 / 20e3;
 
@@ -376,9 +378,12 @@ class HalfQueue {
     await this.run.dog.watch('the row-halves queued ahead when the run stopped', 0, all);
   }
 
-  /** A half of `bytes` per op took `opUs` µs per op. */
+  /** A half of `bytes` per op took `opUs` µs per op. A row keeps the slower of its halves: an in-place half can be
+   *  no work at all (all_reduce on one rank), which says nothing of the next size's out-of-place half. */
   learn(bytes: number, opUs: number): void {
-    if (opUs > 0 && Number.isFinite(opUs)) this.last = { bytes, opUs };
+    if (!(opUs > 0) || !Number.isFinite(opUs)) return;
+    const same = this.last !== null && this.last.bytes === bytes;
+    this.last = { bytes, opUs: same ? Math.max(this.last!.opUs, opUs) : opUs };
   }
 
   /** The predicted µs of the half at `at`, from the last half timed: its time per op scaled by size where bandwidth
@@ -402,7 +407,10 @@ class HalfQueue {
         this.submitNext();
       return;
     }
-    while (this.next && this.queued.length < d && this.predictUs(this.next) <= LONG_HALF_US) this.submitNext();
+    // A row's in-place half always goes with its out-of-place one: between them JavaScript only keeps the first's
+    // numbers (the row is formatted and exported after both).
+    while (this.next && this.queued.length < d && (this.next.inPlace || this.predictUs(this.next) <= LONG_HALF_US))
+      this.submitNext();
   }
 
   private submitNext(): void {
