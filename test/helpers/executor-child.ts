@@ -40,17 +40,22 @@ const order = { n: 0 };
 if (scenario === 'order') {
   // Row-halves, barriers and combines queued at once settle in the order they were queued, all successfully.
   const calls: Promise<Outcome>[] = [];
+  calls.push(track(native.runHalf(spec(BYTES / 4, 20_000)), order)); // ~0.5 s: the thread is busy below
   for (let i = 0; i < 40; i++) {
     calls.push(track(native.runHalf(spec(1 + ((i * 997) % 4096), 1 + (i % 7) * 50)), order));
     if (i % 10 === 0) calls.push(track(native.barrierAsync(), order));
     if (i % 13 === 0) calls.push(track(native.allreduceAsync([i], COMBINE.sum), order));
   }
-  let busy = '';
-  try {
-    native.allocate(BYTES, BYTES);
-  } catch (e) {
-    busy = (e as { code: string }).code;
-  }
+  // The synchronous calls that use the backend are refused meanwhile.
+  const busy = [() => native.allocate(BYTES, BYTES), () => native.barrier(), () => native.allreduce([1], COMBINE.sum),
+    () => native.gatherStrings('x')].map((call) => {
+    try {
+      call();
+      return 'ran';
+    } catch (e) {
+      return (e as { code: string }).code;
+    }
+  });
   const out = await Promise.all(calls);
   console.log(JSON.stringify({ settled: out.map((o) => o.settled), codes: out.map((o) => o.code), busy }));
   native.finalize();

@@ -160,6 +160,15 @@ Executor& executor() {
   return *e;
 }
 
+// The synchronous calls that use the backend on the JS thread: refused while the executor may be using it (MPI is
+// initialised THREAD_SERIALIZED, and a collective must not slip in between queued ones).
+void refuseWhileBusy(Napi::Env env, const char* call) {
+  if (executor().busy())
+    throwIfError(env, Status::Error("core", "CORE_BUSY",
+                                    std::string(call) + " while asynchronous calls of this module are queued or running",
+                                    CB_SITE(call)));
+}
+
 // Runs `task` on the executor thread and settles a Promise with what `settle` makes of it, so the JS -T watchdog can
 // still fire while a peer never arrives. `settle` runs on the JS thread, possibly after finalize(): it must not
 // touch the backend.
@@ -267,10 +276,7 @@ Napi::Error toJsError(Napi::Env env, const Status& status) {
 void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   exports.Set("allocate", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
-    if (executor().busy())
-      throwIfError(info.Env(), Status::Error("core", "CORE_BUSY",
-                                             "allocate() while asynchronous calls of this module are queued or running",
-                                             CB_SITE("allocate")));
+    refuseWhileBusy(info.Env(), "allocate()");
     const double send = info[0].As<Napi::Number>().DoubleValue();
     const double recv = info[1].As<Napi::Number>().DoubleValue();
     throwIfError(info.Env(), b.allocate(static_cast<uint64_t>(send), static_cast<uint64_t>(recv)));
@@ -285,11 +291,13 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     return queueHalf(info.Env(), &b, parseSpecs(info[0]), -1);
   }));
   exports.Set("barrier", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    refuseWhileBusy(info.Env(), "barrier()");
     throwIfError(info.Env(), requireBackend(info.Env(), slot).barrier());
     return info.Env().Undefined();
   }));
   exports.Set("allreduce", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
+    refuseWhileBusy(info.Env(), "allreduce()");
     Napi::Array in = info[0].As<Napi::Array>();
     std::vector<double> v(in.Length());
     for (uint32_t i = 0; i < in.Length(); ++i) v[i] = in.Get(i).As<Napi::Number>().DoubleValue();
@@ -305,6 +313,7 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   }));
   exports.Set("gatherStrings", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
+    refuseWhileBusy(info.Env(), "gatherStrings()");
     std::vector<std::string> all;
     throwIfError(info.Env(), b.gatherStrings(info[0].As<Napi::String>().Utf8Value(), &all));
     if (b.rank() != 0) return info.Env().Null();
