@@ -282,13 +282,15 @@ export const TARGET_RSD_MAX_ITERS = 2 ** 20;
  * spent. Rank 0 holds the
  * samples and decides; an allreduce (max of rank 0's decision and the others' 0) makes every rank run the same count.
  */
-async function measureHalf(run: RunContext, h: ReturnType<typeof localSpecs>, label: string, sizeBytes: number):
+async function measureHalf(run: RunContext, queued: QueuedHalf):
   Promise<{ result: HalfResult; precision: RowHalfRecord['precision'] }> {
   const { options, native } = run;
-  const once = async (iters: number): Promise<HalfResult> => {
+  const { h, label } = queued;
+  const sizeBytes = h.layout.sizeBytes;
+  const once = async (iters: number, submitted?: Promise<HalfResult>): Promise<HalfResult> => {
     const specs = Array.isArray(h.specs) ? h.specs.map((s) => ({ ...s, iters })) : { ...h.specs, iters };
     const ops = iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
-    const result = await run.dog.watch(label, run.dog.expectedSec(ops, sizeBytes), native.runHalf(specs), iters);
+    const result = await run.dog.watch(label, run.dog.expectedSec(ops, sizeBytes), submitted ?? native.runHalf(specs), iters);
     run.dog.learn(sizeBytes, result.timeUs);
     // The counts are summed as doubles by the library's own allreduce: one that corrupts data (the fault tests' PMPI
     // interposer at index 0) leaves them a hair off a whole number. They are counts.
@@ -301,7 +303,7 @@ async function measureHalf(run: RunContext, h: ReturnType<typeof localSpecs>, la
   const budgetSec = Number(run.hooks.env?.COLLBENCH_TARGET_RSD_BUDGET_S ?? process.env.COLLBENCH_TARGET_RSD_BUDGET_S) || TARGET_RSD_BUDGET_SEC;
   const started = Date.now();
   let runStarted = started;
-  let result = await once(iters);
+  let result = await once(iters, queued.result);
   if (target === null) return { result, precision: undefined };
   // The spread of single samples does not shrink with more of them; the precision of their mean (the reported time)
   // does: its relative standard deviation is cv / sqrt(samples).
@@ -323,17 +325,142 @@ async function measureHalf(run: RunContext, h: ReturnType<typeof localSpecs>, la
   return { result, precision: { targetRsdPct: target, rsdPct: achieved, sampleCvPct: cv(result), iterations: iters, met: achieved <= target } };
 }
 
+/** Row-halves queued ahead of the one being awaited, at most (the whole of a usual sweep: 20 sizes x 2 halves). */
+export const LOOKAHEAD_HALVES = 64;
+/** A half predicted to take longer than this (µs) is not queued ahead of the row before it: it is submitted when its
+ *  turn comes, once JavaScript has formatted and exported that row (the exporters rewrite and fsync their files),
+ *  so that none of that work runs beside it. Measured on 2 shared cores, 1 rank (README "Performance"): queued
+ *  ahead, halves of 512 B-64 KiB (up to 0.15 ms) ran at 1.2-1.6 x the plain loop's time instead of 2.2-3.3 x after
+ *  a gap; halves of 256 KiB (0.5 ms) at 1.6-1.7 x instead of 1.2-1.3 x, that work running beside them. */
+export const LONG_HALF_US = 400;
+/** µs per byte assumed for the prediction below 64 KiB (20 GB/s: a memcpy). */
+const ASSUMED_US_PER_BYTE = 1 / 20e3;
+
+/** Where a row-half is in its sweep: cycle, index of its size, placement. */
+interface HalfAt { cycle: number; index: number; inPlace: boolean }
+
+/** A row-half submitted to the native executor (one thread per module, first in first out), not yet awaited. */
+interface QueuedHalf {
+  at: HalfAt;
+  h: ReturnType<typeof localSpecs>;
+  label: string;
+  result: Promise<HalfResult>;
+}
+
+/**
+ * The row-halves of one sweep in the order they run, submitted ahead of their turn: while JavaScript formats a row,
+ * the native thread goes straight on to the next half instead of sleeping until it is asked (README "Performance").
+ * How far ahead depends on what is decided between halves: --target-rsd decides each half's repeats (nothing ahead:
+ * the decision's allreduce must come between the half and the next, in the same order on every rank); --duration
+ * decides after each row whether to go on (the row's in-place half only). Each half is still awaited, under the
+ * watchdog, from when the one before it was done, so the limit and the hung-rank report are those of the half the
+ * rank is in; a half that fails cancels those queued behind it (natively, CORE_CANCELLED).
+ */
+class HalfQueue {
+  private readonly queued: QueuedHalf[] = [];
+  private next: HalfAt | null = { cycle: 0, index: 0, inPlace: false };
+  private readonly depth: 'none' | 'row' | number;
+  /** The sweep repeats until stopped (-N 0, or --duration). */
+  private readonly endless: boolean;
+  /** The last half timed: its size and µs per op (null before the first). */
+  private last: { bytes: number; opUs: number } | null = null;
+
+  constructor(private readonly run: RunContext, private readonly ctx: LayoutContext, private readonly c: SweepCase,
+    private readonly sizes: number[], private readonly nextSeed: () => number, soak: boolean) {
+    const { options } = run;
+    this.depth = options.targetRsdPct !== null ? 'none' : soak ? 'row' : LOOKAHEAD_HALVES;
+    this.endless = soak || options.runCycles === 0;
+  }
+
+  /** Queues the first row before the sweep's warm-up has been awaited, so that it follows the warm-up at once. */
+  prime(): void {
+    this.fill(null);
+  }
+
+  /** The half at `at`, submitted now unless it was queued already; the halves after it are queued behind it. */
+  take(at: HalfAt): QueuedHalf {
+    if (this.queued.length === 0) this.submitNext();
+    const q = this.queued.shift()!;
+    if (q.at.cycle !== at.cycle || q.at.index !== at.index || q.at.inPlace !== at.inPlace)
+      throw new Error(`internal: row-half queue out of order (queued ${JSON.stringify(q.at)}, wanted ${JSON.stringify(at)})`);
+    this.fill(at);
+    return q;
+  }
+
+  /** When the run stops early (an error): cancels what has not started, waits (under the watchdog) for what runs. */
+  async settle(): Promise<void> {
+    if (this.queued.length === 0) return;
+    this.run.native.cancelPending();
+    const all = Promise.allSettled(this.queued.map((q) => q.result));
+    this.queued.length = 0;
+    await this.run.dog.watch('the row-halves queued ahead when the run stopped', 0, all);
+  }
+
+  /** A half of `bytes` per op took `opUs` µs per op. A row keeps the slower of its halves: an in-place half can be
+   *  no work at all (all_reduce on one rank), which says nothing of the next size's out-of-place half. */
+  learn(bytes: number, opUs: number): void {
+    if (!(opUs > 0) || !Number.isFinite(opUs)) return;
+    const same = this.last !== null && this.last.bytes === bytes;
+    this.last = { bytes, opUs: same ? Math.max(this.last!.opUs, opUs) : opUs };
+  }
+
+  /** The predicted µs of the half at `at`, from the last half timed: its time per op scaled by size where bandwidth
+   *  rules (from 64 KiB), else plus the added bytes at an assumed memcpy speed; unknown (not queued ahead) before any
+   *  half is timed, except the first row, which follows the warm-up. */
+  private predictUs(at: HalfAt): number {
+    if (!this.last) return at.index === 0 ? 0 : Number.POSITIVE_INFINITY;
+    const { options } = this.run;
+    const bytes = this.sizes[at.index]!;
+    const { opUs, bytes: lastBytes } = this.last;
+    const grown = bytes <= lastBytes ? opUs
+      : lastBytes >= 65536 ? opUs * (bytes / lastBytes) : opUs + (bytes - lastBytes) * ASSUMED_US_PER_BYTE;
+    return (options.iters * options.aggIters + Math.max(options.check, 0) + 1) * grown;
+  }
+
+  private fill(current: HalfAt | null): void {
+    const d = this.depth;
+    if (d === 'none') return;
+    if (d === 'row') {
+      while (this.next && current !== null && this.next.cycle === current.cycle && this.next.index === current.index)
+        this.submitNext();
+      return;
+    }
+    // A row's in-place half always goes with its out-of-place one: between them JavaScript only keeps the first's
+    // numbers (the row is formatted and exported after both).
+    while (this.next && this.queued.length < d && (this.next.inPlace || this.predictUs(this.next) <= LONG_HALF_US))
+      this.submitNext();
+  }
+
+  private submitNext(): void {
+    const at = this.next;
+    if (!at) throw new Error('internal: the run loop asked for a row-half past the end of the sweep');
+    const { options, desc, info } = this.run;
+    const sizeBytes = this.sizes[at.index]!;
+    const h = localSpecs(options, desc, info, this.ctx, this.c, sizeBytes, at.inPlace, options.check, this.nextSeed());
+    const label = `${options.collective} ${this.c.dtype} ${h.layout.sizeBytes} B ${at.inPlace ? 'in-place' : 'out-of-place'}`;
+    const result = this.run.native.runHalf(h.specs);
+    // Awaited in its turn; one abandoned after an earlier failure must not surface as an unhandled rejection.
+    result.catch(() => undefined);
+    this.queued.push({ at, h, label, result });
+    if (!at.inPlace) this.next = { ...at, inPlace: true };
+    else if (at.index + 1 < this.sizes.length) this.next = { cycle: at.cycle, index: at.index + 1, inPlace: false };
+    else if (this.endless || at.cycle + 1 < options.runCycles) this.next = { cycle: at.cycle + 1, index: 0, inPlace: false };
+    else this.next = null;
+  }
+}
+
 /** Times both halves of one row (out-of-place, then in-place) and records them. */
-async function runRow(run: RunContext, ctx: LayoutContext, c: SweepCase, cycle: number, sizeBytes: number,
-  nextSeed: () => number, totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
+async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cycle: number, index: number,
+  totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
   const { options, desc, info } = run;
   const halves: RowHalfRecord[] = [];
   let layout = null;
   for (const inPlace of [false, true]) {
-    const h = localSpecs(options, desc, info, ctx, c, sizeBytes, inPlace, options.check, nextSeed());
+    const queued = queue.take({ cycle, index, inPlace });
+    const h = queued.h;
     layout = h.layout;
-    const label = `${options.collective} ${c.dtype} ${layout.sizeBytes} B ${inPlace ? 'in-place' : 'out-of-place'}`;
-    const { result, precision } = await measureHalf(run, h, label, layout.sizeBytes);
+    const { result, precision } = await measureHalf(run, queued);
+    queue.learn(layout.sizeBytes, result.timeUs);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));
@@ -402,29 +529,45 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
 
   for (const c of cases) {
     const sweep = `${options.collective} ${c.dtype} ${c.op} root ${c.root}`;
-    await run.dog.watch(`the barrier before ${sweep}`, 0, native.barrierAsync());
-    for (const size of warmupSizes(options.minBytes, options.maxBytes)) {
-      await run.dog.watch(`warm-up of ${sweep} ${size} B`, run.dog.expectedSec(options.warmupIters + 1, size),
-        native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters), options.warmupIters);
-    }
-    // --duration repeats the sweep until the time has passed (as -N 0), every rank stopping after the same row.
-    for (let cycle = 0; !soak.over && (soak.endless || options.runCycles === 0 || cycle < options.runCycles); cycle++) {
-      const cycleBusBws: number[] = [];
-      for (const sizeBytes of sizes) {
-        for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
-        const row = await runRow(run, ctx, c, cycle, sizeBytes, nextSeed, totals, arrival);
-        rows.push(row);
-        cycleBusBws.push(...row.halves.map((h) => h.busBw));
-        for (const r of reporters) await r.row?.(row);
-        if (await soak.passed()) break;
+    // The barrier, the warm-ups and the first row-halves go to the native thread at once (it runs them in this order);
+    // each is awaited in turn under the watchdog.
+    const barrier = native.barrierAsync();
+    const warmups = warmupSizes(options.minBytes, options.maxBytes).map((size) => {
+      const done = native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters);
+      done.catch(() => undefined); // awaited below; after an earlier failure it is cancelled, not awaited
+      return { size, done };
+    });
+    barrier.catch(() => undefined);
+    const queue = new HalfQueue(run, ctx, c, sizes, nextSeed, soak.endless);
+    queue.prime();
+    try {
+      await run.dog.watch(`the barrier before ${sweep}`, 0, barrier);
+      for (const { size, done } of warmups) {
+        await run.dog.watch(`warm-up of ${sweep} ${size} B`, run.dog.expectedSec(options.warmupIters + 1, size),
+          done, options.warmupIters);
       }
-      if (cycleBusBws.length < 2 * sizes.length) break; // --duration ended it part-way: not a cycle to judge
-      const avg = averageBusBw(cycleBusBws);
-      const below = cycleBelowWarnBusBw(avg, options.warnBusBw);
-      health.cycles += 1;
-      if (below) health.below += 1;
-      const record: CycleRecord = { sweep: c, cycle, avgBusBw: avg, warnBusBw: options.warnBusBw, below, time: new Date() };
-      for (const r of reporters) await r.cycleEnd?.(record);
+      // --duration repeats the sweep until the time has passed (as -N 0), every rank stopping after the same row.
+      for (let cycle = 0; !soak.over && (soak.endless || options.runCycles === 0 || cycle < options.runCycles); cycle++) {
+        const cycleBusBws: number[] = [];
+        for (const [index, sizeBytes] of sizes.entries()) {
+          for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
+          const row = await runRow(run, queue, c, cycle, index, totals, arrival);
+          rows.push(row);
+          cycleBusBws.push(...row.halves.map((h) => h.busBw));
+          for (const r of reporters) await r.row?.(row);
+          if (await soak.passed()) break;
+        }
+        if (cycleBusBws.length < 2 * sizes.length) break; // --duration ended it part-way: not a cycle to judge
+        const avg = averageBusBw(cycleBusBws);
+        const below = cycleBelowWarnBusBw(avg, options.warnBusBw);
+        health.cycles += 1;
+        if (below) health.below += 1;
+        const record: CycleRecord = { sweep: c, cycle, avgBusBw: avg, warnBusBw: options.warnBusBw, below, time: new Date() };
+        for (const r of reporters) await r.cycleEnd?.(record);
+      }
+    } catch (e) {
+      await queue.settle(); // nothing of this run may still be running when the backend is finalized
+      throw e;
     }
     if (soak.over) break;
   }

@@ -57,6 +57,10 @@ export interface NativeBackend {
   barrierAsync(): Promise<void>;
   allreduceAsync(values: number[], how: number): Promise<number[]>;
   gatherStringsAsync(mine: string): Promise<string[] | null>;
+  /** Rejects (code CORE_CANCELLED) every asynchronous call above that has not started yet; the one in progress runs to
+   *  its end. Returns how many were cancelled. All of them run on one thread per module, in the order they were
+   *  called (native/src/addon/executor.h), which is what lets the run loop queue row-halves ahead. */
+  cancelPending(): number;
   /** The iteration this process's timed loop (or warm-up) is issuing: -1 before the first, `iters` after the last
    *  (timed_loop.h loopIteration); read while a wait is stuck, to say where this rank is. */
   loopIteration(): number;

@@ -44,15 +44,17 @@ export function removeOrphanedTemps(path: string): string[] {
   return removed;
 }
 
-/** Replaces `path` with `data` atomically. The data is flushed (fsync) before the rename. */
-export function writeFileAtomic(path: string, data: string): void {
+/** Replaces `path` with `data` atomically. The data is flushed (fsync) before the rename unless `durable` is false
+ *  (a document rewritten again soon, e.g. after every row of a run: a reader, a crash or Ctrl-C still sees a complete
+ *  one; only a power loss may leave the previous version). */
+export function writeFileAtomic(path: string, data: string, durable = true): void {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${counter++}.tmp`);
   const fd = openSync(tmp, 'w', 0o644);
   try {
     const buf = Buffer.from(data, 'utf8');
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
     try { unlinkSync(tmp); } catch { /* already gone */ }

@@ -127,7 +127,9 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
       }
       const text = await s.render(doc);
       try {
-        writeFileAtomic(s.path, text);
+        // Durable (fsync) at the end only: a flush per row would run beside the next row-halves (commands/run.ts
+        // HalfQueue) and slow them on a small machine.
+        writeFileAtomic(s.path, text, final);
       } catch (e) {
         throw new OutputError(`${s.flag}: cannot write ${s.path}: ${(e as Error).message}`);
       }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../core/timed_loop.h"
+#include "executor.h"
 
 namespace collbench::addon {
 namespace {
@@ -154,80 +155,45 @@ Napi::Object resultObject(Napi::Env env, const HalfResult& r) {
   return o;
 }
 
-// Runs the timed loop (or a warm-up) for one spec off the JS thread and settles a Promise.
-class HalfWorker : public Napi::AsyncWorker {
- public:
-  HalfWorker(Napi::Env env, Backend* backend, std::vector<HalfSpec> specs, int warmupIters)
-      : Napi::AsyncWorker(env), backend_(backend), specs_(std::move(specs)),
-        warmupIters_(warmupIters), deferred_(Napi::Promise::Deferred::New(env)) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
+// This module's one backend thread (executor.h): every asynchronous call below runs on it, in submission order.
+// Never destroyed: a process that exits while a task waits on a dead peer must not run its destructor.
+Executor& executor() {
+  static Executor* e = new Executor;
+  return *e;
+}
 
-  void Execute() override {
-    try {
-      std::vector<const HalfSpec*> specs;
-      for (const HalfSpec& s : specs_) specs.push_back(&s);
-      status_ = warmupIters_ >= 0 ? warmupLocal(*backend_, specs, warmupIters_)
-                                  : benchLocal(*backend_, specs, &result_);
-    } catch (const std::exception& e) {
-      status_ = Status::Error("core", "CORE_EXCEPTION", e.what(), CB_SITE("HalfWorker"));
-    }
-  }
-  void OnOK() override {
-    Napi::Env env = Env();
-    if (!status_.ok) {
-      deferred_.Reject(toJsError(env, status_).Value());
-      return;
-    }
-    if (warmupIters_ >= 0)
-      deferred_.Resolve(env.Undefined());
-    else
-      deferred_.Resolve(resultObject(env, result_));
-  }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+// The synchronous calls that use the backend on the JS thread: refused while the executor may be using it (MPI is
+// initialised THREAD_SERIALIZED, and a collective must not slip in between queued ones).
+void refuseWhileBusy(Napi::Env env, const char* call) {
+  if (executor().busy())
+    throwIfError(env, Status::Error("core", "CORE_BUSY",
+                                    std::string(call) + " while asynchronous calls of this module are queued or running",
+                                    CB_SITE(call)));
+}
 
- private:
-  Backend* backend_;
-  std::vector<HalfSpec> specs_;
-  int warmupIters_;  // >= 0: a warm-up; -1: a timed row-half
-  HalfResult result_;
-  Status status_;
-  Napi::Promise::Deferred deferred_;
-};
-
-// Runs one control-plane wait (a barrier, a combine, a gather) off the JS thread and settles a Promise with
-// what `settle` makes of it, so the JS -T watchdog can still fire while a peer never arrives.
-class TaskWorker : public Napi::AsyncWorker {
- public:
-  TaskWorker(Napi::Env env, std::function<Status()> task, std::function<Napi::Value(Napi::Env)> settle)
-      : Napi::AsyncWorker(env), task_(std::move(task)), settle_(std::move(settle)),
-        deferred_(Napi::Promise::Deferred::New(env)) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    try {
-      status_ = task_();
-    } catch (const std::exception& e) {
-      status_ = Status::Error("core", "CORE_EXCEPTION", e.what(), CB_SITE("TaskWorker"));
-    }
-  }
-  void OnOK() override {
-    if (!status_.ok) deferred_.Reject(toJsError(Env(), status_).Value());
-    else deferred_.Resolve(settle_(Env()));
-  }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  std::function<Status()> task_;
-  std::function<Napi::Value(Napi::Env)> settle_;
-  Status status_;
-  Napi::Promise::Deferred deferred_;
-};
-
+// Runs `task` on the executor thread and settles a Promise with what `settle` makes of it, so the JS -T watchdog can
+// still fire while a peer never arrives. `settle` runs on the JS thread, possibly after finalize(): it must not
+// touch the backend.
 Napi::Promise queueTask(Napi::Env env, std::function<Status()> task, std::function<Napi::Value(Napi::Env)> settle) {
-  auto* w = new TaskWorker(env, std::move(task), std::move(settle));
-  Napi::Promise p = w->promise();
-  w->Queue();
-  return p;
+  return executor().submit(env, std::move(task), std::move(settle));
+}
+
+// The timed loop (warmupIters < 0) or a warm-up of one spec per local rank, on the executor thread.
+Napi::Promise queueHalf(Napi::Env env, Backend* backend, std::vector<HalfSpec> specs, int warmupIters) {
+  auto owned = std::make_shared<std::vector<HalfSpec>>(std::move(specs));
+  auto result = std::make_shared<HalfResult>();
+  return queueTask(
+      env,
+      [backend, owned, result, warmupIters] {
+        std::vector<const HalfSpec*> specs;
+        for (const HalfSpec& s : *owned) specs.push_back(&s);
+        return warmupIters >= 0 ? warmupLocal(*backend, specs, warmupIters)
+                                : benchLocal(*backend, specs, result.get());
+      },
+      [result, warmupIters](Napi::Env e) -> Napi::Value {
+        if (warmupIters >= 0) return e.Undefined();
+        return resultObject(e, *result);
+      });
 }
 
 template <size_t N>
@@ -285,6 +251,7 @@ void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, cons
   const bool destroy = lifecycle.destroyOnFinalize;
   exports.Set("finalize", Napi::Function::New(env, [slot, destroy](const Napi::CallbackInfo& info) {
     if (slot->backend) {
+      executor().drain(info.Env());  // nothing of the backend may run while it is finalized
       const Status s = slot->backend->finalize();
       if (destroy) slot->backend.reset();
       throwIfError(info.Env(), s);
@@ -293,6 +260,7 @@ void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, cons
   }));
   auto* abort = lifecycle.abort;
   exports.Set("abort", Napi::Function::New(env, [slot, abort](const Napi::CallbackInfo& info) {
+    executor().cancelQueued(info.Env(), "the job was aborted");  // the task in progress is the one that hung
     abort(slot->backend.get(), info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1);
     return info.Env().Undefined();
   }));
@@ -310,6 +278,7 @@ Napi::Error toJsError(Napi::Env env, const Status& status) {
 void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   exports.Set("allocate", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
+    refuseWhileBusy(info.Env(), "allocate()");
     const double send = info[0].As<Napi::Number>().DoubleValue();
     const double recv = info[1].As<Napi::Number>().DoubleValue();
     throwIfError(info.Env(), b.allocate(static_cast<uint64_t>(send), static_cast<uint64_t>(recv)));
@@ -317,17 +286,11 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   }));
   exports.Set("warmup", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
-    auto* w = new HalfWorker(info.Env(), &b, parseSpecs(info[0]), info[1].As<Napi::Number>().Int32Value());
-    Napi::Promise p = w->promise();
-    w->Queue();
-    return p;
+    return queueHalf(info.Env(), &b, parseSpecs(info[0]), info[1].As<Napi::Number>().Int32Value());
   }));
   exports.Set("runHalf", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
-    auto* w = new HalfWorker(info.Env(), &b, parseSpecs(info[0]), -1);
-    Napi::Promise p = w->promise();
-    w->Queue();
-    return p;
+    return queueHalf(info.Env(), &b, parseSpecs(info[0]), -1);
   }));
   // runSequence(ops, {iters, warmupIters, gapUs, check}): ops[k] is one spec or one per local rank (timed_loop.h
   // benchSequence); resolves {stepUs (rank 0), gapUs, wrong, ranksWithWrong, firstWrongOp, firstWrong?}.
@@ -369,11 +332,13 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
         });
   }));
   exports.Set("barrier", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    refuseWhileBusy(info.Env(), "barrier()");
     throwIfError(info.Env(), requireBackend(info.Env(), slot).barrier());
     return info.Env().Undefined();
   }));
   exports.Set("allreduce", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
+    refuseWhileBusy(info.Env(), "allreduce()");
     Napi::Array in = info[0].As<Napi::Array>();
     std::vector<double> v(in.Length());
     for (uint32_t i = 0; i < in.Length(); ++i) v[i] = in.Get(i).As<Napi::Number>().DoubleValue();
@@ -389,6 +354,7 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   }));
   exports.Set("gatherStrings", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
     Backend& b = requireBackend(info.Env(), slot);
+    refuseWhileBusy(info.Env(), "gatherStrings()");
     std::vector<std::string> all;
     throwIfError(info.Env(), b.gatherStrings(info[0].As<Napi::String>().Utf8Value(), &all));
     if (b.rank() != 0) return info.Env().Null();
@@ -415,14 +381,21 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     Backend* b = &requireBackend(info.Env(), slot);
     auto mine = std::make_shared<std::string>(info[0].As<Napi::String>().Utf8Value());
     auto all = std::make_shared<std::vector<std::string>>();
+    const bool root = b->rank() == 0;
     return queueTask(
         info.Env(), [b, mine, all] { return b->gatherStrings(*mine, all.get()); },
-        [b, all](Napi::Env e) -> Napi::Value {
-          if (b->rank() != 0) return e.Null();
+        [root, all](Napi::Env e) -> Napi::Value {
+          if (!root) return e.Null();
           Napi::Array a = Napi::Array::New(e, all->size());
           for (size_t i = 0; i < all->size(); ++i) a.Set(static_cast<uint32_t>(i), (*all)[i]);
           return a;
         });
+  }));
+  // Rejects (CORE_CANCELLED) every asynchronous call not yet started, e.g. row-halves queued ahead of a run that
+  // stopped early; the call in progress runs to its end. Returns how many were cancelled.
+  exports.Set("cancelPending", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    const size_t n = executor().cancelQueued(info.Env(), "cancelled by cancelPending()");
+    return Napi::Number::New(info.Env(), static_cast<double>(n));
   }));
   exports.Set("loopIteration", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(loopIteration()));
@@ -431,10 +404,11 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     Backend* b = &requireBackend(info.Env(), slot);
     const int rounds = info[0].As<Napi::Number>().Int32Value();
     auto all = std::make_shared<std::vector<double>>();
+    const bool root = b->rank() == 0;
     return queueTask(
         info.Env(), [b, rounds, all] { return clockSamples(*b, rounds, all.get()); },
-        [b, rounds, all](Napi::Env e) -> Napi::Value {
-          if (b->rank() != 0) return e.Null();
+        [root, rounds, all](Napi::Env e) -> Napi::Value {
+          if (!root) return e.Null();
           return rowsOf(e, *all, static_cast<size_t>(rounds));
         });
   }));

@@ -1,6 +1,7 @@
 // N-API glue shared by every backend module (collbench_mpi.node, collbench_gloo.node, …): turns JS
-// objects into HalfSpec, runs the shared timed loop on a libuv worker thread (Promise), and turns
-// Status errors into typed JS errors ({code, backend, site}). Each module only supplies its Backend.
+// objects into HalfSpec, runs the shared timed loop and the control-plane waits on the module's one executor
+// thread (executor.h; Promises, in submission order), and turns Status errors into typed JS errors ({code,
+// backend, site}). Each module only supplies its Backend.
 #pragma once
 #include <napi.h>
 
@@ -53,8 +54,10 @@ struct ModuleLifecycle {
 // common functions of registerCommon to `exports`.
 void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, const ModuleLifecycle& lifecycle);
 
-// Adds allocate, warmup, runHalf, barrier, allreduce, gatherStrings, controlPlane and enumIds to
-// `exports`; they act on `slot`. enumIds() gives the native enum values by name (the tables of
+// Adds allocate, warmup, runHalf, barrier, allreduce, gatherStrings, their …Async forms, cancelPending,
+// loopIteration, clockSamplesAsync, controlPlane and enumIds to `exports`; they act on `slot`. The synchronous
+// ones that use the backend (allocate, barrier, allreduce, gatherStrings) throw CORE_BUSY while asynchronous
+// calls are queued or running. enumIds() gives the native enum values by name (the tables of
 // core/types.h and core/spec.h). controlPlane() lends the backend's process-level control plane (barrier,
 // allreduce, gather, gatherStrings) to another module of the same process as a type-tagged External:
 // under mpirun the nccl module uses MPI's this way without linking MPI itself.

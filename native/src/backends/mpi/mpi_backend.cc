@@ -143,15 +143,16 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) 
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
     // MPI_THREAD_SERIALIZED, the lowest level this design needs: MPI is called from the JS thread (init,
-    // barrier, combines, gathers, finalize) and from one libuv worker at a time (warmup/runHalf, and the
-    // nccl module's lent control plane), never concurrently: the JS side awaits each worker's Promise
-    // before its next call, and libuv's queue orders the threads (happens-before). Not FUNNELED (the
-    // worker is not the main thread); not MULTIPLE, which this design does not need. Measured on Open MPI
-    // 4.1.4 (README "Performance"): SERIALIZED and MULTIPLE cost the same, because Open MPI turns its
-    // internal locking on for every level above SINGLE (about 0.1 us per small op at 2 ranks, which a
-    // plain C loop at the same level pays too); only SINGLE avoids it, and two threads calling MPI may not
-    // claim SINGLE.
-    // The one concurrent call is abort() (MPI_Abort, the -T watchdog on the JS thread while the worker
+    // synchronous combines, finalize) and from one executor thread (addon/executor.h: the mpi module's for
+    // warmup/runHalf and the asynchronous waits, or the nccl module's when it borrows MPI as its control
+    // plane; a run uses one module's), never concurrently: the synchronous calls are refused while the
+    // executor has work, and finalize waits for it (the executor's mutex orders the threads: happens-before).
+    // Not FUNNELED (the executor is not the main thread); not MULTIPLE, which this design does not need.
+    // Measured on Open MPI 4.1.4 (README "Performance"): SERIALIZED and MULTIPLE cost the same, because
+    // Open MPI turns its internal locking on for every level above SINGLE (about 0.1 us per small op at 2
+    // ranks, which a plain C loop at the same level pays too); only SINGLE avoids it, and two threads
+    // calling MPI may not claim SINGLE.
+    // The one concurrent call is abort() (MPI_Abort, the -T watchdog on the JS thread while the executor
     // may be stuck in a collective on a frozen peer). The standard does not allow it at SERIALIZED; Open
     // MPI 4.1's MPI_Abort (ompi_mpi_abort) touches no communication state: it reads the communicator's
     // group and asks the runtime (PMIx, on its own progress thread) to kill the job, then exits; no lock

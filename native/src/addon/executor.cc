@@ -1,0 +1,173 @@
+// The module's one backend thread (see executor.h): a FIFO of tasks, results handed back through a thread-safe
+// function so that promises settle on the JS thread, in submission order.
+#include "executor.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "addon_common.h"
+
+namespace collbench::addon {
+namespace {
+
+// The executor whose thread is running (one per module: each .node has its own copy of this file).
+Executor* gStarted = nullptr;
+
+// How long exit() waits for the task in progress before the static destructors run anyway.
+constexpr auto kExitWait = std::chrono::seconds(5);
+
+Status cancelled(const char* why) {
+  return Status::Error("core", "CORE_CANCELLED", std::string("not run: ") + why, CB_SITE("Executor"));
+}
+
+}  // namespace
+
+void Executor::start(Napi::Env env) {
+  // The finalizer runs when the environment is torn down (a normal end of the process: nothing is pending then, so
+  // the thread is idle and joins at once). process.exit() and the watchdog's _exit/MPI_Abort never get here: the
+  // thread, possibly inside a wait on a dead peer, then simply ends with the process (it is not libuv's, so Node
+  // does not join it on the way out).
+  tsfn_ = Tsfn::New(env, "collbench executor", 0, 1, this, [](Napi::Env, void*, Executor* self) {
+    std::unique_lock<std::mutex> lk(self->mu_);
+    self->live_ = false;
+    self->stop_ = true;
+    const bool idle = !self->running_;
+    lk.unlock();
+    self->work_.notify_all();
+    if (idle && self->thread_.joinable()) self->thread_.join();
+    else if (self->thread_.joinable()) self->thread_.detach();
+  });
+  tsfn_.Unref(env);  // referenced only while a task is pending (as libuv's pool work was)
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    live_ = true;
+  }
+  thread_ = std::thread([this] { loop(); });
+  // process.exit() (a closed stdout, the watchdog's exit after an abort that returns) may come while a task runs:
+  // the module's static objects (the backend and its buffers) must outlive that task. Registered after they were
+  // constructed, this runs before their destructors.
+  gStarted = this;
+  std::atexit([] { gStarted->atExit(); });
+}
+
+void Executor::atExit() {
+  std::unique_lock<std::mutex> lk(mu_);
+  stop_ = true;  // start nothing more
+  work_.notify_all();
+  idle_.wait_for(lk, kExitWait, [this] { return !running_; });
+}
+
+Napi::Promise Executor::submit(Napi::Env env, Run run, Settle settle) {
+  if (!thread_.joinable()) start(env);
+  auto* job = new Job(env, std::move(run), std::move(settle));
+  Napi::Promise promise = job->deferred.Promise();
+  if (pending_++ == 0) tsfn_.Ref(env);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(job);
+  }
+  work_.notify_one();
+  return promise;
+}
+
+void Executor::loop() {
+  for (;;) {
+    Job* job = nullptr;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      work_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      job = queue_.front();
+      queue_.pop_front();
+      if (poisoned_) {  // submitted before JavaScript learnt of a failure
+        job->cancelled = true;
+        job->status = cancelled("an earlier asynchronous call of this module failed");
+        post(job);
+        continue;
+      }
+      running_ = true;
+    }
+    Status status;
+    try {
+      status = job->run();
+    } catch (const std::exception& e) {
+      status = Status::Error("core", "CORE_EXCEPTION", e.what(), CB_SITE("Executor task"));
+    }
+    job->status = std::move(status);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      running_ = false;
+      if (!job->status.ok) poisoned_ = true;  // until the failure has been delivered (settle)
+      post(job);
+    }
+    idle_.notify_all();
+  }
+}
+
+void Executor::post(Job* job) {
+  // With the environment gone nobody can take the result any more (the promise's world has ended).
+  if (!live_ || tsfn_.NonBlockingCall(job) != napi_ok) delete job;
+}
+
+void Executor::callJs(Napi::Env env, Napi::Function, Executor* self, Job* job) {
+  if (env == nullptr) {  // the environment is being torn down with this result still on its way
+    delete job;
+    return;
+  }
+  self->settle(env, job);
+}
+
+void Executor::settle(Napi::Env env, Job* job) {
+  Napi::HandleScope scope(env);
+  std::vector<Job*> behind;  // a failure's delivery: what JavaScript queued before it knew is cancelled
+  if (!job->status.ok && !job->cancelled) {
+    std::lock_guard<std::mutex> lk(mu_);
+    poisoned_ = false;
+    behind.assign(queue_.begin(), queue_.end());
+    queue_.clear();
+  }
+  try {
+    if (job->status.ok) job->deferred.Resolve(job->settle(env));
+    else job->deferred.Reject(toJsError(env, job->status).Value());
+  } catch (const Napi::Error& e) {
+    job->deferred.Reject(e.Value());
+  }
+  delete job;
+  if (--pending_ == 0) tsfn_.Unref(env);
+  for (Job* j : behind) {
+    j->cancelled = true;
+    j->status = cancelled("an earlier asynchronous call of this module failed");
+    settle(env, j);
+  }
+}
+
+size_t Executor::cancelQueued(Napi::Env env, const char* why) {
+  std::vector<Job*> taken;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    taken.assign(queue_.begin(), queue_.end());
+    queue_.clear();
+  }
+  for (Job* j : taken) {
+    j->cancelled = true;
+    j->status = cancelled(why);
+    settle(env, j);
+  }
+  return taken.size();
+}
+
+void Executor::drain(Napi::Env env) {
+  cancelQueued(env, "the backend was finalized first");
+  std::unique_lock<std::mutex> lk(mu_);
+  idle_.wait(lk, [this] { return !running_; });
+}
+
+bool Executor::busy() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return running_ || !queue_.empty();
+}
+
+}  // namespace collbench::addon

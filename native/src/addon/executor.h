@@ -1,0 +1,71 @@
+// Why this exists: every asynchronous backend call of a module (runHalf, warmup, barrierAsync, allreduceAsync,
+// gatherStringsAsync, clockSamplesAsync) runs on ONE dedicated thread, in the order JavaScript submitted them. So the
+// run loop can queue the next row-halves before the current one ends and the thread goes straight from one to the
+// next (no idle gap while JavaScript formats a row: README "Performance"); MPI, initialised THREAD_SERIALIZED, sees
+// one thread at a time; and every rank issues its collectives in the same order (a FIFO). libuv's pool, used before,
+// runs queued work on several threads at once and could not take work queued ahead.
+#pragma once
+#include <napi.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "../core/status.h"
+
+namespace collbench::addon {
+
+class Executor {
+ public:
+  // Runs on the executor thread; its Status settles the promise (failed: rejected with the typed error).
+  using Run = std::function<Status()>;
+  // Runs on the JS thread after a successful Run: the promise's value.
+  using Settle = std::function<Napi::Value(Napi::Env)>;
+
+  // JS thread. Queues `run` behind everything submitted before; the promise settles on the JS thread. A task that
+  // fails cancels every task submitted before its failure reached JavaScript (rejected with CORE_CANCELLED, never
+  // run): they were queued on the assumption that it would succeed. Tasks submitted afterwards run.
+  Napi::Promise submit(Napi::Env env, Run run, Settle settle);
+  // JS thread. Rejects every task not yet started (CORE_CANCELLED, `why`); returns how many.
+  size_t cancelQueued(Napi::Env env, const char* why);
+  // JS thread. cancelQueued, then waits until the task in progress (if any) has returned: afterwards the backend
+  // may be finalized. Blocks for as long as that task runs (the run loop waits for it under its watchdog first).
+  void drain(Napi::Env env);
+  // Any thread: a task is queued or running.
+  bool busy();
+  // At exit(): start nothing more, and wait (5 s at most) for the task in progress to return.
+  void atExit();
+
+ private:
+  struct Job {
+    Job(Napi::Env env, Run r, Settle s) : run(std::move(r)), settle(std::move(s)), deferred(env) {}
+    Run run;
+    Settle settle;
+    Napi::Promise::Deferred deferred;
+    Status status;
+    bool cancelled = false;
+  };
+  static void callJs(Napi::Env env, Napi::Function, Executor* self, Job* job);
+  using Tsfn = Napi::TypedThreadSafeFunction<Executor, Job, &Executor::callJs>;
+
+  void loop();
+  void post(Job* job);                  // executor thread, mu_ held: hand a finished job to the JS thread
+  void settle(Napi::Env env, Job* job);  // JS thread: settle and delete
+  void start(Napi::Env env);
+
+  std::mutex mu_;
+  std::condition_variable work_;  // a job was queued, or stop_
+  std::condition_variable idle_;  // the running job returned
+  std::deque<Job*> queue_;
+  bool running_ = false;
+  bool stop_ = false;
+  bool poisoned_ = false;  // a task failed and JavaScript has not been told yet: cancel, do not run
+  bool live_ = false;  // tsfn_ exists and is not finalized (guarded by mu_)
+  std::thread thread_;
+  Tsfn tsfn_;
+  size_t pending_ = 0;  // JS thread only: submitted, not yet settled; the loop is kept alive while > 0
+};
+
+}  // namespace collbench::addon
