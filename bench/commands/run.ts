@@ -173,7 +173,8 @@ async function alignProcessClocks(run: RunContext, processes: RankLineInfo[]): P
  * an expired wait can name who did not arrive. The addresses travel in one allreduce (every rank learns every
  * entry). A board that cannot listen leaves its entry empty: the others then report it as not answering.
  */
-async function attachProgressBoards(run: RunContext, env: NodeJS.ProcessEnv): Promise<ProgressBoard | null> {
+export async function attachProgressBoards(run: Pick<RunContext, 'info' | 'native' | 'dog' | 'io'>, env: NodeJS.ProcessEnv):
+  Promise<ProgressBoard | null> {
   const { info, native, dog } = run;
   const locals = info.localRanks ?? 1;
   const processes = info.nranks / locals;

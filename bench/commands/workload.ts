@@ -25,7 +25,7 @@ import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument
 import { modelFromEntries, syntheticModel, type Model, type ParamEntry } from '../workload/model.js';
 import { ddpPlan, fsdpPlan, gapsFor, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
 import { launchRanks } from './launch.js';
-import { withBackend, localSpecs, type RunIO } from './run.js';
+import { attachProgressBoards, withBackend, localSpecs, type BackendUp, type RunIO } from './run.js';
 
 export const WORKLOAD_USAGE = `USAGE: collbench workload ddp|fsdp (--params N | --param-sizes FILE) [options] [run options]
   Times the collectives one training step issues, back to back through the native timed loop, for several
@@ -273,69 +273,82 @@ async function runWorkload(a: WorkloadArgs, io: RunIO, argv: string[], env: Node
   return withBackend(a.run, io, { env, onTimeout }, async (up) => {
     const { info, native, dog } = up;
     await up.adjust();
-    if (a.world !== null && a.world !== info.nranks)
-      throw UsageError.forFlag('--world', `${a.world} differs from the job's ${info.nranks} ranks: a run shards over its own ranks (use --dry-run to see other worlds)`);
-    const plan = buildPlan(a, info.nranks);
-    const root = (info.worldRank ?? info.rank) === 0;
-    const maxBytes = Math.max(...plan.configurations.flatMap((c) => c.ops.map((o) => o.bytes)));
-    const ctx: LayoutContext = { env, minBytes: 0, maxBytes };
-    const options: ResolvedOptions = { ...a.run, maxBytes, minBytes: 0, iters: a.steps, dtypes: [a.dtype] };
-    const sweep: SweepCase = { dtype: a.dtype, op: 'sum', root: 0 };
-    let seed = 0;
-    // One spec (or one per local rank) per call; buffers for the largest call of any configuration.
-    let sendBytes = 0, recvBytes = 0;
-    const specs = plan.configurations.map((c) => c.ops.map((o) => {
-      const h = localSpecs(options, getCollective(o.collective), info, ctx, sweep, o.bytes, false, a.check ? 1 : 0, ++seed);
-      const ts = DTYPE_BYTES[a.dtype];
-      sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
-      recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
-      return h.specs as HalfSpec | HalfSpec[];
-    }));
-    native.allocate(sendBytes + 64, recvBytes + 64);
-    const samples: RepeatSamples[][] = plan.configurations.map(() => []);
-    const computeUs = a.computeMs * 1e3;
-    for (let r = 0; r < a.repeats; r++) {
-      for (let j = 0; j < plan.configurations.length; j++) {
-        const i = (j + r) % plan.configurations.length; // a rotated order each repeat: no configuration always first
-        const c = plan.configurations[i]!;
-        const bytes = c.ops.reduce((x, o) => x + o.bytes, 0);
-        const label = `workload ${plan.kind} ${plan.varies} ${c.label}, repeat ${r + 1}`;
-        const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
-          dog.expectedSec(a.steps + a.warmupSteps, bytes) + ((a.steps + a.warmupSteps) * computeUs) / 1e6,
-          native.runSequence(specs[i]!, { iters: a.steps, warmupIters: a.warmupSteps, gapUs, check }));
-        const comm = await run(undefined, a.check && r === 0);
-        const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
-        samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
-        if (root && !a.quiet) {
-          io.err(`# repeat ${r + 1}/${a.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
-            `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}`);
-        }
-        if (comm.wrong > 0 && root && comm.firstWrong) {
-          const f = comm.firstWrong;
-          io.err(`# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
-            `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`);
-        }
+    // As in runs: an expired wait names the rank that did not arrive and where the others are (progress boards).
+    const board = await attachProgressBoards({ info, native, dog, io }, env);
+    try {
+      return await timeWorkload(a, io, argv, env, up, startTime);
+    } finally {
+      board?.close();
+    }
+  });
+}
+
+/** The measurement proper on one rank, once the backend is up and the progress boards listen. */
+async function timeWorkload(a: WorkloadArgs, io: RunIO, argv: string[], env: NodeJS.ProcessEnv, up: BackendUp,
+  startTime: string): Promise<number> {
+  const { info, native, dog } = up;
+  if (a.world !== null && a.world !== info.nranks)
+    throw UsageError.forFlag('--world', `${a.world} differs from the job's ${info.nranks} ranks: a run shards over its own ranks (use --dry-run to see other worlds)`);
+  const plan = buildPlan(a, info.nranks);
+  const root = (info.worldRank ?? info.rank) === 0;
+  const maxBytes = Math.max(...plan.configurations.flatMap((c) => c.ops.map((o) => o.bytes)));
+  const ctx: LayoutContext = { env, minBytes: 0, maxBytes };
+  const options: ResolvedOptions = { ...a.run, maxBytes, minBytes: 0, iters: a.steps, dtypes: [a.dtype] };
+  const sweep: SweepCase = { dtype: a.dtype, op: 'sum', root: 0 };
+  let seed = 0;
+  // One spec (or one per local rank) per call; buffers for the largest call of any configuration.
+  let sendBytes = 0, recvBytes = 0;
+  const specs = plan.configurations.map((c) => c.ops.map((o) => {
+    const h = localSpecs(options, getCollective(o.collective), info, ctx, sweep, o.bytes, false, a.check ? 1 : 0, ++seed);
+    const ts = DTYPE_BYTES[a.dtype];
+    sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
+    recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
+    return h.specs as HalfSpec | HalfSpec[];
+  }));
+  native.allocate(sendBytes + 64, recvBytes + 64);
+  const samples: RepeatSamples[][] = plan.configurations.map(() => []);
+  const computeUs = a.computeMs * 1e3;
+  for (let r = 0; r < a.repeats; r++) {
+    for (let j = 0; j < plan.configurations.length; j++) {
+      const i = (j + r) % plan.configurations.length; // a rotated order each repeat: no configuration always first
+      const c = plan.configurations[i]!;
+      const bytes = c.ops.reduce((x, o) => x + o.bytes, 0);
+      const label = `workload ${plan.kind} ${plan.varies} ${c.label}, repeat ${r + 1}`;
+      const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
+        dog.expectedSec(a.steps + a.warmupSteps, bytes) + ((a.steps + a.warmupSteps) * computeUs) / 1e6,
+        native.runSequence(specs[i]!, { iters: a.steps, warmupIters: a.warmupSteps, gapUs, check }));
+      const comm = await run(undefined, a.check && r === 0);
+      const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
+      samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
+      if (root && !a.quiet) {
+        io.err(`# repeat ${r + 1}/${a.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
+          `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}`);
+      }
+      if (comm.wrong > 0 && root && comm.firstWrong) {
+        const f = comm.firstWrong;
+        io.err(`# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
+          `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`);
       }
     }
-    // The job's hosts, for the document (rank 0 receives every rank's).
-    const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));
-    const wrong = samples.flat().reduce((x, s) => x + s.wrong, 0);
-    const exitCode = wrong > 0 ? EXIT.WRONG_RESULTS : EXIT.OK;
-    if (!root) return exitCode;
-    const summaries = summarize(plan, info.nranks, samples);
-    const settings: WorkloadSettings = {
-      varies: plan.varies, repeats: a.repeats, steps: a.steps, warmupSteps: a.warmupSteps, computeMs: a.computeMs, check: a.check,
-      ...(plan.kind === 'ddp' ? { firstBucketMb: a.firstBucketMb } : {}),
-    };
-    const typed = env[ARGV_ENV] ? JSON.parse(env[ARGV_ENV]) as string[] : argv;
-    const doc = buildDocument({
-      plan, settings, summaries, samples, recommendation: recommend(summaries), version: VERSION, startTime, argv: typed,
-      backend: { name: info.backend, version: info.libraryVersionShort }, nranks: info.nranks,
-      hosts: [...new Set(hosts ?? [])], exitCode,
-    });
-    await writeOutputs(a, doc, io);
-    return exitCode;
+  }
+  // The job's hosts, for the document (rank 0 receives every rank's).
+  const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));
+  const wrong = samples.flat().reduce((x, s) => x + s.wrong, 0);
+  const exitCode = wrong > 0 ? EXIT.WRONG_RESULTS : EXIT.OK;
+  if (!root) return exitCode;
+  const summaries = summarize(plan, info.nranks, samples);
+  const settings: WorkloadSettings = {
+    varies: plan.varies, repeats: a.repeats, steps: a.steps, warmupSteps: a.warmupSteps, computeMs: a.computeMs, check: a.check,
+    ...(plan.kind === 'ddp' ? { firstBucketMb: a.firstBucketMb } : {}),
+  };
+  const typed = env[ARGV_ENV] ? JSON.parse(env[ARGV_ENV]) as string[] : argv;
+  const doc = buildDocument({
+    plan, settings, summaries, samples, recommendation: recommend(summaries), version: VERSION, startTime, argv: typed,
+    backend: { name: info.backend, version: info.libraryVersionShort }, nranks: info.nranks,
+    hosts: [...new Set(hosts ?? [])], exitCode,
   });
+  await writeOutputs(a, doc, io);
+  return exitCode;
 }
 
 async function writeOutputs(a: WorkloadArgs, doc: WorkloadDocument, io: RunIO): Promise<void> {

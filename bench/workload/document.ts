@@ -121,7 +121,14 @@ export function renderText(doc: WorkloadDocument): string[] {
   ]);
   const width = cols.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]): string => '#  ' + cells.map((x, i) => (i === 0 ? x.padEnd(width[i]!) : x.padStart(width[i]!))).join('  ');
-  return [...head, '#', line(cols), ...rows.map((r) => line(r).replace(/^# /, '  ')), '#', ...recommendationLines(doc)];
+  // Configurations that issue exactly the same calls (every parameter above both caps; more blocks per unit than the
+  // model has) measure the same thing twice: said, so that a difference between them reads as the noise it is.
+  const key = (c: WorkloadConfiguration): string => JSON.stringify(c.ops.map((o) => [o.collective, o.bytes]));
+  const same = doc.configurations.flatMap((c, i) => {
+    const first = doc.configurations.findIndex((d) => key(d) === key(c));
+    return first < i ? [`# ${s.varies} ${c.label} issues the same calls as ${doc.configurations[first]!.label}`] : [];
+  });
+  return [...head, '#', line(cols), ...rows.map((r) => line(r).replace(/^# /, '  ')), '#', ...same, ...recommendationLines(doc)];
 }
 
 export const WORKLOAD_CSV_COLUMNS = [

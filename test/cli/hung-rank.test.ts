@@ -4,6 +4,8 @@
 // mpirun aborts the job) and Gloo (--np, the launcher ends the job) alike; nothing may be left running.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { binDir } from '../helpers/cli.js';
@@ -57,3 +59,37 @@ describe('a rank frozen with SIGSTOP mid-sweep is named on timeout', () => {
     });
   }
 });
+
+describe('a rank frozen during collbench workload is named on timeout', () => {
+  it('mpi, 3 ranks, rank 1 stopped in a DDP step sequence: exit 4, the configuration and repeat named', async () => {
+    const marker = `collbench-hung-workload-${process.pid}.json`;
+    const child = spawn(join(binDir, 'collbench'), ['workload', 'ddp', '--params', '2e7', '--layers', '4', '--backend', 'mpi', '--np', '3',
+      '--repeats', '50', '-n', '5', '-T', '3', '-J', join(tmpdir(), marker)], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
+    // Steps flowing: the second repeat has started (or the job ended first, or 60 s passed: then the test fails, it never hangs).
+    const flowing = await new Promise<boolean>((res) => {
+      const t = setInterval(() => { if (/^# repeat 2\//m.test(stderr)) { clearInterval(t); res(true); } }, 50);
+      void exited.then(() => { clearInterval(t); res(false); });
+      setTimeout(() => { clearInterval(t); res(false); }, 60_000);
+    });
+    if (!flowing) child.kill('SIGKILL');
+    assert.ok(flowing, `the workload did not reach its second repeat:\n${stderr}`);
+    // Rank 1: the process of this job whose launcher environment says so.
+    const victim = execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).split('\n').map(Number).filter((p) => p > 0)
+      .find((p) => { try { return readFileSync(`/proc/${p}/environ`, 'utf8').split('\0').includes('OMPI_COMM_WORLD_RANK=1'); } catch { return false; } });
+    assert.ok(victim, 'rank 1 found');
+    process.kill(victim, 'SIGSTOP');
+    const t0 = Date.now();
+    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const code = await exited;
+    clearTimeout(guard);
+    try { process.kill(victim, 'SIGCONT'); process.kill(victim, 'SIGKILL'); } catch { /* already gone */ }
+    assert.equal(code, 4, stderr);
+    assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms for -T 3`);
+    assert.match(stderr, /^timeout: rank 1 \(host \S+\) did not arrive at workload ddp bucket cap \(MB\) \d+, repeat \d+: rank 1 does not answer/m, stderr);
+    assert.equal((stderr.match(/^timeout: /gm) ?? []).length, 1, stderr);
+  });
+});
+

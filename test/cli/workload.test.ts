@@ -91,6 +91,7 @@ describe('collbench workload', () => {
       assert.ok(c.computeUs! > 4500 && c.computeUs! < 20_000, `compute ${c.computeUs} us`);
       for (const o of c.ops) assert.equal(o.bytes % (2 * 4), 0, 'units are padded to whole shards');
     }
+    assert.doesNotMatch(r.stdout, /issues the same calls/);
     const one = doc.configurations.find((c) => c.label === '1')!;
     assert.equal(one.calls, 1 + 4 + 4 + 4 + 1, 'root + 4 blocks forward, 4 gathers and 4 scatters backward, root scatter');
   });

@@ -144,5 +144,18 @@ describe('recommendation and document', () => {
     assert.match(text, /^ {3}1 +\d+ +8\.4 /m);
     assert.match(text, /^# Recommended bucket cap \(MB\): 4 /m);
     assert.equal(renderCsv(doc).trim().split('\n').length, 3);
+    assert.doesNotMatch(text, /issues the same calls/);
+  });
+  it('configurations that issue the same calls are said to (every 1 MiB parameter is above both caps)', () => {
+    const twin = ddpPlan(model, 'float', 4, 2, [0.5, 1], 1);
+    assert.deepEqual(twin.configurations[0]!.ops, twin.configurations[1]!.ops);
+    const samples = [reps(500), reps(501)];
+    const summaries = summarize(twin, 2, samples);
+    const doc = buildDocument({
+      plan: twin, settings: { varies: twin.varies, repeats: 5, steps: 2, warmupSteps: 1, computeMs: 0, check: true },
+      summaries, samples, recommendation: recommend(summaries), version: 'test', startTime: 'now', argv: ['collbench'],
+      backend: { name: 'mpi', version: 'x' }, nranks: 2, hosts: ['h'], exitCode: 0,
+    });
+    assert.match(renderText(doc).join('\n'), /^# bucket cap \(MB\) 1 issues the same calls as 0\.5$/m);
   });
 });
