@@ -6,14 +6,15 @@
 // world) is one line and exit 2 with nothing written. The profile is cpu-smoke's all_reduce checks with its thresholds
 // (50 iterations per size instead of 200, so that the stalled runs stay short).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import type { AcceptDocument } from '../../bench/accept/verdict.js';
-import { binDir, repoRoot, runProgram } from '../helpers/cli.js';
+import { binDir, runProgram } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 
 const PROFILE = `kind: collbench-profile
 version: 1
@@ -35,8 +36,7 @@ describe('collbench accept on 2 MPI ranks', () => {
     baseline = join(dir, 'baseline.json');
     writeFileSync(profile, PROFILE);
     for (const k of ['late', 'corrupt'] as const) {
-      libs[k] = join(dir, `lib${k}.so`);
-      execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', libs[k], join(repoRoot, `test/fixtures/faults/${k}_allreduce.c`)]);
+      libs[k] = buildFault(`${k}_allreduce`, dir);
     }
   });
   after(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,14 +3,15 @@
 // a crashing and a rejected combination, a real data fault (the PMPI interposer of fault-injection.test.ts)
 // for the correctness matrix, Ctrl-C, and bad input (exit 2, one line, nothing run).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CompareDocument } from '../../bench/compare/document.js';
 import type { ReportDocument } from '../../bench/report/schema.js';
-import { binDir, repoRoot, runProgram } from '../helpers/cli.js';
+import { binDir, runProgram } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 
 const made: string[] = [];
 const fresh = (): string => { const d = mkdtempSync(join(tmpdir(), 'collbench-compare-test-')); made.push(d); return d; };
@@ -197,8 +198,7 @@ describe('collbench compare: a hung, a crashing and a rejected combination', () 
 describe('collbench compare: the correctness matrix catches a combination that corrupts data', () => {
   let lib = '';
   before(() => {
-    lib = join(fresh(), 'libcorrupt.so');
-    execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib, join(repoRoot, 'test/fixtures/faults/corrupt_allreduce.c')]);
+    lib = buildFault('corrupt_allreduce', fresh());
   });
 
   it('shows #wrong per size for that combination only, never makes it best, exits 7', () => {
@@ -225,8 +225,7 @@ describe('collbench compare: the correctness matrix catches a combination that c
 describe('collbench compare: a real difference is significant, with its interval', () => {
   let lib = '';
   before(() => {
-    lib = join(fresh(), 'liblate.so');
-    execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib, join(repoRoot, 'test/fixtures/faults/late_allreduce.c')]);
+    lib = buildFault('late_allreduce', fresh());
   });
 
   it('--repeats 5: the default (rank 1 sleeps 2 ms after each all_reduce) against LATE_SKIP=1 (no sleep)', () => {

@@ -2,20 +2,18 @@
 // element of MPI_Allreduce's result on one rank. The row must show #wrong > 0, the `# first wrong`
 // line must name that rank and index, and the run must exit 7.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { footer, parseRows, repoRoot, runMpirun } from '../helpers/cli.js';
+import { footer, parseRows, runMpirun } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 
 describe('a PMPI interposer corrupting MPI_Allreduce on one rank', () => {
   let lib = '';
   before(() => {
     const dir = mkdtempSync(join(tmpdir(), 'collbench-fault-'));
-    lib = join(dir, 'libcorrupt.so');
-    execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib,
-      join(repoRoot, 'test/fixtures/faults/corrupt_allreduce.c')]);
+    lib = buildFault('corrupt_allreduce', dir);
   });
 
   it('is caught: #wrong > 0, first wrong names the rank, exit 7', () => {

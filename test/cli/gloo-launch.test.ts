@@ -4,24 +4,14 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { binDir, footer, parseRows, runMpirun, runProgram } from '../helpers/cli.js';
+import { freePort } from '../helpers/net.js';
 
 const rankLines = (stdout: string) => (stdout.match(/^#  Rank +\d+ Group/gm) ?? []).length;
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-    srv.on('error', rej);
-  });
-}
 
 function collect(child: ChildProcess): { out: () => string; err: () => string; exit: Promise<number | null> } {
   let out = '', err = '';

@@ -3,17 +3,18 @@
 // "Test timeout (3s) in MPI_Init" line per rank, the job exits 4 and no process of it is left; the preamble
 // states the limit in effect.
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { repoRoot, runMpirun, runProgram } from '../helpers/cli.js';
+import { runMpirun, runProgram } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cbh-initdog-'));
-const lib = join(dir, 'libslowinit.so');
+let lib = '';
 before(() => {
-  execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib, join(repoRoot, 'test/fixtures/faults/slow_init.c')]);
+  lib = buildFault('slow_init', dir);
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 

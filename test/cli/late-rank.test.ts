@@ -4,13 +4,13 @@
 // `# late rank:` summary), at two placements, on the shared clock and with barrier-aligned clocks; the same run
 // without the fault names nobody. Arrival, not time inside the op: the late rank spends the least time inside it.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { reportErrors, type ReportDocument } from '../../bench/report/schema.js';
-import { footer, parseRows, repoRoot, runMpirun } from '../helpers/cli.js';
+import { footer, parseRows, runMpirun } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 
 const ARGS = ['-b', '8', '-e', '64K', '-f', '8', '-n', '20', '-w', '2'];
 // Four ranks on two cores: without yield, every idle poll costs a scheduler tick and swamps the 1.5 ms.
@@ -21,8 +21,7 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
   let lib = '';
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'collbench-late-'));
-    lib = join(dir, 'liblate.so');
-    execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib, join(repoRoot, 'test/fixtures/faults/late_allreduce.c')]);
+    lib = buildFault('late_allreduce', dir);
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

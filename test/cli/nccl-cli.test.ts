@@ -4,11 +4,11 @@
 // backend choice passes over an unusable nccl. Skips, saying why, where that does not apply.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { binDir, mpirunArgs, runMpirun, runProgram, type CliResult } from '../helpers/cli.js';
 import { cachedNccl, ncclModulePath, ncclModule, visibleGpus } from '../helpers/nccl.js';
+import { freePort } from '../helpers/net.js';
 
 const nccl = cachedNccl();
 const gpus = visibleGpus();
@@ -32,12 +32,6 @@ function systemNcclFindable(): boolean {
   return r.status === 0;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
 
 function runAsync(program: string, args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
   return new Promise((resolve) => {

@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { footer, runProgram } from '../helpers/cli.js';
+import { freePort } from '../helpers/net.js';
 
 const PASSWORD = `cbh-redis-${process.pid}-s3cr3t`;
 const work = mkdtempSync(join(tmpdir(), 'cbh-redis-'));
@@ -17,16 +17,6 @@ let redis: ChildProcess | null = null;
 let port = 0;
 let skip: string | null = null;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 before(async () => {
   if (spawnSync('sh', ['-c', 'command -v redis-server']).status !== 0) { skip = 'redis-server is not installed (make deps installs it)'; return; }

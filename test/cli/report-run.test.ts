@@ -4,14 +4,15 @@
 // stdout, --format pretty, refused outputs, files left valid by a run killed mid-sweep, and progress
 // only on a terminal.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { CSV_COLUMNS } from '../../bench/report/exporters/csv.js';
 import { reportErrors, type ReportDocument } from '../../bench/report/schema.js';
-import { binDir, footer, mpirunArgs, parseRows, repoRoot, runMpirun, runProgram, type CliResult } from '../helpers/cli.js';
+import { binDir, footer, mpirunArgs, parseRows, runMpirun, runProgram, type CliResult } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'cb-report-'));
 const readJson = <T = ReportDocument>(f: string): T => JSON.parse(readFileSync(f, 'utf8')) as T;
@@ -183,8 +184,7 @@ describe('--json-format nccl-tests', () => {
 describe('CSV, Markdown and JUnit of a run with real wrong results', () => {
   let lib = '';
   before(() => {
-    lib = join(tmp(), 'libcorrupt.so');
-    execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', lib, join(repoRoot, 'test/fixtures/faults/corrupt_allreduce.c')]);
+    lib = buildFault('corrupt_allreduce', tmp());
   });
 
   it('a PMPI interposer corrupts rank 2: #wrong in every file, JUnit failures, exit 7', () => {

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { binDir, parseRows, repoRoot } from '../helpers/cli.js';
+import { freePort } from '../helpers/net.js';
 
 const DAEMONS = ['munged', 'slurmctld', 'slurmd', 'srun', 'sbatch', 'sinfo', 'scancel', 'squeue', 'scontrol'];
 
@@ -21,16 +21,6 @@ function findProgram(program: string): string | null {
   return dirs.map((d) => join(d, program)).find((p) => existsSync(p)) ?? null;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolvePort(port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

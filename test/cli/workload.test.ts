@@ -4,14 +4,14 @@
 // the cap with the fewest calls the recommendation, significantly ahead of the one with the most; a corrupting
 // interposer must give #wrong > 0 and exit 7; bad input is one line, exit 2, nothing written.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import type { WorkloadDocument } from '../../bench/workload/document.js';
-import { repoRoot, runProgram } from '../helpers/cli.js';
+import { runProgram } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 
 describe('collbench workload', () => {
   let dir = '';
@@ -19,8 +19,7 @@ describe('collbench workload', () => {
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'collbench-workload-'));
     for (const k of ['late', 'corrupt'] as const) {
-      libs[k] = join(dir, `lib${k}.so`);
-      execFileSync('mpicc', ['-shared', '-fPIC', '-O2', '-o', libs[k], join(repoRoot, `test/fixtures/faults/${k}_allreduce.c`)]);
+      libs[k] = buildFault(`${k}_allreduce`, dir);
     }
   });
   after(() => rmSync(dir, { recursive: true, force: true }));

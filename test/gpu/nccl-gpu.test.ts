@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -14,6 +13,7 @@ import { schemaErrors } from '../../bench/report/json-schemas.js';
 import type { WorkloadDocument } from '../../bench/workload/document.js';
 import { binDir, footer, parseRows, runProgram, type CliResult } from '../helpers/cli.js';
 import { cachedNccl, ncclModule, visibleGpus } from '../helpers/nccl.js';
+import { freePort } from '../helpers/net.js';
 
 const gpus = visibleGpus();
 const libEnv: NodeJS.ProcessEnv = {};
@@ -105,10 +105,7 @@ describe(`nccl on ${n} visible GPU(s)`, { skip }, () => {
   });
 
   it('torchrun-style: one process per GPU joined by the TCP rendezvous', { skip: n < 2 ? 'needs 2 GPUs' : false }, async () => {
-    const port = await new Promise<number>((resolve) => {
-      const s = createServer();
-      s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-    });
+    const port = await freePort();
     const procs = [0, 1].map((rank) => new Promise<CliResult>((resolve) => {
       const c = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'nccl', '-b', '8', '-e', '1M', '-f', '8', '-o', 'all'], {
         env: { ...process.env, ...libEnv, RANK: String(rank), WORLD_SIZE: '2', LOCAL_RANK: String(rank), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) },

@@ -2,20 +2,11 @@
 // sockets on the loopback interface, ranks as concurrent participants or separate processes).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../../bench/launch/rendezvous.js';
+import { freePort } from '../helpers/net.js';
 
 /** A TCP port nothing listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const world = (rank: number, worldSize: number, port: number): TorchrunEnv =>
   ({ rank, worldSize, localRank: null, masterAddr: '127.0.0.1', masterPort: port });

@@ -1,0 +1,14 @@
+// A TCP port nothing listens on right now (the kernel picks it), for tests that start their own rendezvous, store or
+// daemon on this host.
+import { createServer } from 'node:net';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
