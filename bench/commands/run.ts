@@ -499,6 +499,16 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   }
 }
 
+/** The run stopped early: the exporters write the rows they hold back (the error that stopped it is what is reported:
+ *  a write that fails now, the disk full say, is that error again or a lesser one). */
+async function abandonReports(reporters: readonly Reporter[]): Promise<void> {
+  for (const r of reporters) {
+    try {
+      await r.abandon?.();
+    } catch { /* the run's own error is reported */ }
+  }
+}
+
 /** The run proper, once every process is up: clocks, buffers, the sweeps, the summary. */
 async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<SuiteOutcome> {
   const { options, desc, driver, native, info, reporters } = run;
@@ -568,6 +578,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
       }
     } catch (e) {
       await queue.settle(); // nothing of this run may still be running when the backend is finalized
+      await abandonReports(reporters);
       throw e;
     }
     if (soak.over) break;

@@ -1,6 +1,6 @@
 // The one place that turns options into reporters (docs/architecture.md, "report/"): the live table (nccl-tests or
 // --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html, --prom), which share
-// one report document and rewrite their files atomically after every row. `-` sends a document to stdout
+// one report document and rewrite their files atomically as rows come (at most once a second). `-` sends a document to stdout
 // once the run ends; the live table then goes to stderr so stdout holds only that document.
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
@@ -114,11 +114,21 @@ export function checkOutputPaths(specs: readonly { flag: string; path: string }[
   }
 }
 
-/** The exporters of one run: one shared document, every file rewritten after begin, every row and end. */
+/** During a run the exporters rewrite their files at most this often (ms): the first row after a quiet spell at once,
+ *  rows that follow sooner together, at most this long afterwards. A rewrite per row cost about 0.3-0.6 ms of JavaScript
+ *  and file-system work per row (more as the document grows: a soak rewrote O(rows²)); run beside the row-halves queued
+ *  ahead, or as a backlog before the next one, it slowed them (README "Performance"). */
+export const EXPORT_INTERVAL_MS = 1000;
+
+/**
+ * The exporters of one run: one shared document, every file rewritten at begin, after rows (at most every
+ * EXPORT_INTERVAL_MS), when the run stops early (abandon) and at the end (flushed to disk). A file always holds a whole
+ * document; one the run did not finish says "incomplete".
+ */
 export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: string) => void,
   env: NodeJS.ProcessEnv = process.env): Reporter {
   const builder = reportBuilder(env);
-  const flush = async (final: boolean): Promise<void> => {
+  const write = async (final: boolean): Promise<void> => {
     const doc = builder.doc!;
     for (const s of specs) {
       if (s.path === '-') {
@@ -127,17 +137,37 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
       }
       const text = await s.render(doc);
       try {
-        // Durable (fsync) at the end only: a flush per row would run beside the next row-halves (commands/run.ts
-        // HalfQueue) and slow them on a small machine.
+        // Durable (fsync) at the end only: the rewrites during the run are replaced soon.
         writeFileAtomic(s.path, text, final);
       } catch (e) {
         throw new OutputError(`${s.flag}: cannot write ${s.path}: ${(e as Error).message}`);
       }
     }
   };
+  // Rewrites go one after the other (a timer's and a row's never interleave); a failed one is thrown at the next call.
+  let chain: Promise<void> = Promise.resolve();
+  let failure: Error | null = null;
+  let lastWrite = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const flush = (final: boolean): Promise<void> => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    if (failure) return Promise.reject(failure);
+    lastWrite = Date.now();
+    chain = chain.then(() => write(final));
+    return chain;
+  };
+  const soon = (): Promise<void> => {
+    if (failure) return Promise.reject(failure);
+    const wait = lastWrite + EXPORT_INTERVAL_MS - Date.now();
+    if (wait <= 0) return flush(false);
+    timer ??= setTimeout(() => { flush(false).catch((e: unknown) => { failure = e instanceof Error ? e : new Error(String(e)); }); }, wait).unref();
+    return Promise.resolve();
+  };
   return {
     begin: (meta) => { builder.begin(meta); return flush(false); },
-    row: (row) => { builder.row(row); return flush(false); },
+    row: (row) => { builder.row(row); return soon(); },
+    abandon: () => (timer ? flush(false) : chain),
     end: (summary) => { builder.end(summary); return flush(true); },
   };
 }

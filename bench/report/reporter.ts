@@ -101,5 +101,7 @@ export interface Reporter {
   rowStart?(next: RowStart): void;
   row?(row: RowRecord): void | Promise<void>;
   cycleEnd?(cycle: CycleRecord): void | Promise<void>;
+  /** The run stopped before end() (an error, a timeout): write what is still held back (the exporters). */
+  abandon?(): void | Promise<void>;
   end?(summary: RunSummary): void | Promise<void>;
 }

@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { removeOrphanedTemps, writeFileAtomic } from '../../bench/report/atomic-write.js';
 import { CSV_COLUMNS, renderCsv } from '../../bench/report/exporters/csv.js';
-import { reportBuilder } from '../../bench/report/exporters/json.js';
+import { renderJson as renderJsonDoc, reportBuilder } from '../../bench/report/exporters/json.js';
 import { renderJunit, xmlEscape } from '../../bench/report/exporters/junit.js';
 import { renderMarkdown } from '../../bench/report/exporters/md.js';
 import { ncclTestsJson } from '../../bench/report/exporters/nccl-tests-json.js';
-import { buildReporters, checkOutputPaths } from '../../bench/report/outputs.js';
+import { buildReporters, checkOutputPaths, EXPORT_INTERVAL_MS, exportReporter } from '../../bench/report/outputs.js';
 import { prettyReporter } from '../../bench/report/reporters/pretty.js';
 import { formatDuration, progressReporter, progressWanted } from '../../bench/report/reporters/progress.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
@@ -155,6 +155,47 @@ describe('atomic rewrite', () => {
     assert.throws(() => checkOutputPaths([{ flag: '-J', path: '-' }, { flag: '--md', path: '-' }]), /--md: stdout \(-\) already receives -J/);
     assert.throws(() => checkOutputPaths([{ flag: '-J', path: 'a' }, { flag: '--md', path: './a' }]), /--md: \.\/a is also the file of -J/);
     assert.throws(() => checkOutputPaths([{ flag: '--html', path: tmpdir() }]), /is a directory/);
+  });
+});
+
+describe('rewrites during a run', () => {
+  const rowsIn = (f: string): number => (JSON.parse(readFileSync(f, 'utf8')) as { rows: unknown[] }).rows.length;
+  const statusOf = (f: string): string => (JSON.parse(readFileSync(f, 'utf8')) as { status: string }).status;
+  const summary = { outOfBounds: 0, avgBusBw: 0, minBwVerdict: null, exitCode: 0, skipped: null, memory: null, cycles: 1, cyclesBelowWarnBusBw: 0 };
+
+  it('at begin, then at most once per interval (the rows in between at its end), whole at the end', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cb-throttle-'));
+    const f = join(dir, 'r.json');
+    const r = exportReporter([{ flag: '-J', path: f, render: renderJsonDoc }], () => {}, {});
+    await r.begin!(fakeMeta(false));
+    assert.equal(rowsIn(f), 0);
+    await r.row!(fakeRow(8, false)); // first row: the last write was just now (begin): held back
+    await r.row!(fakeRow(16, false));
+    assert.equal(rowsIn(f), 0, 'rows within the interval are not written one by one');
+    await new Promise((res) => setTimeout(res, EXPORT_INTERVAL_MS + 300));
+    assert.equal(rowsIn(f), 2, 'the held-back rows are written when the interval ends, without another row');
+    await new Promise((res) => setTimeout(res, EXPORT_INTERVAL_MS + 50));
+    await r.row!(fakeRow(32, false)); // a row a whole interval after the last write: written at once
+    assert.equal(rowsIn(f), 3);
+    await r.row!(fakeRow(64, false));
+    assert.equal(rowsIn(f), 3);
+    await r.end!(summary);
+    assert.equal(rowsIn(f), 4);
+    assert.equal(statusOf(f), 'complete');
+    assert.deepEqual(readdirSync(dir), ['r.json']);
+  });
+
+  it('a run that stops early writes what it held back (still incomplete)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cb-abandon-'));
+    const f = join(dir, 'r.json');
+    const r = exportReporter([{ flag: '-J', path: f, render: renderJsonDoc }], () => {}, {});
+    await r.begin!(fakeMeta(false));
+    await r.row!(fakeRow(8, false));
+    await r.row!(fakeRow(16, false));
+    assert.equal(rowsIn(f), 0);
+    await r.abandon!();
+    assert.equal(rowsIn(f), 2);
+    assert.equal(statusOf(f), 'incomplete');
   });
 });
 
