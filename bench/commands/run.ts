@@ -15,6 +15,7 @@ import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
 import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfResult, type HalfSpec } from '../core/types.js';
 import { iterStats } from '../core/iter-stats.js';
+import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { shortHost, type RankLineInfo } from '../core/ranks.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
@@ -90,6 +91,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
     const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
+    await placeLoop(native, info, dog, io, hooks.env ?? process.env);
     const adjust = async (): Promise<Adjusted> => (driver.adjust
       ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
       : { options, reducedMaxBytes: null });
@@ -97,6 +99,19 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
   } finally {
     native.finalize();
     driver.shutdown?.();
+  }
+}
+
+/** Keeps the process's other threads off the timed loop's CPU where this process may decide it (core/loop-cpu.ts).
+ *  A refusal (a container without sched_setaffinity, another system) is said once; the run goes on unplaced. */
+async function placeLoop(native: NativeBackend, info: BackendInfo, dog: Watchdog, io: RunIO,
+  env: NodeJS.ProcessEnv): Promise<void> {
+  try {
+    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, backend: info.backend, env });
+    if ('cpu' in plan) await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
+  } catch (e) {
+    io.err(`# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +
+      'silences this');
   }
 }
 

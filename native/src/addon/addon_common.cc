@@ -12,6 +12,8 @@
 
 #include "../core/timed_loop.h"
 #include "executor.h"
+#include "loop_cpu.h"
+#include "loop_cpu.h"
 
 namespace collbench::addon {
 namespace {
@@ -396,6 +398,21 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   exports.Set("cancelPending", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
     const size_t n = executor().cancelQueued(info.Env(), "cancelled by cancelPending()");
     return Napi::Number::New(info.Env(), static_cast<double>(n));
+  }));
+  // The CPUs this process may run on, and the timed loop's own CPU (bench/core/loop-cpu.ts decides; loop_cpu.h).
+  exports.Set("allowedCpus", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    std::vector<int> cpus;
+    throwIfError(info.Env(), allowedCpus(&cpus));
+    return static_cast<Napi::Value>(numbers(info.Env(), std::vector<double>(cpus.begin(), cpus.end())));
+  }));
+  exports.Set("isolateLoopAsync", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    const int cpu = info[0].As<Napi::Number>().Int32Value();
+    auto others = std::make_shared<std::vector<int>>();
+    return queueTask(
+        info.Env(), [cpu, others] { return isolateCallingThread(cpu, others.get()); },
+        [others](Napi::Env e) {
+          return static_cast<Napi::Value>(numbers(e, std::vector<double>(others->begin(), others->end())));
+        });
   }));
   exports.Set("loopIteration", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(loopIteration()));

@@ -55,7 +55,7 @@ struct ModuleLifecycle {
 void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, const ModuleLifecycle& lifecycle);
 
 // Adds allocate, warmup, runHalf, barrier, allreduce, gatherStrings, their …Async forms, cancelPending,
-// loopIteration, clockSamplesAsync, controlPlane and enumIds to `exports`; they act on `slot`. The synchronous
+// loopIteration, allowedCpus, isolateLoopAsync, clockSamplesAsync, controlPlane and enumIds to `exports`; they act on `slot`. The synchronous
 // ones that use the backend (allocate, barrier, allreduce, gatherStrings) throw CORE_BUSY while asynchronous
 // calls are queued or running. enumIds() gives the native enum values by name (the tables of
 // core/types.h and core/spec.h). controlPlane() lends the backend's process-level control plane (barrier,

@@ -1,0 +1,19 @@
+// Why this exists: on a small machine the timed loop (the executor thread) shared its CPU with the process's other
+// threads — JavaScript formatting rows, V8's and libuv's workers, the engine's progress threads — which the
+// scheduler placed there when they woke, taking the CPU from a timed half. One process alone on its host can keep
+// them apart: the executor on one CPU of the process's set, every other thread on the rest (README "Performance").
+#pragma once
+#include <vector>
+
+#include "../core/status.h"
+
+namespace collbench::addon {
+
+// The CPUs the calling thread may run on (sched_getaffinity), ascending; an error on a system without it.
+Status allowedCpus(std::vector<int>* out);
+
+// Runs on the executor thread: pins it to `cpu` (one of its allowed CPUs) and moves every other thread of the
+// process to the remaining ones (threads created afterwards inherit their creator's set). `others` receives them.
+Status isolateCallingThread(int cpu, std::vector<int>* others);
+
+}  // namespace collbench::addon
