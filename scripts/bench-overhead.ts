@@ -1,7 +1,8 @@
 // Benchmark (not a test): is the time collbench reports the engine's own? Runs collbench and a plain loop of the
 // same MPI/Gloo calls on the same buffers (native/test/plain_mpi_loop.c, plain_gloo_loop.cc) interleaved round by
 // round, launched alike, per backend × ranks × collective, and prints per size both medians, ratio, added µs, spread,
-// outliers and the goal (≤ 5 % or ≤ 0.10 µs); optionally IMB-MPI1 beside. Options: --help (USAGE below).
+// outliers and the goal (≤ 5 % or ≤ 0.10 µs); optionally IMB-MPI1 beside, or (--native-loop) collbench's own loop
+// without Node in collbench's place (native/test/native_mpi_loop.cc). Options: --help (USAGE below).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -34,6 +35,8 @@ const USAGE = `usage: node --import tsx scripts/bench-overhead.ts [options]
                         (default serialized, what collbench requests)
   --thread-level-cost   instead of collbench: the plain MPI loop at multiple vs at --thread-level
                         (default serialized), same table (mpi only)
+  --native-loop         instead of collbench: its own timed loop and MPI backend driven from C++, no Node
+                        (native/test/native_mpi_loop.cc), vs the plain loop: what the loop itself adds (mpi only)
   --imb PATH            also run Intel MPI Benchmarks IMB-MPI1 at 2 ranks: PATH is the executable or an
                         mpi-benchmarks source tree (built with mpicc/mpicxx into a temporary directory)
   --imb-off-cache       pass -off_cache -1 to IMB-MPI1
@@ -66,7 +69,8 @@ const { values: argv } = (() => { try { return parseArgs({
     ranks: { type: 'string', default: '1,2' }, colls: { type: 'string', default: COLLS.join(',') },
     'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
     json: { type: 'string' }, yield: { type: 'string' }, 'thread-level': { type: 'string' },
-    'thread-level-cost': { type: 'boolean', default: false }, imb: { type: 'string' },
+    'thread-level-cost': { type: 'boolean', default: false }, 'native-loop': { type: 'boolean', default: false },
+    imb: { type: 'string' },
     'imb-off-cache': { type: 'boolean', default: false }, strict: { type: 'boolean', default: false },
     'native-dir': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false },
   },
@@ -97,6 +101,7 @@ const opts = {
   yieldWhenIdle: argv.yield ?? null,
   threadLevel: argv['thread-level'] ?? 'serialized',
   threadLevelCost: argv['thread-level-cost'],
+  nativeLoop: argv['native-loop'],
   imb: argv.imb ?? null,
   imbOffCache: argv['imb-off-cache'],
 };
@@ -105,7 +110,8 @@ if (opts.yieldWhenIdle !== null && !['0', '1'].includes(opts.yieldWhenIdle)) fai
 if (!['single', 'funneled', 'serialized', 'multiple'].includes(opts.threadLevel)) {
   fail('--thread-level: single, funneled, serialized or multiple');
 }
-if (opts.threadLevelCost) opts.backends = opts.backends.filter((b) => b === 'mpi');
+if (opts.threadLevelCost && opts.nativeLoop) fail('--thread-level-cost and --native-loop: give one');
+if (opts.threadLevelCost || opts.nativeLoop) opts.backends = opts.backends.filter((b) => b === 'mpi');
 
 const SIZES: number[] = [];
 for (let s = opts.minBytes; s <= opts.maxBytes; s *= 2) SIZES.push(s);
@@ -117,7 +123,7 @@ for (let s = opts.minBytes; s <= opts.maxBytes; s *= 2) SIZES.push(s);
 const snapshot = mkdtempSync(join(tmpdir(), 'collbench-overhead-build-'));
 process.on('exit', () => rmSync(snapshot, { recursive: true, force: true }));
 for (const backend of opts.backends) {
-  for (const file of [`collbench_${backend}.node`, `plain_${backend}_loop`]) {
+  for (const file of [`collbench_${backend}.node`, `plain_${backend}_loop`, ...(opts.nativeLoop ? ['native_mpi_loop'] : [])]) {
     const src = join(argv['native-dir'] ?? join(root, 'build', 'Release'), file);
     if (!existsSync(src)) fail(`${src} is missing: build first (npx cmake-js compile -d native -O build)`);
     cpSync(src, join(snapshot, file));
@@ -185,16 +191,18 @@ function collbenchSweep(backend: Backend, ranks: number, coll: Coll): Sample[] {
   }
 }
 
-function plainSweep(backend: Backend, ranks: number, coll: Coll, threadLevel = opts.threadLevel): Sample[] {
-  const exe = join(snapshot, `plain_${backend}_loop`);
-  const extra = backend === 'mpi' ? ['-t', threadLevel] : [];
-  const out = run([exe, '-c', coll, ...sweepArgs(backend, ranks), ...extra], ranks, toolEnv(backend, ranks));
+/** A reference loop's sweep: plain_<backend>_loop (the engine's calls only) or native_mpi_loop (collbench's loop). */
+function loopSweep(exe: string, backend: Backend, ranks: number, coll: Coll, extra: string[]): Sample[] {
+  const out = run([join(snapshot, exe), '-c', coll, ...sweepArgs(backend, ranks), ...extra], ranks, toolEnv(backend, ranks));
   const rows = out.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).map((l) => l.trim().split(/\s+/).map(Number));
   if (rows.length !== SIZES.length || rows.some((r, i) => r[0] !== SIZES[i])) {
-    throw new Error(`plain_${backend}_loop ${coll}: unexpected output:\n${out}`);
+    throw new Error(`${exe} ${coll}: unexpected output:\n${out}`);
   }
   return rows.map((r) => ({ us: r[3]!, bytes: r[1]! }));
 }
+
+const plainSweep = (backend: Backend, ranks: number, coll: Coll, threadLevel = opts.threadLevel): Sample[] =>
+  loopSweep(`plain_${backend}_loop`, backend, ranks, coll, backend === 'mpi' ? ['-t', threadLevel] : []);
 
 // ---- statistics ------------------------------------------------------------------------------------------
 
@@ -296,7 +304,7 @@ function runImb(path: string): { command: string; results: Map<string, ImbRow[]>
 
 const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
 const pad = (s: string, n: number): string => s.padStart(n);
-const nameA = opts.threadLevelCost ? 'multiple' : 'collbench';
+const nameA = opts.threadLevelCost ? 'multiple' : opts.nativeLoop ? 'native' : 'collbench';
 const nameB = opts.threadLevelCost ? opts.threadLevel : 'plain';
 
 interface CellResult { backend: Backend; ranks: number; coll: Coll; loadStart: number; loadEnd: number; sizes: SizeResult[]; outliersOk: boolean }
@@ -316,7 +324,8 @@ for (const backend of opts.backends) {
     for (const coll of opts.colls) {
       const loadStart = loadavg()[0]!;
       const a: Sample[][] = [], b: Sample[][] = [];
-      const sweepA = (): Sample[] => (opts.threadLevelCost ? plainSweep(backend, ranks, coll, 'multiple') : collbenchSweep(backend, ranks, coll));
+      const sweepA = (): Sample[] => (opts.threadLevelCost ? plainSweep(backend, ranks, coll, 'multiple')
+        : opts.nativeLoop ? loopSweep('native_mpi_loop', backend, ranks, coll, []) : collbenchSweep(backend, ranks, coll));
       const sweepB = (): Sample[] => plainSweep(backend, ranks, coll);
       for (let r = 0; r < opts.rounds; r++) {
         if (r % 2 === 0) { a.push(sweepA()); b.push(sweepB()); } else { b.push(sweepB()); a.push(sweepA()); }

@@ -120,10 +120,13 @@ export function checkOutputPaths(specs: readonly { flag: string; path: string }[
  *  ahead, or as a backlog before the next one, it slowed them (README "Performance"). */
 export const EXPORT_INTERVAL_MS = 1000;
 
+/** The signals after which a run's files still hold every row finished (exportReporter). */
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
 /**
  * The exporters of one run: one shared document, every file rewritten at begin, after rows (at most every
- * EXPORT_INTERVAL_MS), when the run stops early (abandon) and at the end (flushed to disk). A file always holds a whole
- * document; one the run did not finish says "incomplete".
+ * EXPORT_INTERVAL_MS), when the run stops early (abandon) or is stopped by a signal, and at the end (flushed to disk).
+ * A file always holds a whole document; one the run did not finish says "incomplete".
  */
 export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: string) => void,
   env: NodeJS.ProcessEnv = process.env): Reporter {
@@ -164,13 +167,23 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
     timer ??= setTimeout(() => { flush(false).catch((e: unknown) => { failure = e instanceof Error ? e : new Error(String(e)); }); }, wait).unref();
     return Promise.resolve();
   };
+  // Ctrl-C, SIGTERM or SIGHUP during the run: the rows held back are written, then the signal ends the process as it
+  // would have (the listener is gone by then, so the default action runs).
+  const onSignal = (signal: NodeJS.Signals): void => {
+    unlisten();
+    const die = (): void => { process.kill(process.pid, signal); };
+    (timer ? flush(false) : chain).then(die, die);
+  };
+  const listen = (): void => { for (const s of STOP_SIGNALS) process.on(s, onSignal); };
+  const unlisten = (): void => { for (const s of STOP_SIGNALS) process.off(s, onSignal); };
   return {
-    begin: (meta) => { builder.begin(meta); return flush(false); },
+    begin: (meta) => { builder.begin(meta); listen(); return flush(false); },
     row: (row) => { builder.row(row); return soon(); },
-    abandon: () => (timer ? flush(false) : chain),
-    end: (summary) => { builder.end(summary); return flush(true); },
+    abandon: () => { unlisten(); return timer ? flush(false) : chain; },
+    end: (summary) => { unlisten(); builder.end(summary); return flush(true); },
   };
 }
+
 
 export interface OutputIO {
   out: (line: string) => void;

@@ -9,13 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "plain_layout.h"
 #include "plain_size.h"
 
-enum coll { ALL_REDUCE, ALL_GATHER, ALLTOALL, BROADCAST, REDUCE_SCATTER, SENDRECV };
-static const char* const kCollNames[] = {"all_reduce", "all_gather", "alltoall", "broadcast", "reduce_scatter",
-                                         "sendrecv"};
 static const int kTag = 0x4342; /* mpi_backend.cc kTag */
-static const size_t kTs = sizeof(float);
 static const size_t kPage = 4096;
 
 static int gRank = 0;
@@ -79,27 +76,6 @@ static char* hostBuffer(size_t n) {
   return (char*)p;
 }
 
-/* The counts of one row (the layout() of bench/collectives, float): count passed to MPI, elements sent
- * and received, and nccl-tests' rotation step B = max(send, recv) bytes. */
-struct layout {
-  size_t count, sendElems, recvElems, rotateBytes;
-};
-
-static struct layout layoutOf(enum coll c, size_t size, int n) {
-  const size_t total = size / kTs;
-  size_t per = total / (size_t)n;
-  per -= per % (16 / kTs); /* chunkElems: 16-byte granularity */
-  struct layout l;
-  switch (c) {
-    case ALL_GATHER: l.count = per; l.sendElems = per; l.recvElems = per * n; break;
-    case ALLTOALL: l.count = per; l.sendElems = per * n; l.recvElems = per * n; break;
-    case REDUCE_SCATTER: l.count = per; l.sendElems = per * n; l.recvElems = per; break;
-    default: l.count = total; l.sendElems = total; l.recvElems = total; break;
-  }
-  l.rotateBytes = (l.sendElems > l.recvElems ? l.sendElems : l.recvElems) * kTs;
-  return l;
-}
-
 struct ctx {
   enum coll coll;
   MPI_Comm comm; /* data collectives (collbench: comm_, a dup of MPI_COMM_WORLD) */
@@ -153,12 +129,6 @@ static void op(const struct ctx* x, const struct layout* l, int inPlace, size_t 
   }
 }
 
-/* nccl-tests' rotation: op i shifts send and recv by B * (i mod floor(maxBytes / B)). */
-static size_t slots(const struct layout* l, size_t maxBytes) {
-  if (l->rotateBytes == 0 || maxBytes < l->rotateBytes) return 1;
-  return maxBytes / l->rotateBytes;
-}
-
 /* One row-half (benchRanks): untimed op, barrier, n timed ops with rotation, max over ranks, barrier. */
 static double half(const struct ctx* x, const struct layout* l, size_t maxBytes, int iters, int inPlace) {
   const size_t s = slots(l, maxBytes);
@@ -180,10 +150,7 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) usage("every option takes a value");
     const char* v = argv[++i];
     if (!strcmp(a, "-c") || !strcmp(a, "--coll")) {
-      for (int k = 0; k < 6; ++k)
-        if (!strcmp(v, kCollNames[k]) ||
-            (!strncmp(v, kCollNames[k], strlen(kCollNames[k])) && !strcmp(v + strlen(kCollNames[k]), "_perf")))
-          coll = k;
+      coll = plainCollByName(v);
       if (coll < 0) usage("unknown collective");
     } else if (!strcmp(a, "-b")) minBytes = parseSize(v);
     else if (!strcmp(a, "-e")) maxBytes = parseSize(v);

@@ -336,6 +336,30 @@ describe('atomic rewrite: a run stopped mid-sweep leaves valid, complete-so-far 
     assertValidPartialFiles(dir, seen);
   });
 
+  it('SIGINT or SIGTERM to a single process whose rows come faster than its files are rewritten: every row the table showed is in the file', async () => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const dir = tmp();
+      const file = join(dir, 'r.json');
+      // rows every few hundred microseconds, the file rewritten at most once a second (report/outputs.ts)
+      const child = spawn(join(binDir, 'all_reduce_perf'), ['-b', '8', '-e', '8', '-n', '1', '-w', '0', '-c', '0', '-N', '0',
+        '-T', '60', '-J', file], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+      const drained = new Promise((r) => child.stdout.once('close', r));
+      const exited = new Promise<NodeJS.Signals | null>((r) => child.on('exit', (_c, sig) => r(sig)));
+      await waitForRows(file, 1, child);
+      await sleep(700);
+      child.kill(signal);
+      assert.equal(await exited, signal, 'the process ends by the signal, as before');
+      await drained;
+      const shown = parseRows(stdout).length;
+      const doc = readJson(file);
+      assert.equal(doc.status, 'incomplete');
+      assert.ok(shown > 10, `${shown} rows shown`);
+      assert.equal(doc.rows.length, shown, `${signal}: ${doc.rows.length} rows in the file, ${shown} in the table`);
+    }
+  });
+
   it('Ctrl-C (SIGINT) to mpirun with 2 ranks', async () => {
     const dir = tmp();
     const child = spawn('mpirun', [...mpirunArgs(2), join(binDir, 'all_reduce_perf'), ...args(dir)], { stdio: 'ignore' });
