@@ -103,8 +103,7 @@ int main(int argc, char** argv) {
   check(b->allocate(sendBytes + 64, recvBytes + 64), "allocate");
   if (rank == 0) {
     std::printf("# native_mpi_loop %s float sum, %d ranks, %d iters, %d warm-up, %s\n", ::kCollNames[coll], nranks,
-                iters,
-                warm, MpiBackend::libraryVersionShort().c_str());
+                iters, warm, MpiBackend::libraryVersionShort().c_str());
     std::printf("# size_requested size_bytes count out_of_place_us in_place_us\n");
     std::fflush(stdout);
   }
