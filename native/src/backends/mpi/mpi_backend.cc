@@ -395,6 +395,9 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
       rc = MPI_Reduce_scatter_block(send, recv, p.intCount(), p.type, p.op, comm_);
       what = "MPI_Reduce_scatter_block";
       break;
+    case Planned::Call::BcastFromSend:
+      std::memmove(recv, send, p.count * p.ts);
+      [[fallthrough]];
     case Planned::Call::Bcast:
       rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) { return MPI_Bcast(piece(recv, o), n, p.type, p.root, comm_); });
       what = "MPI_Bcast";
@@ -513,8 +516,9 @@ Status MpiBackend::broadcast(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "MPI_Bcast");
   if (planning_) {
-    if (isRoot && a.send != a.recv) return Status::Ok();  // Generic: the root copies send to recv first
-    return plan(Planned::Call::Bcast, a.recv, a.recv, a.count, mpiDatatype(a.dtype), MPI_OP_NULL, a.root);
+    // The root copies send to recv first (BcastFromSend), as below.
+    return plan(isRoot && a.send != a.recv ? Planned::Call::BcastFromSend : Planned::Call::Bcast, a.send, a.recv,
+                a.count, mpiDatatype(a.dtype), MPI_OP_NULL, a.root);
   }
   // ncclBroadcast sends from the root's send buffer; MPI_Bcast works in one buffer.
   if (isRoot && a.send != a.recv) std::memmove(a.recv, a.send, a.count * dtypeSize(a.dtype));

@@ -74,8 +74,8 @@ class MpiBackend : public HostMemoryBackend {
   // kept as a flag, never shifted). Generic: enqueue() on the shifted OpArgs.
   struct Planned {
     enum class Call : uint8_t {
-      Generic, Allreduce, Allgather, ReduceScatterBlock, Bcast, Reduce, Alltoall, Alltoallv, Gather, Scatter,
-      Sendrecv, SendrecvReplace,
+      Generic, Allreduce, Allgather, ReduceScatterBlock, Bcast, BcastFromSend, Reduce, Alltoall, Alltoallv, Gather,
+      Scatter, Sendrecv, SendrecvReplace,
     };
     Call call = Call::Generic;
     bool sendInPlace = false, recvInPlace = false;
