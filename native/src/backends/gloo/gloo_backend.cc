@@ -418,6 +418,8 @@ bool GlooBackend::runPrepared(uint64_t shiftBytes) {
       case Coll::Broadcast: return preparedOk(track(broadcastCall(a)));
       case Coll::AllToAll: return preparedOk(track(allToAllCall(a)));
       case Coll::Gather: return preparedOk(track(gatherCall(a)));
+      case Coll::ReduceScatter: return preparedOk(track(reduceScatterCall(a)));
+      case Coll::SendRecv: return preparedOk(track(sendRecvCall(a)));
       default: break;
     }
   }
@@ -561,7 +563,12 @@ Status GlooBackend::reduceScatter(const OpArgs& a) {
   if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
     return badSpec("reduce_scatter in-place needs recv == send + rank*count", "gloo reduce_scatter");
   if (a.count == 0) return Status::Ok();
-  if (planning_) return Status::Ok();  // Generic: working copies around the all-reduce
+  if (planning_) return plan(true);
+  return reduceScatterCall(a);
+}
+
+Status GlooBackend::reduceScatterCall(const OpArgs& a) {
+  const uint64_t ts = dtypeSize(a.dtype), total = a.count * config_.size;
   if (config_.algo == GlooAlgo::LegacyHalvingDoubling) return reduceScatterLegacy(a);
   // Gloo's new API has no reduce-scatter. As PyTorch's ProcessGroupGloo does it: an all-reduce of
   // the whole input (into a copy), then this rank's block. In place the full buffer is the recv
@@ -783,7 +790,12 @@ Status GlooBackend::sendRecv(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "gloo::UnboundBuffer");
   if (bytes == 0) return Status::Ok();
-  if (planning_) return Status::Ok();  // Generic
+  if (planning_) return plan(true);
+  return sendRecvCall(a);
+}
+
+Status GlooBackend::sendRecvCall(const OpArgs& a) {
+  const uint64_t bytes = a.count * dtypeSize(a.dtype);
   const int size = config_.size, rank = config_.rank;
   if (size == 1) {
     if (a.send != a.recv) std::memmove(a.recv, a.send, bytes);

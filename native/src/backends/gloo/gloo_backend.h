@@ -135,6 +135,8 @@ class GlooBackend : public HostMemoryBackend {
   Status broadcastCall(const OpArgs& a);
   Status allToAllCall(const OpArgs& a);
   Status gatherCall(const OpArgs& a);
+  Status reduceScatterCall(const OpArgs& a);
+  Status sendRecvCall(const OpArgs& a);
 
   Status allReduce(const OpArgs& a);
   Status allReduceLegacy(const OpArgs& a);
