@@ -545,6 +545,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
     reducedMaxBytes: run.reducedMaxBytes, watchdog: run.dog.describe(),
   };
   for (const r of reporters) await r.begin?.(meta);
+  run.dog.beforeAbort = () => abandonReports(reporters); // a timeout: the rows held back are written first
 
   const rows: RowRecord[] = [];
   const totals = { outOfBounds: 0, busBws: [] as number[] };

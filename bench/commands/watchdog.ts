@@ -72,6 +72,9 @@ export class Watchdog {
     return Math.ceil(Math.max(this.minSec, DEFAULT_FACTOR * expectedSec));
   }
 
+  /** Runs when a wait has expired, before the job is aborted: the run's exporters write the rows they hold back. */
+  beforeAbort: (() => Promise<void>) | null = null;
+
   /** From now on, an expired wait first asks every rank where it is and names those that did not arrive. */
   attach(report: HungReport): void { this.report = report; }
 
@@ -104,6 +107,9 @@ export class Watchdog {
   private async expire(what: string, how: string, lateMs: number): Promise<void> {
     const host = hostname().split('.')[0];
     this.io.err(`${host}: Test timeout (${how}) in ${what}`);
+    try {
+      await this.beforeAbort?.();
+    } catch { /* the timeout is what is reported */ }
     const r = this.report;
     if (r && lateMs > FROZEN_MS) {
       this.io.err(`${host}: rank ${r.self} itself did not run for ${(lateMs / 1000).toFixed(1)} s (stopped or starved)`);

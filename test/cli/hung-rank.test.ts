@@ -4,7 +4,7 @@
 // mpirun aborts the job) and Gloo (--np, the launcher ends the job) alike; nothing may be left running.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -14,9 +14,9 @@ function alive(pid: number): boolean {
   try { process.kill(pid, 0); return true; } catch { return false; }
 }
 
-async function stopOneRank(backend: 'mpi' | 'gloo', np: number, victim: number, limitSec: number) {
+async function stopOneRank(backend: 'mpi' | 'gloo', np: number, victim: number, limitSec: number, json: string) {
   const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', backend, '-b', '64K', '-e', '64K', '-N', '0',
-    '-T', String(limitSec), '--np', String(np), '-n', '20'], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
+    '-T', String(limitSec), '--np', String(np), '-n', '20', '-J', json], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
   let stdout = '', stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });
   child.stderr.on('data', (d) => { stderr += d; });
@@ -42,13 +42,20 @@ describe('a rank frozen with SIGSTOP mid-sweep is named on timeout', () => {
   for (const [backend, np, victim] of [['mpi', 4, 2], ['mpi', 3, 0], ['gloo', 3, 1]] as const) {
     it(`${backend}, ${np} ranks, rank ${victim} stopped: exit 4 within -T + 5 s, rank and host named, nothing left`, async () => {
       const limit = 3;
-      const r = await stopOneRank(backend, np, victim, limit);
+      const json = join(mkdtempSync(join(tmpdir(), 'cb-hung-')), 'r.json');
+      const r = await stopOneRank(backend, np, victim, limit, json);
       assert.equal(r.code, 4, `exit ${r.code}\n${r.stderr}`);
       assert.ok(r.took < (limit + 5) * 1000 + 2000, `took ${r.took} ms for -T ${limit}`);
       assert.match(r.stderr, new RegExp(`^timeout: rank ${victim} \\(host ${r.host}\\) did not arrive at all_reduce float 65536 B ` +
         `(out-of-place|in-place)(, (iteration \\d+|before its first timed iteration|after its last timed iteration))?: rank ${victim} does not answer \\(stopped, or hung outside collbench\\)`, 'm'), r.stderr);
       // Said once per job, by the lowest rank that answers.
       assert.equal((r.stderr.match(/^timeout: /gm) ?? []).length, 1, r.stderr);
+      // Rank 0 (when it is not the one stopped) wrote every row its table showed before the job was aborted.
+      if (victim !== 0) {
+        const doc = JSON.parse(readFileSync(json, 'utf8')) as { status: string; rows: unknown[] };
+        assert.equal(doc.status, 'incomplete');
+        assert.equal(doc.rows.length, (r.stdout.match(/^ +65536 /gm) ?? []).length, 'rows in the file vs the table');
+      }
       // The launcher has returned; its ranks may take a moment to be reaped.
       for (let i = 0; i < 50 && r.rankPids.some((p) => p !== r.pid && alive(p)); i++) await new Promise((res) => setTimeout(res, 100));
       const left = r.rankPids.filter((p) => p !== r.pid && alive(p));
