@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { binDir, footer, mpirunArgs, parseRows, repoRoot, runMpirun, runProgram } from '../helpers/cli.js';
+import { buildFault } from '../helpers/faults.js';
 import { join } from 'node:path';
 import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -207,11 +208,15 @@ describe('launch', () => {
       /Test timeout \(\d+s, default watchdog; -T sets it, -T 0 disables it\) in /],
   ] as const) {
   it(`${how}: a rank stopped during warm-up, before the first row, ends the job with exit 4`, async () => {
-    // A long warm-up (up to 64M, 200 iterations each) so the ranks are surely past MPI_Init and before row 1 when
-    // one is frozen; before -T covered warm-up and barriers (and without a default watchdog), this run hung.
+    // A long warm-up of small sizes (rank 0 sleeps 2 ms after every MPI_Allreduce: 7 sizes x 100 iterations, about
+    // 1.4 s) so the ranks are surely past MPI_Init and before row 1 when one is frozen, and every warm-up's default
+    // limit stays at the floor (a large size's is minutes: freezing one there outlived this test). Before -T covered
+    // warm-up and barriers (and without a default watchdog), this run hung.
     const tag = `Twarmup-${extra.length}-${process.pid}`;
-    const args = ['-b', '1K', '-e', '64M', '-f', '2', '-n', '200', '-w', '200', ...extra, '--np', '2', '-J', join(mkdtempSync(join(tmpdir(), 'collbench-T-')), `${tag}.json`)];
-    const child = spawn(join(binDir, 'all_reduce_perf'), args, { env: { ...process.env, ...env } });
+    const dir = mkdtempSync(join(tmpdir(), 'collbench-T-'));
+    const late = { LD_PRELOAD: buildFault('late_allreduce', dir), LATE_RANK: '0', LATE_US: '2000' };
+    const args = ['-b', '1K', '-e', '64K', '-f', '2', '-n', '200', '-w', '100', ...extra, '--np', '2', '-J', join(dir, `${tag}.json`)];
+    const child = spawn(join(binDir, 'all_reduce_perf'), args, { env: { ...process.env, ...late, ...env } });
     let stdout = '', stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });
     child.stderr.on('data', (d) => { stderr += d; });
