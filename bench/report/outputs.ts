@@ -133,19 +133,23 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
   const builder = reportBuilder(env);
   const write = async (final: boolean): Promise<void> => {
     const doc = builder.doc!;
-    for (const s of specs) {
+    // Every document rendered first, then all written back to back: the files of one rewrite hold the same rows
+    // (a kill -9 between two of them is a window of one file write, not of the HTML renderer).
+    const shown = specs.filter((s) => s.path !== '-' || final);
+    const texts: string[] = [];
+    for (const s of shown) texts.push(await s.render(doc));
+    shown.forEach((s, i) => {
       if (s.path === '-') {
-        if (final) toStdout((await s.render(doc)).replace(/\n$/, ''));
-        continue;
+        toStdout(texts[i]!.replace(/\n$/, ''));
+        return;
       }
-      const text = await s.render(doc);
       try {
         // Durable (fsync) at the end only: the rewrites during the run are replaced soon.
-        writeFileAtomic(s.path, text, final);
+        writeFileAtomic(s.path, texts[i]!, final);
       } catch (e) {
         throw new OutputError(`${s.flag}: cannot write ${s.path}: ${(e as Error).message}`);
       }
-    }
+    });
   };
   // Rewrites go one after the other (a timer's and a row's never interleave); a failed one is thrown at the next call.
   let chain: Promise<void> = Promise.resolve();
