@@ -343,14 +343,6 @@ async function measureHalf(run: RunContext, queued: QueuedHalf):
 
 /** Row-halves queued ahead of the one being awaited, at most (the whole of a usual sweep: 20 sizes x 2 halves). */
 export const LOOKAHEAD_HALVES = 64;
-/** A half predicted to take longer than this (µs) is not queued ahead of the row before it: it is submitted when its
- *  turn comes, once JavaScript has formatted and exported that row (the exporters rewrite and fsync their files),
- *  so that none of that work runs beside it. Measured on 2 shared cores, 1 rank (README "Performance"): queued
- *  ahead, halves of 512 B-64 KiB (up to 0.15 ms) ran at 1.2-1.6 x the plain loop's time instead of 2.2-3.3 x after
- *  a gap; halves of 256 KiB (0.5 ms) at 1.6-1.7 x instead of 1.2-1.3 x, that work running beside them. */
-export const LONG_HALF_US = 400;
-/** µs per byte assumed for the prediction below 64 KiB (20 GB/s: a memcpy). */
-const ASSUMED_US_PER_BYTE = 1 / 20e3;
 
 /** Where a row-half is in its sweep: cycle, index of its size, placement. */
 interface HalfAt { cycle: number; index: number; inPlace: boolean }
@@ -364,8 +356,10 @@ interface QueuedHalf {
 }
 
 /**
- * The row-halves of one sweep in the order they run, submitted ahead of their turn: while JavaScript formats a row,
- * the native thread goes straight on to the next half instead of sleeping until it is asked (README "Performance").
+ * The row-halves of one sweep in the order they run, submitted ahead of their turn: the native thread runs them back
+ * to back, as a C benchmark runs its rows, and hands their results over in batches (native/src/addon/executor.h), so
+ * that JavaScript formats and exports rows while nothing is timed, or beside a long half, never in a gap before one
+ * (README "Performance").
  * How far ahead depends on what is decided between halves: --target-rsd decides each half's repeats (nothing ahead:
  * the decision's allreduce must come between the half and the next, in the same order on every rank); --duration
  * decides after each row whether to go on (the row's in-place half only). Each half is still awaited, under the
@@ -378,8 +372,6 @@ class HalfQueue {
   private readonly depth: 'none' | 'row' | number;
   /** The sweep repeats until stopped (-N 0, or --duration). */
   private readonly endless: boolean;
-  /** The last half timed: its size and µs per op (null before the first). */
-  private last: { bytes: number; opUs: number } | null = null;
 
   constructor(private readonly run: RunContext, private readonly ctx: LayoutContext, private readonly c: SweepCase,
     private readonly sizes: number[], private readonly nextSeed: () => number, soak: boolean) {
@@ -388,7 +380,7 @@ class HalfQueue {
     this.endless = soak || options.runCycles === 0;
   }
 
-  /** Queues the first row before the sweep's warm-up has been awaited, so that it follows the warm-up at once. */
+  /** Queues the first halves before the sweep's warm-up has been awaited, so that they follow the warm-up at once. */
   prime(): void {
     this.fill(null);
   }
@@ -412,27 +404,6 @@ class HalfQueue {
     await this.run.dog.watch('the row-halves queued ahead when the run stopped', 0, all);
   }
 
-  /** A half of `bytes` per op took `opUs` µs per op. A row keeps the slower of its halves: an in-place half can be
-   *  no work at all (all_reduce on one rank), which says nothing of the next size's out-of-place half. */
-  learn(bytes: number, opUs: number): void {
-    if (!(opUs > 0) || !Number.isFinite(opUs)) return;
-    const same = this.last !== null && this.last.bytes === bytes;
-    this.last = { bytes, opUs: same ? Math.max(this.last!.opUs, opUs) : opUs };
-  }
-
-  /** The predicted µs of the half at `at`, from the last half timed: its time per op scaled by size where bandwidth
-   *  rules (from 64 KiB), else plus the added bytes at an assumed memcpy speed; unknown (not queued ahead) before any
-   *  half is timed, except the first row, which follows the warm-up. */
-  private predictUs(at: HalfAt): number {
-    if (!this.last) return at.index === 0 ? 0 : Number.POSITIVE_INFINITY;
-    const { options } = this.run;
-    const bytes = this.sizes[at.index]!;
-    const { opUs, bytes: lastBytes } = this.last;
-    const grown = bytes <= lastBytes ? opUs
-      : lastBytes >= 65536 ? opUs * (bytes / lastBytes) : opUs + (bytes - lastBytes) * ASSUMED_US_PER_BYTE;
-    return (options.iters * options.aggIters + Math.max(options.check, 0) + 1) * grown;
-  }
-
   private fill(current: HalfAt | null): void {
     const d = this.depth;
     if (d === 'none') return;
@@ -441,10 +412,7 @@ class HalfQueue {
         this.submitNext();
       return;
     }
-    // A row's in-place half always goes with its out-of-place one: between them JavaScript only keeps the first's
-    // numbers (the row is formatted and exported after both).
-    while (this.next && this.queued.length < d && (this.next.inPlace || this.predictUs(this.next) <= LONG_HALF_US))
-      this.submitNext();
+    while (this.next && this.queued.length < d) this.submitNext();
   }
 
   private submitNext(): void {
@@ -476,7 +444,6 @@ async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cycle: nu
     const h = queued.h;
     layout = h.layout;
     const { result, precision } = await measureHalf(run, queued);
-    queue.learn(layout.sizeBytes, result.timeUs);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));

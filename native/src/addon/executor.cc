@@ -37,6 +37,8 @@ void Executor::start(Napi::Env env) {
     const bool idle = !self->running_;
     lk.unlock();
     self->work_.notify_all();
+    self->held_cv_.notify_all();
+    if (self->courier_.joinable()) self->courier_.join();  // it only ever waits on mu_ and held_cv_
     if (idle && self->thread_.joinable()) self->thread_.join();
     else if (self->thread_.joinable()) self->thread_.detach();
   });
@@ -46,6 +48,7 @@ void Executor::start(Napi::Env env) {
     live_ = true;
   }
   thread_ = std::thread([this] { loop(); });
+  courier_ = std::thread([this] { courier(); });
   // process.exit() (a closed stdout, the watchdog's exit after an abort that returns) may come while a task runs:
   // the module's static objects (the backend and its buffers) must outlive that task. Registered after they were
   // constructed, this runs before their destructors.
@@ -57,6 +60,7 @@ void Executor::atExit() {
   std::unique_lock<std::mutex> lk(mu_);
   stop_ = true;  // start nothing more
   work_.notify_all();
+  held_cv_.notify_all();
   idle_.wait_for(lk, kExitWait, [this] { return !running_; });
 }
 
@@ -85,6 +89,7 @@ void Executor::loop() {
       if (poisoned_) {  // submitted before JavaScript learnt of a failure
         job->cancelled = true;
         job->status = cancelled("an earlier asynchronous call of this module failed");
+        postHeld();
         post(job);
         continue;
       }
@@ -101,10 +106,43 @@ void Executor::loop() {
       std::lock_guard<std::mutex> lk(mu_);
       running_ = false;
       if (!job->status.ok) poisoned_ = true;  // until the failure has been delivered (settle)
-      post(job);
+      finished(job);
     }
     idle_.notify_all();
   }
+}
+
+void Executor::finished(Job* job) {
+  const auto now = std::chrono::steady_clock::now();
+  const bool first = held_.empty();
+  held_.push_back(job);
+  // Held while later tasks wait to run (a sweep's halves queued ahead): JavaScript hears of them all at once.
+  if (job->status.ok && !queue_.empty() && !stop_ && (first || now - heldSince_ < kHoldMax)) {
+    if (first) {
+      heldSince_ = now;
+      held_cv_.notify_one();  // the courier: hand them over by heldSince_ + kHoldMax at the latest
+    }
+    return;
+  }
+  postHeld();
+}
+
+void Executor::courier() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    held_cv_.wait(lk, [this] { return stop_ || !held_.empty(); });
+    if (stop_) return;
+    // Handed over by the executor in the meantime (the queue ran dry), or held for too long: a long task runs.
+    const auto since = heldSince_;
+    held_cv_.wait_until(lk, since + kHoldMax, [this, since] { return stop_ || held_.empty() || heldSince_ != since; });
+    if (stop_) return;
+    if (!held_.empty() && heldSince_ == since) postHeld();
+  }
+}
+
+void Executor::postHeld() {
+  for (Job* j : held_) post(j);
+  held_.clear();
 }
 
 void Executor::post(Job* job) {
@@ -150,6 +188,7 @@ size_t Executor::cancelQueued(Napi::Env env, const char* why) {
     std::lock_guard<std::mutex> lk(mu_);
     taken.assign(queue_.begin(), queue_.end());
     queue_.clear();
+    if (!running_) postHeld();  // nothing left to run after them: hand them over now (else the task in progress does)
   }
   for (Job* j : taken) {
     j->cancelled = true;

@@ -4,14 +4,21 @@
 // next (no idle gap while JavaScript formats a row: README "Performance"); MPI, initialised THREAD_SERIALIZED, sees
 // one thread at a time; and every rank issues its collectives in the same order (a FIFO). libuv's pool, used before,
 // runs queued work on several threads at once and could not take work queued ahead.
+// Results are handed to JavaScript in batches: a task that succeeds while more are queued is held until the queue
+// runs dry, a task fails, or the first held result has waited kHoldMax (a courier thread sees to that even while a
+// task runs for long, or never returns). So a sweep's queued halves run back to back with JavaScript asleep and no
+// wake-up sent per half (README "Performance"), and JavaScript still learns of every result within kHoldMax: what it
+// awaits, and what the watchdog names, is then the task in progress.
 #pragma once
 #include <napi.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "../core/status.h"
 
@@ -38,6 +45,9 @@ class Executor {
   // At exit(): start nothing more, and wait (5 s at most) for the task in progress to return.
   void atExit();
 
+  // The longest a finished task's result is held back from JavaScript while later tasks run.
+  static constexpr std::chrono::milliseconds kHoldMax{100};
+
  private:
   struct Job {
     Job(Napi::Env env, Run r, Settle s) : run(std::move(r)), settle(std::move(s)), deferred(env) {}
@@ -51,19 +61,26 @@ class Executor {
   using Tsfn = Napi::TypedThreadSafeFunction<Executor, Job, &Executor::callJs>;
 
   void loop();
-  void post(Job* job);                  // executor thread, mu_ held: hand a finished job to the JS thread
+  void courier();  // the courier thread: hands held results over once the first has waited kHoldMax
+  void finished(Job* job);              // executor thread, mu_ held: hold a finished job, or hand it over
+  void postHeld();                      // mu_ held: hand every held job to the JS thread, in order
+  void post(Job* job);                  // mu_ held: hand a finished job to the JS thread
   void settle(Napi::Env env, Job* job);  // JS thread: settle and delete
   void start(Napi::Env env);
 
   std::mutex mu_;
   std::condition_variable work_;  // a job was queued, or stop_
   std::condition_variable idle_;  // the running job returned
+  std::condition_variable held_cv_;  // a first result was held, or stop_ (the courier waits on it)
   std::deque<Job*> queue_;
+  std::vector<Job*> held_;  // finished, succeeded, not yet handed over (in order)
+  std::chrono::steady_clock::time_point heldSince_;  // when held_[0] finished
   bool running_ = false;
   bool stop_ = false;
   bool poisoned_ = false;  // a task failed and JavaScript has not been told yet: cancel, do not run
   bool live_ = false;  // tsfn_ exists and is not finalized (guarded by mu_)
   std::thread thread_;
+  std::thread courier_;
   Tsfn tsfn_;
   size_t pending_ = 0;  // JS thread only: submitted, not yet settled; the loop is kept alive while > 0
 };
