@@ -2,7 +2,7 @@
 // same MPI/Gloo calls on the same buffers (native/test/plain_mpi_loop.c, plain_gloo_loop.cc) interleaved round by
 // round, launched alike, per backend × ranks × collective, and prints per size both medians, ratio, added µs, spread,
 // outliers and the goal (≤ 5 % or ≤ 0.10 µs); optionally IMB-MPI1 beside, or (--native-loop) collbench's own loop
-// without Node in collbench's place (native/test/native_mpi_loop.cc). Options: --help (USAGE below).
+// without Node in collbench's place (native/test/native_loop.cc). Options: --help (USAGE below).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -35,8 +35,9 @@ const USAGE = `usage: node --import tsx scripts/bench-overhead.ts [options]
                         (default serialized, what collbench requests)
   --thread-level-cost   instead of collbench: the plain MPI loop at multiple vs at --thread-level
                         (default serialized), same table (mpi only)
-  --native-loop         instead of collbench: its own timed loop and MPI backend driven from C++, no Node
-                        (native/test/native_mpi_loop.cc), vs the plain loop: what the loop itself adds (mpi only)
+  --native-loop         instead of collbench: its own timed loop and backend driven from C++, no Node
+                        (native/test/native_loop.cc: native_mpi_loop, native_gloo_loop), vs the plain loop:
+                        what the loop itself adds
   --imb PATH            also run Intel MPI Benchmarks IMB-MPI1 at 2 ranks: PATH is the executable or an
                         mpi-benchmarks source tree (built with mpicc/mpicxx into a temporary directory)
   --imb-off-cache       pass -off_cache -1 to IMB-MPI1
@@ -111,7 +112,7 @@ if (!['single', 'funneled', 'serialized', 'multiple'].includes(opts.threadLevel)
   fail('--thread-level: single, funneled, serialized or multiple');
 }
 if (opts.threadLevelCost && opts.nativeLoop) fail('--thread-level-cost and --native-loop: give one');
-if (opts.threadLevelCost || opts.nativeLoop) opts.backends = opts.backends.filter((b) => b === 'mpi');
+if (opts.threadLevelCost) opts.backends = opts.backends.filter((b) => b === 'mpi');
 
 const SIZES: number[] = [];
 for (let s = opts.minBytes; s <= opts.maxBytes; s *= 2) SIZES.push(s);
@@ -123,7 +124,7 @@ for (let s = opts.minBytes; s <= opts.maxBytes; s *= 2) SIZES.push(s);
 const snapshot = mkdtempSync(join(tmpdir(), 'collbench-overhead-build-'));
 process.on('exit', () => rmSync(snapshot, { recursive: true, force: true }));
 for (const backend of opts.backends) {
-  for (const file of [`collbench_${backend}.node`, `plain_${backend}_loop`, ...(opts.nativeLoop ? ['native_mpi_loop'] : [])]) {
+  for (const file of [`collbench_${backend}.node`, `plain_${backend}_loop`, ...(opts.nativeLoop ? [`native_${backend}_loop`] : [])]) {
     const src = join(argv['native-dir'] ?? join(root, 'build', 'Release'), file);
     if (!existsSync(src)) fail(`${src} is missing: build first (npx cmake-js compile -d native -O build)`);
     cpSync(src, join(snapshot, file));
@@ -191,7 +192,7 @@ function collbenchSweep(backend: Backend, ranks: number, coll: Coll): Sample[] {
   }
 }
 
-/** A reference loop's sweep: plain_<backend>_loop (the engine's calls only) or native_mpi_loop (collbench's loop). */
+/** A reference loop's sweep: plain_<backend>_loop (the engine's calls only) or native_<backend>_loop (collbench's loop). */
 function loopSweep(exe: string, backend: Backend, ranks: number, coll: Coll, extra: string[]): Sample[] {
   const out = run([join(snapshot, exe), '-c', coll, ...sweepArgs(backend, ranks), ...extra], ranks, toolEnv(backend, ranks));
   const rows = out.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).map((l) => l.trim().split(/\s+/).map(Number));
@@ -325,7 +326,7 @@ for (const backend of opts.backends) {
       const loadStart = loadavg()[0]!;
       const a: Sample[][] = [], b: Sample[][] = [];
       const sweepA = (): Sample[] => (opts.threadLevelCost ? plainSweep(backend, ranks, coll, 'multiple')
-        : opts.nativeLoop ? loopSweep('native_mpi_loop', backend, ranks, coll, []) : collbenchSweep(backend, ranks, coll));
+        : opts.nativeLoop ? loopSweep(`native_${backend}_loop`, backend, ranks, coll, []) : collbenchSweep(backend, ranks, coll));
       const sweepB = (): Sample[] => plainSweep(backend, ranks, coll);
       for (let r = 0; r < opts.rounds; r++) {
         if (r % 2 === 0) { a.push(sweepA()); b.push(sweepB()); } else { b.push(sweepB()); a.push(sweepA()); }

@@ -3,6 +3,7 @@
 // time (nccl-tests: warm-up sweep, untimed op + barrier, host clock over n rotated ops, max over ranks), and nothing
 // else: no collbench code, no Node, no worker thread. Any Gloo exception is printed with the rank (exit 3).
 #include "plain_size.h"
+#include "plain_world.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -16,18 +17,14 @@
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -68,11 +65,6 @@ long parseInt(const char* s) {
   const long v = std::strtol(s, &end, 0);
   if (end == s || *end != '\0') usage("bad integer");
   return v;
-}
-
-int envInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? static_cast<int>(parseInt(v)) : fallback;
 }
 
 // Page-aligned, page-rounded, zeroed (HostMemoryBackend::HostBuffer::allocate).
@@ -263,35 +255,17 @@ int run(int argc, char** argv) {
 
   Ctx x{};
   x.coll = static_cast<Coll>(coll);
-  x.rank = envInt("OMPI_COMM_WORLD_RANK", envInt("PMI_RANK", envInt("RANK", 0)));
-  x.size = envInt("OMPI_COMM_WORLD_SIZE", envInt("PMI_SIZE", envInt("WORLD_SIZE", 1)));
-  if (x.size < 1 || x.rank < 0 || x.rank >= x.size) usage("rank/size from the environment are inconsistent");
+  const PlainWorld world = plainWorld(storeDir);
+  if (!world.error.empty()) usage(world.error.c_str());
+  x.rank = world.rank;
+  x.size = world.size;
   if (root < 0 || root >= x.size) usage("root is not a rank");
   x.root = root;
 
   // Rendezvous: in-memory for 1 rank, else a FileStore directory both ranks derive from the job.
   std::unique_ptr<gloo::rendezvous::Store> base;
-  bool ownDir = false;
-  if (x.size == 1) {
-    base = std::make_unique<gloo::rendezvous::HashStore>();
-  } else {
-    if (storeDir.empty()) {
-      const char* job = std::getenv("PMIX_NAMESPACE");
-      if (job == nullptr) job = std::getenv("OMPI_MCA_ess_base_jobid");
-      if (job == nullptr) usage("several ranks need --store DIR (no MPI job id in the environment)");
-      std::string safe = job;
-      for (char& ch : safe)
-        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-') ch = '_';
-      const char* tmp = std::getenv("TMPDIR");
-      storeDir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/plain-gloo-" + safe;
-      ownDir = true;
-    }
-    if (mkdir(storeDir.c_str(), 0700) != 0 && errno != EEXIST) {
-      std::fprintf(stderr, "plain_gloo_loop: cannot create %s: %s\n", storeDir.c_str(), std::strerror(errno));
-      return 3;
-    }
-    base = std::make_unique<gloo::rendezvous::FileStore>(storeDir);
-  }
+  if (world.storeDir.empty()) base = std::make_unique<gloo::rendezvous::HashStore>();
+  else base = std::make_unique<gloo::rendezvous::FileStore>(world.storeDir);
   gloo::rendezvous::PrefixStore runStore("plain", *base);
   gloo::transport::tcp::attr attr;
   attr.hostname = host;
@@ -311,7 +285,7 @@ int run(int argc, char** argv) {
   if (x.rank == 0) {
     std::printf("# plain_gloo_loop %s float sum, %d ranks, %d iters, %d warm-up, Gloo %d.%d.%d tcp %s, store %s\n",
                 kCollNames[coll], x.size, iters, warm, GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH,
-                host.c_str(), x.size == 1 ? "hash" : storeDir.c_str());
+                host.c_str(), x.size == 1 ? "hash" : world.storeDir.c_str());
     std::printf("# size_requested size_bytes count out_of_place_us in_place_us\n");
     std::fflush(stdout);
   }
@@ -333,7 +307,7 @@ int run(int argc, char** argv) {
   barrier(x);  // collbench's finalize: a last barrier, then close
   x.data->closeConnections();
   x.ctrl->closeConnections();
-  if (ownDir && x.rank == 0) std::filesystem::remove_all(storeDir);
+  plainWorldDone(world);
   std::free(x.send);
   std::free(x.recv);
   std::free(x.scratch);
@@ -343,7 +317,8 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rank = envInt("OMPI_COMM_WORLD_RANK", envInt("PMI_RANK", envInt("RANK", 0)));
+  std::string err;
+  const int rank = plainEnvInt("OMPI_COMM_WORLD_RANK", plainEnvInt("PMI_RANK", plainEnvInt("RANK", 0, &err), &err), &err);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -1,7 +1,9 @@
 // The third column of scripts/bench-overhead.ts (--native-loop): collbench's own timed loop (core/timed_loop.cc
-// benchHalf, warmup) over its MPI backend, driven from C++ with no Node and no other thread, on the sweep of
-// plain_mpi_loop.c (same options, buffers, layouts, rotation and output). Beside the plain loop it says what the
-// loop itself adds; beside collbench, what running inside a Node process adds. Errors: the Status, exit 3.
+// benchHalf, warmup) over its MPI or Gloo backend, driven from C++ with no Node and no other thread of collbench's,
+// on the sweep of plain_mpi_loop.c / plain_gloo_loop.cc (same options, buffers, layouts, rotation and output).
+// Beside the plain loop it says what the loop itself adds; beside collbench, what running inside a Node process adds.
+// Built twice: native_mpi_loop, and native_gloo_loop with NATIVE_LOOP_GLOO (rank and size from the launcher's
+// environment, as plain_gloo_loop). Errors: the Status, exit 3.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +11,12 @@
 #include <memory>
 #include <string>
 
+#ifdef NATIVE_LOOP_GLOO
+#include "backends/gloo/gloo_backend.h"
+#include "plain_world.h"
+#else
 #include "backends/mpi/mpi_backend.h"
+#endif
 #include "core/timed_loop.h"
 #include "plain_layout.h"
 #include "plain_size.h"
@@ -18,15 +25,25 @@ using namespace collbench;
 
 namespace {
 
+#ifdef NATIVE_LOOP_GLOO
+using LoopBackend = GlooBackend;
+constexpr const char* kProgram = "native_gloo_loop";
+constexpr const char* kExtraUsage = " [--store DIR] [--hostname ADDR]";
+#else
+using LoopBackend = MpiBackend;
+constexpr const char* kProgram = "native_mpi_loop";
+constexpr const char* kExtraUsage = "";
+#endif
+
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr, "native_mpi_loop: %s\nusage: native_mpi_loop -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-                       "[-w WARMUP] [-r ROOT] [-i 0|1]\n", msg);
+  std::fprintf(stderr, "%s: %s\nusage: %s -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-r ROOT] "
+                       "[-i 0|1]%s\n", kProgram, msg, kProgram, kExtraUsage);
   std::exit(2);
 }
 
 void check(const Status& s, const char* what) {
   if (s.ok) return;
-  std::fprintf(stderr, "native_mpi_loop: %s failed: %s %s (%s)\n", what, s.code.c_str(), s.message.c_str(), s.site.c_str());
+  std::fprintf(stderr, "%s: %s failed: %s %s (%s)\n", kProgram, what, s.code.c_str(), s.message.c_str(), s.site.c_str());
   std::exit(3);
 }
 
@@ -72,6 +89,7 @@ HalfSpec halfOf(enum coll c, const struct layout& l, size_t maxBytes, int iters,
 int main(int argc, char** argv) {
   int coll = -1, iters = 20, warm = 1, root = 0, inPlace = 1;
   size_t minBytes = 8, maxBytes = 4u << 20, factor = 2;
+  std::string storeDir, host = "127.0.0.1";  // gloo: loopback, as collbench's gloo driver on one host
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     if (i + 1 >= argc) usage("every option takes a value");
@@ -86,14 +104,31 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(a, "-w")) warm = static_cast<int>(parseInt(v));
     else if (!std::strcmp(a, "-r")) root = static_cast<int>(parseInt(v));
     else if (!std::strcmp(a, "-i") || !std::strcmp(a, "--in-place")) inPlace = static_cast<int>(parseInt(v));
+#ifdef NATIVE_LOOP_GLOO
+    else if (!std::strcmp(a, "--store")) storeDir = v;
+    else if (!std::strcmp(a, "--hostname")) host = v;
+#endif
     else usage("unknown option");
   }
   if (coll < 0) usage("-c COLL is required");
   if (minBytes == 0 || minBytes > maxBytes || factor < 2 || iters < 1 || warm < 0) usage("bad sweep");
   const auto c = static_cast<enum coll>(coll);
 
-  std::unique_ptr<MpiBackend> b;
+  std::unique_ptr<LoopBackend> b;
+#ifdef NATIVE_LOOP_GLOO
+  // As collbench's gloo driver: in-memory store for one rank, else a FileStore directory (plain_world.h).
+  const PlainWorld world = plainWorld(storeDir);
+  if (!world.error.empty()) usage(world.error.c_str());
+  GlooConfig config;
+  config.rank = world.rank;
+  config.size = world.size;
+  config.store = world.storeDir.empty() ? "" : "file:" + world.storeDir;
+  config.runId = "native";
+  config.hostname = host;
+  check(GlooBackend::create(config, &b), "GlooBackend::create");
+#else
   check(MpiBackend::create(&b), "MpiBackend::create");
+#endif
   const int rank = b->rank(), nranks = b->nranks();
   if (root < 0 || root >= nranks) usage("root is not a rank");
 
@@ -102,8 +137,8 @@ int main(int argc, char** argv) {
   const size_t sendBytes = std::max(maxBytes, top.sendElems * kTs), recvBytes = std::max(maxBytes, top.recvElems * kTs);
   check(b->allocate(sendBytes + 64, recvBytes + 64), "allocate");
   if (rank == 0) {
-    std::printf("# native_mpi_loop %s float sum, %d ranks, %d iters, %d warm-up, %s\n", ::kCollNames[coll], nranks,
-                iters, warm, MpiBackend::libraryVersionShort().c_str());
+    std::printf("# %s %s float sum, %d ranks, %d iters, %d warm-up, %s\n", kProgram, ::kCollNames[coll], nranks,
+                iters, warm, LoopBackend::libraryVersionShort().c_str());
     std::printf("# size_requested size_bytes count out_of_place_us in_place_us\n");
     std::fflush(stdout);
   }
@@ -120,5 +155,8 @@ int main(int argc, char** argv) {
     }
   }
   check(b->finalize(), "finalize");
+#ifdef NATIVE_LOOP_GLOO
+  plainWorldDone(world);
+#endif
   return 0;
 }

@@ -1,0 +1,45 @@
+// `make bench-overhead` (scripts/bench-overhead.ts) still runs end to end: collbench and the native loops
+// (native_mpi_loop, native_gloo_loop) each against the plain loops, 1 and 2 ranks, MPI and Gloo, at a few tiny sizes.
+// Behaviour only: the figures are the benchmark's to print, not this test's to judge.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { moduleBuilt } from '../../bench/native/loader.js';
+import { repoRoot } from '../helpers/cli.js';
+
+const built = moduleBuilt('mpi') && moduleBuilt('gloo');
+
+function benchOverhead(args: string[]): { status: number | null; out: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'scripts', 'bench-overhead.ts'), ...args], {
+    cwd: repoRoot, encoding: 'utf8', timeout: 120_000,
+  });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+const TINY = ['--rounds', '1', '--iters', '2', '--gloo-iters', '2', '--warmup', '1', '--max-bytes', '64', '--colls', 'all_reduce,sendrecv'];
+
+describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are not built (make build)' }, () => {
+  for (const mode of [[], ['--native-loop']]) {
+    const name = mode.length ? 'native' : 'collbench';
+    it(`${name} vs plain: a block per backend x ranks x collective, a row per size, one summary`, () => {
+      const r = benchOverhead([...TINY, '--ranks', '1,2', ...mode]);
+      assert.equal(r.status, 0, r.out);
+      for (const backend of ['mpi', 'gloo']) {
+        for (const ranks of ['1 rank', '2 ranks']) {
+          for (const coll of ['all_reduce', 'sendrecv']) {
+            assert.match(r.out, new RegExp(`^## ${backend} ${ranks} ${coll}: goal met at \\d/4 sizes; outliers ${name} `, 'm'), r.out);
+          }
+        }
+      }
+      assert.match(r.out, /^# summary: goal met at \d+\/32 sizes;/m, r.out);
+      for (const size of [8, 16, 32, 64]) assert.match(r.out, new RegExp(`^ +${size} +\\d+ +[\\d.]+ +[\\d.]+ +[\\d.]+`, 'm'), r.out);
+    });
+  }
+
+  it('a bad option: one line naming it, exit 2', () => {
+    const r = benchOverhead(['--rounds', '0']);
+    assert.equal(r.status, 2, r.out);
+    assert.match(r.out, /^bench-overhead: --rounds: expected an integer >= 1, got '0'$/m);
+  });
+});
