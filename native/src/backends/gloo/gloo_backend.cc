@@ -304,6 +304,11 @@ Status GlooBackend::track(Status s) {
   return s;
 }
 
+bool GlooBackend::preparedTracked(Status s) {
+  if (s.ok) return true;  // the timed path: `s` was built in place, nothing is copied or moved
+  return preparedFail(track(std::move(s)));
+}
+
 std::string GlooBackend::deviceText() const { return device_ ? device_->str() : std::string(); }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,13 +418,13 @@ bool GlooBackend::runPrepared(uint64_t shiftBytes) {
   a.recv = static_cast<char*>(a.recv) + shiftBytes;
   if (plannedFast_) {
     switch (a.coll) {
-      case Coll::AllReduce: return preparedOk(track(allReduceCall(a)));
-      case Coll::AllGather: return preparedOk(track(allGatherCall(a)));
-      case Coll::Broadcast: return preparedOk(track(broadcastCall(a)));
-      case Coll::AllToAll: return preparedOk(track(allToAllCall(a)));
-      case Coll::Gather: return preparedOk(track(gatherCall(a)));
-      case Coll::ReduceScatter: return preparedOk(track(reduceScatterCall(a)));
-      case Coll::SendRecv: return preparedOk(track(sendRecvCall(a)));
+      case Coll::AllReduce: return preparedTracked(allReduceCall(a));
+      case Coll::AllGather: return preparedTracked(allGatherCall(a));
+      case Coll::Broadcast: return preparedTracked(broadcastCall(a));
+      case Coll::AllToAll: return preparedTracked(allToAllCall(a));
+      case Coll::Gather: return preparedTracked(gatherCall(a));
+      case Coll::ReduceScatter: return preparedTracked(reduceScatterCall(a));
+      case Coll::SendRecv: return preparedTracked(sendRecvCall(a));
       default: break;
     }
   }
