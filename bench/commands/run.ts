@@ -91,6 +91,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
     const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
+    native.setResultHoldMs(dog.resultHoldMs());
     await placeLoop(native, info, dog, io, hooks.env ?? process.env);
     const adjust = async (): Promise<Adjusted> => (driver.adjust
       ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))

@@ -61,6 +61,9 @@ export interface NativeBackend {
    *  its end. Returns how many were cancelled. All of them run on one thread per module, in the order they were
    *  called (native/src/addon/executor.h), which is what lets the run loop queue row-halves ahead. */
   cancelPending(): number;
+  /** The longest (ms, 1-60000) a finished call's result is held back while later calls run: results reach JavaScript
+   *  in batches, when the queue runs dry or after this (default 1000; the watchdog sets it, Watchdog.resultHoldMs). */
+  setResultHoldMs(ms: number): void;
   /** The iteration this process's timed loop (or warm-up) is issuing: -1 before the first, `iters` after the last
    *  (timed_loop.h loopIteration); read while a wait is stuck, to say where this rank is. */
   loopIteration(): number;

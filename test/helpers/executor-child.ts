@@ -94,14 +94,23 @@ if (scenario === 'order') {
   setTimeout(() => { console.log(JSON.stringify({ exiting: true })); process.exit(0); }, 200);
 } else if (scenario === 'batch') {
   // Results are handed over in batches: 20 short calls (~3 ms each) queued ahead of a long one (~1 s) settle together,
-  // and while the long one still runs (the first waited kHoldMax, 100 ms), not when it ends.
+  // and while the long one still runs (the first waited the hold time, set to 100 ms here), not when it ends.
+  const refused = [0, 0.5, 60001, Number.NaN, '100'].map((ms) => {
+    try {
+      native.setResultHoldMs(ms as number);
+      return 'set';
+    } catch (e) {
+      return (e as Error).name;
+    }
+  });
+  native.setResultHoldMs(100);
   const t0 = performance.now();
   const at = (p: Promise<unknown>): Promise<number> => p.then(() => performance.now() - t0);
   const shorts = Array.from({ length: 20 }, () => at(native.runHalf(spec(BYTES / 4, 150))));
   const long = at(native.runHalf(spec(BYTES / 4, 50_000)));
   const shortMs = await Promise.all(shorts);
   const longMs = await long;
-  console.log(JSON.stringify({ shortFirstMs: Math.min(...shortMs), shortLastMs: Math.max(...shortMs), longMs }));
+  console.log(JSON.stringify({ shortFirstMs: Math.min(...shortMs), shortLastMs: Math.max(...shortMs), longMs, refused }));
   native.finalize();
 } else if (scenario === 'drain') {
   // Nothing awaited: the queued calls keep the process alive until they are done, then it ends by itself.

@@ -1,8 +1,8 @@
 // The module's one backend thread (native/src/addon/executor.h), through collbench_mpi.node in a one-rank child
 // (test/helpers/executor-child.ts): calls queued ahead run and settle in submission order, synchronous calls are
-// refused meanwhile; results are handed over in batches, within 100 ms; a failure cancels what was queued behind it;
-// cancelPending() and finalize() cancel what has not started and let the call in progress end; the process ends by
-// itself, or on process.exit() with calls still queued (no hang, no crash).
+// refused meanwhile; results are handed over in batches, within the hold time; a failure cancels what was queued
+// behind it; cancelPending() and finalize() cancel what has not started and let the call in progress end; the process
+// ends by itself, or on process.exit() with calls still queued (no hang, no crash).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -35,9 +35,10 @@ describe('native executor (one backend thread per module)', { skip: built ? fals
     assert.deepEqual(r.out.busy, ['CORE_BUSY', 'CORE_BUSY', 'CORE_BUSY', 'CORE_BUSY']);
   });
 
-  it('hands results over in batches, and within 100 ms while a long call runs', () => {
+  it('hands results over in batches, and within the hold time (100 ms here) while a long call runs', () => {
     const r = child('batch');
     assert.equal(r.status, 0, r.text);
+    assert.deepEqual(r.out.refused, ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError'], 'bad hold times');
     const { shortFirstMs, shortLastMs, longMs } = r.out as Record<string, number>;
     // One batch: settled in one turn of the event loop (one by one they would spread over the ~60 ms they ran).
     assert.ok(shortLastMs! - shortFirstMs! < 15, r.text);

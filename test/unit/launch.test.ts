@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { disconnectedWorldWarning, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
 import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
 import { mpirunPlan } from '../../bench/launch/mpirun.js';
-import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, Watchdog } from '../../bench/commands/watchdog.js';
+import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/commands/watchdog.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 
 describe('mpirunPlan', () => {
@@ -82,6 +82,14 @@ describe('launch environment', () => {
 describe('the watchdog\'s limits', () => {
   const native = { abort() { /* not reached: no wait expires here */ } } as unknown as NativeBackend;
   const io = { err: () => undefined };
+  it('the executor holds a finished call\'s result at most a thirtieth of the shortest limit, and at most 1 s', () => {
+    assert.equal(new Watchdog(1, io, native, undefined, {}).resultHoldMs(), 33);
+    assert.equal(new Watchdog(3, io, native, undefined, {}).resultHoldMs(), 100);
+    assert.equal(new Watchdog(30, io, native, undefined, {}).resultHoldMs(), RESULT_HOLD_MS);
+    assert.equal(new Watchdog(0, io, native, undefined, {}).resultHoldMs(), RESULT_HOLD_MS); // no watchdog
+    assert.equal(new Watchdog(null, io, native, undefined, {}).resultHoldMs(), RESULT_HOLD_MS); // default floor 120 s
+    assert.equal(new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '6' }).resultHoldMs(), 200);
+  });
   it('-T N is the limit of every wait; -T 0 none', () => {
     assert.equal(new Watchdog(7, io, native, undefined, {}).limitSec(1e6), 7);
     assert.equal(new Watchdog(0, io, native, undefined, {}).limitSec(1e6), 0);

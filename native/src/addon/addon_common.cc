@@ -399,6 +399,14 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     const size_t n = executor().cancelQueued(info.Env(), "cancelled by cancelPending()");
     return Napi::Number::New(info.Env(), static_cast<double>(n));
   }));
+  // The longest a finished call's result is held back while later calls run (executor.h; the watchdog sets it).
+  exports.Set("setResultHoldMs", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    const double ms = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+    if (!(ms >= 1 && ms <= 60000) || ms != static_cast<double>(static_cast<int64_t>(ms)))
+      throw Napi::TypeError::New(info.Env(), "setResultHoldMs: expected an integer number of milliseconds, 1 to 60000");
+    executor().setHoldTime(std::chrono::milliseconds(static_cast<int64_t>(ms)));
+    return info.Env().Undefined();
+  }));
   // The CPUs this process may run on, and the timed loop's own CPU (bench/core/loop-cpu.ts decides; loop_cpu.h).
   exports.Set("allowedCpus", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
     std::vector<int> cpus;

@@ -117,10 +117,10 @@ void Executor::finished(Job* job) {
   const bool first = held_.empty();
   held_.push_back(job);
   // Held while later tasks wait to run (a sweep's halves queued ahead): JavaScript hears of them all at once.
-  if (job->status.ok && !queue_.empty() && !stop_ && (first || now - heldSince_ < kHoldMax)) {
+  if (job->status.ok && !queue_.empty() && !stop_ && (first || now - heldSince_ < hold_)) {
     if (first) {
       heldSince_ = now;
-      held_cv_.notify_one();  // the courier: hand them over by heldSince_ + kHoldMax at the latest
+      held_cv_.notify_one();  // the courier: hand them over by heldSince_ + hold_ at the latest
     }
     return;
   }
@@ -134,10 +134,15 @@ void Executor::courier() {
     if (stop_) return;
     // Handed over by the executor in the meantime (the queue ran dry), or held for too long: a long task runs.
     const auto since = heldSince_;
-    held_cv_.wait_until(lk, since + kHoldMax, [this, since] { return stop_ || held_.empty() || heldSince_ != since; });
+    held_cv_.wait_until(lk, since + hold_, [this, since] { return stop_ || held_.empty() || heldSince_ != since; });
     if (stop_) return;
     if (!held_.empty() && heldSince_ == since) postHeld();
   }
+}
+
+void Executor::setHoldTime(std::chrono::milliseconds hold) {
+  std::lock_guard<std::mutex> lk(mu_);
+  hold_ = hold;
 }
 
 void Executor::postHeld() {

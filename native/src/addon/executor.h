@@ -5,10 +5,11 @@
 // one thread at a time; and every rank issues its collectives in the same order (a FIFO). libuv's pool, used before,
 // runs queued work on several threads at once and could not take work queued ahead.
 // Results are handed to JavaScript in batches: a task that succeeds while more are queued is held until the queue
-// runs dry, a task fails, or the first held result has waited kHoldMax (a courier thread sees to that even while a
-// task runs for long, or never returns). So a sweep's queued halves run back to back with JavaScript asleep and no
-// wake-up sent per half (README "Performance"), and JavaScript still learns of every result within kHoldMax: what it
-// awaits, and what the watchdog names, is then the task in progress.
+// runs dry, a task fails, or the first held result has waited the hold time (a courier thread sees to that even
+// while a task runs for long, or never returns). So a sweep's queued halves run back to back with JavaScript asleep
+// and no wake-up sent per half (README "Performance"), and JavaScript still learns of every result within the hold
+// time, which the watchdog keeps below a thirtieth of its shortest limit (setHoldTime): what JavaScript awaits, and
+// what the watchdog names, is then the task in progress.
 #pragma once
 #include <napi.h>
 
@@ -45,8 +46,10 @@ class Executor {
   // At exit(): start nothing more, and wait (5 s at most) for the task in progress to return.
   void atExit();
 
-  // The longest a finished task's result is held back from JavaScript while later tasks run.
-  static constexpr std::chrono::milliseconds kHoldMax{100};
+  // Any thread. The longest a finished task's result is held back from JavaScript while later tasks run (default
+  // kDefaultHold).
+  void setHoldTime(std::chrono::milliseconds hold);
+  static constexpr std::chrono::milliseconds kDefaultHold{1000};
 
  private:
   struct Job {
@@ -61,7 +64,7 @@ class Executor {
   using Tsfn = Napi::TypedThreadSafeFunction<Executor, Job, &Executor::callJs>;
 
   void loop();
-  void courier();  // the courier thread: hands held results over once the first has waited kHoldMax
+  void courier();  // the courier thread: hands held results over once the first has waited hold_
   void finished(Job* job);              // executor thread, mu_ held: hold a finished job, or hand it over
   void postHeld();                      // mu_ held: hand every held job to the JS thread, in order
   void post(Job* job);                  // mu_ held: hand a finished job to the JS thread
@@ -75,6 +78,7 @@ class Executor {
   std::deque<Job*> queue_;
   std::vector<Job*> held_;  // finished, succeeded, not yet handed over (in order)
   std::chrono::steady_clock::time_point heldSince_;  // when held_[0] finished
+  std::chrono::milliseconds hold_ = kDefaultHold;  // guarded by mu_
   bool running_ = false;
   bool stop_ = false;
   bool poisoned_ = false;  // a task failed and JavaScript has not been told yet: cancel, do not run
