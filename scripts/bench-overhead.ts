@@ -1,8 +1,10 @@
 // Benchmark (not a test): is the time collbench reports the engine's own? Runs collbench and a plain loop of the
 // same MPI/Gloo calls on the same buffers (native/test/plain_mpi_loop.c, plain_gloo_loop.cc) interleaved round by
 // round, launched alike, per backend × ranks × collective, and prints per size both medians, ratio, added µs, spread,
-// outliers and the goal (≤ 5 % or ≤ 0.10 µs); optionally IMB-MPI1 beside, or (--native-loop) collbench's own loop
-// without Node in collbench's place (native/test/native_loop.cc). Options: --help (USAGE below).
+// outliers and the goal (≤ 5 % or ≤ 0.10 µs), and whether a miss is beyond the run-to-run noise (Mann-Whitney against
+// the goal's allowance, Holm across a cell's sizes: core/stats.ts); optionally IMB-MPI1 beside, or in collbench's place
+// (--native-loop) its own loop without Node (native/test/native_loop.cc) or (--control) the plain loop again, which
+// measures how often the goal is missed by chance on this machine. Options: --help (USAGE below).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -10,6 +12,7 @@ import { availableParallelism, hostname, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { bootstrapRatio, holm, mannWhitneyP } from '../bench/core/stats.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const COLLS = ['all_reduce', 'all_gather', 'alltoall', 'broadcast', 'reduce_scatter', 'sendrecv'] as const;
@@ -38,6 +41,8 @@ const USAGE = `usage: node --import tsx scripts/bench-overhead.ts [options]
   --native-loop         instead of collbench: its own timed loop and backend driven from C++, no Node
                         (native/test/native_loop.cc: native_mpi_loop, native_gloo_loop), vs the plain loop:
                         what the loop itself adds
+  --control             instead of collbench: the plain loop again (an A/A run): how many sizes miss the goal,
+                        and how many significantly, when nothing differs but chance
   --imb PATH            also run Intel MPI Benchmarks IMB-MPI1 at 2 ranks: PATH is the executable or an
                         mpi-benchmarks source tree (built with mpicc/mpicxx into a temporary directory)
   --imb-off-cache       pass -off_cache -1 to IMB-MPI1
@@ -71,7 +76,7 @@ const { values: argv } = (() => { try { return parseArgs({
     'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
     json: { type: 'string' }, yield: { type: 'string' }, 'thread-level': { type: 'string' },
     'thread-level-cost': { type: 'boolean', default: false }, 'native-loop': { type: 'boolean', default: false },
-    imb: { type: 'string' },
+    control: { type: 'boolean', default: false }, imb: { type: 'string' },
     'imb-off-cache': { type: 'boolean', default: false }, strict: { type: 'boolean', default: false },
     'native-dir': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false },
   },
@@ -103,6 +108,7 @@ const opts = {
   threadLevel: argv['thread-level'] ?? 'serialized',
   threadLevelCost: argv['thread-level-cost'],
   nativeLoop: argv['native-loop'],
+  control: argv.control,
   imb: argv.imb ?? null,
   imbOffCache: argv['imb-off-cache'],
 };
@@ -111,7 +117,9 @@ if (opts.yieldWhenIdle !== null && !['0', '1'].includes(opts.yieldWhenIdle)) fai
 if (!['single', 'funneled', 'serialized', 'multiple'].includes(opts.threadLevel)) {
   fail('--thread-level: single, funneled, serialized or multiple');
 }
-if (opts.threadLevelCost && opts.nativeLoop) fail('--thread-level-cost and --native-loop: give one');
+if ([opts.threadLevelCost, opts.nativeLoop, opts.control].filter(Boolean).length > 1) {
+  fail('--thread-level-cost, --native-loop and --control: give one');
+}
 if (opts.threadLevelCost) opts.backends = opts.backends.filter((b) => b === 'mpi');
 
 const SIZES: number[] = [];
@@ -219,7 +227,10 @@ interface SizeResult {
   aUs: number[]; bUs: number[];
   aMedian: number; bMedian: number; ratio: number; addedUs: number;
   ratioP25: number; ratioP75: number; ratioMin: number; ratioMax: number;
+  ciLo: number; ciHi: number;   // 95 % bootstrap interval of the ratio of medians
+  pBeyond: number;              // one-sided Mann-Whitney: a slower than b plus the goal's allowance
   aOutliers: number; bOutliers: number; met: boolean;
+  beyondNoise: boolean;         // missed, and significantly so (Holm across the cell's sizes, set by the caller)
 }
 
 function analyse(size: number, bytes: number, aUs: number[], bUs: number[]): SizeResult {
@@ -227,13 +238,25 @@ function analyse(size: number, bytes: number, aUs: number[], bUs: number[]): Siz
   const ratios = aUs.map((a, i) => a / bUs[i]!).filter(Number.isFinite);
   const r = (q: number): number => (ratios.length ? quantile(ratios, q) : NaN);
   const addedUs = aMedian - bMedian;
+  const ci = bootstrapRatio(aUs, bUs);
+  // The goal allows b's median plus max(5 %, 0.10 µs): shift every b sample by that and ask whether a is still slower.
+  const allowance = Math.max((GOAL_RATIO - 1) * bMedian, GOAL_ADDED_US);
   return {
     size, bytes, aUs, bUs, aMedian, bMedian, ratio: aMedian / bMedian, addedUs,
     ratioP25: r(0.25), ratioP75: r(0.75), ratioMin: r(0), ratioMax: r(1),
+    ciLo: ci?.lo ?? NaN, ciHi: ci?.hi ?? NaN,
+    pBeyond: mannWhitneyP(aUs, bUs.map((t) => t + allowance), 'greater'),
     aOutliers: aUs.filter((t) => t > OUTLIER_FACTOR * aMedian).length,
     bOutliers: bUs.filter((t) => t > OUTLIER_FACTOR * bMedian).length,
     met: aMedian <= bMedian * GOAL_RATIO || addedUs <= GOAL_ADDED_US,
+    beyondNoise: false,
   };
+}
+
+/** Marks the misses that are beyond noise: significant after Holm's correction across the cell's sizes (α 0.05). */
+function markBeyondNoise(sizes: SizeResult[]): void {
+  const significant = holm(sizes.map((s) => s.pBeyond));
+  sizes.forEach((s, i) => { s.beyondNoise = !s.met && significant[i]!; });
 }
 
 // ---- IMB-MPI1 (optional) ---------------------------------------------------------------------------------
@@ -305,7 +328,7 @@ function runImb(path: string): { command: string; results: Map<string, ImbRow[]>
 
 const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
 const pad = (s: string, n: number): string => s.padStart(n);
-const nameA = opts.threadLevelCost ? 'multiple' : opts.nativeLoop ? 'native' : 'collbench';
+const nameA = opts.threadLevelCost ? 'multiple' : opts.nativeLoop ? 'native' : opts.control ? 'control' : 'collbench';
 const nameB = opts.threadLevelCost ? opts.threadLevel : 'plain';
 
 interface CellResult { backend: Backend; ranks: number; coll: Coll; loadStart: number; loadEnd: number; sizes: SizeResult[]; outliersOk: boolean }
@@ -326,7 +349,8 @@ for (const backend of opts.backends) {
       const loadStart = loadavg()[0]!;
       const a: Sample[][] = [], b: Sample[][] = [];
       const sweepA = (): Sample[] => (opts.threadLevelCost ? plainSweep(backend, ranks, coll, 'multiple')
-        : opts.nativeLoop ? loopSweep(`native_${backend}_loop`, backend, ranks, coll, []) : collbenchSweep(backend, ranks, coll));
+        : opts.nativeLoop ? loopSweep(`native_${backend}_loop`, backend, ranks, coll, [])
+          : opts.control ? plainSweep(backend, ranks, coll) : collbenchSweep(backend, ranks, coll));
       const sweepB = (): Sample[] => plainSweep(backend, ranks, coll);
       for (let r = 0; r < opts.rounds; r++) {
         if (r % 2 === 0) { a.push(sweepA()); b.push(sweepB()); } else { b.push(sweepB()); a.push(sweepA()); }
@@ -337,19 +361,22 @@ for (const backend of opts.backends) {
         if (b[0]![i]!.bytes !== bytes) throw new Error(`${backend} ${coll} ${size}: row sizes differ (${bytes} vs ${b[0]![i]!.bytes})`);
         return analyse(size, bytes, a.map((s) => s[i]!.us), b.map((s) => s[i]!.us));
       });
+      markBeyondNoise(sizes);
       const aOut = sizes.reduce((n, s) => n + s.aOutliers, 0), bOut = sizes.reduce((n, s) => n + s.bOutliers, 0);
       const cell: CellResult = { backend, ranks, coll, loadStart, loadEnd, sizes, outliersOk: aOut <= bOut };
       cells.push(cell);
-      const met = sizes.filter((s) => s.met).length;
-      console.log(`\n## ${backend} ${ranks} rank${ranks > 1 ? 's' : ''} ${coll}: goal met at ${met}/${sizes.length} sizes; ` +
+      const met = sizes.filter((s) => s.met).length, beyond = sizes.filter((s) => s.beyondNoise).length;
+      console.log(`\n## ${backend} ${ranks} rank${ranks > 1 ? 's' : ''} ${coll}: goal met at ${met}/${sizes.length} sizes ` +
+        `(missed beyond noise: ${beyond}); ` +
         `outliers ${nameA} ${aOut}/${sizes.length * opts.rounds}, ${nameB} ${bOut}/${sizes.length * opts.rounds} ` +
         `${cell.outliersOk ? 'ok' : 'WORSE'}; load ${loadStart.toFixed(1)} -> ${loadEnd.toFixed(1)}`);
       console.log(`${pad('size', 9)} ${pad('bytes', 8)} ${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad('ratio', 6)} ` +
-        `${pad('added_us', 9)} ${pad('ratio p25-p75', 13)} ${pad('min-max', 11)} ${pad('out', 5)}  goal`);
+        `${pad('added_us', 9)} ${pad('ratio ci95', 11)} ${pad('ratio p25-p75', 13)} ${pad('min-max', 11)} ${pad('out', 5)}  goal`);
       for (const s of sizes) {
         console.log(`${pad(String(s.size), 9)} ${pad(String(s.bytes), 8)} ${pad(f(s.aMedian), 12)} ${pad(f(s.bMedian), 11)} ` +
-          `${pad(f(s.ratio, 3), 6)} ${pad(f(s.addedUs), 9)} ${pad(`${f(s.ratioP25)}-${f(s.ratioP75)}`, 13)} ` +
-          `${pad(`${f(s.ratioMin)}-${f(s.ratioMax)}`, 11)} ${pad(`${s.aOutliers}/${s.bOutliers}`, 5)}  ${s.met ? 'ok' : 'MISSED'}`);
+          `${pad(f(s.ratio, 3), 6)} ${pad(f(s.addedUs), 9)} ${pad(`${f(s.ciLo)}-${f(s.ciHi)}`, 11)} ` +
+          `${pad(`${f(s.ratioP25)}-${f(s.ratioP75)}`, 13)} ${pad(`${f(s.ratioMin)}-${f(s.ratioMax)}`, 11)} ` +
+          `${pad(`${s.aOutliers}/${s.bOutliers}`, 5)}  ${s.met ? 'ok' : s.beyondNoise ? 'MISSED' : 'missed (noise)'}`);
       }
     }
   }
@@ -387,12 +414,16 @@ if (imbResults !== null) {
 
 const all = cells.flatMap((c) => c.sizes);
 const missed = cells.flatMap((c) => c.sizes.filter((s) => !s.met).map((s) => `${c.backend}/${c.ranks}/${c.coll}/${s.size}`));
+const beyondNoise = cells.flatMap((c) => c.sizes.filter((s) => s.beyondNoise).map((s) => `${c.backend}/${c.ranks}/${c.coll}/${s.size}`));
 const worse = cells.filter((c) => !c.outliersOk).map((c) => `${c.backend}/${c.ranks}/${c.coll}`);
 const ended = new Date();
-console.log(`\n# summary: goal met at ${all.length - missed.length}/${all.length} sizes; outlier share no worse than ${nameB} ` +
+console.log(`\n# summary: goal met at ${all.length - missed.length}/${all.length} sizes, missed beyond noise at ${beyondNoise.length} ` +
+  `(one-sided Mann-Whitney against ${nameB} plus the goal's allowance, Holm across each cell's sizes, alpha 0.05); ` +
+  `outlier share no worse than ${nameB} ` +
   `in ${cells.length - worse.length}/${cells.length} backend x ranks x collective cells; ` +
   `${((ended.getTime() - started.getTime()) / 60000).toFixed(1)} min, ${retries} sweep(s) retried, load average at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 if (missed.length) console.log(`# missed: ${missed.join(' ')}`);
+if (beyondNoise.length) console.log(`# missed beyond noise: ${beyondNoise.join(' ')}`);
 if (worse.length) console.log(`# more outliers than ${nameB}: ${worse.join(' ')}`);
 
 if (opts.json) {
@@ -400,7 +431,7 @@ if (opts.json) {
     kind: 'collbench-overhead', started: started.toISOString(), ended: ended.toISOString(), host: hostname(), cores,
     tools: { a: nameA, b: nameB }, goal: { ratio: GOAL_RATIO, addedUs: GOAL_ADDED_US, outlierFactor: OUTLIER_FACTOR },
     options: { ...opts, sizes: SIZES }, retries, cells, imb,
-    summary: { sizes: all.length, met: all.length - missed.length, missed, outliersWorse: worse },
+    summary: { sizes: all.length, met: all.length - missed.length, missed, missedBeyondNoise: beyondNoise, outliersWorse: worse },
   }, null, 1)}\n`);
 }
 if (argv.strict && (missed.length || worse.length)) process.exitCode = 1;

@@ -1,5 +1,6 @@
-// `make bench-overhead` (scripts/bench-overhead.ts) still runs end to end: collbench and the native loops
-// (native_mpi_loop, native_gloo_loop) each against the plain loops, 1 and 2 ranks, MPI and Gloo, at a few tiny sizes.
+// `make bench-overhead` (scripts/bench-overhead.ts) still runs end to end: collbench, the native loops
+// (native_mpi_loop, native_gloo_loop) and the plain loops again (--control) each against the plain loops, 1 and 2
+// ranks, MPI and Gloo, at a few tiny sizes.
 // Behaviour only: the figures are the benchmark's to print, not this test's to judge.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -20,19 +21,18 @@ function benchOverhead(args: string[]): { status: number | null; out: string } {
 const TINY = ['--rounds', '1', '--iters', '2', '--gloo-iters', '2', '--warmup', '1', '--max-bytes', '64', '--colls', 'all_reduce,sendrecv'];
 
 describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are not built (make build)' }, () => {
-  for (const mode of [[], ['--native-loop']]) {
-    const name = mode.length ? 'native' : 'collbench';
+  for (const [name, mode] of [['collbench', []], ['native', ['--native-loop']], ['control', ['--control']]] as const) {
     it(`${name} vs plain: a block per backend x ranks x collective, a row per size, one summary`, () => {
       const r = benchOverhead([...TINY, '--ranks', '1,2', ...mode]);
       assert.equal(r.status, 0, r.out);
       for (const backend of ['mpi', 'gloo']) {
         for (const ranks of ['1 rank', '2 ranks']) {
           for (const coll of ['all_reduce', 'sendrecv']) {
-            assert.match(r.out, new RegExp(`^## ${backend} ${ranks} ${coll}: goal met at \\d/4 sizes; outliers ${name} `, 'm'), r.out);
+            assert.match(r.out, new RegExp(`^## ${backend} ${ranks} ${coll}: goal met at \\d/4 sizes \\(missed beyond noise: \\d\\); outliers ${name} `, 'm'), r.out);
           }
         }
       }
-      assert.match(r.out, /^# summary: goal met at \d+\/32 sizes;/m, r.out);
+      assert.match(r.out, /^# summary: goal met at \d+\/32 sizes, missed beyond noise at \d+ /m, r.out);
       for (const size of [8, 16, 32, 64]) assert.match(r.out, new RegExp(`^ +${size} +\\d+ +[\\d.]+ +[\\d.]+ +[\\d.]+`, 'm'), r.out);
     });
   }
@@ -41,5 +41,8 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
     const r = benchOverhead(['--rounds', '0']);
     assert.equal(r.status, 2, r.out);
     assert.match(r.out, /^bench-overhead: --rounds: expected an integer >= 1, got '0'$/m);
+    const both = benchOverhead(['--control', '--native-loop']);
+    assert.equal(both.status, 2, both.out);
+    assert.match(both.out, /^bench-overhead: --thread-level-cost, --native-loop and --control: give one$/m);
   });
 });

@@ -390,8 +390,8 @@ Status GlooBackend::legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void
 // ---------------------------------------------------------------------------------------------
 // Prepared ops (the timed loop)
 
-Status GlooBackend::plan(bool fast) {
-  *planning_ = fast;
+Status GlooBackend::plan(PlannedPath path) {
+  *planning_ = path;
   return Status::Ok();
 }
 
@@ -399,16 +399,16 @@ Status GlooBackend::prepareSeries(const OpSeries& series) {
   if (series.args == nullptr || series.nLocal != 1)
     return badSpec("GlooBackend drives one rank per process: a series needs exactly one op", "GlooBackend::prepareSeries");
   // enqueue()'s own checks, with every region widened by the largest shift; no Gloo call, no data moved.
-  bool fast = false;
-  planning_ = &fast;
+  PlannedPath path = PlannedPath::Enqueue;
+  planning_ = &path;
   regionShift_ = series.maxShiftBytes;
   const Status s = enqueue(series.args[0]);
   planning_ = nullptr;
   regionShift_ = 0;
-  plannedFast_ = false;
+  plannedPath_ = PlannedPath::Enqueue;
   CB_TRY(s);
   plannedArgs_ = series.args[0];
-  plannedFast_ = fast;
+  plannedPath_ = path;
   return Status::Ok();
 }
 
@@ -416,7 +416,8 @@ bool GlooBackend::runPrepared(uint64_t shiftBytes) {
   OpArgs a = plannedArgs_;
   a.send = static_cast<const char*>(a.send) + shiftBytes;
   a.recv = static_cast<char*>(a.recv) + shiftBytes;
-  if (plannedFast_) {
+  if (plannedPath_ == PlannedPath::Nothing) return true;
+  if (plannedPath_ == PlannedPath::Call) {
     switch (a.coll) {
       case Coll::AllReduce: return preparedTracked(allReduceCall(a));
       case Coll::AllGather: return preparedTracked(allGatherCall(a));
@@ -474,8 +475,8 @@ Status GlooBackend::allReduce(const OpArgs& a) {
       return allReduceLegacy(a);
     default: break;
   }
-  if (a.count == 0) return Status::Ok();
-  if (planning_) return plan(a.op != RedOp::MulSum && a.op != RedOp::Avg);
+  if (a.count == 0) return nothingToDo();
+  if (planning_) return plan(a.op != RedOp::MulSum && a.op != RedOp::Avg ? PlannedPath::Call : PlannedPath::Enqueue);
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, 0, &src));
   CB_TRY(dataAllreduce(a, a.inPlace ? nullptr : src, a.recv, a.count, "gloo::allreduce"));
@@ -544,8 +545,8 @@ Status GlooBackend::allGather(const OpArgs& a) {
   // what Gloo's allgather expects when no input is given.
   if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
     return badSpec("all_gather in-place needs send == recv + rank*count", "gloo::allgather");
-  if (a.count == 0) return Status::Ok();
-  if (planning_) return plan(true);
+  if (a.count == 0) return nothingToDo();
+  if (planning_) return plan(PlannedPath::Call);
   return allGatherCall(a);
 }
 
@@ -567,8 +568,8 @@ Status GlooBackend::reduceScatter(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
     return badSpec("reduce_scatter in-place needs recv == send + rank*count", "gloo reduce_scatter");
-  if (a.count == 0) return Status::Ok();
-  if (planning_) return plan(true);
+  if (a.count == 0) return nothingToDo();
+  if (planning_) return plan(PlannedPath::Call);
   return reduceScatterCall(a);
 }
 
@@ -625,8 +626,8 @@ Status GlooBackend::broadcast(const OpArgs& a) {
   if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "gloo::broadcast");
-  if (a.count == 0) return Status::Ok();
-  if (planning_) return plan(true);
+  if (a.count == 0) return nothingToDo();
+  if (planning_) return plan(PlannedPath::Call);
   return broadcastCall(a);
 }
 
@@ -651,7 +652,7 @@ Status GlooBackend::reduce(const OpArgs& a) {
   CB_TRY(region(a, a.send, a.count, "send"));
   if (isRoot) CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("reduce in-place needs send == recv", "gloo::reduce");
-  if (a.count == 0) return Status::Ok();
+  if (a.count == 0) return nothingToDo();
   if (planning_) return Status::Ok();  // Generic: non-roots reduce into the scratch buffer
   // Gloo's ring reduce writes partial results into every rank's output, but a non-root's recv
   // buffer must stay unchanged (nccl-tests checks it): non-roots reduce into the scratch buffer,
@@ -685,8 +686,8 @@ Status GlooBackend::allToAll(const OpArgs& a) {
   CB_TRY(region(a, a.send, a.count * n, "send"));
   CB_TRY(region(a, a.recv, a.count * n, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("alltoall in-place needs send == recv", "gloo::alltoall");
-  if (a.count == 0) return Status::Ok();
-  if (planning_) return plan(true);
+  if (a.count == 0) return nothingToDo();
+  if (planning_) return plan(PlannedPath::Call);
   return allToAllCall(a);
 }
 
@@ -746,8 +747,8 @@ Status GlooBackend::gatherColl(const OpArgs& a) {
   if (isRoot) CB_TRY(region(a, a.recv, a.count * config_.size, "recv"));
   if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
     return badSpec("gather in-place needs send == recv + rank*count", "gloo::gather");
-  if (a.count == 0) return Status::Ok();
-  if (planning_) return plan(true);
+  if (a.count == 0) return nothingToDo();
+  if (planning_) return plan(PlannedPath::Call);
   return gatherCall(a);
 }
 
@@ -772,7 +773,7 @@ Status GlooBackend::scatter(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
     return badSpec("scatter in-place needs recv == send + rank*count", "gloo::scatter");
-  if (a.count == 0) return Status::Ok();
+  if (a.count == 0) return nothingToDo();
   if (planning_) return Status::Ok();  // Generic: the root's chunk list
   CB_GLOO("gloo::scatter", {
     gloo::ScatterOptions opts(data_);
@@ -794,8 +795,8 @@ Status GlooBackend::sendRecv(const OpArgs& a) {
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
   if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "gloo::UnboundBuffer");
-  if (bytes == 0) return Status::Ok();
-  if (planning_) return plan(true);
+  if (bytes == 0) return nothingToDo();
+  if (planning_) return plan(PlannedPath::Call);
   return sendRecvCall(a);
 }
 

@@ -129,9 +129,17 @@ class GlooBackend : public HostMemoryBackend {
   template <typename T>
   Status ctrlGather(const std::string& site, T* in, size_t n, T* out, size_t outN);
 
+  // What a prepared op does each time the timed loop runs it.
+  enum class PlannedPath : uint8_t {
+    Enqueue,  // the whole of enqueue(): copies, scratch, legacy algorithms (no plan() call)
+    Call,     // one Gloo call (the op's ...Call())
+    Nothing,  // an empty op (count 0): no Gloo call, as enqueue() makes none
+  };
   // While prepareSeries() runs an op through enqueue(): the collectives stop after their checks and
-  // record whether the op is one Gloo call (plan(true)) or keeps enqueue() (no plan() call).
-  Status plan(bool fast);
+  // record which path the op takes (plan(path)).
+  Status plan(PlannedPath path);
+  // An empty op: nothing to do, and while planning, nothing planned.
+  Status nothingToDo() { return planning_ ? plan(PlannedPath::Nothing) : Status::Ok(); }
   // The Gloo call of a checked op (prepared ops and enqueue() alike).
   Status allReduceCall(const OpArgs& a);
   Status allGatherCall(const OpArgs& a);
@@ -166,8 +174,8 @@ class GlooBackend : public HostMemoryBackend {
   std::shared_ptr<gloo::Context> legacy_;  // legacy algorithm classes only (created on first use)
   std::vector<LegacyEntry> legacyCache_;
 
-  bool* planning_ = nullptr;  // non-null only inside prepareSeries()
-  bool plannedFast_ = false;  // the prepared series' op is one Gloo call
+  PlannedPath* planning_ = nullptr;  // non-null only inside prepareSeries()
+  PlannedPath plannedPath_ = PlannedPath::Enqueue;  // the prepared series' op
   OpArgs plannedArgs_{};      // its op at shift 0
 
   // HostMemoryBackend's scratch_ here: mulsum's scaled input, reduce's non-root output (Gloo writes
