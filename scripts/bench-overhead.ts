@@ -113,6 +113,9 @@ const opts = {
   imbOffCache: argv['imb-off-cache'],
 };
 if (opts.minBytes < 1 || opts.minBytes > opts.maxBytes) fail('--min-bytes must be >= 1 and <= --max-bytes');
+if (opts.imb !== null && !existsSync(opts.imb)) fail(`--imb: ${resolve(opts.imb)} does not exist`);
+if (opts.imbOffCache && opts.imb === null) fail('--imb-off-cache: needs --imb PATH');
+if (opts.imb !== null && !(opts.backends.includes('mpi') && opts.ranks.includes(2))) fail('--imb: runs beside the MPI cells at 2 ranks; add mpi to --backends and 2 to --ranks');
 if (opts.yieldWhenIdle !== null && !['0', '1'].includes(opts.yieldWhenIdle)) fail('--yield: 0 or 1');
 if (!['single', 'funneled', 'serialized', 'multiple'].includes(opts.threadLevel)) {
   fail('--thread-level: single, funneled, serialized or multiple');
@@ -277,7 +280,10 @@ function imbExecutable(path: string): string {
   if (existsSync(join(build, 'IMB-MPI1'))) return join(build, 'IMB-MPI1');
   console.error(`# building IMB-MPI1 from ${p} in ${build} (mpicc/mpicxx)`);
   cpSync(p, build, { recursive: true, filter: (src) => !src.includes(`${p}/.git`) });
-  const r = spawnSync('make', ['-C', build, 'IMB-MPI1', 'CC=mpicc', 'CXX=mpicxx'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  // IMB builds with -Werror, which Open MPI's deprecated C++ bindings (pulled in by mpi.h under mpicxx) fail on
+  // recent g++: skip them, as IMB uses the C API only.
+  const r = spawnSync('make', ['-C', build, 'IMB-MPI1', 'CC=mpicc', 'CXX=mpicxx', 'CPPFLAGS=-DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1'],
+    { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (r.status !== 0 || !existsSync(join(build, 'IMB-MPI1'))) {
     throw new Error(`--imb: building IMB-MPI1 in ${build} failed:\n${(r.stderr ?? '').slice(-3000)}`);
   }
@@ -308,20 +314,26 @@ function parseImb(text: string, processes: number): Map<string, ImbRow[]> {
   return out;
 }
 
-/** IMB's message size for a collbench row: all_gather and alltoall count the per-rank block, the others the buffer. */
-const imbBytesOf = (coll: Coll, rowBytes: number, ranks: number): number =>
-  coll === 'all_gather' || coll === 'alltoall' ? rowBytes / ranks : rowBytes;
+const IMB_RANKS = 2;
 
-function runImb(path: string): { command: string; results: Map<string, ImbRow[]> } {
-  const exe = imbExecutable(path);
-  const ranks = 2;
-  const lo = Math.max(0, Math.floor(Math.log2(opts.minBytes / ranks))), hi = Math.ceil(Math.log2(opts.maxBytes));
-  const args = [exe, '-npmin', String(ranks), '-msglog', `${lo}:${hi}`, '-iter', String(opts.iters), '-iter_policy', 'off',
-    '-time', '600', '-zero_size', 'off', ...(opts.imbOffCache ? ['-off_cache', '-1'] : []),
-    ...opts.colls.map((c) => IMB_NAMES[c])];
-  const env = toolEnv('mpi', ranks);
-  const [cmd, full] = launch(ranks, args, env);
-  return { command: `${cmd} ${full.join(' ')}`, results: parseImb(run(args, ranks, env), ranks) };
+/**
+ * IMB's message size for a collbench row: all_gather, alltoall and reduce_scatter count the per-rank block (IMB's
+ * Reduce_scatter_block receives size / 4 floats per rank: IMB_reduce_scatter_block.c), the others the whole buffer.
+ */
+const imbBytesOf = (coll: Coll, rowBytes: number, ranks: number): number =>
+  coll === 'all_gather' || coll === 'alltoall' || coll === 'reduce_scatter' ? rowBytes / ranks : rowBytes;
+
+/** IMB-MPI1's command for one collective at 2 ranks over the sweep's sizes (IMB counts all_gather's per-rank block). */
+function imbArgs(exe: string, coll: Coll): string[] {
+  const lo = Math.max(0, Math.floor(Math.log2(opts.minBytes / IMB_RANKS))), hi = Math.ceil(Math.log2(opts.maxBytes));
+  return [exe, '-npmin', String(IMB_RANKS), '-msglog', `${lo}:${hi}`, '-iter', String(opts.iters), '-iter_policy', 'off',
+    '-time', '600', '-zero_size', 'off', ...(opts.imbOffCache ? ['-off_cache', '-1'] : []), IMB_NAMES[coll]];
+}
+
+/** One IMB-MPI1 run of `coll`: its row for each size of the sweep (null where IMB has no such size). */
+function imbSweep(exe: string, coll: Coll, rowBytes: number[]): (ImbRow | null)[] {
+  const rows = parseImb(run(imbArgs(exe, coll), IMB_RANKS, toolEnv('mpi', IMB_RANKS)), IMB_RANKS).get(IMB_NAMES[coll]) ?? [];
+  return rowBytes.map((bytes) => rows.find((r) => r.bytes === imbBytesOf(coll, bytes, IMB_RANKS)) ?? null);
 }
 
 // ---- main ------------------------------------------------------------------------------------------------
@@ -343,6 +355,20 @@ console.log(`# host ${hostname()} (${cores} cores), ${started.toISOString()}, lo
 console.log(`# goal per size: ${nameA} median <= ${GOAL_RATIO} x ${nameB} median, or at most ${GOAL_ADDED_US.toFixed(2)} us more; ` +
   `outliers: rounds above ${OUTLIER_FACTOR} x that tool's median for the size`);
 
+// IMB-MPI1, when asked for: built (or found) once, before anything is measured (a failed build ends the run, exit 1),
+// then run in every round of the 2-rank MPI cells beside the two tools.
+let imbExe: string | null = null;
+if (opts.imb !== null) {
+  try {
+    imbExe = imbExecutable(opts.imb);
+  } catch (e) {
+    console.error(`bench-overhead: ${(e as Error).message}`);
+    process.exit(1);
+  }
+}
+/** Per 2-rank MPI collective: IMB's rows, round by round (each round a sweep). */
+const imbRounds = new Map<Coll, (ImbRow | null)[][]>();
+
 for (const backend of opts.backends) {
   for (const ranks of opts.ranks) {
     for (const coll of opts.colls) {
@@ -352,9 +378,13 @@ for (const backend of opts.backends) {
         : opts.nativeLoop ? loopSweep(`native_${backend}_loop`, backend, ranks, coll, [])
           : opts.control ? plainSweep(backend, ranks, coll) : collbenchSweep(backend, ranks, coll));
       const sweepB = (): Sample[] => plainSweep(backend, ranks, coll);
+      const withImb = imbExe !== null && backend === 'mpi' && ranks === IMB_RANKS;
+      const imbOf: (ImbRow | null)[][] = [];
+      const sweepImb = (): void => { if (withImb) imbOf.push(imbSweep(imbExe!, coll, a[0]?.map((x) => x.bytes) ?? b[0]!.map((x) => x.bytes))); };
       for (let r = 0; r < opts.rounds; r++) {
-        if (r % 2 === 0) { a.push(sweepA()); b.push(sweepB()); } else { b.push(sweepB()); a.push(sweepA()); }
+        if (r % 2 === 0) { a.push(sweepA()); b.push(sweepB()); sweepImb(); } else { sweepImb(); b.push(sweepB()); a.push(sweepA()); }
       }
+      if (withImb) imbRounds.set(coll, imbOf);
       const loadEnd = loadavg()[0]!;
       const sizes = SIZES.map((size, i) => {
         const bytes = a[0]![i]!.bytes;
@@ -382,35 +412,34 @@ for (const backend of opts.backends) {
   }
 }
 
-let imb: { command: string; results: Record<string, ImbRow[]> } | { error: string } | null = null;
-let imbResults: { command: string; results: Map<string, ImbRow[]> } | null = null;
-if (opts.imb !== null) {
-  try {
-    imbResults = runImb(opts.imb);
-    imb = { command: imbResults.command, results: Object.fromEntries(imbResults.results) };
-  } catch (e) {
-    const error = (e as Error).message;
-    imb = { error };
-    process.exitCode = 1;
-    console.log(`\n## IMB-MPI1 not run: ${error}`);
-  }
-}
-if (imbResults !== null) {
-  const { command, results } = imbResults;
-  console.log(`\n## IMB-MPI1 at 2 ranks beside collbench and the plain loop (mpi, medians above); ${command}`);
+// IMB beside: per size, the median over rounds of IMB's t_avg and t_max (t_max: the slowest rank's average, as -a 3).
+const imbTable = [...imbRounds].flatMap(([coll, rounds]) => {
+  const cell = cells.find((c) => c.backend === 'mpi' && c.ranks === IMB_RANKS && c.coll === coll)!;
+  return cell.sizes.flatMap((s, i) => {
+    const got = rounds.map((r) => r[i]).filter((r): r is ImbRow => r !== null);
+    if (got.length === 0) return [];
+    const tMax = median(got.map((r) => r.tMaxUs));
+    return [{ coll, bytes: s.bytes, imbBytes: got[0]!.bytes, rounds: got.length, tAvgUs: median(got.map((r) => r.tAvgUs)), tMaxUs: tMax,
+      aMedian: s.aMedian, bMedian: s.bMedian, aOverImb: s.aMedian / tMax, bOverImb: s.bMedian / tMax,
+      outliers: got.filter((r) => r.tMaxUs > OUTLIER_FACTOR * tMax).length, aOutliers: s.aOutliers, bOutliers: s.bOutliers }];
+  });
+});
+if (imbTable.length) {
+  console.log(`\n## IMB-MPI1 at ${IMB_RANKS} ranks, run in every round beside ${nameA} and ${nameB} (mpi, medians over rounds); ` +
+    `e.g. ${launch(IMB_RANKS, imbArgs(imbExe!, opts.colls[0]!), toolEnv('mpi', IMB_RANKS)).flat().join(' ')}`);
   console.log(`${pad('coll', 15)} ${pad('bytes', 8)} ${pad('imb_bytes', 9)} ${pad('imb_t_avg', 10)} ${pad('imb_t_max', 10)} ` +
-    `${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)}`);
-  for (const coll of opts.colls) {
-    const cell = cells.find((c) => c.backend === 'mpi' && c.ranks === 2 && c.coll === coll);
-    const rows = results.get(IMB_NAMES[coll]) ?? [];
-    for (const s of cell?.sizes ?? []) {
-      const row = rows.find((r) => r.bytes === imbBytesOf(coll, s.bytes, 2));
-      if (!row) continue;
-      console.log(`${pad(coll, 15)} ${pad(String(s.bytes), 8)} ${pad(String(row.bytes), 9)} ${pad(f(row.tAvgUs), 10)} ` +
-        `${pad(f(row.tMaxUs), 10)} ${pad(f(s.aMedian), 12)} ${pad(f(s.bMedian), 11)}`);
-    }
+    `${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad(`${nameA}/imb`, 14)} ${pad(`${nameB}/imb`, 10)} ${pad('out a/b/imb', 11)}`);
+  for (const t of imbTable) {
+    console.log(`${pad(t.coll, 15)} ${pad(String(t.bytes), 8)} ${pad(String(t.imbBytes), 9)} ${pad(f(t.tAvgUs), 10)} ` +
+      `${pad(f(t.tMaxUs), 10)} ${pad(f(t.aMedian), 12)} ${pad(f(t.bMedian), 11)} ${pad(f(t.aOverImb, 3), 14)} ${pad(f(t.bOverImb, 3), 10)} ` +
+      `${pad(`${t.aOutliers}/${t.bOutliers}/${t.outliers}`, 11)}`);
   }
+  const share = (n: (t: (typeof imbTable)[number]) => number): string =>
+    `${imbTable.reduce((k, t) => k + n(t), 0)}/${imbTable.reduce((k, t) => k + t.rounds, 0)}`;
+  console.log(`# outlier rounds (above ${OUTLIER_FACTOR} x the tool's median) over these rows: ${nameA} ${share((t) => t.aOutliers)}, ` +
+    `${nameB} ${share((t) => t.bOutliers)}, IMB-MPI1 ${share((t) => t.outliers)}`);
 }
+const imb = imbExe === null ? null : { executable: imbExe, table: imbTable, rounds: Object.fromEntries(imbRounds) };
 
 const all = cells.flatMap((c) => c.sizes);
 const missed = cells.flatMap((c) => c.sizes.filter((s) => !s.met).map((s) => `${c.backend}/${c.ranks}/${c.coll}/${s.size}`));

@@ -44,5 +44,11 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
     const both = benchOverhead(['--control', '--native-loop']);
     assert.equal(both.status, 2, both.out);
     assert.match(both.out, /^bench-overhead: --thread-level-cost, --native-loop and --control: give one$/m);
+    const noImb = benchOverhead(['--imb', '/nonexistent/mpi-benchmarks']);
+    assert.equal(noImb.status, 2, noImb.out);
+    assert.match(noImb.out, /^bench-overhead: --imb: \/nonexistent\/mpi-benchmarks does not exist$/m);
+    const imbWithoutMpi = benchOverhead(['--imb', repoRoot, '--backends', 'gloo']);
+    assert.equal(imbWithoutMpi.status, 2, imbWithoutMpi.out);
+    assert.match(imbWithoutMpi.out, /^bench-overhead: --imb: runs beside the MPI cells at 2 ranks;/m);
   });
 });
