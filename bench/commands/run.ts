@@ -524,17 +524,26 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
 
   for (const c of cases) {
     const sweep = `${options.collective} ${c.dtype} ${c.op} root ${c.root}`;
-    // The barrier, the warm-ups and the first row-halves go to the native thread at once (it runs them in this order);
-    // each is awaited in turn under the watchdog.
-    const barrier = native.barrierAsync();
-    const warmups = warmupSizes(options.minBytes, options.maxBytes).map((size) => {
-      const done = native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters);
-      done.catch(() => undefined); // awaited below; after an earlier failure it is cancelled, not awaited
-      return { size, done };
-    });
-    barrier.catch(() => undefined);
+    // The barrier, the warm-ups and the first row-halves go to the native thread at once (it runs them in this order),
+    // paused until all are queued: building them takes JavaScript about a millisecond, which at several ranks per host
+    // would share the CPU of the first halves (a 2-rank broadcast's first row at 2-6x its time). Each is awaited in
+    // turn under the watchdog.
     const queue = new HalfQueue(run, ctx, c, sizes, nextSeed, soak.endless);
-    queue.prime();
+    let barrier: Promise<void>;
+    let warmups: { size: number; done: Promise<void> }[];
+    native.pauseQueue();
+    try {
+      barrier = native.barrierAsync();
+      barrier.catch(() => undefined);
+      warmups = warmupSizes(options.minBytes, options.maxBytes).map((size) => {
+        const done = native.warmup(localSpecs(options, desc, info, ctx, c, size, false, 0).specs, options.warmupIters);
+        done.catch(() => undefined); // awaited below; after an earlier failure it is cancelled, not awaited
+        return { size, done };
+      });
+      queue.prime();
+    } finally {
+      native.resumeQueue();
+    }
     try {
       await run.dog.watch(`the barrier before ${sweep}`, 0, barrier);
       for (const { size, done } of warmups) {

@@ -61,6 +61,11 @@ export interface NativeBackend {
    *  its end. Returns how many were cancelled. All of them run on one thread per module, in the order they were
    *  called (native/src/addon/executor.h), which is what lets the run loop queue row-halves ahead. */
   cancelPending(): number;
+  /** Calls made after pauseQueue() wait, queued, until resumeQueue() (one already running goes on): the run loop
+   *  queues a sweep's barrier, warm-ups and first halves, then lets them run, so that queuing them (specs built and
+   *  converted, about 12 us a half) does not share the first halves' CPU. Always resume (try/finally). */
+  pauseQueue(): void;
+  resumeQueue(): void;
   /** The longest (ms, 1-60000) a finished call's result is held back while later calls run: results reach JavaScript
    *  in batches, when the queue runs dry or after this (default 1000; the watchdog sets it, Watchdog.resultHoldMs). */
   setResultHoldMs(ms: number): void;

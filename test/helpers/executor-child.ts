@@ -112,6 +112,24 @@ if (scenario === 'order') {
   const longMs = await long;
   console.log(JSON.stringify({ shortFirstMs: Math.min(...shortMs), shortLastMs: Math.max(...shortMs), longMs, refused }));
   native.finalize();
+} else if (scenario === 'pause') {
+  // Calls made while paused wait, queued, until resumeQueue(), then run and settle in order; cancelPending() still
+  // cancels calls waiting in a paused queue, and calls made after resume run.
+  native.pauseQueue();
+  const calls = Array.from({ length: 3 }, () => track(native.runHalf(spec(4096, 200)), order));
+  let startedWhilePaused = false;
+  for (const until = Date.now() + 300; Date.now() < until;) if (native.loopIteration() >= 0) startedWhilePaused = true;
+  native.resumeQueue();
+  const out = await Promise.all(calls);
+  native.pauseQueue();
+  const waiting = Array.from({ length: 2 }, () => track(native.runHalf(spec(16, 10)), order));
+  const cancelled = native.cancelPending();
+  native.resumeQueue();
+  const waited = await Promise.all(waiting);
+  const after = await track(native.runHalf(spec(16, 10)), order);
+  console.log(JSON.stringify({ startedWhilePaused, settled: out.map((o) => o.settled), codes: out.map((o) => o.code),
+    cancelled, cancelledCodes: waited.map((o) => o.code), after: after.code }));
+  native.finalize();
 } else if (scenario === 'drain') {
   // Nothing awaited: the queued calls keep the process alive until they are done, then it ends by itself.
   let done = 0;

@@ -1,6 +1,7 @@
 // The module's one backend thread (native/src/addon/executor.h), through collbench_mpi.node in a one-rank child
 // (test/helpers/executor-child.ts): calls queued ahead run and settle in submission order, synchronous calls are
-// refused meanwhile; results are handed over in batches, within the hold time; a failure cancels what was queued
+// refused meanwhile; calls made while paused wait for resume; results are handed over in batches, within the hold
+// time; a failure cancels what was queued
 // behind it; cancelPending() and finalize() cancel what has not started and let the call in progress end; the process
 // ends by itself, or on process.exit() with calls still queued (no hang, no crash).
 import assert from 'node:assert/strict';
@@ -44,6 +45,17 @@ describe('native executor (one backend thread per module)', { skip: built ? fals
     assert.ok(shortLastMs! - shortFirstMs! < 15, r.text);
     // Handed over by the courier while the long call ran, not with it (it takes about a second after them).
     assert.ok(shortLastMs! < longMs! - 300, r.text);
+  });
+
+  it('holds calls made while paused until resumed (the run loop queues a sweep, then lets it run)', () => {
+    const r = child('pause');
+    assert.equal(r.status, 0, r.text);
+    assert.equal(r.out.startedWhilePaused, false, 'no timed loop started in the 300 ms paused');
+    assert.deepEqual(r.out.settled, [0, 1, 2], r.text);
+    assert.deepEqual(r.out.codes, [null, null, null], r.text);
+    assert.equal(r.out.cancelled, 2, 'cancelPending() reaches a paused queue');
+    assert.deepEqual(r.out.cancelledCodes, ['CORE_CANCELLED', 'CORE_CANCELLED'], r.text);
+    assert.equal(r.out.after, null, r.text);
   });
 
   it('cancels the calls queued behind a failed one, and runs a call made after it', () => {

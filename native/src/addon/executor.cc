@@ -82,7 +82,7 @@ void Executor::loop() {
     Job* job = nullptr;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      work_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+      work_.wait(lk, [this] { return stop_ || (!queue_.empty() && !paused_); });
       if (stop_) return;
       job = queue_.front();
       queue_.pop_front();
@@ -138,6 +138,19 @@ void Executor::courier() {
     if (stop_) return;
     if (!held_.empty() && heldSince_ == since) postHeld();
   }
+}
+
+void Executor::pause() {
+  std::lock_guard<std::mutex> lk(mu_);
+  paused_ = true;
+}
+
+void Executor::resume() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    paused_ = false;
+  }
+  work_.notify_all();
 }
 
 void Executor::setHoldTime(std::chrono::milliseconds hold) {

@@ -46,6 +46,12 @@ class Executor {
   // At exit(): start nothing more, and wait (5 s at most) for the task in progress to return.
   void atExit();
 
+  // JS thread. While paused, queued tasks wait (a task already running goes on): JavaScript queues a batch (a sweep's
+  // barrier, warm-ups and row-halves), then resumes, so that its own work of queuing them does not share a CPU with
+  // the first of them. cancelQueued() and drain() work paused or not; resume() must follow pause() (try/finally).
+  void pause();
+  void resume();
+
   // Any thread. The longest a finished task's result is held back from JavaScript while later tasks run (default
   // kDefaultHold).
   void setHoldTime(std::chrono::milliseconds hold);
@@ -72,7 +78,7 @@ class Executor {
   void start(Napi::Env env);
 
   std::mutex mu_;
-  std::condition_variable work_;  // a job was queued, or stop_
+  std::condition_variable work_;  // a job was queued, resume(), or stop_
   std::condition_variable idle_;  // the running job returned
   std::condition_variable held_cv_;  // a first result was held, or stop_ (the courier waits on it)
   std::deque<Job*> queue_;
@@ -80,6 +86,7 @@ class Executor {
   std::chrono::steady_clock::time_point heldSince_;  // when held_[0] finished
   std::chrono::milliseconds hold_ = kDefaultHold;  // guarded by mu_
   bool running_ = false;
+  bool paused_ = false;  // pause(): queued tasks wait for resume()
   bool stop_ = false;
   bool poisoned_ = false;  // a task failed and JavaScript has not been told yet: cancel, do not run
   bool live_ = false;  // tsfn_ exists and is not finalized (guarded by mu_)
