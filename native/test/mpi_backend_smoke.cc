@@ -181,8 +181,8 @@ void runCase(Ctx& c, Coll coll, DType dt, RedOp op, bool ip, int root, uint64_t 
                 static_cast<unsigned long long>(u));
   ++c.cases;
   auto bad = [&](const char* step, const Status& s) {
-    fail(c, std::string(label) + ": " + step + " -> " + s.backend + " " + s.code + " " + s.message +
-                " @ " + s.site);
+    fail(c, std::string(label) + ": " + step + " -> " + s.backend() + " " + s.code() + " " + s.message() +
+                " @ " + s.site());
   };
   Status s = c.b->allocate((L.sendElems + u) * ts, (L.recvElems + u) * ts);
   if (!s.ok) return bad("allocate", s);
@@ -247,7 +247,7 @@ void runCollectives(Ctx& c) {
 void expectCode(Ctx& c, const char* what, const Status& s, const char* code) {
   ++c.cases;
   if (s.ok) fail(c, std::string(what) + ": expected " + code + ", got Ok");
-  else if (s.code != code) fail(c, std::string(what) + ": expected " + code + ", got " + s.code + " " + s.message);
+  else if (s.code() != code) fail(c, std::string(what) + ": expected " + code + ", got " + s.code() + " " + s.message());
 }
 
 // A failing MPI call must come back as a Status (MPI_ERRORS_RETURN) with the class name as code.
@@ -261,8 +261,8 @@ void runErrors(Ctx& c) {
   {
     const Status s = badMpiCall();
     expectCode(c, "MPI_Send count -1", s, "MPI_ERR_COUNT");
-    if (!s.ok && (s.backend != "mpi" || s.site.find(" MPI_Send") == std::string::npos || s.message.empty()))
-      fail(c, "MPI error status fields: backend '" + s.backend + "' site '" + s.site + "' message '" + s.message + "'");
+    if (!s.ok && (s.backend() != "mpi" || s.site().find(" MPI_Send") == std::string::npos || s.message().empty()))
+      fail(c, "MPI error status fields: backend '" + s.backend() + "' site '" + s.site() + "' message '" + s.message() + "'");
   }
   expectCode(c, "mpiErrorStatus(MPI_ERR_TRUNCATE)", mpiErrorStatus(MPI_ERR_TRUNCATE, "x"), "MPI_ERR_TRUNCATE");
   (void)c.b->allocate(64, 64);
@@ -310,7 +310,7 @@ void runControl(Ctx& c) {
   for (int m = 0; m < 5; ++m) {
     double v[2] = {double(r + 1), -double(r + 1)};
     const Status s = c.b->allreduce(v, 2, modes[m]);
-    if (!s.ok) { fail(c, std::string("allreduce ") + names[m] + ": " + s.code); continue; }
+    if (!s.ok) { fail(c, std::string("allreduce ") + names[m] + ": " + s.code()); continue; }
     const double sum = n * (n + 1) / 2.0;
     const double want[5][2] = {{1, -1}, {sum / n, -sum / n}, {1, -double(n)}, {double(n), -1}, {sum, -sum}};
     expectNear(names[m], v[0], want[m][0]);
@@ -319,7 +319,7 @@ void runControl(Ctx& c) {
   const double mine[3] = {double(r), double(10 * r), double(100 * r)};
   std::vector<double> all;
   Status s = c.b->gather(mine, 3, &all);
-  if (!s.ok) fail(c, "gather: " + s.code);
+  if (!s.ok) fail(c, "gather: " + s.code());
   else if (r == 0) {
     ++c.cases;
     bool good = all.size() == size_t(3 * n);
@@ -329,7 +329,7 @@ void runControl(Ctx& c) {
   const std::string str = r == 1 ? std::string() : "rank-" + std::string(r, 'x') + "\n" + std::to_string(r);
   std::vector<std::string> strs;
   s = c.b->gatherStrings(str, &strs);
-  if (!s.ok) fail(c, "gatherStrings: " + s.code);
+  if (!s.ok) fail(c, "gatherStrings: " + s.code());
   else if (r == 0) {
     ++c.cases;
     bool good = strs.size() == size_t(n);
@@ -338,7 +338,7 @@ void runControl(Ctx& c) {
     if (!good) fail(c, "gatherStrings: wrong strings at rank 0");
   }
   s = c.b->barrier();
-  if (!s.ok) fail(c, "barrier: " + s.code);
+  if (!s.ok) fail(c, "barrier: " + s.code());
 
   ++c.cases;
   if (c.b->localSize() != n || c.b->localRank() != r)  // the smoke test runs on one node
@@ -363,8 +363,8 @@ int main() {
   std::unique_ptr<MpiBackend> backend;
   Status s = MpiBackend::create(&backend);
   if (!s.ok) {
-    std::fprintf(stderr, "create: %s %s %s @ %s\n", s.backend.c_str(), s.code.c_str(), s.message.c_str(),
-                 s.site.c_str());
+    std::fprintf(stderr, "create: %s %s %s @ %s\n", s.backend().c_str(), s.code().c_str(), s.message().c_str(),
+                 s.site().c_str());
     return 2;
   }
   Ctx c;
@@ -388,7 +388,7 @@ int main() {
   s = backend->finalize();
   const Status again = backend->finalize();
   if (!s.ok || !again.ok) {
-    std::fprintf(stderr, "finalize: %s %s\n", s.code.c_str(), again.code.c_str());
+    std::fprintf(stderr, "finalize: %s %s\n", s.code().c_str(), again.code().c_str());
     return 1;
   }
   return totals[0] == 0 ? 0 : 1;

@@ -43,7 +43,7 @@ constexpr const char* kExtraUsage = "";
 
 void check(const Status& s, const char* what) {
   if (s.ok) return;
-  std::fprintf(stderr, "%s: %s failed: %s %s (%s)\n", kProgram, what, s.code.c_str(), s.message.c_str(), s.site.c_str());
+  std::fprintf(stderr, "%s: %s failed: %s %s (%s)\n", kProgram, what, s.code().c_str(), s.message().c_str(), s.site().c_str());
   std::exit(3);
 }
 

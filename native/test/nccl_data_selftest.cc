@@ -68,7 +68,7 @@ void runType(int nranks, RedOp op, SegKind kind) {
   std::vector<unsigned char> host((offset + count + 5) * ts, 0xA5), dev(host);
   std::vector<unsigned char> dummy(8);
   Status st = hostFill(dummy.data(), host.data(), DT, op, nranks, seed, {s});
-  expect(st.ok, what + " hostFill: " + st.message);
+  expect(st.ok, what + " hostFill: " + st.message());
   const devdata::SegmentArgs a = devdata::segmentArgs(DT, op, nranks, seed, s);
   deviceFill<DT>(dev.data(), a, 7);
   expect(host == dev, what + " strided fill differs from hostFill");
@@ -80,7 +80,7 @@ void runType(int nranks, RedOp op, SegKind kind) {
   deviceCheck<DT>(dev.data(), a, 13, &wrong, &first);
   CheckOutcome out;
   st = hostCheck(dev.data(), dummy.data(), DT, op, nranks, seed, {s}, &out);
-  expect(st.ok, what + " hostCheck: " + st.message);
+  expect(st.ok, what + " hostCheck: " + st.message());
   expect(wrong == out.wrong, what + " wrong " + std::to_string(wrong) + " vs host " + std::to_string(out.wrong));
   if (out.wrong > 0) expect(out.haveFirst && first == out.firstIndex,
                             what + " first " + std::to_string(first) + " vs host " + std::to_string(out.firstIndex));

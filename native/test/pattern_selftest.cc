@@ -463,7 +463,7 @@ void testHostFillCheck() {
       Segment s; s.buf = BufId::Send; s.kind = SegKind::ReduceInput; s.offset = 100; s.count = 200; s.indexBase = 1000; s.rank = 4;
       segs = {a, b, z, c, s};
       Status st = hostFill(send.data(), recv.data(), t, op, nranks, seed, segs);
-      expect(st.ok, "hostFill %s %s: %s", typeName(t), opName(op), st.message.c_str());
+      expect(st.ok, "hostFill %s %s: %s", typeName(t), opName(op), st.message().c_str());
       // Spot-check layout against the generator.
       const uint64_t sd = pattern::mixSeed(seed, 0);
       bool layout = loadBits(recv.data(), t, 510) == pattern::reduceOutputBits(t, op, nranks, sd, 1010) &&
@@ -527,11 +527,11 @@ void testHostFillCheck() {
   std::vector<Segment> one(1);
   one[0].buf = BufId::Send; one[0].kind = SegKind::Copy; one[0].count = 4;
   Status st = hostFill(nullptr, nullptr, DType::Float32, RedOp::Sum, 2, 1, one);
-  expect(!st.ok && st.code == "CORE_BAD_SPEC", "hostFill null buffer -> CORE_BAD_SPEC (%s)", st.code.c_str());
+  expect(!st.ok && st.code() == "CORE_BAD_SPEC", "hostFill null buffer -> CORE_BAD_SPEC (%s)", st.code().c_str());
   one[0].kind = SegKind::ReduceInput; one[0].rank = 2;
   float tiny[4];
   st = hostFill(tiny, tiny, DType::Float32, RedOp::Sum, 2, 1, one);
-  expect(!st.ok && st.code == "CORE_BAD_SPEC", "hostFill rank out of range -> CORE_BAD_SPEC");
+  expect(!st.ok && st.code() == "CORE_BAD_SPEC", "hostFill rank out of range -> CORE_BAD_SPEC");
 }
 
 }  // namespace

@@ -202,10 +202,10 @@ void testCorrectAndAsync(int L, bool inPlace) {
   std::vector<HalfSpec> specs;
   for (int r = 0; r < L; ++r) specs.push_back(allReduceSpec(r, 100, inPlace));
   Status s = warmupLocal(b, ptrs(specs), 3);
-  expect(s.ok && b.executed == 3, tag + " warm-up runs 3 ops on every rank: " + s.message);
+  expect(s.ok && b.executed == 3, tag + " warm-up runs 3 ops on every rank: " + s.message());
   HalfResult res;
   s = benchLocal(b, ptrs(specs), &res);
-  expect(s.ok, tag + " benchLocal: " + s.message);
+  expect(s.ok, tag + " benchLocal: " + s.message());
   expect(res.checked && res.wrong == 0 && res.ranksWithWrong == 0, tag + " every rank's output is correct");
   // 3 warm-up + 1 untimed + n*m timed + 1 check
   expect(b.executed == 3 + 1 + 4 * 2 + 1, tag + " ops executed: " + std::to_string(b.executed));
@@ -243,7 +243,7 @@ void testDeviceTimer(int blocking) {
   }
   HalfResult res;
   Status s = benchLocal(b, ptrs(specs), &res);
-  expect(s.ok, tag + " ok: " + s.message);
+  expect(s.ok, tag + " ok: " + s.message());
   expect(b.timerPrepared == 1, tag + " marks prepared once");
   expect(res.iterUs.size() == 4, tag + " one sample per iteration");
   // Per iteration m = 2 ops; the slower rank takes 2 ticks (ms) per op: 4 ms per iteration / m = 2000 us.
@@ -264,7 +264,7 @@ void testGraphReplay() {
   }
   HalfResult res;
   Status s = benchLocal(b, ptrs(specs), &res);
-  expect(s.ok, "-G ok: " + s.message);
+  expect(s.ok, "-G ok: " + s.message());
   // 1 untimed + (n*m captured, replayed 3 times) + check op captured and launched once.
   expect(b.executed == 1 + 4 * 2 * 3 + 1, "-G: ops executed " + std::to_string(b.executed));
   expect(b.captures == 2 && b.launched == 3 + 1, "-G: two captures (timed, check), 3 + 1 launches");
@@ -273,7 +273,7 @@ void testGraphReplay() {
   // -G with -I or -z 3 is refused by the loop (resolve refuses it earlier on the command line).
   specs[0].perIter = specs[1].perIter = true;
   s = benchLocal(b, ptrs(specs), &res);
-  expect(!s.ok && s.code == "CORE_BAD_SPEC", "-G -I refused");
+  expect(!s.ok && s.code() == "CORE_BAD_SPEC", "-G -I refused");
 }
 
 void testAllGatherAndMismatch() {
@@ -310,13 +310,13 @@ void testAllGatherAndMismatch() {
   }
   HalfResult res;
   Status st = benchLocal(b, ptrs(specs), &res);
-  expect(st.ok && res.wrong == 0, "all_gather over 4 local ranks correct: " + st.message);
+  expect(st.ok && res.wrong == 0, "all_gather over 4 local ranks correct: " + st.message());
   specs[3].iters = 3;
   st = benchLocal(b, ptrs(specs), &res);
-  expect(!st.ok && st.code == "CORE_BAD_SPEC", "local specs that disagree on -n are refused");
+  expect(!st.ok && st.code() == "CORE_BAD_SPEC", "local specs that disagree on -n are refused");
   specs.pop_back();
   st = benchLocal(b, ptrs(specs), &res);
-  expect(!st.ok && st.code == "CORE_BAD_SPEC", "one spec per local rank is required");
+  expect(!st.ok && st.code() == "CORE_BAD_SPEC", "one spec per local rank is required");
 }
 
 }  // namespace

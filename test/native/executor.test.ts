@@ -36,7 +36,7 @@ describe('native executor (one backend thread per module)', { skip: built ? fals
     assert.deepEqual(r.out.busy, ['CORE_BUSY', 'CORE_BUSY', 'CORE_BUSY', 'CORE_BUSY']);
   });
 
-  it('hands results over in batches, and within the hold time (100 ms here) while a long call runs', () => {
+  it('hands results over in batches, and within the hold time (250 ms here) while a long call runs', () => {
     const r = child('batch');
     assert.equal(r.status, 0, r.text);
     assert.deepEqual(r.out.refused, ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError'], 'bad hold times');

@@ -270,10 +270,10 @@ void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, cons
 }
 
 Napi::Error toJsError(Napi::Env env, const Status& status) {
-  Napi::Error err = Napi::Error::New(env, status.message.empty() ? status.code : status.message);
-  err.Set("code", status.code);
-  err.Set("backend", status.backend);
-  err.Set("site", status.site);
+  Napi::Error err = Napi::Error::New(env, status.message().empty() ? status.code() : status.message());
+  err.Set("code", status.code());
+  err.Set("backend", status.backend());
+  err.Set("site", status.site());
   return err;
 }
 

@@ -81,7 +81,7 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   o.Set("devices", devicesObject(env, d));
   if (!s.ok) {
     o.Set("usable", false);
-    o.Set("reason", s.message);
+    o.Set("reason", s.message());
     return o;
   }
   o.Set("library", libraryObject(env, *lib));

@@ -68,8 +68,7 @@ void* HostMemoryBackend::buffer(BufId which) { return which == BufId::Send ? sen
 
 uint64_t HostMemoryBackend::scratchReserve() const { return std::max(send_.bytes, recv_.bytes); }
 
-Status HostMemoryBackend::ensureScratch(uint64_t bytes) {
-  if (scratch_.ptr != nullptr && scratch_.bytes >= bytes) return Status::Ok();
+Status HostMemoryBackend::growScratch(uint64_t bytes) {
   const uint64_t want = std::max(bytes, scratchReserve());
   if (!scratch_.allocate(want))
     return Status::Error("core", "CORE_OUT_OF_MEMORY",

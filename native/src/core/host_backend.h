@@ -42,11 +42,16 @@ class HostMemoryBackend : public Backend {
   explicit HostMemoryBackend(std::string name) : name_(std::move(name)) {}
 
   void releaseBuffers();
-  // Makes scratch_ at least `bytes` long; a new scratch buffer gets max(bytes, scratchReserve()).
-  Status ensureScratch(uint64_t bytes);
+  // Makes scratch_ at least `bytes` long; a new scratch buffer gets max(bytes, scratchReserve()). Inline: ops
+  // in the timed loop call it on every op, and it almost always finds the buffer large enough.
+  Status ensureScratch(uint64_t bytes) {
+    if (scratch_.ptr != nullptr && scratch_.bytes >= bytes) return Status::Ok();
+    return growScratch(bytes);
+  }
   // How much scratch to reserve at once so the timed loop never reallocates: by default the larger
   // of send and recv.
   virtual uint64_t scratchReserve() const;
+  Status growScratch(uint64_t bytes);
   // CORE_BAD_SPEC unless [p, p + elems·size) lies inside send_ or recv_ (empty regions pass).
   // While a series is being prepared, the region is [p, p + regionShift_ + elems·size): every shift
   // of a rotated op at once (regions are contiguous and move with the shift, so both ends inside one

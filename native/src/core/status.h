@@ -1,28 +1,43 @@
 // Errors as values: every library call of every backend ends up as a Status that the addon turns
 // into a typed JavaScript error ({backend, code, message, site}). Native code never prints or exits.
 #pragma once
+#include <memory>
 #include <string>
 #include <utility>
 
 namespace collbench {
 
-struct Status {
+// An Ok status is a flag and a null pointer: building, returning and destroying one costs a few instructions, so
+// the timed loop's calls (runPrepared and what it calls) can return Status on every op. An error's text lives
+// behind the pointer, shared by copies.
+class Status {
+ public:
   bool ok = true;
-  std::string backend;  // "mpi", "nccl", "cuda", "gloo", "core"
-  std::string code;     // stable string code, e.g. "MPI_ERR_TRUNCATE", "CORE_BAD_SPEC"
-  std::string message;  // the library's own explanation
-  std::string site;     // "file:line call"
 
   static Status Ok() { return Status{}; }
   static Status Error(std::string backend, std::string code, std::string message, std::string site) {
     Status s;
     s.ok = false;
-    s.backend = std::move(backend);
-    s.code = std::move(code);
-    s.message = std::move(message);
-    s.site = std::move(site);
+    s.detail_ = std::make_shared<const Detail>(
+        Detail{std::move(backend), std::move(code), std::move(message), std::move(site)});
     return s;
   }
+
+  // Empty for an Ok status.
+  const std::string& backend() const { return detail().backend; }  // "mpi", "nccl", "cuda", "gloo", "core"
+  const std::string& code() const { return detail().code; }  // stable string code, e.g. "MPI_ERR_TRUNCATE"
+  const std::string& message() const { return detail().message; }  // the library's own explanation
+  const std::string& site() const { return detail().site; }        // "file:line call"
+
+ private:
+  struct Detail {
+    std::string backend, code, message, site;
+  };
+  const Detail& detail() const {
+    static const Detail kNone;
+    return detail_ ? *detail_ : kNone;
+  }
+  std::shared_ptr<const Detail> detail_;
 };
 
 #define CB_STR2(x) #x

@@ -300,7 +300,7 @@ Status GlooBackend::alive(const char* what) const {
 }
 
 Status GlooBackend::track(Status s) {
-  if (!s.ok && s.backend == "gloo") failed_ = true;
+  if (!s.ok && s.backend() == "gloo") failed_ = true;
   return s;
 }
 
@@ -325,10 +325,8 @@ uint64_t GlooBackend::scratchReserve() const {
   return 2 * std::max(send_.bytes, recv_.bytes) + 128;
 }
 
-Status GlooBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
+Status GlooBackend::scaledInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
                                 uint64_t scratchOffset, const void** out) {
-  *out = input;
-  if (a.op != RedOp::MulSum) return Status::Ok();
   const int scalar = pattern::mulSumScalar(config_.rank);  // 1 on even ranks, 2 on odd
   if (scalar == 1) return Status::Ok();
   if (scaleInPlace) {
@@ -408,28 +406,30 @@ Status GlooBackend::prepareSeries(const OpSeries& series) {
   plannedPath_ = PlannedPath::Enqueue;
   CB_TRY(s);
   plannedArgs_ = series.args[0];
+  runArgs_ = plannedArgs_;
+  plannedCall_ = nullptr;
+  if (path == PlannedPath::Call) {
+    switch (plannedArgs_.coll) {
+      case Coll::AllReduce: plannedCall_ = &GlooBackend::allReduceCall; break;
+      case Coll::AllGather: plannedCall_ = &GlooBackend::allGatherCall; break;
+      case Coll::Broadcast: plannedCall_ = &GlooBackend::broadcastCall; break;
+      case Coll::AllToAll: plannedCall_ = &GlooBackend::allToAllCall; break;
+      case Coll::Gather: plannedCall_ = &GlooBackend::gatherCall; break;
+      case Coll::ReduceScatter: plannedCall_ = &GlooBackend::reduceScatterCall; break;
+      case Coll::SendRecv: plannedCall_ = &GlooBackend::sendRecvCall; break;
+      default: path = PlannedPath::Enqueue; break;
+    }
+  }
   plannedPath_ = path;
   return Status::Ok();
 }
 
 bool GlooBackend::runPrepared(uint64_t shiftBytes) {
-  OpArgs a = plannedArgs_;
-  a.send = static_cast<const char*>(a.send) + shiftBytes;
-  a.recv = static_cast<char*>(a.recv) + shiftBytes;
   if (plannedPath_ == PlannedPath::Nothing) return true;
-  if (plannedPath_ == PlannedPath::Call) {
-    switch (a.coll) {
-      case Coll::AllReduce: return preparedTracked(allReduceCall(a));
-      case Coll::AllGather: return preparedTracked(allGatherCall(a));
-      case Coll::Broadcast: return preparedTracked(broadcastCall(a));
-      case Coll::AllToAll: return preparedTracked(allToAllCall(a));
-      case Coll::Gather: return preparedTracked(gatherCall(a));
-      case Coll::ReduceScatter: return preparedTracked(reduceScatterCall(a));
-      case Coll::SendRecv: return preparedTracked(sendRecvCall(a));
-      default: break;
-    }
-  }
-  return preparedOk(enqueue(a));
+  runArgs_.send = static_cast<const char*>(plannedArgs_.send) + shiftBytes;
+  runArgs_.recv = static_cast<char*>(plannedArgs_.recv) + shiftBytes;
+  if (plannedPath_ == PlannedPath::Call) return preparedTracked((this->*plannedCall_)(runArgs_));
+  return preparedOk(enqueue(runArgs_));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -108,6 +108,12 @@ class GlooBackend : public HostMemoryBackend {
   // Pointer Gloo reduces from: `input`, or for mulsum on odd ranks `input` scaled by 2 (in place
   // when `scaleInPlace`, else into the scratch buffer at byte offset `scratchOffset`).
   Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
+                     uint64_t scratchOffset, const void** out) {
+    *out = input;
+    if (a.op != RedOp::MulSum) return Status::Ok();  // inline: every op but mulsum passes its input as it is
+    return scaledInput(a, input, elems, scaleInPlace, scratchOffset, out);
+  }
+  Status scaledInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
                      uint64_t scratchOffset, const void** out);
   // A new-API context named `name` (its store keys' prefix), connected full mesh with the timeout.
   Status connect(const char* name, std::shared_ptr<gloo::Context>* ctx);
@@ -117,8 +123,7 @@ class GlooBackend : public HostMemoryBackend {
   void dropLegacyAlgorithms();
   // Runs a data-plane call; a failure marks the backend failed (finalize then skips its barrier).
   Status track(Status s);
-  // runPrepared()'s end: track() and preparedOk() for a failure only. Passing the Status through track() on every op
-  // moved its four strings, four memcpy calls per op (+0.02 us per op at 1 rank, bench-overhead --native-loop).
+  // runPrepared()'s end: track() and preparedOk() for a failure only.
   bool preparedTracked(Status s);
 
   // gloo::allreduce on the data context with --gloo-algo's algorithm: `count` elements of a.dtype from
@@ -177,6 +182,10 @@ class GlooBackend : public HostMemoryBackend {
   PlannedPath* planning_ = nullptr;  // non-null only inside prepareSeries()
   PlannedPath plannedPath_ = PlannedPath::Enqueue;  // the prepared series' op
   OpArgs plannedArgs_{};      // its op at shift 0
+  // PlannedPath::Call: the op's ...Call(), chosen once by prepareSeries(); runArgs_ is plannedArgs_ with
+  // send and recv moved to the shift of the op in progress (only those two change per op).
+  Status (GlooBackend::*plannedCall_)(const OpArgs&) = nullptr;
+  OpArgs runArgs_{};
 
   // HostMemoryBackend's scratch_ here: mulsum's scaled input, reduce's non-root output (Gloo writes
   // partial sums into every rank's output), reduce_scatter's working copy.

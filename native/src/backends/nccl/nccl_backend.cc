@@ -134,8 +134,8 @@ Status NcclBackend::describeNoDevice(const CudaDevices& cuda) {
   }
   if (r != ncclapi::Success) {
     const Status n = ncclStatus(r, call, nullptr);
-    msg += "; " + n.message;
-    code = n.code;
+    msg += "; " + n.message();
+    code = n.code();
     backend = "nccl";
   }
   msg += "; NCCL " + lib_->versionString() + " from " + lib_->path;

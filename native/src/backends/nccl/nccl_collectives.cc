@@ -290,7 +290,7 @@ Status NcclBackend::waitAll() {
         if (r != ncclapi::Success) return ncclStatus(r, "ncclCommGetAsyncError", c);
         if (async != ncclapi::Success && async != ncclapi::InProgress) {
           const Status s = ncclStatus(async, "asynchronous NCCL operation", c);
-          return abortAll(s.message, s.code);
+          return abortAll(s.message(), s.code());
         }
       }
     }

@@ -68,7 +68,7 @@ Status NcclBackend::allocBuffer(Local& l, DeviceBuffer& b, uint64_t bytes) {
       b.ptr = nullptr;
       return Status::Error("core", "CORE_OUT_OF_MEMORY",
                            "cannot allocate " + std::to_string(size) + " bytes on CUDA device " +
-                               std::to_string(l.device) + ": " + ncclStatus(r, "ncclMemAlloc", nullptr).message,
+                               std::to_string(l.device) + ": " + ncclStatus(r, "ncclMemAlloc", nullptr).message(),
                            CB_SITE("ncclMemAlloc"));
     }
     b.ncclAllocated = true;
