@@ -72,7 +72,9 @@ describe('a rank frozen with SIGSTOP mid-sweep is named on timeout', () => {
 describe('a rank frozen during collbench workload is named on timeout', () => {
   it('mpi, 3 ranks, rank 1 stopped in a DDP step sequence: exit 4, the configuration and repeat named', async () => {
     const marker = `collbench-hung-workload-${process.pid}.json`;
-    const child = spawn(join(binDir, 'collbench'), ['workload', 'ddp', '--params', '2e7', '--layers', '4', '--backend', 'mpi', '--np', '3',
+    // 4e6 parameters (16 MB of gradients): 30-90 ms a step on 3 ranks of 2 cores, so each native call (warm-ups + 5 steps)
+    // ends well within -T 3; with 2e7 a step took 250 ms on a slower VM and the first call alone reached the watchdog.
+    const child = spawn(join(binDir, 'collbench'), ['workload', 'ddp', '--params', '4e6', '--layers', '4', '--backend', 'mpi', '--np', '3',
       '--repeats', '50', '-n', '5', '-T', '3', '-J', join(tmpdir(), marker)], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
     let stderr = '';
     child.stderr.on('data', (d) => { stderr += d; });
