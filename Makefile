@@ -4,7 +4,8 @@ SHELL := /bin/bash
 # chromium: the HTML report test opens the page in headless Chromium (playwright-core drives Debian's build)
 # slurm-wlm, munge: test/cli/slurm.test.ts starts a one-machine Slurm (slurmctld + slurmd, authenticated by munged)
 # python3-prometheus-client: test/cli/soak.test.ts reads --prom files with the official Prometheus client's text parser
-APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server python3-prometheus-client slurm-wlm munge
+# valgrind: make bench-instructions counts instructions per op with callgrind (test/native/bench-overhead.test.ts runs it)
+APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server python3-prometheus-client slurm-wlm munge valgrind
 # Tests: scripts/run-tests.sh runs the files in a parallel group (TEST_JOBS at a time) and a serial group (files
 # that share machine-wide resources or race a clock), then one summary; `make test-unit` is the in-process part.
 TEST_JOBS ?= 2
@@ -15,7 +16,7 @@ PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf r
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead lint test test-unit stress clean nccl-cache bundle
+.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead bench-instructions lint test test-unit stress clean nccl-cache bundle
 
 all: build
 
@@ -59,6 +60,12 @@ bench: build
 OVERHEAD_ARGS ?=
 bench-overhead: build
 	node --import tsx scripts/bench-overhead.ts $(OVERHEAD_ARGS)
+
+# The same question counted instead of timed: instructions per op of the plain loops and of collbench's own loop and
+# backend without Node, under valgrind's callgrind (scripts/bench-instructions.ts). INSTRUCTIONS_ARGS passes options.
+INSTRUCTIONS_ARGS ?=
+bench-instructions: build
+	node --import tsx scripts/bench-instructions.ts $(INSTRUCTIONS_ARGS)
 
 # One self-contained tarball (Node runtime, dist/, production dependencies, build/Release/*.node, launchers):
 # collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (see README, "Bundle").

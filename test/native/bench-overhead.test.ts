@@ -1,9 +1,12 @@
 // `make bench-overhead` (scripts/bench-overhead.ts) still runs end to end: collbench, the native loops
 // (native_mpi_loop, native_gloo_loop) and the plain loops again (--control) each against the plain loops, 1 and 2
-// ranks, MPI and Gloo, at a few tiny sizes.
+// ranks, MPI and Gloo, at a few tiny sizes; and `make bench-instructions` (scripts/bench-instructions.ts) counts, under
+// valgrind, the instructions per op of both loops.
 // Behaviour only: the figures are the benchmark's to print, not this test's to judge.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { moduleBuilt } from '../../bench/native/loader.js';
@@ -11,12 +14,13 @@ import { repoRoot } from '../helpers/cli.js';
 
 const built = moduleBuilt('mpi') && moduleBuilt('gloo');
 
-function benchOverhead(args: string[]): { status: number | null; out: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'scripts', 'bench-overhead.ts'), ...args], {
+function script(name: string, args: string[]): { status: number | null; out: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'scripts', name), ...args], {
     cwd: repoRoot, encoding: 'utf8', timeout: 120_000,
   });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
+const benchOverhead = (args: string[]): { status: number | null; out: string } => script('bench-overhead.ts', args);
 
 const TINY = ['--rounds', '1', '--iters', '2', '--gloo-iters', '2', '--warmup', '1', '--max-bytes', '64', '--colls', 'all_reduce,sendrecv'];
 
@@ -50,5 +54,30 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
     const imbWithoutMpi = benchOverhead(['--imb', repoRoot, '--backends', 'gloo']);
     assert.equal(imbWithoutMpi.status, 2, imbWithoutMpi.out);
     assert.match(imbWithoutMpi.out, /^bench-overhead: --imb: runs beside the MPI cells at 2 ranks;/m);
+  });
+});
+
+describe('bench-instructions', { skip: !built ? 'the mpi and gloo modules are not built (make build)'
+  : spawnSync('valgrind', ['--version']).error ? 'valgrind is not installed (make deps installs it)' : false }, () => {
+  it('a row per backend x collective: plain and collbench instructions per op, added, ratio; JSON alike', () => {
+    const json = join(mkdtempSync(join(tmpdir(), 'cb-instr-')), 'instr.json');
+    const r = script('bench-instructions.ts', ['--colls', 'all_reduce,sendrecv', '--low', '100', '--high', '300', '--json', json]);
+    assert.equal(r.status, 0, r.out);
+    for (const backend of ['mpi', 'gloo']) {
+      for (const coll of ['all_reduce', 'sendrecv']) assert.match(r.out, new RegExp(`^${backend} +${coll} +\\d+ +\\d+ +[+-]\\d+ +\\d+\\.\\d{3}$`, 'm'), r.out);
+    }
+    const doc = JSON.parse(readFileSync(json, 'utf8')) as { rows: { plain: number; collbench: number }[] };
+    assert.equal(doc.rows.length, 4);
+    // Each loop makes at least one library call per op: the counts are per op, not per run.
+    for (const row of doc.rows) assert.ok(row.plain > 10 && row.plain < 100_000 && row.collbench > 10 && row.collbench < 100_000, r.out);
+  });
+
+  it('a bad option: one line naming it, exit 2', () => {
+    const r = script('bench-instructions.ts', ['--low', '10', '--high', '10']);
+    assert.equal(r.status, 2, r.out);
+    assert.match(r.out, /^bench-instructions: --high: expected a whole number >= 11, got '10'$/m);
+    const coll = script('bench-instructions.ts', ['--colls', 'reduce']);
+    assert.equal(coll.status, 2, coll.out);
+    assert.match(coll.out, /^bench-instructions: --colls: unknown collective 'reduce'/m);
   });
 });
