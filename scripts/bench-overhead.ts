@@ -4,7 +4,8 @@
 // outliers and the goal (≤ 5 % or ≤ 0.10 µs), and whether a miss is beyond the run-to-run noise (Mann-Whitney against
 // the goal's allowance, Holm across a cell's sizes: core/stats.ts); optionally IMB-MPI1 beside, or in collbench's place
 // (--native-loop) its own loop without Node (native/test/native_loop.cc) or (--control) the plain loop again, which
-// measures how often the goal is missed by chance on this machine. Options: --help (USAGE below).
+// measures how often the goal is missed by chance on this machine; --with-control runs that A/A comparison in the
+// same rounds as the main one, so both face the same machine. Options: --help (USAGE below).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -43,6 +44,9 @@ const USAGE = `usage: node --import tsx scripts/bench-overhead.ts [options]
                         what the loop itself adds
   --control             instead of collbench: the plain loop again (an A/A run): how many sizes miss the goal,
                         and how many significantly, when nothing differs but chance
+  --with-control        besides collbench (or --native-loop, --thread-level-cost), run the plain loop a second
+                        time in every round (order rotating over the three) and judge it against the plain loop
+                        too: the A/A misses on the same machine in the same minutes, per cell and in the summary
   --imb PATH            also run Intel MPI Benchmarks IMB-MPI1 at 2 ranks: PATH is the executable or an
                         mpi-benchmarks source tree (built with mpicc/mpicxx into a temporary directory)
   --imb-off-cache       pass -off_cache -1 to IMB-MPI1
@@ -76,7 +80,7 @@ const { values: argv } = (() => { try { return parseArgs({
     'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
     json: { type: 'string' }, yield: { type: 'string' }, 'thread-level': { type: 'string' },
     'thread-level-cost': { type: 'boolean', default: false }, 'native-loop': { type: 'boolean', default: false },
-    control: { type: 'boolean', default: false }, imb: { type: 'string' },
+    control: { type: 'boolean', default: false }, 'with-control': { type: 'boolean', default: false }, imb: { type: 'string' },
     'imb-off-cache': { type: 'boolean', default: false }, strict: { type: 'boolean', default: false },
     'native-dir': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false },
   },
@@ -109,6 +113,7 @@ const opts = {
   threadLevelCost: argv['thread-level-cost'],
   nativeLoop: argv['native-loop'],
   control: argv.control,
+  withControl: argv['with-control'],
   imb: argv.imb ?? null,
   imbOffCache: argv['imb-off-cache'],
 };
@@ -123,6 +128,7 @@ if (!['single', 'funneled', 'serialized', 'multiple'].includes(opts.threadLevel)
 if ([opts.threadLevelCost, opts.nativeLoop, opts.control].filter(Boolean).length > 1) {
   fail('--thread-level-cost, --native-loop and --control: give one');
 }
+if (opts.withControl && opts.control) fail('--with-control: already an A/A run with --control; give one');
 if (opts.threadLevelCost) opts.backends = opts.backends.filter((b) => b === 'mpi');
 
 const SIZES: number[] = [];
@@ -342,8 +348,15 @@ const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-'
 const pad = (s: string, n: number): string => s.padStart(n);
 const nameA = opts.threadLevelCost ? 'multiple' : opts.nativeLoop ? 'native' : opts.control ? 'control' : 'collbench';
 const nameB = opts.threadLevelCost ? opts.threadLevel : 'plain';
+/** Rounds above OUTLIER_FACTOR x their tool's median over a cell's sizes: the judged tool's (a) or the plain loop's (b). */
+const outliersOf = (sizes: SizeResult[], tool: 'a' | 'b'): number => sizes.reduce((n, s) => n + (tool === 'a' ? s.aOutliers : s.bOutliers), 0);
 
-interface CellResult { backend: Backend; ranks: number; coll: Coll; loadStart: number; loadEnd: number; sizes: SizeResult[]; outliersOk: boolean }
+/** One tool judged against the plain loop over a cell's sizes: collbench (or its stand-in), or the control. */
+interface Judged { sizes: SizeResult[]; outliersOk: boolean }
+interface CellResult extends Judged {
+  backend: Backend; ranks: number; coll: Coll; loadStart: number; loadEnd: number;
+  control: Judged | null;   // --with-control: the plain loop's second run in the same rounds, judged the same way
+}
 const cells: CellResult[] = [];
 const started = new Date();
 const cores = availableParallelism();
@@ -373,7 +386,7 @@ for (const backend of opts.backends) {
   for (const ranks of opts.ranks) {
     for (const coll of opts.colls) {
       const loadStart = loadavg()[0]!;
-      const a: Sample[][] = [], b: Sample[][] = [];
+      const a: Sample[][] = [], b: Sample[][] = [], c: Sample[][] = [];
       const sweepA = (): Sample[] => (opts.threadLevelCost ? plainSweep(backend, ranks, coll, 'multiple')
         : opts.nativeLoop ? loopSweep(`native_${backend}_loop`, backend, ranks, coll, [])
           : opts.control ? plainSweep(backend, ranks, coll) : collbenchSweep(backend, ranks, coll));
@@ -381,33 +394,44 @@ for (const backend of opts.backends) {
       const withImb = imbExe !== null && backend === 'mpi' && ranks === IMB_RANKS;
       const imbOf: (ImbRow | null)[][] = [];
       const sweepImb = (): void => { if (withImb) imbOf.push(imbSweep(imbExe!, coll, a[0]?.map((x) => x.bytes) ?? b[0]!.map((x) => x.bytes))); };
+      // Rounds alternate A B, B A (IMB, when asked for, last, first); with a control C, the six orders of A B C in turn.
+      const runA = (): void => { a.push(sweepA()); }, runB = (): void => { b.push(sweepB()); }, runC = (): void => { c.push(sweepB()); };
+      const threeWay = [[runA, runB, runC], [runC, runB, runA], [runB, runC, runA], [runA, runC, runB], [runC, runA, runB], [runB, runA, runC]];
       for (let r = 0; r < opts.rounds; r++) {
-        if (r % 2 === 0) { a.push(sweepA()); b.push(sweepB()); sweepImb(); } else { sweepImb(); b.push(sweepB()); a.push(sweepA()); }
+        const tools = opts.withControl ? threeWay[r % threeWay.length]! : r % 2 === 0 ? [runA, runB] : [runB, runA];
+        for (const step of r % 2 === 0 ? [...tools, sweepImb] : [sweepImb, ...tools]) step();
       }
       if (withImb) imbRounds.set(coll, imbOf);
       const loadEnd = loadavg()[0]!;
-      const sizes = SIZES.map((size, i) => {
-        const bytes = a[0]![i]!.bytes;
-        if (b[0]![i]!.bytes !== bytes) throw new Error(`${backend} ${coll} ${size}: row sizes differ (${bytes} vs ${b[0]![i]!.bytes})`);
-        return analyse(size, bytes, a.map((s) => s[i]!.us), b.map((s) => s[i]!.us));
-      });
-      markBeyondNoise(sizes);
-      const aOut = sizes.reduce((n, s) => n + s.aOutliers, 0), bOut = sizes.reduce((n, s) => n + s.bOutliers, 0);
-      const cell: CellResult = { backend, ranks, coll, loadStart, loadEnd, sizes, outliersOk: aOut <= bOut };
+      /** Each size of `x`'s rounds against the plain loop's (b), misses beyond noise marked, outlier rounds counted. */
+      const judge = (x: Sample[][], name: string): Judged => {
+        const sizes = SIZES.map((size, i) => {
+          const bytes = x[0]![i]!.bytes;
+          if (b[0]![i]!.bytes !== bytes) throw new Error(`${backend} ${coll} ${size}: ${name}'s and ${nameB}'s row sizes differ (${bytes} vs ${b[0]![i]!.bytes})`);
+          return analyse(size, bytes, x.map((s) => s[i]!.us), b.map((s) => s[i]!.us));
+        });
+        markBeyondNoise(sizes);
+        return { sizes, outliersOk: outliersOf(sizes, 'a') <= outliersOf(sizes, 'b') };
+      };
+      const cell: CellResult = { backend, ranks, coll, loadStart, loadEnd, ...judge(a, nameA), control: opts.withControl ? judge(c, 'control') : null };
       cells.push(cell);
-      const met = sizes.filter((s) => s.met).length, beyond = sizes.filter((s) => s.beyondNoise).length;
-      console.log(`\n## ${backend} ${ranks} rank${ranks > 1 ? 's' : ''} ${coll}: goal met at ${met}/${sizes.length} sizes ` +
-        `(missed beyond noise: ${beyond}); ` +
-        `outliers ${nameA} ${aOut}/${sizes.length * opts.rounds}, ${nameB} ${bOut}/${sizes.length * opts.rounds} ` +
-        `${cell.outliersOk ? 'ok' : 'WORSE'}; load ${loadStart.toFixed(1)} -> ${loadEnd.toFixed(1)}`);
+      const { sizes, control } = cell;
+      const verdict = (j: Judged, name: string): string => `goal met at ${j.sizes.filter((s) => s.met).length}/${j.sizes.length} sizes ` +
+        `(missed beyond noise: ${j.sizes.filter((s) => s.beyondNoise).length}); outliers ${name} ${outliersOf(j.sizes, 'a')}/${j.sizes.length * opts.rounds}, ` +
+        `${nameB} ${outliersOf(j.sizes, 'b')}/${j.sizes.length * opts.rounds} ${j.outliersOk ? 'ok' : 'WORSE'}`;
+      console.log(`\n## ${backend} ${ranks} rank${ranks > 1 ? 's' : ''} ${coll}: ${verdict(cell, nameA)}; load ${loadStart.toFixed(1)} -> ${loadEnd.toFixed(1)}`);
+      if (control) console.log(`#  control, ${nameB} again in the same rounds: ${verdict(control, 'control')}`);
+      const goalOf = (s: SizeResult): string => (s.met ? 'ok' : s.beyondNoise ? 'MISSED' : 'missed (noise)');
       console.log(`${pad('size', 9)} ${pad('bytes', 8)} ${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad('ratio', 6)} ` +
-        `${pad('added_us', 9)} ${pad('ratio ci95', 11)} ${pad('ratio p25-p75', 13)} ${pad('min-max', 11)} ${pad('out', 5)}  goal`);
-      for (const s of sizes) {
+        `${pad('added_us', 9)} ${pad('ratio ci95', 11)} ${pad('ratio p25-p75', 13)} ${pad('min-max', 11)} ${pad('out', 5)}  ` +
+        `${control ? `${'goal'.padEnd(14)}  control ratio, goal` : 'goal'}`);
+      sizes.forEach((s, i) => {
+        const k = control?.sizes[i];
         console.log(`${pad(String(s.size), 9)} ${pad(String(s.bytes), 8)} ${pad(f(s.aMedian), 12)} ${pad(f(s.bMedian), 11)} ` +
           `${pad(f(s.ratio, 3), 6)} ${pad(f(s.addedUs), 9)} ${pad(`${f(s.ciLo)}-${f(s.ciHi)}`, 11)} ` +
           `${pad(`${f(s.ratioP25)}-${f(s.ratioP75)}`, 13)} ${pad(`${f(s.ratioMin)}-${f(s.ratioMax)}`, 11)} ` +
-          `${pad(`${s.aOutliers}/${s.bOutliers}`, 5)}  ${s.met ? 'ok' : s.beyondNoise ? 'MISSED' : 'missed (noise)'}`);
-      }
+          `${pad(`${s.aOutliers}/${s.bOutliers}`, 5)}  ${k ? `${goalOf(s).padEnd(14)}  ${f(k.ratio, 3)} ${goalOf(k)}` : goalOf(s)}`);
+      });
     }
   }
 }
@@ -441,26 +465,42 @@ if (imbTable.length) {
 }
 const imb = imbExe === null ? null : { executable: imbExe, table: imbTable, rounds: Object.fromEntries(imbRounds) };
 
-const all = cells.flatMap((c) => c.sizes);
-const missed = cells.flatMap((c) => c.sizes.filter((s) => !s.met).map((s) => `${c.backend}/${c.ranks}/${c.coll}/${s.size}`));
-const beyondNoise = cells.flatMap((c) => c.sizes.filter((s) => s.beyondNoise).map((s) => `${c.backend}/${c.ranks}/${c.coll}/${s.size}`));
-const worse = cells.filter((c) => !c.outliersOk).map((c) => `${c.backend}/${c.ranks}/${c.coll}`);
+/** A run's tally for one judged tool: the main one, or the control (its cells' `control`). */
+function tally(judged: (c: CellResult) => Judged | null) {
+  const of = cells.flatMap((c) => { const j = judged(c); return j ? [{ c, j }] : []; });
+  const name = (c: CellResult, s?: SizeResult): string => `${c.backend}/${c.ranks}/${c.coll}${s ? `/${s.size}` : ''}`;
+  return {
+    cells: of.length, sizes: of.reduce((n, { j }) => n + j.sizes.length, 0),
+    missed: of.flatMap(({ c, j }) => j.sizes.filter((s) => !s.met).map((s) => name(c, s))),
+    beyondNoise: of.flatMap(({ c, j }) => j.sizes.filter((s) => s.beyondNoise).map((s) => name(c, s))),
+    outliersWorse: of.filter(({ j }) => !j.outliersOk).map(({ c }) => name(c)),
+  };
+}
+const main = tally((c) => c), control = opts.withControl ? tally((c) => c.control) : null;
 const ended = new Date();
-console.log(`\n# summary: goal met at ${all.length - missed.length}/${all.length} sizes, missed beyond noise at ${beyondNoise.length} ` +
+const line = (t: ReturnType<typeof tally>): string => `goal met at ${t.sizes - t.missed.length}/${t.sizes} sizes, missed beyond noise at ${t.beyondNoise.length}`;
+console.log(`\n# summary: ${line(main)} ` +
   `(one-sided Mann-Whitney against ${nameB} plus the goal's allowance, Holm across each cell's sizes, alpha 0.05); ` +
   `outlier share no worse than ${nameB} ` +
-  `in ${cells.length - worse.length}/${cells.length} backend x ranks x collective cells; ` +
+  `in ${main.cells - main.outliersWorse.length}/${main.cells} backend x ranks x collective cells; ` +
   `${((ended.getTime() - started.getTime()) / 60000).toFixed(1)} min, ${retries} sweep(s) retried, load average at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-if (missed.length) console.log(`# missed: ${missed.join(' ')}`);
-if (beyondNoise.length) console.log(`# missed beyond noise: ${beyondNoise.join(' ')}`);
-if (worse.length) console.log(`# more outliers than ${nameB}: ${worse.join(' ')}`);
+if (control) {
+  console.log(`# control (${nameB} against itself in the same rounds): ${line(control)}; outlier share no worse in ` +
+    `${control.cells - control.outliersWorse.length}/${control.cells} cells`);
+}
+if (main.missed.length) console.log(`# missed: ${main.missed.join(' ')}`);
+if (main.beyondNoise.length) console.log(`# missed beyond noise: ${main.beyondNoise.join(' ')}`);
+if (main.outliersWorse.length) console.log(`# more outliers than ${nameB}: ${main.outliersWorse.join(' ')}`);
+if (control?.beyondNoise.length) console.log(`# control missed beyond noise: ${control.beyondNoise.join(' ')}`);
 
 if (opts.json) {
   writeFileSync(opts.json, `${JSON.stringify({
     kind: 'collbench-overhead', started: started.toISOString(), ended: ended.toISOString(), host: hostname(), cores,
     tools: { a: nameA, b: nameB }, goal: { ratio: GOAL_RATIO, addedUs: GOAL_ADDED_US, outlierFactor: OUTLIER_FACTOR },
     options: { ...opts, sizes: SIZES }, retries, cells, imb,
-    summary: { sizes: all.length, met: all.length - missed.length, missed, missedBeyondNoise: beyondNoise, outliersWorse: worse },
+    summary: { sizes: main.sizes, met: main.sizes - main.missed.length, missed: main.missed, missedBeyondNoise: main.beyondNoise, outliersWorse: main.outliersWorse,
+      control: control && { sizes: control.sizes, met: control.sizes - control.missed.length, missed: control.missed,
+        missedBeyondNoise: control.beyondNoise, outliersWorse: control.outliersWorse } },
   }, null, 1)}\n`);
 }
-if (argv.strict && (missed.length || worse.length)) process.exitCode = 1;
+if (argv.strict && (main.missed.length || main.outliersWorse.length)) process.exitCode = 1;

@@ -1,6 +1,6 @@
 // `make bench-overhead` (scripts/bench-overhead.ts) still runs end to end: collbench, the native loops
 // (native_mpi_loop, native_gloo_loop) and the plain loops again (--control) each against the plain loops, 1 and 2
-// ranks, MPI and Gloo, at a few tiny sizes; and `make bench-instructions` (scripts/bench-instructions.ts) counts, under
+// ranks, MPI and Gloo, at a few tiny sizes, and collbench with the control in the same rounds (--with-control); and `make bench-instructions` (scripts/bench-instructions.ts) counts, under
 // valgrind, the instructions per op of both loops.
 // Behaviour only: the figures are the benchmark's to print, not this test's to judge.
 import assert from 'node:assert/strict';
@@ -41,7 +41,34 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
     });
   }
 
+  it('--with-control: the plain loop again in the same rounds, judged alike per cell, per size and in the summary', () => {
+    const json = join(mkdtempSync(join(tmpdir(), 'cb-overhead-')), 'overhead.json');
+    const r = benchOverhead([...TINY, '--rounds', '2', '--ranks', '1', '--with-control', '--json', json]);
+    assert.equal(r.status, 0, r.out);
+    for (const backend of ['mpi', 'gloo']) {
+      for (const coll of ['all_reduce', 'sendrecv']) {
+        assert.match(r.out, new RegExp(`^## ${backend} 1 rank ${coll}: goal met at \\d/4 sizes .*\n#  control, plain again in the same rounds: ` +
+          'goal met at \\d/4 sizes \\(missed beyond noise: \\d\\); outliers control \\d+/8, plain \\d+/8 (ok|WORSE)$', 'm'), r.out);
+      }
+    }
+    for (const size of [8, 16, 32, 64]) assert.match(r.out, new RegExp(`^ +${size} +\\d+ .*  [\\d.]+ (ok|missed \\(noise\\)|MISSED)$`, 'm'), r.out);
+    assert.match(r.out, /^# control \(plain against itself in the same rounds\): goal met at \d+\/16 sizes, missed beyond noise at \d+; outlier share no worse in \d\/4 cells$/m, r.out);
+    // Both judged tools come from the same rounds: as many samples each, per size.
+    const doc = JSON.parse(readFileSync(json, 'utf8')) as { cells: { sizes: { aUs: number[]; bUs: number[] }[]; control: { sizes: { aUs: number[]; bUs: number[] }[] } }[]; summary: { control: { sizes: number } } };
+    assert.equal(doc.summary.control.sizes, 16);
+    for (const cell of doc.cells) {
+      cell.sizes.forEach((s, i) => {
+        assert.equal(s.aUs.length, 2);
+        assert.deepEqual(cell.control.sizes[i]!.bUs, s.bUs);
+        assert.equal(cell.control.sizes[i]!.aUs.length, 2);
+      });
+    }
+  });
+
   it('a bad option: one line naming it, exit 2', () => {
+    const withBoth = benchOverhead(['--control', '--with-control']);
+    assert.equal(withBoth.status, 2, withBoth.out);
+    assert.match(withBoth.out, /^bench-overhead: --with-control: already an A\/A run with --control; give one$/m);
     const r = benchOverhead(['--rounds', '0']);
     assert.equal(r.status, 2, r.out);
     assert.match(r.out, /^bench-overhead: --rounds: expected an integer >= 1, got '0'$/m);
