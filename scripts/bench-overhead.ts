@@ -362,7 +362,8 @@ const started = new Date();
 const cores = availableParallelism();
 
 console.log(`# collbench overhead: ${nameA} vs ${nameB}, float sum, ${SIZES[0]}..${SIZES.at(-1)} B, -n ${opts.iters} (gloo at 2+ ranks: ${opts.glooIters}) -w ${opts.warmup}, ` +
-  `${opts.rounds} interleaved rounds (order alternates), time = out-of-place, max over ranks (-a 3)`);
+  `${opts.rounds} interleaved rounds (${opts.withControl ? `with the control, ${nameB} again: the six orders by turn` : 'order alternates'}), ` +
+  'time = out-of-place, max over ranks (-a 3)');
 console.log(`# host ${hostname()} (${cores} cores), ${started.toISOString()}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}` +
   `, modules ${argv['native-dir'] ?? join(root, 'build', 'Release')}, plain MPI thread level ${opts.threadLevel}, OMPI_MCA_mpi_yield_when_idle=${opts.yieldWhenIdle ?? process.env.OMPI_MCA_mpi_yield_when_idle ?? '(unset)'}`);
 console.log(`# goal per size: ${nameA} median <= ${GOAL_RATIO} x ${nameB} median, or at most ${GOAL_ADDED_US.toFixed(2)} us more; ` +
