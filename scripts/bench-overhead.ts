@@ -488,6 +488,18 @@ console.log(`\n# summary: ${line(main)} ` +
 if (control) {
   console.log(`# control (${nameB} against itself in the same rounds): ${line(control)}; outlier share no worse in ` +
     `${control.cells - control.outliersWorse.length}/${control.cells} cells`);
+  // Side by side per backend x ranks: what the goal's misses say is the excess of nameA's over the control's.
+  console.log(`# per backend x ranks, goal met (beyond noise) ${nameA} | control:`);
+  for (const backend of opts.backends) {
+    for (const ranks of opts.ranks) {
+      const of = cells.filter((c) => c.backend === backend && c.ranks === ranks);
+      const count = (j: (c: CellResult) => Judged): string => {
+        const sizes = of.flatMap((c) => j(c).sizes);
+        return `${sizes.filter((s) => s.met).length}/${sizes.length} (${sizes.filter((s) => s.beyondNoise).length})`;
+      };
+      console.log(`#   ${backend} ${ranks} rank${ranks > 1 ? 's' : ''}: ${count((c) => c)} | ${count((c) => c.control!)}`);
+    }
+  }
 }
 if (main.missed.length) console.log(`# missed: ${main.missed.join(' ')}`);
 if (main.beyondNoise.length) console.log(`# missed beyond noise: ${main.beyondNoise.join(' ')}`);

@@ -53,6 +53,7 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
     }
     for (const size of [8, 16, 32, 64]) assert.match(r.out, new RegExp(`^ +${size} +\\d+ .*  [\\d.]+ (ok|missed \\(noise\\)|MISSED)$`, 'm'), r.out);
     assert.match(r.out, /^# control \(plain against itself in the same rounds\): goal met at \d+\/16 sizes, missed beyond noise at \d+; outlier share no worse in \d\/4 cells$/m, r.out);
+    for (const backend of ['mpi', 'gloo']) assert.match(r.out, new RegExp(`^#   ${backend} 1 rank: \\d+/8 \\(\\d+\\) \\| \\d+/8 \\(\\d+\\)$`, 'm'), r.out);
     // Both judged tools come from the same rounds: as many samples each, per size.
     const doc = JSON.parse(readFileSync(json, 'utf8')) as { cells: { sizes: { aUs: number[]; bUs: number[] }[]; control: { sizes: { aUs: number[]; bUs: number[] }[] } }[]; summary: { control: { sizes: number } } };
     assert.equal(doc.summary.control.sizes, 16);
