@@ -28,6 +28,10 @@ const USAGE = `usage: node --import tsx scripts/bench-overhead.ts [options]
   --iters N             timed iterations per row, both tools (-n; default 100)
   --gloo-iters N        the same for gloo at 2+ ranks, whose ops take 0.3-5 ms here (default 20)
   --warmup N            warm-up iterations per warm-up size, both tools (-w; default 5)
+  --start-delay-ms N    the reference loops sleep N ms before they start (-s), about as long as collbench's
+                        start-up (Node, the module), so both time their ops as long after exec (default 300;
+                        0: at once). On some machines memory-bound ops run 5-10 % slower a few hundred ms
+                        after exec, even in a process that only slept
   --backends LIST       mpi,gloo (default both)
   --ranks LIST          rank counts (default 1,2); 1 = a plain process, more = mpirun -np N
   --colls LIST          ${COLLS.join(',')} (default all)
@@ -75,7 +79,7 @@ const { values: argv } = (() => { try { return parseArgs({
   options: {
     rounds: { type: 'string', default: '7' }, iters: { type: 'string', default: '100' },
     'gloo-iters': { type: 'string', default: '20' },
-    warmup: { type: 'string', default: '5' }, backends: { type: 'string', default: 'mpi,gloo' },
+    warmup: { type: 'string', default: '5' }, 'start-delay-ms': { type: 'string', default: '300' }, backends: { type: 'string', default: 'mpi,gloo' },
     ranks: { type: 'string', default: '1,2' }, colls: { type: 'string', default: COLLS.join(',') },
     'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
     json: { type: 'string' }, yield: { type: 'string' }, 'thread-level': { type: 'string' },
@@ -96,6 +100,7 @@ const opts = {
   iters: positiveInt(argv.iters, 'iters'),
   glooIters: positiveInt(argv['gloo-iters'], 'gloo-iters'),
   warmup: positiveInt(argv.warmup, 'warmup', 0),
+  startDelayMs: positiveInt(argv['start-delay-ms'], 'start-delay-ms', 0),
   backends: argv.backends.split(',').map((b) => {
     if (b !== 'mpi' && b !== 'gloo') fail(`--backends: unknown backend '${b}'`);
     return b as Backend;
@@ -211,7 +216,8 @@ function collbenchSweep(backend: Backend, ranks: number, coll: Coll): Sample[] {
 
 /** A reference loop's sweep: plain_<backend>_loop (the engine's calls only) or native_<backend>_loop (collbench's loop). */
 function loopSweep(exe: string, backend: Backend, ranks: number, coll: Coll, extra: string[]): Sample[] {
-  const out = run([join(snapshot, exe), '-c', coll, ...sweepArgs(backend, ranks), ...extra], ranks, toolEnv(backend, ranks));
+  const out = run([join(snapshot, exe), '-c', coll, ...sweepArgs(backend, ranks), '-s', String(opts.startDelayMs), ...extra], ranks,
+    toolEnv(backend, ranks));
   const rows = out.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).map((l) => l.trim().split(/\s+/).map(Number));
   if (rows.length !== SIZES.length || rows.some((r, i) => r[0] !== SIZES[i])) {
     throw new Error(`${exe} ${coll}: unexpected output:\n${out}`);
@@ -365,7 +371,8 @@ console.log(`# collbench overhead: ${nameA} vs ${nameB}, float sum, ${SIZES[0]}.
   `${opts.rounds} interleaved rounds (${opts.withControl ? `with the control, ${nameB} again: the six orders by turn` : 'order alternates'}), ` +
   'time = out-of-place, max over ranks (-a 3)');
 console.log(`# host ${hostname()} (${cores} cores), ${started.toISOString()}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}` +
-  `, modules ${argv['native-dir'] ?? join(root, 'build', 'Release')}, plain MPI thread level ${opts.threadLevel}, OMPI_MCA_mpi_yield_when_idle=${opts.yieldWhenIdle ?? process.env.OMPI_MCA_mpi_yield_when_idle ?? '(unset)'}`);
+  `, modules ${argv['native-dir'] ?? join(root, 'build', 'Release')}, reference loops start after ${opts.startDelayMs} ms, ` +
+  `plain MPI thread level ${opts.threadLevel}, OMPI_MCA_mpi_yield_when_idle=${opts.yieldWhenIdle ?? process.env.OMPI_MCA_mpi_yield_when_idle ?? '(unset)'}`);
 console.log(`# goal per size: ${nameA} median <= ${GOAL_RATIO} x ${nameB} median, or at most ${GOAL_ADDED_US.toFixed(2)} us more; ` +
   `outliers: rounds above ${OUTLIER_FACTOR} x that tool's median for the size`);
 

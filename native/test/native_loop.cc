@@ -20,6 +20,7 @@
 #include "core/timed_loop.h"
 #include "plain_layout.h"
 #include "plain_size.h"
+#include "plain_start.h"
 
 using namespace collbench;
 
@@ -37,7 +38,7 @@ constexpr const char* kExtraUsage = "";
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr, "%s: %s\nusage: %s -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-r ROOT] "
-                       "[-i 0|1]%s\n", kProgram, msg, kProgram, kExtraUsage);
+                       "[-i 0|1] [-s DELAY_MS]%s\n", kProgram, msg, kProgram, kExtraUsage);
   std::exit(2);
 }
 
@@ -88,6 +89,7 @@ HalfSpec halfOf(enum coll c, const struct layout& l, size_t maxBytes, int iters,
 
 int main(int argc, char** argv) {
   int coll = -1, iters = 20, warm = 1, root = 0, inPlace = 1;
+  long startDelayMs = 0;
   size_t minBytes = 8, maxBytes = 4u << 20, factor = 2;
   std::string storeDir, host = "127.0.0.1";  // gloo: loopback, as collbench's gloo driver on one host
   for (int i = 1; i < argc; ++i) {
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(a, "-w")) warm = static_cast<int>(parseInt(v));
     else if (!std::strcmp(a, "-r")) root = static_cast<int>(parseInt(v));
     else if (!std::strcmp(a, "-i") || !std::strcmp(a, "--in-place")) inPlace = static_cast<int>(parseInt(v));
+    else if (!std::strcmp(a, "-s")) startDelayMs = static_cast<long>(parseInt(v));
 #ifdef NATIVE_LOOP_GLOO
     else if (!std::strcmp(a, "--store")) storeDir = v;
     else if (!std::strcmp(a, "--hostname")) host = v;
@@ -113,6 +116,7 @@ int main(int argc, char** argv) {
   if (coll < 0) usage("-c COLL is required");
   if (minBytes == 0 || minBytes > maxBytes || factor < 2 || iters < 1 || warm < 0) usage("bad sweep");
   const auto c = static_cast<enum coll>(coll);
+  plainStartDelay(startDelayMs);
 
   std::unique_ptr<LoopBackend> b;
 #ifdef NATIVE_LOOP_GLOO

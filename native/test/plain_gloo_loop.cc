@@ -3,6 +3,7 @@
 // time (nccl-tests: warm-up sweep, untimed op + barrier, host clock over n rotated ops, max over ranks), and nothing
 // else: no collbench code, no Node, no worker thread. Any Gloo exception is printed with the rank (exit 3).
 #include "plain_size.h"
+#include "plain_start.h"
 #include "plain_world.h"
 
 #include <gloo/allgather.h>
@@ -48,7 +49,7 @@ using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "plain_gloo_loop: %s\nusage: plain_gloo_loop -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-               "[-w WARMUP] [-r ROOT] [-i 0|1] [--store DIR] [--hostname ADDR]\n",
+               "[-w WARMUP] [-r ROOT] [-i 0|1] [-s DELAY_MS] [--store DIR] [--hostname ADDR]\n",
                msg);
   std::exit(2);
 }
@@ -229,6 +230,7 @@ std::shared_ptr<gloo::Context> connect(int rank, int size, gloo::rendezvous::Sto
 
 int run(int argc, char** argv) {
   int coll = -1, iters = 20, warm = 1, root = 0, inPlace = 1;
+  long startDelayMs = 0;
   size_t minBytes = 8, maxBytes = 4u << 20, factor = 2;
   std::string storeDir, host = "127.0.0.1";  // loopback, as collbench's gloo driver on one host
   for (int i = 1; i < argc; ++i) {
@@ -246,12 +248,14 @@ int run(int argc, char** argv) {
     else if (a == "-w") warm = static_cast<int>(parseInt(v));
     else if (a == "-r") root = static_cast<int>(parseInt(v));
     else if (a == "-i" || a == "--in-place") inPlace = static_cast<int>(parseInt(v));
+    else if (a == "-s") startDelayMs = static_cast<long>(parseInt(v));
     else if (a == "--store") storeDir = v;
     else if (a == "--hostname") host = v;
     else usage("unknown option");
   }
   if (coll < 0) usage("-c COLL is required");
   if (minBytes == 0 || minBytes > maxBytes || factor < 2 || iters < 1 || warm < 0) usage("bad sweep");
+  plainStartDelay(startDelayMs);
 
   Ctx x{};
   x.coll = static_cast<Coll>(coll);

@@ -11,6 +11,7 @@
 
 #include "plain_layout.h"
 #include "plain_size.h"
+#include "plain_start.h"
 
 static const int kTag = 0x4342; /* mpi_backend.cc kTag */
 static const size_t kPage = 4096;
@@ -38,7 +39,7 @@ static void die(const char* what, int rc) {
  * Rank 0 prints "# ..." lines, then per size: size_requested size_bytes count oop_us ip_us (ip_us -1 with -i 0). */
 static void usage(const char* msg) {
   fprintf(stderr, "plain_mpi_loop: %s\nusage: plain_mpi_loop -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-                  "[-w WARMUP] [-r ROOT] [-t single|funneled|serialized|multiple] [-i 0|1]\n", msg);
+                  "[-w WARMUP] [-r ROOT] [-t single|funneled|serialized|multiple] [-i 0|1] [-s DELAY_MS]\n", msg);
   exit(2);
 }
 
@@ -144,6 +145,7 @@ static double half(const struct ctx* x, const struct layout* l, size_t maxBytes,
 
 int main(int argc, char** argv) {
   int coll = -1, iters = 20, warm = 1, root = 0, inPlace = 1, level = MPI_THREAD_SERIALIZED;
+  long startDelayMs = 0;
   size_t minBytes = 8, maxBytes = 4u << 20, factor = 2;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -159,6 +161,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "-w")) warm = (int)parseInt(v);
     else if (!strcmp(a, "-r")) root = (int)parseInt(v);
     else if (!strcmp(a, "-i") || !strcmp(a, "--in-place")) inPlace = (int)parseInt(v);
+    else if (!strcmp(a, "-s")) startDelayMs = parseInt(v);
     else if (!strcmp(a, "-t") || !strcmp(a, "--thread-level")) {
       if (!strcmp(v, "single")) level = MPI_THREAD_SINGLE;
       else if (!strcmp(v, "funneled")) level = MPI_THREAD_FUNNELED;
@@ -169,6 +172,7 @@ int main(int argc, char** argv) {
   }
   if (coll < 0) usage("-c COLL is required");
   if (minBytes == 0 || minBytes > maxBytes || factor < 2 || iters < 1 || warm < 0) usage("bad sweep");
+  plainStartDelay(startDelayMs);
 
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, level, &provided) != MPI_SUCCESS) {

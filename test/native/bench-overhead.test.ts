@@ -70,6 +70,9 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
     const withBoth = benchOverhead(['--control', '--with-control']);
     assert.equal(withBoth.status, 2, withBoth.out);
     assert.match(withBoth.out, /^bench-overhead: --with-control: already an A\/A run with --control; give one$/m);
+    const delay = benchOverhead(['--start-delay-ms', 'soon']);
+    assert.equal(delay.status, 2, delay.out);
+    assert.match(delay.out, /^bench-overhead: --start-delay-ms: expected an integer >= 0, got 'soon'$/m);
     const r = benchOverhead(['--rounds', '0']);
     assert.equal(r.status, 2, r.out);
     assert.match(r.out, /^bench-overhead: --rounds: expected an integer >= 1, got '0'$/m);
