@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every GPU check of collbench in one call (issue #28): run on a machine with a GPU, a libnccl and an extracted
+# bundle (no Node.js needed), it runs each part in scripts/gpu-check/NN-*.sh in order and writes one Markdown
+# report with versions, every command, its exit code and verdict, and the parts' tables.
+# Usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART]
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+usage() { echo "usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART]" >&2; exit 2; }
+GC_BUNDLE=""; GC_NCCL_LIB="${COLLBENCH_NCCL_LIB:-}"; GC_NCCL_TESTS=""; GC_OUT="gpu-check-report.md"; GC_BUDGET=290; GC_ONLY=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) GC_BUNDLE="${2:-}"; shift 2 || usage ;;
+    --nccl-lib) GC_NCCL_LIB="${2:-}"; shift 2 || usage ;;
+    --nccl-tests) GC_NCCL_TESTS="${2:-}"; shift 2 || usage ;;
+    --out) GC_OUT="${2:-}"; shift 2 || usage ;;
+    --budget) GC_BUDGET="${2:-}"; shift 2 || usage ;;
+    --only) GC_ONLY="${2:-}"; shift 2 || usage ;;
+    -h|--help) usage ;;
+    *) echo "gpu-check: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[ -n "$GC_BUNDLE" ] || { echo "gpu-check: --bundle DIR is required (an extracted collbench bundle, or the built tree)" >&2; exit 2; }
+[ -x "$GC_BUNDLE/bin/collbench" ] || { echo "gpu-check: --bundle '$GC_BUNDLE' has no bin/collbench" >&2; exit 2; }
+[[ "$GC_BUDGET" =~ ^[0-9]+$ ]] || { echo "gpu-check: --budget '$GC_BUDGET' is not a whole number of seconds" >&2; exit 2; }
+if [ -n "$GC_NCCL_LIB" ] && [ ! -f "$GC_NCCL_LIB" ]; then echo "gpu-check: --nccl-lib '$GC_NCCL_LIB' does not exist" >&2; exit 2; fi
+if [ -n "$GC_NCCL_TESTS" ] && [ ! -x "$GC_NCCL_TESTS/all_reduce_perf" ]; then
+  echo "gpu-check: --nccl-tests '$GC_NCCL_TESTS' has no all_reduce_perf (give nccl-tests' build/ folder)" >&2; exit 2
+fi
+GC_BUNDLE="$(cd "$GC_BUNDLE" && pwd)"
+[ -n "$GC_NCCL_LIB" ] && export COLLBENCH_NCCL_LIB="$GC_NCCL_LIB"
+[ -n "$GC_NCCL_TESTS" ] && GC_NCCL_TESTS="$(cd "$GC_NCCL_TESTS" && pwd)"
+export GC_BUNDLE GC_NCCL_TESTS GC_OUT GC_BUDGET
+# shellcheck source=gpu-check/lib.sh
+. "$here/gpu-check/lib.sh"
+gc_begin
+for part in "$here"/gpu-check/[0-9][0-9]-*.sh; do
+  name="$(basename "$part" .sh)"
+  if [ -n "$GC_ONLY" ] && [[ "$name" != *"$GC_ONLY"* ]]; then continue; fi
+  gc_part "$name"
+  # shellcheck disable=SC1090
+  . "$part"
+done
+gc_end
