@@ -1,4 +1,5 @@
-// "Is A faster than B" when each was measured a few times, interleaved — the one place for it (compare, locate, accept):
+// "Is A faster than B" when each was measured a few times, interleaved — the one place for it (compare, locate, accept,
+// workload's overlap: bootstrapPaired, any statistic of rows measured together):
 // how large (a percentile bootstrap interval of the ratio of medians, Efron & Tibshirani, "An Introduction to the
 // Bootstrap", ch. 13, seeded so a report is reproducible) and whether at all (the Mann-Whitney U test, exact for small
 // samples, with Holm's correction across the sizes compared). Medians, quantiles, resampling, rank sums and the error
@@ -46,12 +47,36 @@ export function bootstrapRatio(a: readonly number[], b: readonly number[],
   if (!(ratio > 0) || !Number.isFinite(ratio)) return null;
   const rand = seededRandom(opts.seed ?? 1);
   const xs = [...a], ys = [...b];
-  const ratios = new Array<number>(resamples);
-  for (let i = 0; i < resamples; i++) {
-    ratios[i] = median(sampleWithReplacement(xs, xs.length, rand)) / median(sampleWithReplacement(ys, ys.length, rand));
-  }
-  const [lo, hi] = quantile(ratios, [(1 - level) / 2, (1 + level) / 2]) as [number, number];
+  const [lo, hi] = percentileInterval(resamples, level,
+    () => median(sampleWithReplacement(xs, xs.length, rand)) / median(sampleWithReplacement(ys, ys.length, rand)));
   return { ratio, lo, hi, level, resamples };
+}
+
+/** The (1 − level)/2 and (1 + level)/2 quantiles of `resamples` draws of a bootstrap statistic. */
+function percentileInterval(resamples: number, level: number, draw: () => number): [number, number] {
+  const values = Array.from({ length: resamples }, draw).filter((v) => Number.isFinite(v));
+  if (values.length === 0) return [Number.NaN, Number.NaN];
+  return quantile(values, [(1 - level) / 2, (1 + level) / 2]) as [number, number];
+}
+
+export interface Interval { estimate: number; lo: number; hi: number; level: number; resamples: number }
+
+/**
+ * Any statistic of paired observations (rows measured together, e.g. one repeat's several times) with a percentile-
+ * bootstrap interval at `level`: whole rows resampled with replacement, so what was measured together stays together.
+ * Null with fewer than 2 rows or when the statistic of the data is not finite.
+ */
+export function bootstrapPaired<T>(rows: readonly T[], statistic: (rows: T[]) => number,
+  opts: { level?: number; resamples?: number; seed?: number } = {}): Interval | null {
+  const level = opts.level ?? 0.95;
+  const resamples = opts.resamples ?? 4000;
+  if (rows.length < 2) return null;
+  const estimate = statistic([...rows]);
+  if (!Number.isFinite(estimate)) return null;
+  const rand = seededRandom(opts.seed ?? 1);
+  const all = [...rows];
+  const [lo, hi] = percentileInterval(resamples, level, () => statistic(sampleWithReplacement(all, all.length, rand)));
+  return { estimate, lo, hi, level, resamples };
 }
 
 export type Alternative = 'two-sided' | 'less' | 'greater';

@@ -1,9 +1,10 @@
 // From the measured steps to the answer: per configuration the median step time and its spread over interleaved
 // repeats, the effective bus bandwidth, how much communication the stand-in compute hid, and the recommended
 // configuration with its margin over each other one (bootstrap interval of the ratio of medians and a one-sided
-// Mann-Whitney test, Holm-corrected over the comparisons: core/stats.ts, the statistics compare and accept use).
+// Mann-Whitney test, Holm-corrected over the comparisons: core/stats.ts, the statistics compare and accept use); the
+// overlap with its bootstrap interval over the repeats, so a share that noise alone explains is said to be noise.
 import { getCollective } from '../collectives/index.js';
-import { bootstrapRatio, holm, mannWhitneyP, medianOf } from '../core/stats.js';
+import { bootstrapPaired, bootstrapRatio, holm, mannWhitneyP, medianOf } from '../core/stats.js';
 import type { Configuration, WorkloadPlan } from './plan.js';
 
 /** What one repeat of one configuration measured (rank 0). */
@@ -33,8 +34,19 @@ export interface ConfigurationSummary {
   busBwGBps: number;
   /** Share of the communication time hidden behind the compute: (comm + compute − step) / comm, in %. */
   overlapPct: number | null;
+  /** overlapPct's interval and what it allows saying; null without compute. */
+  overlap: Overlap | null;
   wrong: number;
 }
+
+/**
+ * The overlap with a 95 % bootstrap interval over the repeats (each repeat's comm, step and compute resampled
+ * together). `hidden`: the interval lies above 0, some communication was hidden; `none`: it lies below 0, the step
+ * with compute took longer than communication and compute together (nothing hidden, something added: e.g. ranks'
+ * compute not ending together); `noise`: it contains 0, the difference is within the spread of the repeats (as when
+ * the communication is tiny against the compute). Only `hidden` is a figure worth printing.
+ */
+export interface Overlap { lo: number; hi: number; level: number; verdict: 'hidden' | 'none' | 'noise' }
 
 export interface Margin {
   value: number;
@@ -66,6 +78,21 @@ function busBytes(c: Configuration, nranks: number): number {
   return c.ops.reduce((a, o) => a + o.bytes * getCollective(o.collective).busBwFactor(nranks), 0);
 }
 
+interface RepeatTimes { comm: number; step: number; compute: number }
+
+/** (comm + compute − step) / comm of the medians over the repeats, in %. */
+function overlapOf(reps: readonly RepeatTimes[]): number {
+  const comm = medianOf(reps.map((r) => r.comm));
+  return ((comm + medianOf(reps.map((r) => r.compute)) - medianOf(reps.map((r) => r.step))) / comm) * 100;
+}
+
+export function overlapInterval(reps: readonly RepeatTimes[], seed = 1): Overlap | null {
+  const ci = bootstrapPaired(reps, overlapOf, { seed });
+  if (!ci || !Number.isFinite(ci.lo) || !Number.isFinite(ci.hi)) return null;
+  const verdict = ci.lo > 0 && ci.estimate > 0 ? 'hidden' : ci.hi < 0 ? 'none' : 'noise';
+  return { lo: ci.lo, hi: ci.hi, level: ci.level, verdict };
+}
+
 export function summarize(plan: WorkloadPlan, nranks: number, samples: readonly RepeatSamples[][]): ConfigurationSummary[] {
   return plan.configurations.map((c, i) => {
     const reps = samples[i]!;
@@ -74,12 +101,14 @@ export function summarize(plan: WorkloadPlan, nranks: number, samples: readonly 
     const step = withCompute ? spread(reps.map((r) => medianOf(r.stepUs!))) : null;
     const computeUs = withCompute ? medianOf(reps.map((r) => r.computeUs)) : null;
     const bus = busBytes(c, nranks);
+    const times = withCompute ? reps.map((r) => ({ comm: medianOf(r.commUs), step: medianOf(r.stepUs!), compute: r.computeUs })) : [];
     return {
       value: c.value, label: c.label, calls: c.ops.length,
       bytesPerStep: c.ops.reduce((a, o) => a + o.bytes, 0), busBytesPerStep: bus,
       comm, step, computeUs,
       busBwGBps: bus / comm.median / 1e3,
-      overlapPct: step && computeUs !== null ? ((comm.median + computeUs - step.median) / comm.median) * 100 : null,
+      overlapPct: withCompute ? overlapOf(times) : null,
+      overlap: withCompute ? overlapInterval(times, i + 1) : null,
       wrong: reps.reduce((a, r) => a + r.wrong, 0),
     };
   });

@@ -4,7 +4,7 @@
 import { stringify } from 'csv-stringify/sync';
 import type { TopLevelSpec } from 'vega-lite';
 import { htmlEscape, STYLE, toSvg } from '../report/exporters/html.js';
-import { SIGNIFICANCE, type ConfigurationSummary, type RepeatSamples, type Recommendation, type Spread } from './analyze.js';
+import { SIGNIFICANCE, type ConfigurationSummary, type Overlap, type RepeatSamples, type Recommendation, type Spread } from './analyze.js';
 import type { SequenceOp, WorkloadPlan } from './plan.js';
 
 export const WORKLOAD_KIND = 'collbench-workload';
@@ -31,6 +31,7 @@ export interface WorkloadConfiguration {
   computeUs: number | null;
   busBwGBps: number;
   overlapPct: number | null;
+  overlap?: Overlap | null;
   wrong: number | null;
   ops: SequenceOp[];
   samples: { commUs: number[][]; stepUs: number[][] | null };
@@ -70,7 +71,7 @@ export function buildDocument(a: {
     configurations: a.summaries.map((s, i) => ({
       value: s.value, label: s.label, calls: s.calls, bytesPerStep: s.bytesPerStep, busBytesPerStep: s.busBytesPerStep,
       commUs: s.comm, stepUs: s.step, computeUs: s.computeUs, busBwGBps: s.busBwGBps, overlapPct: s.overlapPct,
-      wrong: a.settings.check ? s.wrong : null,
+      overlap: s.overlap, wrong: a.settings.check ? s.wrong : null,
       ops: plan.configurations[i]!.ops,
       samples: {
         commUs: a.samples[i]!.map((r) => r.commUs),
@@ -83,6 +84,33 @@ export function buildDocument(a: {
 
 const ms = (us: number | null | undefined): string => (us === null || us === undefined || !Number.isFinite(us) ? 'N/A' : (us / 1e3).toFixed(3));
 const mb = (bytes: number): string => (bytes / 1e6).toFixed(1);
+
+/** The overlap cell: a figure only when its interval lies above 0 (then with the interval), else what the interval says. */
+export function overlapCell(c: Pick<WorkloadConfiguration, 'overlapPct' | 'overlap'>): string {
+  const o = c.overlap;
+  if (c.overlapPct === null || !o) return 'N/A';
+  if (o.verdict === 'none') return 'none';
+  if (o.verdict === 'noise') return 'within noise';
+  return `${c.overlapPct.toFixed(0)} [${o.lo.toFixed(0)}, ${Math.min(o.hi, 100).toFixed(0)}]`;
+}
+
+/** What `none` and `within noise` in the overlap column rest on: each configuration's interval. */
+function overlapNotes(doc: WorkloadDocument): string[] {
+  const of = (verdict: Overlap['verdict']): WorkloadConfiguration[] => doc.configurations.filter((c) => c.overlap?.verdict === verdict);
+  const list = (cs: WorkloadConfiguration[]): string => cs.map((c) => `${c.label} [${c.overlap!.lo.toFixed(0)}, ${c.overlap!.hi.toFixed(0)}] %`).join(', ');
+  const level = (cs: WorkloadConfiguration[]): string => `${Math.round(cs[0]!.overlap!.level * 100)}%`;
+  const out: string[] = [];
+  const noise = of('noise'), none = of('none');
+  if (noise.length) {
+    out.push(`# overlap within noise (${level(noise)} bootstrap interval over the repeats contains 0): ${list(noise)}; ` +
+      'the step with compute differs from communication + compute by less than the repeats\' spread');
+  }
+  if (none.length) {
+    out.push(`# overlap none (${level(none)} interval below 0): ${list(none)}; the step with compute took longer than ` +
+      'communication + compute together: nothing hidden, and something added (e.g. ranks\' compute not ending together)');
+  }
+  return out;
+}
 
 /** The recommendation in one line per comparison, as the text output and the HTML page print it. */
 export function recommendationLines(doc: WorkloadDocument): string[] {
@@ -116,7 +144,7 @@ export function renderText(doc: WorkloadDocument): string[] {
   const cols = [s.varies, 'calls', 'MB/step', 'comm ms', '[min, max]', 'busbw GB/s', 'step ms', 'overlap %', '#wrong'];
   const rows = doc.configurations.map((c) => [
     c.label, String(c.calls), mb(c.bytesPerStep), ms(c.commUs.median), `[${ms(c.commUs.min)}, ${ms(c.commUs.max)}]`,
-    c.busBwGBps.toFixed(2), ms(c.stepUs?.median), c.overlapPct === null ? 'N/A' : c.overlapPct.toFixed(0),
+    c.busBwGBps.toFixed(2), ms(c.stepUs?.median), overlapCell(c),
     c.wrong === null ? 'N/A' : String(c.wrong),
   ]);
   const width = cols.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -128,13 +156,14 @@ export function renderText(doc: WorkloadDocument): string[] {
     const first = doc.configurations.findIndex((d) => key(d) === key(c));
     return first < i ? [`# ${s.varies} ${c.label} issues the same calls as ${doc.configurations[first]!.label}`] : [];
   });
-  return [...head, '#', line(cols), ...rows.map((r) => line(r).replace(/^# /, '  ')), '#', ...same, ...recommendationLines(doc)];
+  return [...head, '#', line(cols), ...rows.map((r) => line(r).replace(/^# /, '  ')), '#', ...same, ...overlapNotes(doc),
+    ...recommendationLines(doc)];
 }
 
 export const WORKLOAD_CSV_COLUMNS = [
   'workload', 'backend', 'nranks', 'dtype', 'total_params', 'varies', 'value', 'label', 'calls', 'bytes_per_step',
   'bus_bytes_per_step', 'comm_us_median', 'comm_us_min', 'comm_us_max', 'step_us_median', 'compute_us', 'busbw_gbps',
-  'overlap_pct', 'wrong', 'recommended',
+  'overlap_pct', 'wrong', 'recommended', 'overlap_lo', 'overlap_hi', 'overlap_verdict',
 ] as const;
 
 export function renderCsv(doc: WorkloadDocument): string {
@@ -142,6 +171,7 @@ export function renderCsv(doc: WorkloadDocument): string {
     doc.workload, doc.backend.name, doc.nranks, doc.model.dtype, doc.model.totalParams, doc.settings.varies, c.value,
     c.label, c.calls, c.bytesPerStep, c.busBytesPerStep, c.commUs.median, c.commUs.min, c.commUs.max,
     c.stepUs?.median ?? null, c.computeUs, c.busBwGBps, c.overlapPct, c.wrong, c.value === doc.recommendation.value ? 1 : 0,
+    c.overlap?.lo ?? null, c.overlap?.hi ?? null, c.overlap?.verdict ?? null,
   ]), { header: true, columns: [...WORKLOAD_CSV_COLUMNS], cast: { number: (n) => String(n) } });
 }
 

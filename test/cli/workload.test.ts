@@ -95,6 +95,27 @@ describe('collbench workload', () => {
     assert.equal(one.calls, 1 + 4 + 4 + 4 + 1, 'root + 4 blocks forward, 4 gathers and 4 scatters backward, root scatter');
   });
 
+  it('tiny communication against 20 ms of compute: no negative overlap printed as a figure (issue 28 item 6)', () => {
+    // 0.2 MB per step on 2 MPI ranks (well under 1 ms) against 20 ms of busy compute: the step's jitter exceeds the
+    // communication, so (comm + compute − step) / comm came out −8 to −36 % before; now the interval decides.
+    const json = join(dir, 'overlap.json');
+    const r = workload(['ddp', '--params', '1e5', '--layers', '2', '--bucket-mb', '1,25', '--backend', 'mpi', '--np', '2',
+      '--repeats', '3', '-n', '5', '--compute-ms', '20', '--quiet', '-J', json]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const doc = load(json);
+    const rows = r.stdout.split('\n').filter((l) => /^ {3}\d/.test(l));
+    assert.equal(rows.length, 2, r.stdout);
+    for (const [i, c] of doc.configurations.entries()) {
+      assert.ok(c.commUs.median < 2000 && c.computeUs! > 19_000, `comm ${c.commUs.median} us, compute ${c.computeUs} us`);
+      const cell = rows[i]!.trim().split(/\s{2,}/)[7]!;
+      const o = c.overlap!;
+      if (o.verdict === 'hidden') assert.match(cell, /^\d+ \[\d+, \d+\]$/);
+      else assert.equal(cell, o.verdict === 'none' ? 'none' : 'within noise');
+      if (c.overlapPct! < 0) assert.notEqual(o.verdict, 'hidden', 'a negative estimate is never "hidden"');
+    }
+    assert.doesNotMatch(rows.join('\n'), /\s-\d/, 'no negative figure in the table');
+  });
+
   it('a real per-call cost makes the cap with the fewest calls the significant recommendation', () => {
     const json = join(dir, 'late.json');
     // 100 parameters of 256 KiB (fp32): a 1 MB cap makes 25 all-reduces per step, a 64 MB cap two (the first bucket is capped at 1 MiB).

@@ -2,7 +2,7 @@
 // separated and for identical samples, and saying nothing from one run.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bootstrapRatio, holm, mannWhitneyP, medianOf, normalCdf, seededRandom } from '../../bench/core/stats.js';
+import { bootstrapPaired, bootstrapRatio, holm, mannWhitneyP, medianOf, normalCdf, seededRandom } from '../../bench/core/stats.js';
 
 describe('bootstrapRatio', () => {
   it('separated samples: the interval excludes 1 and contains the ratio of medians; same seed, same interval', () => {
@@ -28,6 +28,20 @@ describe('bootstrapRatio', () => {
     assert.equal(bootstrapRatio([1], [1, 2]), null);
     assert.equal(bootstrapRatio([1, 2], [0, 0]), null);
     assert.equal(medianOf([3, 1, 2, 10]), 2.5);
+  });
+});
+
+describe('bootstrapPaired', () => {
+  it('rows stay together: a difference of paired rows is exact when every row has the same difference', () => {
+    const rows = [[10, 7], [50, 47], [12, 9], [80, 77]] as const;
+    const ci = bootstrapPaired(rows, (rs) => medianOf(rs.map((r) => r[0] - r[1])), { seed: 2 })!;
+    assert.deepEqual([ci.estimate, ci.lo, ci.hi], [3, 3, 3], 'resampling rows apart would spread it over ±70');
+    assert.deepEqual(bootstrapPaired(rows, (rs) => medianOf(rs.map((r) => r[0] - r[1])), { seed: 2 }), ci);
+  });
+  it('the interval contains the estimate and covers the spread; one row proves nothing', () => {
+    const ci = bootstrapPaired([1, 2, 3, 4, 5, 6, 7], medianOf, { seed: 1 })!;
+    assert.ok(ci.lo < 4 && ci.hi > 4 && ci.lo >= 1 && ci.hi <= 7, JSON.stringify(ci));
+    assert.equal(bootstrapPaired([1], medianOf), null);
   });
 });
 

@@ -159,3 +159,56 @@ describe('recommendation and document', () => {
     assert.match(renderText(doc).join('\n'), /^# bucket cap \(MB\) 1 issues the same calls as 0\.5$/m);
   });
 });
+
+describe('overlap with its interval (issue 28 item 6: -29 % printed for 0.15 ms of communication against 20 ms of compute)', () => {
+  const model = modelFromEntries(Array(8).fill(MIB / 4), 'test');
+  const plan = ddpPlan(model, 'float', 4, 2, [1, 4], 1);
+  /** 5 repeats: comm `comm` µs, compute 20 ms, the step with compute comm + compute − hidden, plus the jitter `noise[r]`. */
+  const reps = (comm: number, hidden: number, noise: number[]): RepeatSamples[] => noise.map((n, r) => ({
+    commUs: [comm + r * 0.1, comm + r * 0.1 + 1], stepUs: [comm + 20_000 - hidden + n, comm + 20_000 - hidden + n + 1],
+    computeUs: 20_000 + r * 0.01, wrong: 0,
+  }));
+  const docOf = (samples: RepeatSamples[][]) => {
+    const summaries = summarize(plan, 2, samples);
+    return buildDocument({
+      plan, settings: { varies: plan.varies, repeats: 5, steps: 2, warmupSteps: 1, computeMs: 20, firstBucketMb: 1, check: true },
+      summaries, samples, recommendation: recommend(summaries), version: 'test', startTime: 'now', argv: ['collbench'],
+      backend: { name: 'mpi', version: 'x' }, nranks: 2, hosts: ['h'], exitCode: 0,
+    });
+  };
+  const overlapColumn = (text: string): string[] =>
+    text.split('\n').filter((l) => /^ {3}\d/.test(l)).map((l) => l.trim().split(/\s{2,}/)[7]!); // cells are 2+ spaces apart
+
+  it('tiny communication, jitter of the 20 ms step larger than it: the point estimate is negative, printed as within noise', () => {
+    // 150 µs of communication, nothing hidden, the step jittering by ±100 µs over the repeats (a scheduler tick).
+    const doc = docOf([reps(150, 0, [40, -100, 60, 90, -30]), reps(150, 0, [70, -20, 100, -80, 50])]);
+    assert.deepEqual(schemaErrors('collbench-workload.v1', doc), []);
+    for (const c of doc.configurations) {
+      assert.ok(c.overlapPct! < 0, `the raw estimate is negative (${c.overlapPct})`);
+      assert.equal(c.overlap!.verdict, 'noise');
+      assert.ok(c.overlap!.lo < 0 && c.overlap!.hi > 0);
+    }
+    const text = renderText(doc).join('\n');
+    assert.deepEqual(overlapColumn(text), ['within noise', 'within noise']);
+    assert.doesNotMatch(text.split('\n').filter((l) => /^ {3}\d/.test(l)).join('\n'), /\s-\d/, 'no negative figure in the table');
+    assert.match(text, /^# overlap within noise \(95% bootstrap interval over the repeats contains 0\): 1 \[-\d+, \d+\] %, 4 \[/m);
+    assert.match(renderCsv(doc), /,noise\n/);
+  });
+  it('communication really hidden: the figure with its interval, above 0', () => {
+    // 2 ms of communication, 1.5 ms of it hidden, ±20 µs of jitter: 75 % [74, 76] or so.
+    const doc = docOf([reps(2000, 1500, [10, -20, 15, 5, -10]), reps(2000, 1500, [0, 20, -15, 10, -5])]);
+    for (const c of doc.configurations) assert.equal(c.overlap!.verdict, 'hidden');
+    for (const cell of overlapColumn(renderText(doc).join('\n'))) {
+      const m = /^(\d+) \[(\d+), (\d+)\]$/.exec(cell);
+      assert.ok(m, cell);
+      assert.ok(Number(m[2]) <= 75 && Number(m[3]) >= 74 && Number(m[1]) >= 74 && Number(m[1]) <= 76, cell);
+    }
+  });
+  it('a step with compute longer than both together in every repeat: "none", never a negative figure', () => {
+    const doc = docOf([reps(150, -300, [5, -5, 3, 0, 2]), reps(150, 0, [40, -100, 60, 90, -30])]);
+    assert.equal(doc.configurations[0]!.overlap!.verdict, 'none');
+    const text = renderText(doc).join('\n');
+    assert.deepEqual(overlapColumn(text), ['none', 'within noise']);
+    assert.match(text, /^# overlap none \(95% interval below 0\): 1 \[-\d+, -\d+\] %; the step with compute took longer/m);
+  });
+});
