@@ -230,7 +230,7 @@ class CompareSession {
       argv: ['collbench', 'compare', ...argv], program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
       axes: opts.axes.map((x) => ({ kind: x.kind, name: x.name, values: [...x.values] })),
       runsPerCombination: opts.runs, placement: opts.placement, timeoutSec: opts.timeoutSec,
-      backend: a.backend, nranks: a.nranks, nodes: a.nodes, combinations: a.combinations, cases: a.cases,
+      backend: a.backend, nranks: a.nranks, nodes: a.nodes, judgedOn: a.judgedOn, combinations: a.combinations, cases: a.cases,
       probe: this.probe, winners: a.winners,
       // the NCCL probe is a checked default run too: wrong results there are wrong results
       exitCode: this.interrupted ? 130 : a.exitCode === EXIT.OK && this.probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,

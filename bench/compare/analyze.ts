@@ -1,7 +1,9 @@
 // The verdict of `collbench compare`: from each combination's runs (their JSON reports and exit
 // statuses) to, per size, the median busbw with its spread, the best combination, its gain over the
 // default, the crossovers where the best changes, and #wrong per combination. What users of nccl-tests
-// do by eye across pasted tables (NCCL issues #1368, #812, #762, #1712), as data.
+// do by eye across pasted tables (NCCL issues #1368, #812, #762, #1712), as data. Where busbw's factor is 0 (one
+// rank, or such a collective at that rank count) busbw is 0 everywhere: the verdict is then on time (judgedOn).
+import { getCollective } from '../collectives/index.js';
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
 import { EXIT } from '../core/errors.js';
 import { bootstrapRatio, holm, mannWhitneyP } from '../core/stats.js';
@@ -10,7 +12,7 @@ import type { CollectiveName } from '../core/types.js';
 import type { ChildOutcome } from './runner.js';
 import { failureLine } from './runner.js';
 import type {
-  CombinationStatus, CompareCase, CompareCombination, CompareRun, RunStatus, SizeVerdict, Spread,
+  CombinationStatus, CompareCase, CompareCombination, CompareRun, JudgedOn, RunStatus, SizeVerdict, Spread,
 } from './document.js';
 import type { Combination } from './settings.js';
 
@@ -84,7 +86,14 @@ export interface Analysis {
   backend: string | null;
   nranks: number | null;
   nodes: number | null;
+  judgedOn: JudgedOn;
   exitCode: number;
+}
+
+/** busbw, unless its factor is 0 at this rank count (then every busbw is 0 by definition): time. */
+export function judgedOn(collective: CollectiveName, nranks: number | null): JudgedOn {
+  if (nranks === null || getCollective(collective).busBwFactor(nranks) !== 0) return { metric: 'busbw', why: null };
+  return { metric: 'time', why: `busbw is 0 by definition for ${collective} on ${nranks} rank${nranks === 1 ? '' : 's'} (its factor is 0)` };
 }
 
 interface Acc { bus: number[]; time: number[]; wrong: number | null; count: number }
@@ -146,36 +155,46 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
   const baseline = combos.find((c) => c.baseline)?.id ?? null;
   const doc0 = firstDoc as ReportDocument | null;
   const nranks = doc0?.world.nranks ?? null;
+  const judged = judgedOn(opts.collective, nranks);
+  const onTime = judged.metric === 'time';
   const winners: string[] = [];
   const outCases: CompareCase[] = [...cases.values()].map((cs) => {
     const sizes: SizeVerdict[] = [...cs.sizes.entries()].sort((a, b) => a[0] - b[0]).map(([sizeBytes, bySize]) => {
-      const base = baseline ? spread(bySize.get(baseline)?.bus ?? []) : null;
+      // The judged samples: busbw (higher is better), or time (lower is better) where busbw's factor is 0.
+      const samples = (id: string | null): number[] => (id === null ? [] : (onTime ? bySize.get(id)?.time : bySize.get(id)?.bus) ?? []);
+      /** How much better x is than ref, as a ratio (> 1: better): busbw over busbw, or ref's time over x's. */
+      const gain = (x: Spread, ref: Spread): number | null =>
+        (onTime ? (x.median > 0 ? ref.median / x.median : null) : (ref.median > 0 ? x.median / ref.median : null));
+      const base = spread(samples(baseline));
       const results = combos.map((c) => {
         const acc = bySize.get(c.id);
-        const bus = spread(acc?.bus ?? []);
+        const judged = spread(samples(c.id));
+        const g = judged && base ? gain(judged, base) : null;
         return {
-          id: c.id, n: acc?.bus.length ?? 0, busBwGBps: bus, timeUs: spread(acc?.time ?? []), wrong: acc?.wrong ?? null,
-          vsDefaultPct: bus && base && base.median > 0 ? (bus.median / base.median - 1) * 100 : null,
+          id: c.id, n: (onTime ? acc?.time : acc?.bus)?.length ?? 0, busBwGBps: spread(acc?.bus ?? []), timeUs: spread(acc?.time ?? []), wrong: acc?.wrong ?? null,
+          vsDefaultPct: g === null ? null : (g - 1) * 100, judged,
         };
       });
-      const eligible = results.filter((r) => r.busBwGBps !== null && statusOf.get(r.id) === 'ok')
-        .sort((a, b) => b.busBwGBps!.median - a.busBwGBps!.median);
+      const eligible = results.filter((r) => r.judged !== null && statusOf.get(r.id) === 'ok')
+        .sort((a, b) => (onTime ? a.judged!.median - b.judged!.median : b.judged!.median - a.judged!.median));
       const best = eligible[0] ?? null, second = eligible[1] ?? null;
       const runs = best ? best.n : 0;
       const count = [...bySize.values()][0]?.count ?? 0;
-      // The gain's size: a bootstrap interval of the ratio of median busbw over the interleaved runs (95 %). Whether
-      // there is one at all: the Mann-Whitney test of the runs, corrected across the case's sizes below (Holm).
-      const versus = best && baseline && best.id !== baseline
-        ? { a: bySize.get(best.id)?.bus ?? [], b: bySize.get(baseline)?.bus ?? [] } : null;
-      const ci = versus ? bootstrapRatio(versus.a, versus.b, { seed: sizeBytes + 1 }) : null;
+      // The gain's size: a bootstrap interval of the ratio of medians over the interleaved runs (95 %; for times the
+      // default's over the best's). Whether there is one at all: the Mann-Whitney test of the runs, corrected across
+      // the case's sizes below (Holm).
+      const versus = best && baseline && best.id !== baseline ? { a: samples(best.id), b: samples(baseline) } : null;
+      const ci = versus ? bootstrapRatio(onTime ? versus.b : versus.a, onTime ? versus.a : versus.b, { seed: sizeBytes + 1 }) : null;
+      const g = best && base ? gain(best.judged!, base) : null;
       return {
-        sizeBytes, count, results,
+        sizeBytes, count, results: results.map(({ judged: _, ...r }) => r),
         best: best?.id ?? null, runnerUp: second?.id ?? null,
-        gainPct: best && base && base.median > 0 ? (best.busBwGBps!.median / base.median - 1) * 100 : null,
+        gainPct: g === null ? null : (g - 1) * 100,
         gainInterval: ci ? { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100, level: ci.level } : null,
         gainP: versus && versus.a.length >= 2 && versus.b.length >= 2 ? mannWhitneyP(versus.a, versus.b) : null,
         significance: null,
-        clear: best && second && runs > 1 && second.n > 1 ? best.busBwGBps!.min > second.busBwGBps!.max : null,
+        clear: best && second && runs > 1 && second.n > 1
+          ? (onTime ? best.judged!.max < second.judged!.min : best.judged!.min > second.judged!.max) : null,
         ncclChoice: opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null,
       };
     });
@@ -200,7 +219,7 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
       : statuses.includes('timeout') ? EXIT.TIMEOUT : EXIT.OK;
   return {
     combinations, cases: outCases, winners,
-    backend: doc0?.world.backend ?? null, nranks,
+    backend: doc0?.world.backend ?? null, nranks, judgedOn: judged,
     nodes: doc0 ? new Set(doc0.ranks.map((r) => r.host)).size || null : null,
     exitCode,
   };

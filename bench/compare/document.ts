@@ -47,8 +47,15 @@ export interface CombinationAtSize {
   busBwGBps: Spread | null;
   timeUs: Spread | null;
   wrong: number | null;         // both placements, all runs; null = not checked
-  vsDefaultPct: number | null;  // median busbw / default's median busbw − 1
+  vsDefaultPct: number | null;  // median busbw / default's median busbw − 1 (judged on time: default's median time / median time − 1)
 }
+
+/**
+ * What the verdict compares: busbw (higher is better), or time (lower is better; the same ratios as algbw at a given
+ * size) where busbw's factor is 0 — one rank, or a collective whose factor is 0 at that rank count — so that busbw is
+ * 0 for every combination by definition and says nothing. `why`: the header's reason, null for busbw.
+ */
+export interface JudgedOn { metric: 'busbw' | 'time'; why: string | null }
 
 export interface SizeVerdict {
   sizeBytes: number;
@@ -64,7 +71,7 @@ export interface SizeVerdict {
   gainP: number | null;
   /** Holm-corrected over the case's sizes at 0.05: 'significant' or 'no significant difference'; null without a test. */
   significance: 'significant' | 'no significant difference' | null;
-  clear: boolean | null;        // best's min > runner-up's max (null with one run or one eligible)
+  clear: boolean | null;        // best's min > runner-up's max, times: best's max < runner-up's min (null with one run or one eligible)
   ncclChoice: Choice[] | null;  // what NCCL chose for the default (null when no NCCL log was taken)
 }
 
@@ -100,6 +107,7 @@ export interface CompareDocument {
   backend: string | null;       // from the first child report: "mpi (Open MPI 4.1.4)"
   nranks: number | null;
   nodes: number | null;         // distinct hosts of the ranks
+  judgedOn: JudgedOn;
   combinations: CompareCombination[];
   cases: CompareCase[];
   probe: NcclProbe | null;

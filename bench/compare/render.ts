@@ -20,9 +20,25 @@ export function spreadCell(s: Spread | null, n: number): string {
 
 const pct = (x: number | null): string => (x === null ? '' : `${x >= 0 ? '+' : ''}${x.toFixed(1)}%`);
 
-function resultCell(r: CombinationAtSize, c: CompareCombination): string {
-  if (r.busBwGBps === null) return c.status === 'ok' || c.status === 'pending' ? '-' : c.status;
-  return spreadCell(r.busBwGBps, r.n) + (r.wrong !== null && r.wrong > 0 ? ' !' : '');
+const onTime = (doc: CompareDocument): boolean => doc.judgedOn.metric === 'time';
+
+/** The judged value of one combination at one size: busbw, or time where busbw's factor is 0. */
+function resultCell(doc: CompareDocument, r: CombinationAtSize, c: CompareCombination): string {
+  const v = onTime(doc) ? r.timeUs : r.busBwGBps;
+  if (v === null) return c.status === 'ok' || c.status === 'pending' ? '-' : c.status;
+  return spreadCell(v, r.n) + (r.wrong !== null && r.wrong > 0 ? ' !' : '');
+}
+
+/** What the cells are and how the best is chosen (header lines of every rendering). */
+function metricLines(doc: CompareDocument): string[] {
+  if (!onTime(doc)) {
+    return [`busbw: ${doc.placement} bus bandwidth (GB/s), median over runs [min-max]; ! = wrong results at that size`,
+      'best: highest median among combinations whose every run completed with #wrong 0; gain: best over C0 (default)'];
+  }
+  return [`judged on time: ${doc.judgedOn.why}; cells: ${doc.placement} time (us), median over runs [min-max], ` +
+      'lower is better; ! = wrong results at that size',
+    'best: lowest median time among combinations whose every run completed with #wrong 0; gain: best\'s speed over C0 ' +
+      '(C0\'s time over the best\'s, = the algbw ratio)'];
 }
 
 const marginCell = (s: SizeVerdict): string => (s.clear === null ? '' : s.clear ? 'clear' : 'overlap');
@@ -76,9 +92,8 @@ export function renderText(doc: CompareDocument): string[] {
   out.push(`# collbench compare: ${doc.program.words.join(' ')}`);
   out.push(`# ${doc.backend ?? 'backend unknown'}, ${doc.nranks ?? '?'} ranks on ${doc.nodes ?? '?'} node(s); ` +
     `${nCombos} combinations x ${doc.runsPerCombination} run(s), interleaved${doc.status !== 'complete' ? ` [${doc.status}]` : ''}`);
-  out.push(`# busbw: ${doc.placement} bus bandwidth (GB/s), median over runs [min-max]; ! = wrong results at that size`);
-  out.push('# best: highest median among combinations whose every run completed with #wrong 0; gain: best over C0 (default);');
-  out.push('# margin: clear = best\'s min above the runner-up\'s max, overlap = within the spread of runs;');
+  out.push(...metricLines(doc).map((l) => `# ${l}`));
+  out.push(`# margin: clear = best's ${onTime(doc) ? 'max below the runner-up\'s min' : 'min above the runner-up\'s max'}, overlap = within the spread of runs;`);
   out.push('# [lo, hi]: 95% bootstrap interval of the gain over the runs; vs C0: Mann-Whitney test of the runs, Holm-corrected');
   out.push('# over the sizes at 0.05 (3 runs against 3 can never be significant by ranks: use --repeats 5 or more for a verdict)');
   out.push('#');
@@ -89,7 +104,7 @@ export function renderText(doc: CompareDocument): string[] {
     out.push('#', `# ${caseTitle(cs)}`);
     const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'vs C0', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
     const rows = cs.sizes.map((s) => [
-      String(s.sizeBytes), ...s.results.map((r, i) => resultCell(r, doc.combinations[i]!)),
+      String(s.sizeBytes), ...s.results.map((r, i) => resultCell(doc, r, doc.combinations[i]!)),
       s.best ?? 'none', gainCell(s), significanceCell(s), marginCell(s), ...(hasNccl(doc) ? [choiceCell(s.ncclChoice ?? []) || '?'] : []),
     ]);
     const lines = aligned([head, ...rows], [], ['# ', ...rows.map(() => '  ')]);
@@ -125,6 +140,7 @@ export const COMPARE_CSV_COLUMNS = [
   'type', 'redop', 'root', 'size_bytes', 'count', 'combination', 'label', 'status', 'samples',
   'busbw_median_gbps', 'busbw_min_gbps', 'busbw_max_gbps', 'time_median_us', 'wrong', 'vs_default_pct',
   'is_best', 'best', 'gain_pct', 'margin', 'nccl_choice_default', 'gain_lo_pct', 'gain_hi_pct', 'gain_p', 'significance',
+  'judged_on',
 ] as const;
 
 /** One CSV line per sweep × size × combination. */
@@ -138,7 +154,7 @@ export function renderCompareCsv(doc: CompareDocument): string {
           r.busBwGBps?.median ?? null, r.busBwGBps?.min ?? null, r.busBwGBps?.max ?? null, r.timeUs?.median ?? null,
           r.wrong, r.vsDefaultPct, s.best === c.id ? 1 : 0, s.best, s.gainPct, marginCell(s),
           s.ncclChoice ? choiceCell(s.ncclChoice) : null, s.gainInterval?.lo ?? null, s.gainInterval?.hi ?? null, s.gainP,
-          s.significance]);
+          s.significance, doc.judgedOn.metric]);
       });
     }
   }
@@ -149,17 +165,16 @@ export function renderCompareMarkdown(doc: CompareDocument): string {
   const lines = [`# collbench compare: ${mdEscape(doc.program.words.join(' '))}`, ''];
   lines.push(`- ${mdEscape(doc.backend ?? 'backend unknown')}, ${doc.nranks ?? '?'} ranks on ${doc.nodes ?? '?'} node(s)`);
   lines.push(`- ${doc.combinations.length} combinations × ${doc.runsPerCombination} run(s), interleaved; status: ${doc.status}`);
-  lines.push(`- busbw: ${doc.placement} bus bandwidth (GB/s), median over runs [min-max]; ! = wrong results at that size`);
-  lines.push('- best: highest median among combinations whose every run completed with #wrong 0; gain: best over C0 (default)');
+  lines.push(...metricLines(doc).map((l) => `- ${mdEscape(l)}`));
   lines.push(`- started ${doc.startTime}${doc.endTime ? `, ended ${doc.endTime}` : ''}`, '');
   lines.push('```sh', doc.argv.join(' '), '```', '', '## Combinations', '');
   lines.push(...mdTable(['id', 'combination', 'status', '#wrong', 'runs', 'error'],
     doc.combinations.map((c) => [c.id, mdEscape(c.label), c.status, wrongTotal(c), runsCell(c), mdEscape(c.error ?? '')]), 6), '');
   for (const cs of doc.cases) {
-    lines.push(`## Bus bandwidth: ${mdEscape(caseTitle(cs))}`, '');
+    lines.push(`## ${onTime(doc) ? 'Time' : 'Bus bandwidth'}: ${mdEscape(caseTitle(cs))}`, '');
     const head = ['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'vs C0', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])];
     lines.push(...mdTable(head, cs.sizes.map((s) => [String(s.sizeBytes),
-      ...s.results.map((r, i) => mdEscape(resultCell(r, doc.combinations[i]!))), s.best ?? 'none', gainCell(s), significanceCell(s), marginCell(s),
+      ...s.results.map((r, i) => mdEscape(resultCell(doc, r, doc.combinations[i]!))), s.best ?? 'none', gainCell(s), significanceCell(s), marginCell(s),
       ...(hasNccl(doc) ? [mdEscape(choiceCell(s.ncclChoice ?? []))] : [])]), 1), '');
     lines.push(cs.crossovers.length
       ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}`
@@ -232,15 +247,14 @@ export async function renderCompareHtml(doc: CompareDocument): Promise<string> {
   const parts: string[] = ['<section id="compare-verdict">',
     '<style>#compare-verdict td { white-space: nowrap; } #compare-verdict td.best { background: #e6f4e6; }</style>'];
   parts.push(`<p>${esc(`${doc.backend ?? 'backend unknown'}, ${doc.nranks ?? '?'} ranks on ${doc.nodes ?? '?'} node(s); ` +
-    `${doc.combinations.length} combinations × ${doc.runsPerCombination} run(s), interleaved; ${doc.placement} busbw (GB/s), ` +
-    'median [min-max]; best = highest median among combinations whose every run completed with #wrong 0.')}</p>`);
+    `${doc.combinations.length} combinations × ${doc.runsPerCombination} run(s), interleaved; ${metricLines(doc).join('; ')}.`)}</p>`);
   parts.push('<h2>Combinations</h2>', htmlTable(['id', 'combination', 'status', '#wrong', 'runs', 'error'],
     doc.combinations.map((c) => [c.id, c.label, c.status, wrongTotal(c), runsCell(c), c.error ?? ''])));
   for (const cs of doc.cases) {
     parts.push(`<h2>Verdict per size: ${esc(caseTitle(cs))}</h2>`);
     parts.push(htmlTable(['size (B)', ...doc.combinations.map((c) => c.id), 'best', 'gain', 'margin', ...(hasNccl(doc) ? ['NCCL chose (C0)'] : [])],
       cs.sizes.map((s) => [String(s.sizeBytes),
-        ...s.results.map((r, i) => ({ text: resultCell(r, doc.combinations[i]!), strong: r.id === s.best })), s.best ?? 'none',
+        ...s.results.map((r, i) => ({ text: resultCell(doc, r, doc.combinations[i]!), strong: r.id === s.best })), s.best ?? 'none',
         pct(s.gainPct), marginCell(s), ...(hasNccl(doc) ? [choiceCell(s.ncclChoice ?? [])] : [])]), ' data-table="verdict"'));
     parts.push(`<p>${esc(cs.crossovers.length ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}` : 'No crossover.')}</p>`);
     parts.push(`<h2>#wrong per size: ${esc(caseTitle(cs))}</h2>`);

@@ -248,6 +248,32 @@ describe('collbench compare: a real difference is significant, with its interval
   });
 });
 
+describe('collbench compare on one rank: judged on time (busbw is 0 by definition)', () => {
+  let lib = '';
+  before(() => {
+    lib = buildFault('late_allreduce', fresh());
+  });
+
+  it('the default (the only rank sleeps 1 ms after each all_reduce) against LATE_SKIP=1: C1 best and clear at every size', () => {
+    const dir = fresh();
+    const r = runProgram('collbench', ['compare', '--env', 'LATE_SKIP=1', '--repeats', '3', '--quiet', '--json', join(dir, 'c.json'), '--',
+      'all_reduce_perf', '-b', '1K', '-e', '64K', '-f', '8', '--np', '1', '--backend', 'mpi', '-n', '5', '-w', '1'],
+    { timeoutMs: 120_000, env: { LD_PRELOAD: lib, LATE_RANK: '0', LATE_US: '1000' } });
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
+    const doc = readJson<CompareDocument>(join(dir, 'c.json'));
+    assert.equal(doc.nranks, 1);
+    assert.deepEqual(doc.judgedOn, { metric: 'time', why: 'busbw is 0 by definition for all_reduce on 1 rank (its factor is 0)' });
+    assert.match(r.stdout, /^# judged on time: busbw is 0 by definition for all_reduce on 1 rank/m);
+    for (const s of doc.cases[0]!.sizes) {
+      assert.ok(s.results.every((x) => x.busBwGBps!.max === 0), 'busbw is 0 at one rank');
+      assert.equal(s.best, 'C1', JSON.stringify(s));
+      assert.equal(s.clear, true, JSON.stringify(s)); // a 1 ms sleep per call against none: the runs do not overlap
+      assert.ok(s.gainPct! > 100, String(s.gainPct));
+    }
+    assert.doesNotMatch(r.stdout, / overlap$/m);
+  });
+});
+
 describe('collbench compare: Gloo algorithms as an axis', () => {
   it('runs --gloo-algo ring,bcube as program arguments of the gloo backend', () => {
     const dir = fresh();

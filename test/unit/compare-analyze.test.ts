@@ -27,6 +27,29 @@ const SIZES = [1024, 65536, 1048576, 16777216];
 function doc(bus: number[], wrong: (number | null)[] = bus.map(() => 0), opts: { complete?: boolean } = {}): ReportDocument {
   const b = reportBuilder({});
   b.begin(fakeMeta(false));
+  fill(b, bus, wrong, opts);
+  return b.doc!;
+}
+
+/** A one-rank report (busbw 0 by definition: all_reduce's factor 2(n-1)/n), out-of-place time at SIZES[i] times[i] µs. */
+function oneRankDoc(times: number[]): ReportDocument {
+  const b = reportBuilder({});
+  const meta = fakeMeta(false);
+  b.begin({ ...meta, info: { ...meta.info, nranks: 1, localSize: 1 }, ranks: meta.ranks.slice(0, 1), clock: { ...meta.clock, offsetsUs: [0] } });
+  times.forEach((t, i) => {
+    const size = SIZES[i]!;
+    const half = (inPlace: boolean) => ({
+      inPlace, timeUs: t, algBw: size / (t * 1e3), busBw: 0, wrong: 0,
+      result: { timeUs: t, cpuTimeUs: 1, checked: true, wrong: 0, ranksWithWrong: 0 }, late: null, lastShare: null,
+    });
+    b.row({ sweep: { dtype: 'float', op: 'sum', root: -1 }, cycle: 0, sizeBytes: size, count: size / 4, type: 'float', redop: 'sum',
+      root: -1, time: new Date('2026-01-02T03:04:06Z'), halves: [half(false), half(true)] });
+  });
+  b.end({ outOfBounds: 0, avgBusBw: 0, minBwVerdict: null, exitCode: 0, skipped: null });
+  return b.doc!;
+}
+
+function fill(b: ReturnType<typeof reportBuilder>, bus: number[], wrong: (number | null)[], opts: { complete?: boolean }): void {
   bus.forEach((bw, i) => {
     const size = SIZES[i]!;
     const half = (inPlace: boolean, w: number | null) => {
@@ -44,7 +67,6 @@ function doc(bus: number[], wrong: (number | null)[] = bus.map(() => 0), opts: {
     b.row(row);
   });
   if (opts.complete !== false) b.end({ outOfBounds: 0, avgBusBw: 1, minBwVerdict: null, exitCode: 0, skipped: null });
-  return b.doc!;
 }
 
 const outcome = (exitCode: number | null, extra: Partial<ChildOutcome> = {}): ChildOutcome => ({
@@ -60,7 +82,7 @@ function compareDoc(combos: Combination[], results: Map<string, RunResult[]>, ex
     argv: ['collbench', 'compare', '--env', 'NCCL_ALGO=Ring,Tree', '--', 'all_reduce_perf'],
     program: { words: ['all_reduce_perf', '-b', '1K', '-e', '16M', '-f', '16'], collective: 'all_reduce', name: 'all_reduce_perf' },
     axes: [], runsPerCombination: 3, placement: 'out-of-place', timeoutSec: 60,
-    backend: a.backend, nranks: a.nranks, nodes: a.nodes, combinations: a.combinations, cases: a.cases,
+    backend: a.backend, nranks: a.nranks, nodes: a.nodes, judgedOn: a.judgedOn, combinations: a.combinations, cases: a.cases,
     probe: probeEvents ? { ran: true, env: {}, status: 'ok', error: null, events: probeEvents.length, files: [] } : null,
     winners: a.winners, exitCode: a.exitCode, ...extra,
   };
@@ -173,7 +195,7 @@ describe('compare verdict', () => {
     const csv = renderCompareCsv(d).trim().split('\n');
     assert.equal(csv.length, 1 + 4 * 3);
     assert.match(csv[0]!, /^type,redop,root,size_bytes,count,combination,label,status,samples,busbw_median_gbps,/);
-    assert.match(csv[3]!, /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,,[\d.]+,[\d.]+,0\.1,no significant difference$/);
+    assert.match(csv[3]!, /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,,[\d.]+,[\d.]+,0\.1,no significant difference,busbw$/);
 
     const md = renderCompareMarkdown(d);
     assert.match(md, /\| 1024 \| 1\.00 \\\[0\.80-1\.20\\\] \| 1\.50 \\\[1\.40-1\.60\\\] \| 3\.00 \\\[2\.90-3\.30\\\] \| C2 \| \+200\.0% \[\+\d+\.\d%, \+\d+\.\d%\] \| no significant difference \| clear \|/);
@@ -203,6 +225,51 @@ describe('compare verdict', () => {
     assert.match(text, /^ +1024 .* RING\/LL$/m);
     assert.match(text, /^ +65536 .* \?$/m);
     assert.match(text, /^# NCCL choice: one extra default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING \(timings unused\): ok, 17 per-call lines$/m);
+  });
+});
+
+describe('compare on one rank: busbw is 0 by definition, the verdict is on time (issue 28 item 7)', () => {
+  const combos = combinations([parseAxis('env', 'NCCL_ALGO=Ring,Tree')]);
+  // C1 is 2x faster than C0 at every size with separated runs; C2 as slow as C0.
+  const results = new Map<string, RunResult[]>([
+    ['C0', [ok(1, oneRankDoc([10, 20, 40, 80])), ok(2, oneRankDoc([11, 21, 41, 82])), ok(3, oneRankDoc([10.5, 20.5, 40.5, 81]))]],
+    ['C1', [ok(1, oneRankDoc([5, 10, 20, 40])), ok(2, oneRankDoc([5.2, 10.2, 20.4, 40.5])), ok(3, oneRankDoc([5.1, 10.1, 20.2, 41]))]],
+    ['C2', [ok(1, oneRankDoc([10, 19, 39, 79])), ok(2, oneRankDoc([12, 22, 43, 83])), ok(3, oneRankDoc([10.6, 20.6, 40.6, 80]))]],
+  ]);
+  const d = compareDoc(combos, results);
+
+  it('uses valid one-rank report documents whose busbw is 0', () => {
+    const r = results.get('C0')![0]!.doc!;
+    assert.deepEqual(reportErrors(r), []);
+    assert.equal(r.world.nranks, 1);
+    assert.ok(r.rows.every((x) => x.outOfPlace.busBwGBps === 0));
+  });
+  it('judges on time: the faster combination is best at every size, clear, with its speed gain over C0', () => {
+    assert.deepEqual(d.judgedOn, { metric: 'time', why: 'busbw is 0 by definition for all_reduce on 1 rank (its factor is 0)' });
+    for (const s of d.cases[0]!.sizes) {
+      assert.equal(s.best, 'C1', JSON.stringify(s));
+      assert.equal(s.clear, true, 'C1\'s slowest run is faster than the runner-up\'s fastest');
+      assert.ok(s.gainPct! > 90 && s.gainPct! < 110, String(s.gainPct)); // C0's time over C1's: 2x
+      assert.ok(s.gainInterval!.lo > 0 && s.gainInterval!.lo <= s.gainPct! && s.gainPct! <= s.gainInterval!.hi, JSON.stringify(s.gainInterval));
+      assert.ok(s.results[1]!.vsDefaultPct! > 90);
+    }
+    assert.deepEqual(d.winners, ['C1']);
+  });
+  it('says so in the header of every rendering, and the cells are times', () => {
+    const text = renderText(d).join('\n');
+    assert.match(text, /^# judged on time: busbw is 0 by definition for all_reduce on 1 rank \(its factor is 0\); cells: out-of-place time \(us\)/m);
+    assert.match(text, /^# best: lowest median time /m);
+    assert.doesNotMatch(text, / overlap$/m);
+    assert.match(text, /^ +1024 +10\.50 \[10\.00-11\.00\] +5\.10 \[5\.00-5\.20\] .* C1 +\+\d+\.\d% .* clear$/m);
+    assert.match(renderCompareMarkdown(d), /^- judged on time: busbw is 0 by definition/m);
+    assert.match(renderCompareMarkdown(d), /^## Time: float sum root -1/m);
+    const csv = renderCompareCsv(d).trim().split('\n');
+    assert.match(csv[0]!, /,judged_on$/);
+    assert.ok(csv.slice(1).every((l) => l.endsWith(',time')));
+  });
+  it('more ranks: busbw as before', () => {
+    const a = analyze(combos, new Map([['C0', [ok(1, doc([1, 2, 3, 4]))]]]), { placement: 'out-of-place', timeoutSec: 60, collective: 'all_reduce' });
+    assert.deepEqual(a.judgedOn, { metric: 'busbw', why: null });
   });
 });
 
