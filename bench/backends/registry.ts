@@ -5,12 +5,13 @@
 import { BackendUnavailableError } from '../core/errors.js';
 import type { BackendName } from '../core/types.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';
-import type { NativeBackend } from '../native/binding.js';
+import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import { moduleBuilt, modulePath, requireNativeModule } from '../native/loader.js';
 import type { BackendDriver } from './driver.js';
 import { createGlooDriver } from './gloo.js';
 import { createMpiDriver } from './mpi.js';
 import { createNcclDriver } from './nccl.js';
+import { askNcclRas, type LibraryHangView } from './nccl-ras.js';
 
 export interface BackendRecord {
   name: BackendName;
@@ -25,6 +26,9 @@ export interface BackendRecord {
   /** A fresh driver for one run (drivers keep their run's state, never module-level state); `env` is where it
    *  reads the launcher's and the library's variables (default: process.env). */
   createDriver(env?: NodeJS.ProcessEnv): BackendDriver;
+  /** When the watchdog expires: the library's own view of the hang, to print beside collbench's verdict and keep in
+   *  the report (nccl: its RAS service). Absent: the library has no such service. */
+  hangView?: (env: NodeJS.ProcessEnv, info: BackendInfo) => Promise<LibraryHangView>;
 }
 
 export const BACKENDS: readonly BackendRecord[] = Object.freeze([
@@ -39,6 +43,7 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     },
     launcher: 'mpirun',
     createDriver: createNcclDriver,
+    hangView: (env, info) => askNcclRas(env, info.libraryVersionShort.split(' ').slice(0, 2).join(' ')),
   },
   {
     name: 'mpi',

@@ -91,6 +91,8 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
   const info = driver.init ? await driver.init(native, options) : await native.init();
   try {
     const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
+    const hangView = record.hangView; // the library's own view of a hang (nccl: RAS), printed beside the verdict
+    if (hangView) dog.hangView = () => hangView(hooks.env ?? process.env, info);
     native.setResultHoldMs(dog.resultHoldMs());
     await placeLoop(native, info, dog, io, hooks.env ?? process.env);
     const adjust = async (): Promise<Adjusted> => (driver.adjust
@@ -212,7 +214,6 @@ export async function attachProgressBoards(run: Pick<RunContext, 'info' | 'nativ
   board.setToken(token);
   dog.attach({
     board, peers: decodeEntries(summed.slice(2)), self, token,
-    hint: info.backend === 'nccl' ? '# NCCL >= 2.24: `ncclras` on any node of the job shows which ranks and communicators are stuck (NCCL RAS)' : undefined,
   });
   return board;
 }
@@ -514,6 +515,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   };
   for (const r of reporters) await r.begin?.(meta);
   run.dog.beforeAbort = () => abandonReports(reporters); // a timeout: the rows held back are written first
+  run.dog.recordTimeout = async (t) => { for (const r of reporters) await r.timedOut?.(t); }; // then the verdict
 
   const rows: RowRecord[] = [];
   const totals = { outOfBounds: 0, busBws: [] as number[] };

@@ -8,7 +8,9 @@ import { EXIT } from '../core/errors.js';
 import { notArrivedLine, type Answer } from '../core/hung.js';
 import { DEFAULT_MIN_SEC, watchdogFloorSec } from '../core/watchdog-floor.js';
 import { ask, survey, type BoardEntry, type ProgressBoard } from '../launch/progress-board.js';
+import type { LibraryHangView } from '../backends/nccl-ras.js';
 import type { NativeBackend } from '../native/binding.js';
+import type { ReportTimeout } from '../report/schema.js';
 
 /** Bandwidth assumed before any row has been measured: a slow link (400 Mbit/s), so a first row is never cut short. */
 export const ASSUMED_BYTES_PER_SEC = 50e6;
@@ -89,6 +91,11 @@ export class Watchdog {
   /** Runs when a wait has expired, before the job is aborted: the run's exporters write the rows they hold back. */
   beforeAbort: (() => Promise<void>) | null = null;
 
+  /** The library's own view of a hang (the backend record's hangView: NCCL RAS), asked after collbench's verdict. */
+  hangView: (() => Promise<LibraryHangView>) | null = null;
+  /** Where the expiry is recorded (run.ts: the report's `timeout`). */
+  recordTimeout: ((t: ReportTimeout) => Promise<void>) | null = null;
+
   /** From now on, an expired wait first asks every rank where it is and names those that did not arrive. */
   attach(report: HungReport): void { this.report = report; }
 
@@ -125,14 +132,18 @@ export class Watchdog {
       await this.beforeAbort?.();
     } catch { /* the timeout is what is reported */ }
     const r = this.report;
+    let verdict: string | null = null;
     if (r && lateMs > FROZEN_MS) {
-      this.io.err(`${host}: rank ${r.self} itself did not run for ${(lateMs / 1000).toFixed(1)} s (stopped or starved)`);
+      verdict = `${host}: rank ${r.self} itself did not run for ${(lateMs / 1000).toFixed(1)} s (stopped or starved)`;
+      this.io.err(verdict);
     } else if (r) {
       const answers = await survey(r.peers, r.self, r.token, SURVEY_MS);
       if (await this.lowerRankSaysIt(r, answers)) return this.end();
-      this.io.err(notArrivedLine(r.board.position(), answers, (k) => r.peers[k]?.host ?? `rank ${k}`));
+      verdict = notArrivedLine(r.board.position(), answers, (k) => r.peers[k]?.host ?? `rank ${k}`);
+      this.io.err(verdict);
       if (r.hint) this.io.err(r.hint);
     }
+    await this.besideVerdict(what, verdict);
     this.end();
   }
 
@@ -145,6 +156,15 @@ export class Watchdog {
     await sleep(GRACE_MS);
     const again = await Promise.all(lower.map((k) => ask(k, r.peers[k]!, r.token, SURVEY_MS)));
     return again.some((a) => a.state === 'gone');
+  }
+
+  /** The library's view printed beside the verdict, and both recorded; neither may keep the job from ending. */
+  private async besideVerdict(what: string, verdict: string | null): Promise<void> {
+    try {
+      const library = this.hangView ? await this.hangView() : null;
+      for (const line of library?.lines ?? []) this.io.err(line);
+      await this.recordTimeout?.({ what, verdict, library });
+    } catch { /* the timeout is what is reported */ }
   }
 
   private end(): void {

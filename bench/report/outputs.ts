@@ -184,6 +184,7 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
     begin: (meta) => { builder.begin(meta); listen(); return flush(false); },
     row: (row) => { builder.row(row); return soon(); },
     abandon: () => { unlisten(); return timer ? flush(false) : chain; },
+    timedOut: (t) => { if (!builder.doc) return; builder.timedOut(t); return flush(false); },
     end: (summary) => { unlisten(); builder.end(summary); return flush(true); },
   };
 }

@@ -7,6 +7,7 @@ import type { ClockMethod } from '../core/lateness.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
+import type { ReportTimeout } from './schema.js';
 
 export interface RowHalfRecord {
   inPlace: boolean;
@@ -103,5 +104,7 @@ export interface Reporter {
   cycleEnd?(cycle: CycleRecord): void | Promise<void>;
   /** The run stopped before end() (an error, a timeout): write what is still held back (the exporters). */
   abandon?(): void | Promise<void>;
+  /** A wait expired: which, who did not arrive, the library's view (after abandon; the exporters record it). */
+  timedOut?(t: ReportTimeout): void | Promise<void>;
   end?(summary: RunSummary): void | Promise<void>;
 }

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import type { LibraryHangView } from '../backends/nccl-ras.js';
 import type { IterStats } from '../core/iter-stats.js';
 import type { ClockMethod } from '../core/lateness.js';
 
@@ -42,6 +43,15 @@ export interface ReportDocument {
   lateness?: ReportLateness;
   rows: ReportRow[];
   summary: ReportSummary | null;
+  /** A wait expired (exit 4): which, who did not arrive, and the library's own view (NCCL RAS). Optional. */
+  timeout?: ReportTimeout;
+}
+
+export interface ReportTimeout {
+  what: string;
+  /** The progress boards' verdict line; null with one process (no boards). */
+  verdict: string | null;
+  library: LibraryHangView | null;
 }
 
 export interface Provenance {

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { reportErrors, type ReportDocument } from '../../bench/report/schema.js';
 import { binDir } from '../helpers/cli.js';
 import { buildFault } from '../helpers/faults.js';
 
@@ -54,9 +55,15 @@ describe('a rank frozen with SIGSTOP mid-sweep is named on timeout', () => {
       assert.equal((r.stderr.match(/^timeout: /gm) ?? []).length, 1, r.stderr);
       // Rank 0 (when it is not the one stopped) wrote every row its table showed before the job was aborted.
       if (victim !== 0) {
-        const doc = JSON.parse(readFileSync(json, 'utf8')) as { status: string; rows: unknown[] };
+        const doc = JSON.parse(readFileSync(json, 'utf8')) as ReportDocument;
         assert.equal(doc.status, 'incomplete');
         assert.equal(doc.rows.length, (r.stdout.match(/^ +65536 /gm) ?? []).length, 'rows in the file vs the table');
+        // The verdict is in the report too; a CPU backend has no library view of its own (NCCL's RAS: nccl only).
+        assert.deepEqual(reportErrors(doc), []);
+        assert.match(doc.timeout!.verdict!, new RegExp(`^timeout: rank ${victim} \\(host `));
+        assert.match(doc.timeout!.what, /^all_reduce float 65536 B /);
+        assert.equal(doc.timeout!.library, null);
+        assert.doesNotMatch(r.stderr, /NCCL RAS/);
       }
       // The launcher has returned; its ranks may take a moment to be reaped.
       for (let i = 0; i < 50 && r.rankPids.some((p) => p !== r.pid && alive(p)); i++) await new Promise((res) => setTimeout(res, 100));

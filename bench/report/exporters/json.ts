@@ -7,7 +7,7 @@ import type { RowHalfRecord, RowRecord, RunMeta, RunSummary } from '../reporter.
 import { cAtof } from '../../core/c-numbers.js';
 import { LATE_RULE } from '../../core/lateness.js';
 import {
-  REPORT_KIND, SCHEMA_VERSION, type ReportDocument, type ReportHalf, type ReportPerIter, type ReportRow,
+  REPORT_KIND, SCHEMA_VERSION, type ReportDocument, type ReportHalf, type ReportPerIter, type ReportRow, type ReportTimeout,
 } from '../schema.js';
 
 /** Local time as ISO 8601 with its UTC offset (2026-11-21T14:03:07.123+01:00): readable and exact. */
@@ -54,6 +54,8 @@ export interface ReportBuilder {
   begin(meta: RunMeta): void;
   row(row: RowRecord): void;
   end(summary: RunSummary): void;
+  /** A wait expired: recorded as the document's `timeout`. */
+  timedOut(t: ReportTimeout): void;
   /** The document so far (null before begin). */
   readonly doc: ReportDocument | null;
 }
@@ -98,6 +100,9 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
         outOfPlace: reportHalf(r.halves[0], skip), inPlace: reportHalf(r.halves[1], skip),
       };
       doc.rows.push(row);
+    },
+    timedOut(t) {
+      if (doc) doc.timeout = JSON.parse(JSON.stringify(t)) as ReportTimeout;
     },
     end(s) {
       if (!doc) throw new Error('report end before begin');
