@@ -91,7 +91,7 @@ export function overlapCell(c: Pick<WorkloadConfiguration, 'overlapPct' | 'overl
   if (c.overlapPct === null || !o) return 'N/A';
   if (o.verdict === 'none') return 'none';
   if (o.verdict === 'noise') return 'within noise';
-  return `${c.overlapPct.toFixed(0)} [${o.lo.toFixed(0)}, ${Math.min(o.hi, 100).toFixed(0)}]`;
+  return `${c.overlapPct.toFixed(0)} [${o.lo.toFixed(0)}, ${o.hi.toFixed(0)}]`;
 }
 
 /** What `none` and `within noise` in the overlap column rest on: each configuration's interval. */
