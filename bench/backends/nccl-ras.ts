@@ -251,11 +251,13 @@ export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLIN
         step++;
       }
     });
-    sock.on('end', () => {
+    const closed = (): void => { // the server ends the report by closing (an orderly end, or a reset after it)
       clearTimeout(timer);
       if (step < 3) reject(new Error('the server closed the connection during the handshake'));
       else resolve({ format, reply: buf });
-    });
+    };
+    sock.on('end', closed);
+    sock.on('close', closed);
   });
 }
 
