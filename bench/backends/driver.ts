@@ -30,6 +30,9 @@ export interface BackendDriver {
   /** The largest element count one op of `collective` can take on this backend, and why; absent or null: no
    *  limit below 2^53. A larger count is refused before any buffer is allocated (one line, exit 2). */
   maxCount?(collective: CollectiveName): { max: number; why: string } | null;
+  /** Native error codes by which the library refuses a datatype × op it lacks (a 1-element probe's answer,
+   *  backends/refusals.ts): such pairs of -d all / -o all are skipped with a `#` line instead of ending the run. */
+  refusals?: readonly string[];
   /** -M: memory used, combined over the job (called on every rank). */
   memoryUsage?(native: NativeBackend): MemoryUsage;
   /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). */

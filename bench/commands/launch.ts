@@ -29,7 +29,7 @@ export interface LaunchContext {
 export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext): Promise<number> {
   const env = ctx.env ?? process.env;
   if (underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
-  const { record } = selectBackend(options.backend, { ncclLib: options.ncclLib }, env);
+  const { record } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, env);
   record.createDriver(env).validate(options);
   // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
   checkOutputPaths(outputSpecs(options), { force: options.force });

@@ -12,7 +12,8 @@ import { UsageError } from '../core/errors.js';
 import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/verdict.js';
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
-import { planCases, type SweepCase } from '../core/plan.js';
+import { planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape, type Refusal, type SweepCase } from '../core/plan.js';
+import { findRefusals } from '../backends/refusals.js';
 import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfResult, type HalfSpec } from '../core/types.js';
 import { iterStats } from '../core/iter-stats.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
@@ -65,7 +66,7 @@ export async function runSuite(options: ResolvedOptions, io: RunIO, hooks: Suite
     const adjusted = await up.adjust();
     const reporters = (up.info.worldRank ?? up.info.rank) === 0
       ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(up.info) ?? [])] : [];
-    return runInitialized({ options: adjusted.options, io, desc, driver: up.driver, native: up.native, info: up.info,
+    return runInitialized({ options: adjusted.options, requested: options, io, desc, driver: up.driver, native: up.native, info: up.info,
       reporters, hooks, dog: up.dog, reducedMaxBytes: adjusted.reducedMaxBytes });
   });
 }
@@ -84,7 +85,8 @@ export interface BackendUp {
  *  finalizes it afterwards, whatever happens (runSuite and `collbench workload`). */
 export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks,
   body: (up: BackendUp) => Promise<T>): Promise<T> {
-  const { record, module: native } = selectBackend(options.backend, { ncclLib: options.ncclLib }, hooks.env);
+  const { record, module: native, passedOver } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, hooks.env);
+  if (passedOver !== null && (launcherRank(hooks.env ?? process.env) ?? 0) === 0) io.err(passedOver);
   const driver = record.createDriver(hooks.env);
   driver.validate(options);
   driver.prepare?.(options);
@@ -152,6 +154,8 @@ export function localSpecs(options: ResolvedOptions, desc: CollectiveDescriptor,
 /** One run's state shared by the steps below (the backend is up; reporters exist on rank 0 only). */
 interface RunContext {
   options: ResolvedOptions;
+  /** The options as given, before adjust(): which lists were `all` (core/plan.ts probedPairs). */
+  requested: ResolvedOptions;
   io: RunIO;
   desc: CollectiveDescriptor;
   driver: BackendDriver;
@@ -493,6 +497,23 @@ async function abandonReports(reporters: readonly Reporter[]): Promise<void> {
   }
 }
 
+/** The pairs of -d all / -o all the library refuses (backends/refusals.ts): one op of one element (or of one per
+ *  rank, where the collective splits the size) each, on the buffers just allocated, under the watchdog. */
+async function probeRefusals(run: RunContext, ctx: LayoutContext, shape: CollectiveShape): Promise<Refusal[]> {
+  const { options, desc, info, native, dog } = run;
+  const bytesFor = (p: CasePair): number => {
+    const ts = DTYPE_BYTES[p.dtype];
+    const one = desc.layout(ts, ts, info.nranks, info.rank, ctx).count > 0 ? ts : ts * info.nranks;
+    return Math.min(one, options.maxBytes);
+  };
+  return findRefusals({
+    pairs: probedPairs(run.requested, options, shape), codes: run.driver.refusals ?? [],
+    runOne: (p) => dog.watch(`the probe of ${options.collective} ${p.dtype} ${p.op}`, 0,
+      native.warmup(localSpecs(options, desc, info, ctx, { ...p, root: 0 }, bytesFor(p), false, 0).specs, 1)),
+    agree: (flags) => dog.watch('the start-up agreement on refused datatypes and ops', 0, native.allreduceAsync(flags, COMBINE.max)),
+  });
+}
+
 /** The run proper, once every process is up: clocks, buffers, the sweeps, the summary. */
 async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<SuiteOutcome> {
   const { options, desc, driver, native, info, reporters } = run;
@@ -504,10 +525,13 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   allocateBuffers(run, ctx);
 
   const skipped = desc.skipReason(nranks);
-  const cases = skipped ? [] : planCases(options, { loopsOps: desc.loopsOps, rooted: desc.rooted }, nranks);
+  const shape: CollectiveShape = { loopsOps: desc.loopsOps, rooted: desc.rooted };
+  const refused = skipped ? [] : await probeRefusals(run, ctx, shape);
+  const cases = skipped ? [] : planCases(options, shape, nranks, refused);
   const meta = {
     options, program: options.program, version: VERSION, backend: `${info.backend} (${info.libraryVersionShort})`,
-    info, ranks: perProcess.flat(), warnings: driver.warnings(options, desc, info),
+    info, ranks: perProcess.flat(),
+    warnings: [...driver.warnings(options, desc, info), ...refusalLines(refused, info.libraryVersionShort, shape)],
     clock: arrival ? { ...arrival.clock } : null,
     perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,

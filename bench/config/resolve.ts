@@ -215,8 +215,12 @@ export function unsupportedFlag(o: ResolvedOptions, backend: BackendName): Value
 export function refuseUnsupportedFlags(o: ResolvedOptions, backend: BackendName, why: string): void {
   const f = unsupportedFlag(o, backend);
   if (f === null) return;
-  const flag = `${f.short ? `-${f.short}/` : ''}--${f.long}${f.about ? ` (${f.about})` : ''}`;
-  throw new UsageError(`${flag} needs the ${f.backends!.join(' or ')} backend; the ${backend} backend ${why}`);
+  throw new UsageError(`${flagLabel(f)} needs the ${f.backends!.join(' or ')} backend; the ${backend} backend ${why}`);
+}
+
+/** How messages name a flag: `-G/--cudagraph (CUDA graphs)`. */
+export function flagLabel(f: ValueFlag): string {
+  return `${f.short ? `-${f.short}/` : ''}--${f.long}${f.about ? ` (${f.about})` : ''}`;
 }
 
 /**

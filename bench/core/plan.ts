@@ -1,7 +1,9 @@
 // The cases of a run, in nccl-tests' loop order (outer → inner): datatype, op, root; each case is one
-// sweep over the sizes with its own warm-up (docs/nccl-tests-contract.md, "Flags", Loops). Pure: no I/O.
+// sweep over the sizes with its own warm-up (docs/nccl-tests-contract.md, "Flags", Loops). Also which datatype × op
+// pairs of `-d all` / `-o all` are probed for a library's refusal, and the `#` line naming those it refused
+// (backends/refusals.ts finds them). Pure: no I/O.
 import type { ResolvedOptions } from './flags.js';
-import type { DTypeName, OpName } from './types.js';
+import { DTYPES, OPS, type DTypeName, type OpName } from './types.js';
 
 export interface SweepCase {
   dtype: DTypeName;
@@ -14,13 +16,52 @@ export interface CollectiveShape {
   rooted: boolean;
 }
 
+/** One datatype × op of a run (op `sum` where the collective has no op). */
+export interface CasePair {
+  dtype: DTypeName;
+  op: OpName;
+}
+
+/** A pair the loaded library refused: the native error's code and message (as one rank saw it). */
+export interface Refusal extends CasePair {
+  code: string;
+  message: string;
+}
+
+type Lists = Pick<ResolvedOptions, 'dtypes' | 'ops'>;
+
+const opsOf = (options: Lists, shape: CollectiveShape): OpName[] => (shape.loopsOps ? options.ops : ['sum']);
+
 export function planCases(options: Pick<ResolvedOptions, 'dtypes' | 'ops' | 'root'>, shape: CollectiveShape,
-  nranks: number): SweepCase[] {
-  const ops: OpName[] = shape.loopsOps ? options.ops : ['sum'];
+  nranks: number, refused: readonly CasePair[] = []): SweepCase[] {
   const roots = !shape.rooted ? [-1] : options.root === -1 ? [...Array(nranks).keys()] : [options.root];
+  const isRefused = (dtype: DTypeName, op: OpName): boolean => refused.some((r) => r.dtype === dtype && r.op === op);
   const cases: SweepCase[] = [];
   for (const dtype of options.dtypes)
-    for (const op of ops)
-      for (const root of roots) cases.push({ dtype, op, root });
+    for (const op of opsOf(options, shape))
+      if (!isRefused(dtype, op)) for (const root of roots) cases.push({ dtype, op, root });
   return cases;
+}
+
+/**
+ * The pairs whose refusal by the library skips them instead of ending the run: those of a list the user gave as
+ * `all` (every name: `-d all`, `-o all`, as availableCases in backends/nccl.ts reads it), taken from the `planned`
+ * lists (what the devices allow). A pair both of whose names were given explicitly is not probed: it runs, and the
+ * library's refusal ends the run with its own error line, as it does in nccl-tests.
+ */
+export function probedPairs(requested: Lists, planned: Lists, shape: CollectiveShape): CasePair[] {
+  const allTypes = requested.dtypes.length === DTYPES.length;
+  const allOps = shape.loopsOps && requested.ops.length === OPS.length;
+  if (!allTypes && !allOps) return [];
+  return planned.dtypes.flatMap((dtype) => opsOf(planned, shape).map((op) => ({ dtype, op })));
+}
+
+/** The preamble's `#` line naming the pairs skipped because `library` refused them (none: no line). */
+export function refusalLines(refused: readonly Refusal[], library: string, shape: CollectiveShape): string[] {
+  if (refused.length === 0) return [];
+  const codes = [...new Set(refused.map((r) => r.code))];
+  const names = refused.map((r) => (shape.loopsOps ? `${r.dtype} ${r.op}` : r.dtype));
+  const what = shape.loopsOps ? 'datatype x op pair' : 'datatype';
+  const plural = refused.length === 1 ? '' : 's';
+  return [`# Skipped ${refused.length} ${what}${plural} that ${library} refuses (${codes.join(', ')}): ${names.join(', ')}`];
 }

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { repoRoot } from './cli.js';
 
-export type FaultName = 'late_allreduce' | 'corrupt_allreduce' | 'slow_init';
+export type FaultName = 'late_allreduce' | 'corrupt_allreduce' | 'slow_init' | 'refuse_op';
 
 /** Builds test/fixtures/faults/NAME.c into DIR/libNAME.so and returns its path. */
 export function buildFault(name: FaultName, dir: string): string {

@@ -60,7 +60,7 @@ describe('nccl module with a real libnccl', { skip }, () => {
     await assert.rejects(m!.init({ lib: nccl!.lib, uniqueId: id }), (e) => {
       assert.equal(typed(e).code, 'NCCL_UNHANDLED_CUDA_ERROR');
       assert.equal(typed(e).backend, 'nccl');
-      assert.match(typed(e).site, /nccl_backend\.cc:\d+/);
+      assert.match(typed(e).site, /^native\/src\/backends\/nccl\/nccl_backend\.cc:\d+ \S/, 'relative to the source tree');
       assert.match(typed(e).message, /^no CUDA device: .*CUDA driver/);
       assert.match(typed(e).message, /ncclCommInitRank failed: ncclUnhandledCudaError/);
       assert.match(typed(e).message, new RegExp(`NCCL ${headerVersion().text.replace(/\./g, '\\.')} from `));
