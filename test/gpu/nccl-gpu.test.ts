@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { COLLECTIVES } from '../../bench/core/types.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
-import type { WorkloadDocument } from '../../bench/workload/document.js';
+import { overlapCell, type WorkloadDocument } from '../../bench/workload/document.js';
 import { binDir, footer, parseRows, runProgram, type CliResult } from '../helpers/cli.js';
 import { cachedNccl, ncclModule, visibleGpus } from '../helpers/nccl.js';
 import { freePort } from '../helpers/net.js';
@@ -150,7 +150,7 @@ describe(`nccl on ${n} visible GPU(s)`, { skip }, () => {
           // busbw = algbw x 2(n-1)/n: 0 by definition on one GPU
           assert.ok(n === 1 ? c.busBwGBps === 0 : c.busBwGBps > 0, `${kind} ${c.label}: busbw ${c.busBwGBps}`);
         }
-        console.log(`# ${kind}: ${doc.configurations.map((c) => `${c.label}: ${(c.commUs.median / 1e3).toFixed(2)} ms, overlap ${c.overlapPct!.toFixed(0)} %`).join('; ')}`);
+        console.log(`# ${kind}: ${doc.configurations.map((c) => `${c.label}: ${(c.commUs.median / 1e3).toFixed(2)} ms, overlap ${overlapCell(c)} %`).join('; ')}`);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
