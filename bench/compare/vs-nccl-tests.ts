@@ -198,6 +198,7 @@ export function collect(o: Options, run: RunProgram, clock: () => number = () =>
         }
       }
     }
+    if (failed.size === o.colls.length * o.runs.length) break;  // nothing left to run
     rounds++;
     const took = clock() - roundStart;
     if (o.deadlineSec > 0 && clock() - start + took > o.deadlineSec) break;
@@ -262,7 +263,7 @@ export function render(c: Collected, o: Pick<Options, 'goal' | 'markdown'>): str
   lines.push('', `goal (collbench median <= ${o.goal.ratio} x nccl-tests' or <= +${o.goal.addedUs} us) met at ${all.length - missed.length}/${all.length} ` +
     `sizes over ${c.rounds} round(s); missed beyond noise (one-sided Mann-Whitney against the allowance, Holm per collective and mode): ${noise.length}`);
   if (missed.length) lines.push(`missed: ${missed.join(' ')}`);
-  for (const e of c.errors) lines.push(`error: ${e.split('\n')[0]}`);
+  for (const e of c.errors) lines.push(`error: ${e.length > 400 ? `${e.slice(0, 400)}…` : e}`);
   return lines.join('\n');
 }
 
