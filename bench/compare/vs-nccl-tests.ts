@@ -17,6 +17,9 @@ export const RUNS = {
   I1: ['-I', '1'],
   // nccl-tests cannot sweep from -b 0 (its warm-up loop doubles 0 forever): 2 B of float is 0 elements, a size-0 row.
   zero: ['-b', '2', '-e', '2'],
+  // -C 1: the time column is the host's enqueue time per op (the clock read before the wait for completion): where the
+  // excess over nccl-tests is the host side of the enqueue, it shows here as well.
+  C1: ['-C', '1'],
 } as const satisfies Record<string, readonly string[]>;
 export type RunKind = keyof typeof RUNS;
 
@@ -70,7 +73,8 @@ export const USAGE = `usage: vs-nccl-tests --nccl-tests DIR [options]
   --collbench DIR     collbench's programs (default: this installation's bin/)
   --backend NAME      collbench's --backend (default nccl; mpi stands in where there is no GPU)
   --colls LIST        collectives, or all (default all_reduce,sendrecv)
-  --runs LIST         sweep (out-of-place and in-place), I1 (-I 1), zero (the 0-byte row) (default all)
+  --runs LIST         sweep (out-of-place and in-place), I1 (-I 1), zero (the 0-byte row), C1 (-C 1: the host's
+                      enqueue time per op) (default all)
   --rounds N          interleaved rounds (default 3)
   --iters N           -n of both (default 20);  --warmup N  -w of both (default 1)
   --min-bytes SIZE    (default 8);  --max-bytes SIZE  (default 4M); sizes double
@@ -303,7 +307,7 @@ export function main(o: Options, out: (s: string) => void): number {
   out(`${pre}collbench (--backend ${o.backend}) vs nccl-tests, float sum, ${o.minBytes}..${o.maxBytes} B, -n ${o.iters} -w ${o.warmup} -c 0, ` +
     `${c.rounds} interleaved round(s) (A B, B A, ...), each run a fresh process; ${started}, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   out(`${pre}collbench: ${c.versions.collbench ?? '-'}; nccl-tests: ${c.versions['nccl-tests'] ?? '-'}; libnccl: ${lib ?? '(the loader\'s)'}`);
-  out(`${pre}modes: sweep = ${runArgs(o, 'sweep').join(' ')}; I1 = + -I 1; zero = ${runArgs(o, 'zero').join(' ')} (0 float elements); ` +
+  out(`${pre}modes: sweep = ${runArgs(o, 'sweep').join(' ')}; I1 = + -I 1; zero = ${runArgs(o, 'zero').join(' ')} (0 float elements); C1 = + -C 1 (enqueue time); ` +
     'oop/ip = out-of-place/in-place column; times are the tools\' own time column (us per op)');
   out('');
   out(render(c, o));
