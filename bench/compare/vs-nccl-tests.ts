@@ -288,7 +288,9 @@ export function main(o: Options, out: (s: string) => void): number {
   if (o.ncclLib) env.COLLBENCH_NCCL_LIB = o.ncclLib;
   const lib = o.backend === 'nccl' ? (o.ncclLib ?? collbenchNcclLib(o.collbench, env)) : null;
   const ntEnv: NodeJS.ProcessEnv = { ...env };
-  if (lib) ntEnv.LD_LIBRARY_PATH = [dirname(lib), env.LD_LIBRARY_PATH].filter(Boolean).join(':');
+  // nccl-tests links libnccl.so.2 and libcudart.so.13 by name: the libnccl collbench loads, CUDA's own lib64 last.
+  const cudaLib = join(env.CUDA_HOME ?? '/usr/local/cuda', 'lib64');
+  ntEnv.LD_LIBRARY_PATH = [lib && dirname(lib), env.LD_LIBRARY_PATH, existsSync(cudaLib) ? cudaLib : null].filter(Boolean).join(':');
   const run: RunProgram = (tool, coll, args) => {
     const exe = join(tool === 'collbench' ? o.collbench : o.ncclTests, `${coll}_perf`);
     const argv = tool === 'collbench' ? ['--backend', o.backend, ...args] : args;
