@@ -16,7 +16,7 @@ PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf r
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead bench-instructions lint test test-unit stress clean nccl-cache bundle
+.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead bench-instructions bench-gpu lint test test-unit stress clean nccl-cache bundle
 
 all: build
 
@@ -66,6 +66,13 @@ bench-overhead: build
 INSTRUCTIONS_ARGS ?=
 bench-instructions: build
 	node --import tsx scripts/bench-instructions.ts $(INSTRUCTIONS_ARGS)
+
+# collbench against NVIDIA's nccl-tests on this machine's GPU, same libnccl, interleaved per collective, mode and size
+# (scripts/bench-gpu/run.sh; README "Performance"): builds nccl-tests v2.19.6 in the ignored third_party/ first
+# (NCCL_TESTS_SRC=DIR: a local source tree where GitHub is out of reach). BENCH_GPU_ARGS passes runner options.
+BENCH_GPU_ARGS ?= --colls all --rounds 5
+bench-gpu: build
+	scripts/bench-gpu/run.sh $(BENCH_GPU_ARGS)
 
 # One self-contained tarball (Node runtime, dist/, production dependencies, build/Release/*.node, launchers):
 # collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (see README, "Bundle").

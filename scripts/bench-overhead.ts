@@ -13,7 +13,7 @@ import { availableParallelism, hostname, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { bootstrapRatio, holm, mannWhitneyP } from '../bench/core/stats.js';
+import { aFirst, analyseSize, linearQuantile, markBeyondNoise, type SizeResult } from '../bench/core/side-by-side.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const COLLS = ['all_reduce', 'all_gather', 'alltoall', 'broadcast', 'reduce_scatter', 'sendrecv'] as const;
@@ -228,51 +228,12 @@ function loopSweep(exe: string, backend: Backend, ranks: number, coll: Coll, ext
 const plainSweep = (backend: Backend, ranks: number, coll: Coll, threadLevel = opts.threadLevel): Sample[] =>
   loopSweep(`plain_${backend}_loop`, backend, ranks, coll, backend === 'mpi' ? ['-t', threadLevel] : []);
 
-// ---- statistics ------------------------------------------------------------------------------------------
+// ---- statistics (core/side-by-side.ts) --------------------------------------------------------------------
 
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const pos = (s.length - 1) * q, lo = Math.floor(pos), hi = Math.ceil(pos);
-  return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
-}
-const median = (xs: number[]): number => quantile(xs, 0.5);
-
-interface SizeResult {
-  size: number; bytes: number;
-  aUs: number[]; bUs: number[];
-  aMedian: number; bMedian: number; ratio: number; addedUs: number;
-  ratioP25: number; ratioP75: number; ratioMin: number; ratioMax: number;
-  ciLo: number; ciHi: number;   // 95 % bootstrap interval of the ratio of medians
-  pBeyond: number;              // one-sided Mann-Whitney: a slower than b plus the goal's allowance
-  aOutliers: number; bOutliers: number; met: boolean;
-  beyondNoise: boolean;         // missed, and significantly so (Holm across the cell's sizes, set by the caller)
-}
-
-function analyse(size: number, bytes: number, aUs: number[], bUs: number[]): SizeResult {
-  const aMedian = median(aUs), bMedian = median(bUs);
-  const ratios = aUs.map((a, i) => a / bUs[i]!).filter(Number.isFinite);
-  const r = (q: number): number => (ratios.length ? quantile(ratios, q) : NaN);
-  const addedUs = aMedian - bMedian;
-  const ci = bootstrapRatio(aUs, bUs);
-  // The goal allows b's median plus max(5 %, 0.10 µs): shift every b sample by that and ask whether a is still slower.
-  const allowance = Math.max((GOAL_RATIO - 1) * bMedian, GOAL_ADDED_US);
-  return {
-    size, bytes, aUs, bUs, aMedian, bMedian, ratio: aMedian / bMedian, addedUs,
-    ratioP25: r(0.25), ratioP75: r(0.75), ratioMin: r(0), ratioMax: r(1),
-    ciLo: ci?.lo ?? NaN, ciHi: ci?.hi ?? NaN,
-    pBeyond: mannWhitneyP(aUs, bUs.map((t) => t + allowance), 'greater'),
-    aOutliers: aUs.filter((t) => t > OUTLIER_FACTOR * aMedian).length,
-    bOutliers: bUs.filter((t) => t > OUTLIER_FACTOR * bMedian).length,
-    met: aMedian <= bMedian * GOAL_RATIO || addedUs <= GOAL_ADDED_US,
-    beyondNoise: false,
-  };
-}
-
-/** Marks the misses that are beyond noise: significant after Holm's correction across the cell's sizes (α 0.05). */
-function markBeyondNoise(sizes: SizeResult[]): void {
-  const significant = holm(sizes.map((s) => s.pBeyond));
-  sizes.forEach((s, i) => { s.beyondNoise = !s.met && significant[i]!; });
-}
+const median = (xs: number[]): number => linearQuantile(xs, 0.5);
+const GOAL = { ratio: GOAL_RATIO, addedUs: GOAL_ADDED_US };
+const analyse = (size: number, bytes: number, aUs: number[], bUs: number[]): SizeResult =>
+  analyseSize(size, bytes, aUs, bUs, GOAL, OUTLIER_FACTOR);
 
 // ---- IMB-MPI1 (optional) ---------------------------------------------------------------------------------
 
@@ -406,7 +367,7 @@ for (const backend of opts.backends) {
       const runA = (): void => { a.push(sweepA()); }, runB = (): void => { b.push(sweepB()); }, runC = (): void => { c.push(sweepB()); };
       const threeWay = [[runA, runB, runC], [runC, runB, runA], [runB, runC, runA], [runA, runC, runB], [runC, runA, runB], [runB, runA, runC]];
       for (let r = 0; r < opts.rounds; r++) {
-        const tools = opts.withControl ? threeWay[r % threeWay.length]! : r % 2 === 0 ? [runA, runB] : [runB, runA];
+        const tools = opts.withControl ? threeWay[r % threeWay.length]! : aFirst(r) ? [runA, runB] : [runB, runA];
         for (const step of r % 2 === 0 ? [...tools, sweepImb] : [sweepImb, ...tools]) step();
       }
       if (withImb) imbRounds.set(coll, imbOf);

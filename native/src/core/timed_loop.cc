@@ -242,7 +242,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   // gathered after the row): with one process nobody waits for anybody, and a replayed graph has no arrivals.
   const bool arrivals = spec.arrivals && backend.nranks() > backend.localRanks() && graphs == 0;
   std::vector<Clock::time_point> arrivalAt(arrivals ? n : 0);
-  const bool stampIter = spec.perIter || spec.blocking == 3 || arrivals;
+  // The clock per iteration only where it is used: -I on the host clock, -z 3, arrivals (-I with device timers: events).
+  const bool stampIter = (spec.perIter && !deviceTimer) || spec.blocking == 3 || arrivals;
   double blockedSeconds = 0;  // -z 3: sum of the pre-barrier part of each iteration
   if (graphs > 0) CB_TRY(backend.captureBegin());
   const uint64_t rotate = spec.rotateBytes;

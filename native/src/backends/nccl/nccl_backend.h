@@ -94,6 +94,8 @@ class NcclBackend : public Backend {
 
   Status enqueue(const OpArgs& args) override;
   Status enqueueAll(const OpArgs* args, int n) override;
+  Status prepareSeries(const OpSeries& series) override;
+  bool runPrepared(uint64_t shiftBytes) override;
   Status groupStart() override;
   Status groupEnd() override;
   Status waitAll() override;
@@ -157,6 +159,7 @@ class NcclBackend : public Backend {
   Status describeNoDevice(const CudaDevices& cuda);
   Status ncclStatus(ncclapi::Result r, const std::string& call, ncclapi::Comm comm, const std::string& site = "") const;
   Status setDevice(int local) const;
+  Status checkOp(const OpArgs& a) const;
   Status issue(const OpArgs& a);
   Status issueHyperCube(const OpArgs* args, int n);
   Status sendRecvGroup(const OpArgs& a, const char* call);
@@ -175,6 +178,19 @@ class NcclBackend : public Backend {
   // One control-plane call per local rank, inside an NCCL group when there are several; the first failure
   // (of a call, or of ncclGroupEnd) is returned, named `what`.
   Status ctrlGroup(const char* what, const std::function<ncclapi::Result(Local&)>& call);
+
+  // prepareSeries()'s op for runPrepared(): one NCCL call (sendrecv: its send + recv group) with its arguments at
+  // shift 0, on local rank 0; `direct` false: the generic path (Backend::runPrepared, enqueueAll).
+  struct PreparedOp {
+    bool direct = false;
+    Coll coll = Coll::AllReduce;
+    const char* send = nullptr;
+    char* recv = nullptr;
+    uint64_t count = 0;
+    ncclapi::DataType dt{};
+    int op = 0, root = 0, sendPeer = 0, recvPeer = 0;
+  };
+  PreparedOp prepared_;
 
   NcclOptions opt_;
   const NcclLibrary* lib_ = nullptr;

@@ -113,19 +113,25 @@ Status NcclBackend::sendRecvGroup(const OpArgs& a, const char* call) {
   return first;
 }
 
-Status NcclBackend::issue(const OpArgs& a) {
+// What issue() and prepareSeries() check of an op before NCCL sees it.
+Status NcclBackend::checkOp(const OpArgs& a) const {
   CB_TRY(checkLocalIndex(a.local));
+  if (locals_[a.local].data == nullptr)
+    return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::issue"));
+  const size_t n = static_cast<size_t>(groupSize_);
+  if ((a.coll == Coll::AllToAllV) &&
+      (a.peers == nullptr || a.peers->sendCounts.size() != n || a.peers->sendDispls.size() != n ||
+       a.peers->recvCounts.size() != n || a.peers->recvDispls.size() != n))
+    return badSpec("alltoallv needs " + std::to_string(n) + " send/recv counts and displacements", "ncclSend");
+  return Status::Ok();
+}
+
+Status NcclBackend::issue(const OpArgs& a) {
+  CB_TRY(checkOp(a));
   const ncclapi::Api& api = lib_->api;
   const Local& l = locals_[a.local];
-  if (l.data == nullptr)
-    return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::issue"));
   const ncclapi::DataType dt = ncclType(a.dtype);
-  const int n = groupSize_, me = devices_[a.local].groupRank;
-  if ((a.coll == Coll::AllToAllV) &&
-      (a.peers == nullptr || a.peers->sendCounts.size() != static_cast<size_t>(n) ||
-       a.peers->sendDispls.size() != static_cast<size_t>(n) || a.peers->recvCounts.size() != static_cast<size_t>(n) ||
-       a.peers->recvDispls.size() != static_cast<size_t>(n)))
-    return badSpec("alltoallv needs " + std::to_string(n) + " send/recv counts and displacements", "ncclSend");
+  const int me = devices_[a.local].groupRank;
 
   int op = static_cast<int>(a.op);
   bool premul = false;
@@ -202,6 +208,90 @@ Status NcclBackend::issue(const OpArgs& a) {
     if (d != ncclapi::Success && s.ok) s = ncclStatus(d, "ncclRedOpDestroy", l.data);
   }
   return s;
+}
+
+// The timed loop's per-op path (core/backend.h, "Prepared ops"). The generic one (Backend::runPrepared) copies the args
+// and runs enqueueAll's and issue()'s checks on every op; nccl-tests' startColl does nothing per op but the shift and
+// the library call. So: the series is checked here once, and for one local rank and an op that is one NCCL call (or
+// sendrecv's send + recv group) without a per-call PreMulSum, runPrepared() makes that call with the arguments
+// resolved now. The rest (several local ranks, hypercube, alltoallv, mulsum, calls the library lacks) stays generic.
+Status NcclBackend::prepareSeries(const OpSeries& series) {
+  prepared_ = PreparedOp{};
+  CB_TRY(Backend::prepareSeries(series));
+  if (series.nLocal != localCount_)
+    return badSpec("got ops for " + std::to_string(series.nLocal) + " of " + std::to_string(localCount_) + " local ranks",
+                   "NcclBackend::prepareSeries");
+  for (int i = 0; i < series.nLocal; ++i) {
+    if (series.args[i].local != i) return badSpec("ops must come in local-rank order", "NcclBackend::prepareSeries");
+    CB_TRY(checkOp(series.args[i]));
+  }
+  const OpArgs& a = series.args[0];
+  const ncclapi::Api& api = lib_->api;
+  if (localCount_ != 1 || (isReducing(a.coll) && a.op == RedOp::MulSum)) return Status::Ok();
+  PreparedOp p;
+  switch (a.coll) {
+    case Coll::AllReduce: case Coll::AllGather: case Coll::ReduceScatter: case Coll::Broadcast: case Coll::Reduce:
+    case Coll::SendRecv:
+      break;
+    case Coll::AllToAll: if (api.AlltoAll == nullptr) return Status::Ok(); break;
+    case Coll::Gather: if (api.Gather == nullptr) return Status::Ok(); break;
+    case Coll::Scatter: if (api.Scatter == nullptr) return Status::Ok(); break;
+    default: return Status::Ok();
+  }
+  const int n = groupSize_, me = devices_[0].groupRank;
+  p.direct = true;
+  p.coll = a.coll;
+  p.send = static_cast<const char*>(a.send);
+  p.recv = static_cast<char*>(a.recv);
+  p.count = a.count;
+  p.dt = ncclType(a.dtype);
+  p.op = static_cast<int>(a.op);
+  p.root = a.root;
+  p.sendPeer = (me + 1) % n;  // sendrecv's ring shift, as sendRecvGroup
+  p.recvPeer = (me - 1 + n) % n;
+  prepared_ = p;
+  return Status::Ok();
+}
+
+bool NcclBackend::runPrepared(uint64_t shiftBytes) {
+  const PreparedOp& p = prepared_;
+  if (!p.direct) return Backend::runPrepared(shiftBytes);
+  const Local& l = locals_[0];
+  if (l.data == nullptr)  // aborted by a failed wait since prepareSeries()
+    return preparedFail(Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::runPrepared")));
+  const ncclapi::Api& api = lib_->api;
+  const char* s = p.send + shiftBytes;
+  char* r = p.recv + shiftBytes;
+  Result res = ncclapi::Success;
+  const char* call = "";
+  switch (p.coll) {
+    case Coll::AllReduce: call = "ncclAllReduce"; res = api.AllReduce(s, r, p.count, p.dt, p.op, l.data, l.stream); break;
+    case Coll::AllGather: call = "ncclAllGather"; res = api.AllGather(s, r, p.count, p.dt, l.data, l.stream); break;
+    case Coll::ReduceScatter:
+      call = "ncclReduceScatter";
+      res = api.ReduceScatter(s, r, p.count, p.dt, p.op, l.data, l.stream);
+      break;
+    case Coll::Broadcast: call = "ncclBroadcast"; res = api.Broadcast(s, r, p.count, p.dt, p.root, l.data, l.stream); break;
+    case Coll::Reduce: call = "ncclReduce"; res = api.Reduce(s, r, p.count, p.dt, p.op, p.root, l.data, l.stream); break;
+    case Coll::AllToAll: call = "ncclAlltoAll"; res = api.AlltoAll(s, r, p.count, p.dt, l.data, l.stream); break;
+    case Coll::Gather: call = "ncclGather"; res = api.Gather(s, r, p.count, p.dt, p.root, l.data, l.stream); break;
+    case Coll::Scatter: call = "ncclScatter"; res = api.Scatter(s, r, p.count, p.dt, p.root, l.data, l.stream); break;
+    case Coll::SendRecv: {
+      // nccl-tests' SendRecvRunColl: one group of the send to rank+1 and the receive from rank-1.
+      res = api.GroupStart();
+      if (res != ncclapi::Success) return preparedFail(ncclStatus(res, "ncclGroupStart", nullptr));
+      const Result sr = api.Send(s, p.count, p.dt, p.sendPeer, l.data, l.stream);
+      const Result rr = api.Recv(r, p.count, p.dt, p.recvPeer, l.data, l.stream);
+      res = api.GroupEnd();
+      if (sr != ncclapi::Success && sr != ncclapi::InProgress) return preparedFail(ncclStatus(sr, "ncclSend", l.data));
+      if (rr != ncclapi::Success && rr != ncclapi::InProgress) return preparedFail(ncclStatus(rr, "ncclRecv", l.data));
+      call = "ncclGroupEnd (sendrecv)";
+      break;
+    }
+    default: return preparedFail(badSpec("unexpected prepared collective", "NcclBackend::runPrepared"));
+  }
+  if (res == ncclapi::Success || res == ncclapi::InProgress) return true;
+  return preparedFail(ncclStatus(res, call, l.data));
 }
 
 // nccl-tests' hypercube: copy the own chunk, then log2(n) exchange rounds. Each round is one group
@@ -283,7 +373,8 @@ Status NcclBackend::waitAll() {
     }
     if (done) return Status::Ok();
     for (const Local& l : locals_) {
-      for (ncclapi::Comm c : {l.data, l.world}) {
+      // Without NCCL_TESTS_SPLIT data is world: ask once per poll, as nccl-tests does.
+      for (ncclapi::Comm c : {l.data, l.world == l.data ? nullptr : l.world}) {
         if (c == nullptr) continue;
         Result async = ncclapi::Success;
         const Result r = lib_->api.CommGetAsyncError(c, &async);

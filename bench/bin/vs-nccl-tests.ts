@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+// Executable behind `make bench-gpu` and scripts/gpu-check/50-vs-nccl-tests.sh: collbench against nccl-tests on this
+// machine's GPU, interleaved (compare/vs-nccl-tests.ts). Plain compiled JavaScript, so the bundle's node runs it where
+// there is no Node.js or tsx. Bad input: one line on stderr, exit 2.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BadInput, main, parseOptions, USAGE } from '../compare/vs-nccl-tests.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+try {
+  const o = parseOptions(process.argv.slice(2), root);
+  if (o === 'help') {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  process.exit(main(o, (s) => console.log(s)));
+} catch (e) {
+  if (!(e instanceof BadInput)) throw e;
+  console.error(`vs-nccl-tests: ${e.message}`);
+  process.exit(2);
+}

@@ -1,0 +1,319 @@
+// collbench against NVIDIA's nccl-tests on the same GPU and libnccl (issue #28: per-op cost, goal <= 1.02x or
+// <= +0.3 µs at every size): both programs run interleaved round by round (A B, then B A: core/side-by-side.ts) for
+// every collective and mode (out-of-place, in-place, -I 1, the 0-byte row), each run a fresh process, and the medians
+// over rounds are judged per size with their spread and interval. Entry point: bin/vs-nccl-tests.ts (`make bench-gpu`,
+// scripts/gpu-check/50-vs-nccl-tests.sh); it runs with the bundle's node, no tsx. Both tools print the same table.
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { aFirst, analyseSize, markBeyondNoise, type Goal, type SizeResult } from '../core/side-by-side.js';
+import { COLLECTIVES, type CollectiveName } from '../core/types.js';
+import { parseSize } from '../config/sizes.js';
+
+/** One kind of run: its extra flags; each run gives an out-of-place and an in-place column. */
+export const RUNS = {
+  sweep: [],
+  I1: ['-I', '1'],
+  // nccl-tests cannot sweep from -b 0 (its warm-up loop doubles 0 forever): 2 B of float is 0 elements, a size-0 row.
+  zero: ['-b', '2', '-e', '2'],
+  // -C 1: the time column is the host's enqueue time per op (the clock read before the wait for completion): where the
+  // excess over nccl-tests is the host side of the enqueue, it shows here as well.
+  C1: ['-C', '1'],
+} as const satisfies Record<string, readonly string[]>;
+export type RunKind = keyof typeof RUNS;
+
+export interface PerfRow { size: number; oopUs: number; ipUs: number }
+
+/** The result rows of an nccl-tests-format table (collbench prints the same): size, out-of-place and in-place time. */
+export function parsePerfTable(text: string): PerfRow[] {
+  const rows: PerfRow[] = [];
+  for (const line of text.split('\n')) {
+    const t = line.trim().split(/\s+/);
+    if (t.length < 13 || !/^\d+$/.test(t[0]!) || !/^\d+$/.test(t[1]!)) continue;
+    // size count type redop root | time algbw busbw #wrong [i_min i_max i_p99 i_cv%] | the same in place
+    const half = (t.length - 5) / 2;
+    if (!Number.isInteger(half)) continue;
+    const oop = Number(t[5]), ip = Number(t[5 + half]);
+    if (!Number.isFinite(oop) || !Number.isFinite(ip)) continue;
+    rows.push({ size: Number(t[0]), oopUs: oop, ipUs: ip });
+  }
+  return rows;
+}
+
+/** `# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809`, `# collbench version … backend nccl (NCCL …)`. */
+export function versionLine(text: string): string {
+  return text.split('\n').find((l) => /^# (nccl-tests|collbench) version/.test(l))?.slice(2).trim() ?? '(no version line)';
+}
+
+export interface Options {
+  ncclTests: string;        // folder of nccl-tests' *_perf
+  collbench: string;        // folder of collbench's *_perf
+  backend: string;          // collbench's --backend
+  colls: CollectiveName[];
+  runs: RunKind[];
+  rounds: number;
+  iters: number;
+  warmup: number;
+  minBytes: number;
+  maxBytes: number;
+  goal: Goal;
+  timeoutSec: number;       // one program run
+  deadlineSec: number;      // start no round that would end after this (0: none); at least one round runs
+  ncclLib: string | null;   // the libnccl both use (nccl-tests through LD_LIBRARY_PATH)
+  markdown: boolean;
+  json: string | null;
+  strict: boolean;
+}
+
+export const USAGE = `usage: vs-nccl-tests --nccl-tests DIR [options]
+  Runs collbench's and nccl-tests' *_perf programs interleaved (A B, B A, ...) on this machine and prints, per
+  collective, mode and size, both medians over the rounds, ratio, added us, spread and a 95 % interval, and the goal.
+  --nccl-tests DIR    nccl-tests' build folder (all_reduce_perf ...)
+  --collbench DIR     collbench's programs (default: this installation's bin/)
+  --backend NAME      collbench's --backend (default nccl; mpi stands in where there is no GPU)
+  --colls LIST        collectives, or all (default all_reduce,sendrecv)
+  --runs LIST         sweep (out-of-place and in-place), I1 (-I 1), zero (the 0-byte row), C1 (-C 1: the host's
+                      enqueue time per op) (default all)
+  --rounds N          interleaved rounds (default 3)
+  --iters N           -n of both (default 20);  --warmup N  -w of both (default 1)
+  --min-bytes SIZE    (default 8);  --max-bytes SIZE  (default 4M); sizes double
+  --goal-ratio R      (default 1.02);  --goal-us US  (default 0.3): met when either holds
+  --nccl-lib PATH     the libnccl.so.2 both load (default: the one collbench's info finds)
+  --timeout S         one program run's limit (default 120)
+  --deadline S        start no round that would end later than S seconds after the start (default 0: none)
+  --markdown          the table as Markdown;  --json FILE  every sample;  --strict  exit 1 when a goal is missed`;
+
+export class BadInput extends Error {}
+
+function int(text: string, what: string, min: number): number {
+  if (!/^\d+$/.test(text) || Number(text) < min) throw new BadInput(`--${what}: '${text}' is not a whole number >= ${min}`);
+  return Number(text);
+}
+
+function num(text: string, what: string): number {
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v) || v < 0) throw new BadInput(`--${what}: '${text}' is not a number >= 0`);
+  return v;
+}
+
+/** The options, or 'help'; BadInput names the bad one. `root` is the installation (its bin/ is collbench's). */
+export function parseOptions(argv: string[], root: string): Options | 'help' {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv, strict: true, allowPositionals: false,
+      options: {
+        'nccl-tests': { type: 'string' }, collbench: { type: 'string' }, backend: { type: 'string', default: 'nccl' },
+        colls: { type: 'string', default: 'all_reduce,sendrecv' }, runs: { type: 'string', default: Object.keys(RUNS).join(',') },
+        rounds: { type: 'string', default: '3' }, iters: { type: 'string', default: '20' }, warmup: { type: 'string', default: '1' },
+        'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
+        'goal-ratio': { type: 'string', default: '1.02' }, 'goal-us': { type: 'string', default: '0.3' },
+        'nccl-lib': { type: 'string' }, timeout: { type: 'string', default: '120' }, deadline: { type: 'string', default: '0' },
+        markdown: { type: 'boolean', default: false }, json: { type: 'string' }, strict: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }));
+  } catch (e) {
+    throw new BadInput((e as Error).message);
+  }
+  if (values.help) return 'help';
+  const ncclTests = values['nccl-tests'];
+  if (!ncclTests) throw new BadInput('--nccl-tests DIR is required (nccl-tests\' build folder)');
+  const collbench = values.collbench ?? join(root, 'bin');
+  const colls = (values.colls === 'all' ? [...COLLECTIVES] : values.colls.split(',')) as CollectiveName[];
+  for (const c of colls) if (!(COLLECTIVES as readonly string[]).includes(c)) throw new BadInput(`--colls: unknown collective '${c}' (${COLLECTIVES.join(', ')})`);
+  for (const [dir, what] of [[ncclTests, 'nccl-tests'], [collbench, 'collbench']] as const) {
+    for (const c of colls) if (!existsSync(join(dir, `${c}_perf`))) throw new BadInput(`--${what}: ${join(dir, `${c}_perf`)} does not exist`);
+  }
+  const runs = values.runs.split(',') as RunKind[];
+  for (const r of runs) if (!(r in RUNS)) throw new BadInput(`--runs: unknown run '${r}' (${Object.keys(RUNS).join(', ')})`);
+  const size = (flag: string, text: string): number => {
+    try { return parseSize(text, flag); } catch (e) { throw new BadInput(`--${flag}: ${(e as Error).message}`); }
+  };
+  const minBytes = size('min-bytes', values['min-bytes']), maxBytes = size('max-bytes', values['max-bytes']);
+  if (minBytes < 1 || minBytes > maxBytes) throw new BadInput('--min-bytes must be >= 1 and <= --max-bytes (the 0-byte row is --runs zero)');
+  const ncclLib = values['nccl-lib'] ?? null;
+  if (ncclLib !== null && !existsSync(ncclLib)) throw new BadInput(`--nccl-lib: ${ncclLib} does not exist`);
+  return {
+    ncclTests, collbench, backend: values.backend, colls, runs,
+    rounds: int(values.rounds, 'rounds', 1), iters: int(values.iters, 'iters', 1), warmup: int(values.warmup, 'warmup', 0),
+    minBytes, maxBytes, goal: { ratio: num(values['goal-ratio'], 'goal-ratio'), addedUs: num(values['goal-us'], 'goal-us') },
+    timeoutSec: int(values.timeout, 'timeout', 1), deadlineSec: int(values.deadline, 'deadline', 0),
+    ncclLib, markdown: values.markdown, json: values.json ?? null, strict: values.strict,
+  };
+}
+
+export type Tool = 'collbench' | 'nccl-tests';
+/** Runs one program and returns its output, or throws naming the command and its exit. */
+export type RunProgram = (tool: Tool, coll: CollectiveName, args: string[]) => string;
+
+/** Both tools' arguments for one run kind (the same for both; collbench gets --backend besides). */
+export function runArgs(o: Pick<Options, 'minBytes' | 'maxBytes' | 'iters' | 'warmup'>, kind: RunKind): string[] {
+  const sweep = kind === 'zero' ? [] : ['-b', String(o.minBytes), '-e', String(o.maxBytes)];
+  return [...sweep, '-f', '2', '-n', String(o.iters), '-w', String(o.warmup), '-c', '0', ...RUNS[kind]];
+}
+
+export interface Cell {
+  coll: CollectiveName; mode: string;      // 'sweep oop', 'I1 ip', 'zero oop', …
+  sizes: SizeResult[];
+  error: string | null;
+}
+
+export interface Collected {
+  cells: Cell[];
+  rounds: number;                          // completed
+  versions: Partial<Record<Tool, string>>;
+  errors: string[];
+}
+
+/**
+ * The interleaved rounds: round-major (every collective and run kind in a round, A B in even rounds, B A in odd
+ * ones), then per cell the sizes judged. `clock` (seconds) and the deadline stop starting rounds that would not fit.
+ */
+export function collect(o: Options, run: RunProgram, clock: () => number = () => performance.now() / 1000): Collected {
+  const samples = new Map<string, Record<Tool, PerfRow[][]>>();
+  const versions: Partial<Record<Tool, string>> = {};
+  const errors: string[] = [];
+  const failed = new Set<string>();
+  const start = clock();
+  let rounds = 0;
+  for (let r = 0; r < o.rounds; r++) {
+    const roundStart = clock();
+    for (const coll of o.colls) {
+      for (const kind of o.runs) {
+        const key = `${coll} ${kind}`;
+        if (failed.has(key)) continue;
+        const slot = samples.get(key) ?? { collbench: [], 'nccl-tests': [] };
+        samples.set(key, slot);
+        const order: Tool[] = aFirst(r) ? ['collbench', 'nccl-tests'] : ['nccl-tests', 'collbench'];
+        for (const tool of order) {
+          try {
+            const text = run(tool, coll, runArgs(o, kind));
+            versions[tool] ??= versionLine(text);
+            const rows = parsePerfTable(text);
+            if (rows.length === 0) throw new Error(`${tool} ${coll}_perf ${runArgs(o, kind).join(' ')}: no result rows in its output`);
+            slot[tool].push(rows);
+          } catch (e) {
+            errors.push((e as Error).message);
+            failed.add(key);
+            break;
+          }
+        }
+      }
+    }
+    if (failed.size === o.colls.length * o.runs.length) break;  // nothing left to run
+    rounds++;
+    const took = clock() - roundStart;
+    if (o.deadlineSec > 0 && clock() - start + took > o.deadlineSec) break;
+  }
+  const cells: Cell[] = [];
+  for (const coll of o.colls) {
+    for (const kind of o.runs) {
+      const key = `${coll} ${kind}`;
+      const s = samples.get(key);
+      for (const side of ['oop', 'ip'] as const) {
+        const mode = `${kind} ${side}`;
+        if (!s || failed.has(key) || s.collbench.length === 0) {
+          cells.push({ coll, mode, sizes: [], error: failed.has(key) ? 'a run failed (see the errors)' : 'no rounds' });
+          continue;
+        }
+        const n = Math.min(s.collbench.length, s['nccl-tests'].length);
+        const a = s.collbench.slice(0, n), b = s['nccl-tests'].slice(0, n);
+        const sizesOf = a[0]!.map((x) => x.size);
+        const shape = (rs: PerfRow[]): string => rs.map((x) => x.size).join(',');
+        const odd = [...a, ...b].find((rs) => shape(rs) !== sizesOf.join(','));
+        if (odd) {
+          cells.push({ coll, mode, sizes: [], error: `the row sizes differ between runs: ${sizesOf.join(',')} vs ${shape(odd)}` });
+          continue;
+        }
+        const us = (x: PerfRow): number => (side === 'oop' ? x.oopUs : x.ipUs);
+        const sizes = sizesOf.map((size, i) => analyseSize(size, size, a.map((rs) => us(rs[i]!)), b.map((rs) => us(rs[i]!)), o.goal, 2));
+        markBeyondNoise(sizes);
+        cells.push({ coll, mode, sizes, error: null });
+      }
+    }
+  }
+  return { cells, rounds, versions, errors };
+}
+
+const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
+const verdict = (s: SizeResult): string => (s.met ? 'ok' : s.beyondNoise ? 'MISSED' : 'missed (noise)');
+const span = (xs: number[]): string => `${f(Math.min(...xs))}-${f(Math.max(...xs))}`;
+
+/** The side-by-side table (text, or Markdown for the GPU check's report) and the summary lines after it. */
+export function render(c: Collected, o: Pick<Options, 'goal' | 'markdown'>): string {
+  const head = ['coll', 'mode', 'size', 'collbench_us', 'nccl-tests_us', 'ratio', 'added_us', 'ratio_ci95', 'ratio_p25-p75',
+    'collbench_min-max', 'nccl-tests_min-max', 'goal'];
+  const rows: string[][] = [];
+  for (const cell of c.cells) {
+    if (cell.error) { rows.push([cell.coll, cell.mode, '-', '-', '-', '-', '-', '-', '-', '-', '-', cell.error]); continue; }
+    for (const s of cell.sizes) {
+      rows.push([cell.coll, cell.mode, String(s.size), f(s.aMedian), f(s.bMedian), f(s.ratio, 3), f(s.addedUs),
+        `${f(s.ciLo)}-${f(s.ciHi)}`, `${f(s.ratioP25)}-${f(s.ratioP75)}`, span(s.aUs), span(s.bUs), verdict(s)]);
+    }
+  }
+  const all = c.cells.flatMap((x) => x.sizes);
+  const missed = c.cells.flatMap((x) => x.sizes.filter((s) => !s.met).map((s) => `${x.coll}/${x.mode}/${s.size}`));
+  const noise = c.cells.flatMap((x) => x.sizes.filter((s) => s.beyondNoise).map((s) => `${x.coll}/${x.mode}/${s.size}`));
+  const lines: string[] = [];
+  if (o.markdown) {
+    lines.push(`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`));
+  } else {
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (r: string[]): string => r.map((x, i) => (i < 2 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join('  ');
+    lines.push(line(head), ...rows.map(line));
+  }
+  lines.push('', `goal (collbench median <= ${o.goal.ratio} x nccl-tests' or <= +${o.goal.addedUs} us) met at ${all.length - missed.length}/${all.length} ` +
+    `sizes over ${c.rounds} round(s); missed beyond noise (one-sided Mann-Whitney against the allowance, Holm per collective and mode): ${noise.length}`);
+  if (missed.length) lines.push(`missed: ${missed.join(' ')}`);
+  for (const e of c.errors) lines.push(`error: ${e.length > 400 ? `${e.slice(0, 400)}…` : e}`);
+  return lines.join('\n');
+}
+
+/** Where collbench finds libnccl (`collbench info --json`), so that nccl-tests loads the same one; null if none. */
+function collbenchNcclLib(collbenchDir: string, env: NodeJS.ProcessEnv): string | null {
+  const r = spawnSync(join(collbenchDir, 'collbench'), ['info', '--json'], { encoding: 'utf8', env, timeout: 60_000 });
+  try {
+    const info = JSON.parse(r.stdout) as { backends: { name: string; nccl?: { path?: string } }[] };
+    return info.backends.find((b) => b.name === 'nccl')?.nccl?.path ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs the comparison with real programs; the exit code (0, 1 when a run failed or --strict and a goal missed). */
+export function main(o: Options, out: (s: string) => void): number {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (o.ncclLib) env.COLLBENCH_NCCL_LIB = o.ncclLib;
+  const lib = o.backend === 'nccl' ? (o.ncclLib ?? collbenchNcclLib(o.collbench, env)) : null;
+  const ntEnv: NodeJS.ProcessEnv = { ...env };
+  // nccl-tests links libnccl.so.2 and libcudart.so.13 by name: the libnccl collbench loads, CUDA's own lib64 last.
+  const cudaLib = join(env.CUDA_HOME ?? '/usr/local/cuda', 'lib64');
+  ntEnv.LD_LIBRARY_PATH = [lib && dirname(lib), env.LD_LIBRARY_PATH, existsSync(cudaLib) ? cudaLib : null].filter(Boolean).join(':');
+  const run: RunProgram = (tool, coll, args) => {
+    const exe = join(tool === 'collbench' ? o.collbench : o.ncclTests, `${coll}_perf`);
+    const argv = tool === 'collbench' ? ['--backend', o.backend, ...args] : args;
+    const r = spawnSync(exe, argv, { encoding: 'utf8', env: tool === 'collbench' ? env : ntEnv, timeout: o.timeoutSec * 1000,
+      killSignal: 'SIGKILL', maxBuffer: 1 << 26 });
+    if (r.error || r.status !== 0) {
+      const why = r.error ? r.error.message : `exit ${r.status ?? r.signal}`;
+      throw new Error(`${exe} ${argv.join(' ')}: ${why}: ${(r.stderr || r.stdout || '').trim().split('\n').slice(-3).join(' | ')}`);
+    }
+    return r.stdout;
+  };
+  const t0 = Date.now();
+  const started = new Date().toISOString();
+  const c = collect(o, run);
+  const pre = o.markdown ? '' : '# ';
+  out(`${pre}collbench (--backend ${o.backend}) vs nccl-tests, float sum, ${o.minBytes}..${o.maxBytes} B, -n ${o.iters} -w ${o.warmup} -c 0, ` +
+    `${c.rounds} interleaved round(s) (A B, B A, ...), each run a fresh process; ${started}, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  out(`${pre}collbench: ${c.versions.collbench ?? '-'}; nccl-tests: ${c.versions['nccl-tests'] ?? '-'}; libnccl: ${lib ?? '(the loader\'s)'}`);
+  out(`${pre}modes: sweep = ${runArgs(o, 'sweep').join(' ')}; I1 = + -I 1; zero = ${runArgs(o, 'zero').join(' ')} (0 float elements); C1 = + -C 1 (enqueue time); ` +
+    'oop/ip = out-of-place/in-place column; times are the tools\' own time column (us per op)');
+  out('');
+  out(render(c, o));
+  if (o.json) writeFileSync(o.json, `${JSON.stringify({ kind: 'collbench-vs-nccl-tests', started, options: o, ...c }, null, 1)}\n`);
+  if (c.errors.length) return 1;
+  return o.strict && c.cells.some((x) => x.sizes.some((s) => !s.met)) ? 1 : 0;
+}
