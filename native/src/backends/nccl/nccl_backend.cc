@@ -176,6 +176,7 @@ Status NcclBackend::init() {
     l.freeBeforeInit = freeMemory();
   }
   CB_TRY(initComms());
+  CB_TRY(createDevComms());
   for (int i = 0; i < localCount_; ++i) {
     CB_TRY(setDevice(i));
     locals_[i].freeAfterInit = freeMemory();
@@ -226,6 +227,7 @@ Status NcclBackend::finalize() {
   }
   if (lib_ != nullptr && !aborted_) {
     for (Local& l : locals_) {
+      keep(destroyDevComm(l));
       if (l.data != nullptr && l.data != l.world) {
         const Result r = lib_->api.CommDestroy(l.data);
         if (r != ncclapi::Success) keep(ncclStatus(r, "ncclCommDestroy", nullptr));

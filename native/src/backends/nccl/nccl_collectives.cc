@@ -126,6 +126,7 @@ Status NcclBackend::issue(const OpArgs& a) {
        a.peers->sendDispls.size() != static_cast<size_t>(n) || a.peers->recvCounts.size() != static_cast<size_t>(n) ||
        a.peers->recvDispls.size() != static_cast<size_t>(n)))
     return badSpec("alltoallv needs " + std::to_string(n) + " send/recv counts and displacements", "ncclSend");
+  if (opt_.deviceImpl > 0) return issueDevice(a);
 
   int op = static_cast<int>(a.op);
   bool premul = false;
