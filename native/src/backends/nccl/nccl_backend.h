@@ -163,7 +163,9 @@ class NcclBackend : public Backend {
   Status setDevice(int local) const;
   Status issue(const OpArgs& a);
   Status issueHyperCube(const OpArgs* args, int n);
-  // -D (nccl_device.cc): refusals and device communicators at init, the kernel launch per op, teardown.
+  // -D (nccl_device.cc): refusals at init, device communicators once the windows exist, the kernel launch per op,
+  // teardown.
+  Status checkDevApi();
   Status createDevComms();
   Status destroyDevComm(Local& l);
   Status issueDevice(const OpArgs& a);

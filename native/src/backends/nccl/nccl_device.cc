@@ -105,7 +105,7 @@ std::string implText(int impl) { return "-D " + std::to_string(impl) + " (" + nc
 
 }  // namespace
 
-Status NcclBackend::createDevComms() {
+Status NcclBackend::checkDevApi() {
   const int impl = opt_.deviceImpl;
   if (impl <= 0) return Status::Ok();
   if (impl > nccldevice::kMaxImpl)
@@ -137,6 +137,15 @@ Status NcclBackend::createDevComms() {
                              CB_SITE("cuDeviceGetAttribute"));
     }
   }
+  return Status::Ok();
+}
+
+// After the windows are registered, as nccl-tests orders it (the multimem mapping of a window and the device
+// communicator's multicast object meet there).
+Status NcclBackend::createDevComms() {
+  const int impl = opt_.deviceImpl;
+  if (impl <= 0 || devApi_ == nullptr || locals_.empty() || locals_[0].devComm != nullptr) return Status::Ok();
+  const ncclapi::Api& api = lib_->api;
   // Collective over the communicator, like window registration: every local rank inside one group.
   if (localCount_ > 1) CB_NCCL(api.GroupStart(), "ncclGroupStart", nullptr);
   Status first = Status::Ok();
@@ -150,17 +159,20 @@ Status NcclBackend::createDevComms() {
     if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok)
       first = ncclStatus(r, "ncclGroupEnd (ncclDevCommCreate)", nullptr);
   }
-  // NCCL's own refusal of what -D asks (multimem without NVLS on this communicator, too many barriers): the
-  // machine cannot run this implementation, which is what exit 5 says.
-  if (!first.ok && (first.code() == "NCCL_INVALID_USAGE" || first.code() == "NCCL_INVALID_ARGUMENT"))
-    return Status::Error("nccl", kUnsupported, implText(impl) + ": NCCL refused the device communicator: " + first.message(),
-                         CB_SITE("ncclDevCommCreate"));
-  return first;
+  if (first.ok) return first;
+  // NCCL's own refusal of what -D asks (multimem without NVLS on this communicator, too many barriers), named so.
+  const bool refused = first.code() == "NCCL_INVALID_USAGE" || first.code() == "NCCL_INVALID_ARGUMENT";
+  return Status::Error("nccl", first.code(),
+                       implText(impl) + (refused ? ": NCCL refused the device communicator: " : ": ") + first.message(),
+                       first.site());
 }
 
 Status NcclBackend::destroyDevComm(Local& l) {
-  if (l.devComm == nullptr) return Status::Ok();
-  const ncclapi::Result r = devApi_->destroy(lib_->api, l.data, l.devComm);
+  if (l.devComm == nullptr || devApi_ == nullptr) return Status::Ok();
+  // After an abort the communicator is gone: only the host copy is freed (an Api without functions calls nothing).
+  static const ncclapi::Api kNoCalls{};
+  const bool live = !aborted_ && l.data != nullptr;
+  const ncclapi::Result r = devApi_->destroy(live ? lib_->api : kNoCalls, l.data, l.devComm);
   l.devComm = nullptr;
   if (r != ncclapi::Success) return ncclStatus(r, "ncclDevCommDestroy", l.data);
   return Status::Ok();

@@ -8,6 +8,7 @@
 #include <nccl.h>
 #include <nccl_device.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -18,6 +19,16 @@
 #endif
 
 namespace collbench::nccldevice::COLLBENCH_DEVAPI_VARIANT {
+
+// Our host declarations (nccl_api.h, dlsym'ed) against these headers: ncclTeam_t, returned by value by ncclTeamLsa.
+static_assert(sizeof(ncclapi::Team) == sizeof(ncclTeam_t) && offsetof(ncclTeam_t, nRanks) == offsetof(ncclapi::Team, nRanks) &&
+                  offsetof(ncclTeam_t, rank) == offsetof(ncclapi::Team, rank) &&
+                  offsetof(ncclTeam_t, stride) == offsetof(ncclapi::Team, stride),
+              "ncclTeam_t layout");
+[[maybe_unused]] constexpr ncclTeam_t (*kTeamLsaHost)(ncclComm_t) = ncclTeamLsa;  // the host overload exists as declared
+static_assert(std::is_same_v<decltype(&ncclDevCommCreate),
+                             ncclResult_t (*)(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*)>,
+              "ncclDevCommCreate");
 
 namespace {
 
@@ -80,10 +91,10 @@ __global__ void __launch_bounds__(kThreads) lsaKernel(ncclWindow_t sw, size_t so
                                                       size_t count, ncclDevComm dc) {
   const ncclTeam lsa = ncclTeamLsa(dc);
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, lsa, dc.lsaBarrier, blockIdx.x};
-  bar.sync(ncclCoopCta(), cuda::memory_order_acquire);  // every peer's input is written
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every peer's input is written and visible
   const Share s = shareOf(count, lsa.rank, lsa.nRanks);
   lsaScalarRange<T>(sw, so, rw, ro, s.begin, s.end, lsa.nRanks);
-  bar.sync(ncclCoopCta(), cuda::memory_order_release);  // every peer's output is complete
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every peer's output is complete and visible
 }
 
 // -D 2: 16-byte vectors over the aligned body, scalar head and tail (fewer than 16 bytes each, rank 0).
@@ -93,7 +104,7 @@ __global__ void __launch_bounds__(kThreads) lsaVectorKernel(ncclWindow_t sw, siz
   constexpr size_t kLanes = kVecBytes / sizeof(T);
   const ncclTeam lsa = ncclTeamLsa(dc);
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, lsa, dc.lsaBarrier, blockIdx.x};
-  bar.sync(ncclCoopCta(), cuda::memory_order_acquire);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
   const size_t head = vectorHead<T>(so, ro, count);
   const size_t vectors = (count - head) / kLanes;
   const size_t tail = head + vectors * kLanes;
@@ -117,60 +128,42 @@ __global__ void __launch_bounds__(kThreads) lsaVectorKernel(ncclWindow_t sw, siz
     }
     for (int p = 0; p < lsa.nRanks; ++p) peerPtr<uint4>(rw, vro, p)[v] = acc.raw;
   }
-  bar.sync(ncclCoopCta(), cuda::memory_order_release);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
 }
 
-// Multimem load-reduce and store (sm_90+: NVLink SHARP through the LSA team's multicast object).
+// Multimem load-reduce and store (sm_90+: NVLink SHARP through the LSA team's multicast object); older targets trap.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CB_MULTIMEM(...) asm volatile(__VA_ARGS__)
+#else
+#define CB_MULTIMEM(...) __trap()
+#endif
 __device__ __forceinline__ float mmLoadSum(const float* p) {
   float v = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("multimem.ld_reduce.relaxed.sys.global.add.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
-#else
-  __trap();
-#endif
+  CB_MULTIMEM("multimem.ld_reduce.relaxed.sys.global.add.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ double mmLoadSum(const double* p) {
   double v = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("multimem.ld_reduce.relaxed.sys.global.add.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
-#else
-  __trap();
-#endif
+  CB_MULTIMEM("multimem.ld_reduce.relaxed.sys.global.add.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ void mmStore(float* p, float v) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("multimem.st.relaxed.sys.global.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory");
-#else
-  __trap();
-#endif
+  CB_MULTIMEM("multimem.st.relaxed.sys.global.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory");
 }
 __device__ __forceinline__ void mmStore(double* p, double v) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("multimem.st.relaxed.sys.global.f64 [%0], %1;" : : "l"(p), "d"(v) : "memory");
-#else
-  __trap();
-#endif
+  CB_MULTIMEM("multimem.st.relaxed.sys.global.f64 [%0], %1;" : : "l"(p), "d"(v) : "memory");
 }
 __device__ __forceinline__ float4 mmLoadSum4(const float4* p) {
   float4 v{};
-#if __CUDA_ARCH__ >= 900
-  asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
-#else
-  __trap();
-#endif
+  CB_MULTIMEM("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
+              : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ void mmStore4(float4* p, float4 v) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1, %2, %3, %4};"
-               : : "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
-#else
-  __trap();
-#endif
+  CB_MULTIMEM("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1, %2, %3, %4};"
+              : : "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
+#undef CB_MULTIMEM
 
 template <typename T>
 __device__ void multimemScalarRange(T* send, T* recv, size_t begin, size_t end) {
@@ -184,12 +177,12 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads) multimemKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro,
                                                            size_t count, ncclDevComm dc) {
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x, true};
-  bar.sync(ncclCoopCta(), cuda::memory_order_acquire);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
   const ncclTeam lsa = ncclTeamLsa(dc);
   const Share s = shareOf(count, lsa.rank, lsa.nRanks);
   multimemScalarRange(static_cast<T*>(ncclGetLsaMultimemPointer(sw, so, dc)),
                       static_cast<T*>(ncclGetLsaMultimemPointer(rw, ro, dc)), s.begin, s.end);
-  bar.sync(ncclCoopCta(), cuda::memory_order_release);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
 }
 
 // -D 4: 16-byte multimem vectors (v4.f32) over the aligned body; scalar head and tail on rank 0.
@@ -197,7 +190,7 @@ __global__ void __launch_bounds__(kThreads) multimemVectorKernel(ncclWindow_t sw
                                                                  size_t ro, size_t count, ncclDevComm dc) {
   constexpr size_t kLanes = kVecBytes / sizeof(float);
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x, true};
-  bar.sync(ncclCoopCta(), cuda::memory_order_acquire);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
   const ncclTeam lsa = ncclTeamLsa(dc);
   auto* send = static_cast<float*>(ncclGetLsaMultimemPointer(sw, so, dc));
   auto* recv = static_cast<float*>(ncclGetLsaMultimemPointer(rw, ro, dc));
@@ -214,7 +207,7 @@ __global__ void __launch_bounds__(kThreads) multimemVectorKernel(ncclWindow_t sw
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t v = s.begin + size_t(blockIdx.x) * blockDim.x + threadIdx.x; v < s.end; v += stride)
     mmStore4(recv4 + v, mmLoadSum4(send4 + v));
-  bar.sync(ncclCoopCta(), cuda::memory_order_release);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
 }
 
 using Kernel = void (*)(ncclWindow_t, size_t, ncclWindow_t, size_t, size_t, ncclDevComm);
