@@ -158,6 +158,7 @@ struct Api {
   Result (*DevCommCreate)(Comm comm, const void* requirements, void* outDevComm);           // 2.28
   Result (*DevCommDestroy)(Comm comm, const void* devComm);                                // 2.28
   Team (*TeamLsa)(Comm comm);                                                              // 2.28
+  Result (*CommQueryProperties)(Comm comm, void* properties);                              // 2.29
 };
 
 // "ncclUnhandledCudaError" etc.: the enum name, as users search for it.

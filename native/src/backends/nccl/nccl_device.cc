@@ -135,6 +135,14 @@ Status NcclBackend::checkDevApi() {
                              implText(impl) + ": CUDA device " + std::to_string(l.device) + " (" + devices_[i].name +
                                  ") " + (why.empty() ? "does not support multicast (NVLink SHARP)" : "cannot say whether it supports multicast: " + why),
                              CB_SITE("cuDeviceGetAttribute"));
+      ncclapi::Result r = ncclapi::Success;
+      if (devApi_->multimemSupport(api, l.data, &r) == 0)
+        return Status::Error("nccl", kUnsupported,
+                             implText(impl) + ": NCCL says multimem is not supported on this communicator "
+                                              "(ncclCommQueryProperties; NVLink SHARP needs an NVSwitch system, and NCCL "
+                                              "sets it up only across several GPUs)",
+                             CB_SITE("ncclCommQueryProperties"));
+      if (r != ncclapi::Success) return ncclStatus(r, "ncclCommQueryProperties", l.data);
     }
   }
   return Status::Ok();

@@ -286,7 +286,25 @@ cudaError_t launchAllReduce(int impl, DType dtype, const DevComm* dc, ncclapi::W
   return cudaGetLastError();
 }
 
-constexpr Variant kVariant{ncclapi::normalizedVersion(NCCL_VERSION_CODE), supports, create, destroy, launchAllReduce};
+int multimemSupport(const ncclapi::Api& api, ncclapi::Comm comm, ncclapi::Result* r) {
+  *r = ncclapi::Success;
+#ifdef NCCL_COMM_PROPERTIES_INITIALIZER
+  if (api.CommQueryProperties == nullptr) return -1;
+  ncclCommProperties_t props{};  // NCCL_COMM_PROPERTIES_INITIALIZER's fields, the rest zero
+  props.size = sizeof(props);
+  props.magic = NCCL_API_MAGIC;
+  props.version = NCCL_VERSION_CODE;
+  *r = api.CommQueryProperties(comm, &props);
+  return *r == ncclapi::Success ? (props.multimemSupport ? 1 : 0) : -1;
+#else
+  (void)api;
+  (void)comm;
+  return -1;
+#endif
+}
+
+constexpr Variant kVariant{ncclapi::normalizedVersion(NCCL_VERSION_CODE), supports, create, multimemSupport, destroy,
+                           launchAllReduce};
 const bool kRegistered = registerVariant(&kVariant);
 
 }  // namespace

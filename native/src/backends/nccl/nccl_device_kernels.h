@@ -34,6 +34,9 @@ struct Variant {
   // ncclDevCommCreate through api.DevCommCreate with what `impl` needs: an LSA barrier per CTA (`ctas`), and
   // multimem on the LSA team for 3 and 4. Collective over the communicator; *out is set on success.
   ncclapi::Result (*create)(const ncclapi::Api& api, ncclapi::Comm comm, int impl, int ctas, DevComm** out);
+  // NCCL's answer to "does this communicator support multimem" (ncclCommQueryProperties, 2.29+ headers): 1 yes,
+  // 0 no, -1 these headers or this library cannot say (2.28: ncclDevCommCreate is the answer). *r: the call's result.
+  int (*multimemSupport)(const ncclapi::Api& api, ncclapi::Comm comm, ncclapi::Result* r);
   // ncclDevCommDestroy, then frees `dc` (null is a no-op).
   ncclapi::Result (*destroy)(const ncclapi::Api& api, ncclapi::Comm comm, DevComm* dc);
   // Kernel `impl` over `count` elements: reads the send window at sendOffset bytes on every LSA peer, writes the
