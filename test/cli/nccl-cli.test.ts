@@ -144,6 +144,9 @@ describe('nccl backend with the real libnccl and no GPU', { skip: noGpuOnly }, (
     const loaded = maj * 100 + min;
     const matching = lib.deviceApiBuilt.some((b) => (minor(b) < 229 ? minor(b) === loaded : loaded >= minor(b)));
     assert.equal(lib.deviceApiRefusal === '', matching, `${lib.deviceApiRefusal} / built ${lib.deviceApiBuilt.join(',')}`);
+    const info = runProgram('collbench', ['info', '--nccl-lib', nccl!.lib], { env: clean });
+    assert.match(info.stdout, matching ? /^ {8}-D kernels: built for NCCL [0-9., ]+; usable with this library$/m
+      : /^ {8}-D kernels: (built for NCCL [0-9., ]+|none built); not with this library: /m);
     if (matching) { noDevice(r); return; }
     assert.equal(r.code, 5, r.stderr);
     assert.ok(oneLine(r), r.stderr);
