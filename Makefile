@@ -38,7 +38,11 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
+# COLLBENCH_NCCL_INCLUDE=DIR[:DIR…]: NCCL include directories to build -D's device-API kernels against (one variant
+# per NCCL release; default the cached wheel's; native/CMakeLists.txt); given on a configured tree, it reconfigures it.
 native: deps
+	@if [ -n "$$COLLBENCH_NCCL_INCLUDE" ] && [ -f build/CMakeCache.txt ]; then \
+	  cmake build -DCOLLBENCH_NCCL_INCLUDE="$$COLLBENCH_NCCL_INCLUDE" >/dev/null; fi
 	npx cmake-js compile -d native -O build --log-level warn
 
 ts: node-deps

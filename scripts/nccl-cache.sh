@@ -8,7 +8,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="$root/.cache/nccl"
 dest="$cache/nvidia/nccl"
 
-if [ -f "$dest/lib/libnccl.so.2" ] && [ -f "$dest/include/nccl.h" ]; then
+# A cache from before the device headers were unpacked is refreshed when the wheel has them.
+if [ -f "$dest/lib/libnccl.so.2" ] && [ -f "$dest/include/nccl.h" ] &&
+   { [ -f "$dest/include/nccl_device.h" ] || ! grep -q 'NCCL_MINOR 2[89]\|NCCL_MINOR [3-9][0-9]' "$dest/include/nccl.h"; }; then
   echo "$dest"
   exit 0
 fi
@@ -36,7 +38,8 @@ fi
 mkdir -p "$cache"
 tmp="$(mktemp -d "$cache/unpack.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-unzip -q -o "$wheel" 'nvidia/nccl/include/nccl.h' 'nvidia/nccl/lib/*' -d "$tmp"
+# All headers: nccl_device.h and its directory are what -D's device-API kernels compile against.
+unzip -q -o "$wheel" 'nvidia/nccl/include/*' 'nvidia/nccl/lib/*' -d "$tmp"
 rm -rf "$dest"
 mkdir -p "$(dirname "$dest")"
 mv "$tmp/nvidia/nccl" "$dest"

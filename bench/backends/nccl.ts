@@ -23,6 +23,10 @@ export interface NcclLibraryInfo {
   versionCode: number; // 23007
   features: Record<'alltoall' | 'gather' | 'scatter' | 'preMulSum' | 'avg' | 'bfloat16' | 'fp8' | 'config' | 'ctaPolicy' |
     'ctaPolicyZero' | 'split' | 'register' | 'window' | 'graphs' | 'lastError', boolean>;
+  /** -D: '' when this build's device-API kernels run on this library, else why not (native nccl_device.cc). */
+  deviceApiRefusal: string;
+  /** Normalized NCCL versions (X*10000+Y*100+Z) of the nccl_device.h headers this build has -D kernels for. */
+  deviceApiBuilt: number[];
 }
 
 export interface CudaDevicesInfo {
@@ -62,6 +66,7 @@ export interface NcclInitConfig {
   uniqueId: number[];
   splitColor: number;
   streamNull: number; ctaPolicy: number; localRegister: number; timeoutSec: number;
+  deviceImpl: number; deviceCtaCount: number;  // -D, -V (native nccl_device.cc)
   controlPlane?: unknown;
 }
 
@@ -86,7 +91,7 @@ export class NcclEnvironmentError extends BackendUnavailableError {
   }
 }
 
-const ENVIRONMENT_CODES = new Set(['NCCL_NOT_FOUND', 'NCCL_TOO_OLD', 'NCCL_SYMBOL_MISSING', 'CUDA_NO_DEVICE',
+const ENVIRONMENT_CODES = new Set(['NCCL_NOT_FOUND', 'NCCL_TOO_OLD', 'NCCL_SYMBOL_MISSING', 'NCCL_DEVICE_API_UNSUPPORTED', 'CUDA_NO_DEVICE',
   'CUDA_TOO_FEW_DEVICES', 'CUDA_ERROR_INSUFFICIENT_DRIVER', 'CUDA_ERROR_NO_DEVICE']);
 
 /** A native failure caused by the machine (library, driver, devices) becomes an NcclEnvironmentError. */
@@ -200,6 +205,7 @@ export function libraryRefusals(options: ResolvedOptions, lib: NcclLibraryInfo):
   if (options.ctaPolicy >= 0 && !lib.features.ctaPolicy) return `-x: the CTA policy needs NCCL 2.27 or newer; loaded ${v}`;
   if (options.ctaPolicy === 2 && !lib.features.ctaPolicyZero) return `-x 2: the zero CTA policy needs NCCL 2.28 or newer; loaded ${v}`;
   if (options.cudaGraph > 0 && !lib.features.graphs) return `-G: CUDA graph capture of NCCL calls needs NCCL 2.9 or newer; loaded ${v}`;
+  if (options.deviceImpl > 0 && lib.deviceApiRefusal) return `-D ${options.deviceImpl}: ${lib.deviceApiRefusal} (${lib.path})`;
   return null;
 }
 
@@ -332,6 +338,7 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
       uniqueId: world.uniqueId, splitColor: state.color,
       streamNull: options.streamNull, ctaPolicy: options.ctaPolicy, localRegister: options.localRegister,
       timeoutSec: options.timeoutSec ?? 0, controlPlane: world.controlPlane,
+      deviceImpl: options.deviceImpl, deviceCtaCount: options.deviceCtaCount,
     });
     return info;
   } catch (e) {
@@ -358,17 +365,39 @@ function adjustOptions(options: ResolvedOptions, infoAny: BackendInfo, native: N
   return { options: adjusted, reducedMaxBytes: reduced };
 }
 
+/** Datatypes each -D kernel exists for (native nccl_device_kernels.cu); every one reduces with sum only. */
+export const DEVICE_API_DTYPES: Record<1 | 2 | 3 | 4, readonly DTypeName[]> = {
+  1: ['int8', 'uint8', 'int32', 'uint32', 'int64', 'uint64', 'half', 'float', 'double'],
+  2: ['int8', 'uint8', 'int32', 'uint32', 'int64', 'uint64', 'half', 'float', 'double'],
+  3: ['float', 'double'],
+  4: ['float'],
+};
+
+/** What -D/-V ask that collbench's device-API kernels do not do: one UsageError line (exit 2), before any library work. */
+export function refuseDeviceApiCases(options: ResolvedOptions): void {
+  const impl = options.deviceImpl as 0 | 1 | 2 | 3 | 4;
+  if (impl === 0) {
+    if (options.deviceCtaCount !== 16) throw new UsageError('-V/--device_cta_count: sets the CTAs of the -D kernels; give -D 1..4 with it');
+    return;
+  }
+  if (options.collective !== 'all_reduce') {
+    throw new UsageError(`-D/--device_implementation: collbench's device-API kernels exist for all_reduce only, not ${options.collective}`);
+  }
+  const types = DEVICE_API_DTYPES[impl];
+  const badOps = options.ops.filter((o) => o !== 'sum');
+  if (badOps.length > 0) throw new UsageError(`-D ${impl}: the device-API kernels reduce with sum only, not ${badOps.join(', ')} (-o sum)`);
+  const badTypes = options.dtypes.filter((t) => !types.includes(t));
+  if (badTypes.length > 0) {
+    throw new UsageError(`-D ${impl}: no device-API kernel for ${badTypes.join(', ')}; it has ${types.join(', ')}`);
+  }
+}
+
 /** The nccl driver of one run; `env` is where NCCL_TESTS_*, the launcher's and the rendezvous variables are read. */
 export function createNcclDriver(env: Env = process.env): BackendDriver {
   const state: DriverState = { mpi: null, color: -1 };
   return {
     validate(options) {
-      if (options.deviceImpl > 0) {
-        throw new UsageError('-D/--device_implementation: NCCL device-API kernels are not implemented in collbench yet');
-      }
-      if (options.deviceCtaCount !== 16) {
-        throw new UsageError('-V/--device_cta_count: applies to -D kernels, which collbench does not implement yet');
-      }
+      refuseDeviceApiCases(options);
       if (options.cudaGraph > 0 && options.streamNull) {
         throw new UsageError('-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured');
       }

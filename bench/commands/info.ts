@@ -30,7 +30,7 @@ export interface BackendReport {
   /** Shared libraries this module brought into the process (realpaths), e.g. libmpi.so.40.30.4. */
   libraries: string[];
   /** nccl only: the libnccl it would load and how it was found. */
-  nccl?: { path: string; how: string; version: string; versionCode: number } | { error: string };
+  nccl?: { path: string; how: string; version: string; versionCode: number; deviceApi: string } | { error: string };
   /** nccl only: CUDA's view of the machine. */
   cuda?: { devices: number; driverVersion: number; runtimeVersion: number; error: string | null };
   /** What the module needs from the system (its registry record). */
@@ -78,8 +78,15 @@ function firstLine(e: unknown): string {
 
 interface NcclProbe {
   usable: boolean; reason?: string;
-  library?: { path: string; how: string; version: string; versionCode: number };
+  library?: { path: string; how: string; version: string; versionCode: number; deviceApiRefusal: string; deviceApiBuilt: number[] };
   devices: { count: number; cudaError: number; errorName: string; errorText: string; driverVersion: number; runtimeVersion: number };
+}
+
+/** -D's device-API kernels against this library: which NCCL headers they were built for, and whether they run on it. */
+function deviceApiLine(lib: NonNullable<NcclProbe['library']>): string {
+  const built = lib.deviceApiBuilt.map((v) => `${Math.floor(v / 10000)}.${Math.floor(v / 100) % 100}.${v % 100}`);
+  const what = built.length > 0 ? `built for NCCL ${built.join(', ')}` : 'none built';
+  return lib.deviceApiRefusal === '' ? `${what}; usable with this library` : `${what}; not with this library: ${lib.deviceApiRefusal}`;
 }
 
 function probeBackend(name: BackendName, ncclLib: string | undefined): BackendReport {
@@ -99,7 +106,8 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
     r.cuda = { devices: d.count, driverVersion: d.driverVersion, runtimeVersion: d.runtimeVersion,
       error: d.cudaError !== 0 ? `${d.errorName}: ${d.errorText}` : null };
     if (p.library) {
-      r.nccl = { path: p.library.path, how: p.library.how, version: p.library.version, versionCode: p.library.versionCode };
+      r.nccl = { path: p.library.path, how: p.library.how, version: p.library.version, versionCode: p.library.versionCode,
+        deviceApi: deviceApiLine(p.library) };
       r.version = `NCCL ${p.library.version}`;
       r.libraries = mappedLibraries(system.stems);
     } else r.nccl = { error: p.reason ?? 'libnccl not found' };
@@ -176,7 +184,8 @@ export function formatInfo(info: InfoReport): string[] {
     out.push(`  ${r.name.padEnd(5)} ${state}${r.version ? `: ${r.version}` : ''}`);
     if (r.reason) out.push(`        why: ${r.reason}`);
     if (r.nccl) out.push('error' in r.nccl ? `        libnccl: not found (--nccl-lib PATH or COLLBENCH_NCCL_LIB=PATH)`
-      : `        libnccl: NCCL ${r.nccl.version} (${r.nccl.versionCode}) ${r.nccl.path} (found via ${r.nccl.how})`);
+      : `        libnccl: NCCL ${r.nccl.version} (${r.nccl.versionCode}) ${r.nccl.path} (found via ${r.nccl.how})\n` +
+        `        -D kernels: ${r.nccl.deviceApi}`);
     if (r.cuda) out.push(`        CUDA: ${r.cuda.devices} device(s), driver ${cudaVersion(r.cuda.driverVersion)}, runtime ${cudaVersion(r.cuda.runtimeVersion)}${r.cuda.error ? ` (${r.cuda.error})` : ''}`);
     for (const lib of r.libraries) out.push(`        loads ${lib}`);
     if (r.built && !r.usable) out.push(`        needs: ${r.needs}`);

@@ -154,8 +154,9 @@ export const FLAGS = Object.freeze([
     { value: '<0/1/2>', backends: NCCL, about: 'NCCL buffer registration' }),
   int('x', 'cta_policy', 'ctaPolicy', -1, 'CTA policy (-1 = unset)', -1, 2, RANKS,
     'NCCL CTA policy: 0 = default, 1 = efficiency, 2 = zero', { value: '<0/1/2>', defaultText: 'not set', backends: NCCL, about: 'NCCL CTA policy' }),
-  int('D', 'device_implementation', 'deviceImpl', 0, 'device implementation', 0, undefined, RANKS,
-    'use device-API kernel N instead of the NCCL host call; needs -R 2; 0 = NCCL host call',
+  int('D', 'device_implementation', 'deviceImpl', 0, 'device implementation', 0, 4, RANKS,
+    'all_reduce (sum) through collbench\'s own NCCL device-API kernel instead of ncclAllReduce: 1 = LSA, 2 = LSA ' +
+    'vectorized, 3 = multimem, 4 = multimem vectorized; needs -R 2 and NCCL 2.28 or newer; 0 = NCCL host call',
     { value: '<implementation number>', backends: NCCL, about: 'NCCL device API' }),
   int('V', 'device_cta_count', 'deviceCtaCount', 16, 'device CTA count', 1, 128, RANKS, 'CTAs for -D kernels, 1..128',
     { value: '<number>', backends: NCCL, about: 'CTAs of NCCL device-API kernels' }),

@@ -4,12 +4,14 @@
 // backend choice passes over an unusable nccl. Skips, saying why, where that does not apply.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { binDir, mpirunArgs, runMpirun, runProgram, type CliResult } from '../helpers/cli.js';
 import { cachedNccl, ncclModulePath, ncclModule, visibleGpus } from '../helpers/nccl.js';
 import { freePort } from '../helpers/net.js';
 
+const require = createRequire(import.meta.url);
 const nccl = cachedNccl();
 const gpus = visibleGpus();
 const built = ncclModule() !== null;
@@ -94,9 +96,18 @@ describe('nccl backend: finding libnccl', { skip: noModule }, () => {
   });
 
   it('flags collbench does not implement are refused on the nccl backend too (exit 2, before any library work)', () => {
-    const r = runProgram('all_reduce_perf', ['--backend', 'nccl', '-D', '1', '-R', '2', '-b', '8', '-e', '8'], { env: clean });
-    assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /-D\/--device_implementation: NCCL device-API kernels are not implemented/);
+    const refused = (program: string, args: string[], pattern: RegExp) => {
+      const r = runProgram(program, ['--backend', 'nccl', ...args, '-b', '8', '-e', '8'], { env: clean });
+      assert.equal(r.code, 2, r.stderr);
+      assert.ok(oneLine(r), r.stderr);
+      assert.match(r.stderr, pattern);
+    };
+    refused('all_reduce_perf', ['-D', '1'], /^all_reduce_perf: -D: device implementation 1 needs symmetric buffer registration \(-R 2\)$/m);
+    refused('all_gather_perf', ['-D', '1', '-R', '2'], /-D\/--device_implementation: .*all_reduce only, not all_gather/);
+    refused('all_reduce_perf', ['-D', '2', '-R', '2', '-o', 'max'], /-D 2: the device-API kernels reduce with sum only, not max/);
+    refused('all_reduce_perf', ['-D', '3', '-R', '2', '-d', 'half'], /-D 3: no device-API kernel for half; it has float, double/);
+    refused('all_reduce_perf', ['-D', '5', '-R', '2'], /^all_reduce_perf: -D: /);
+    refused('all_reduce_perf', ['-V', '8'], /-V\/--device_cta_count: .*give -D 1\.\.4/);
     const g = runProgram('all_reduce_perf', ['--backend', 'nccl', '-G', '2', '-y', '1', '-b', '8', '-e', '8'], { env: clean });
     assert.equal(g.code, 2, g.stderr);
     assert.match(g.stderr, /^all_reduce_perf: -G: CUDA graphs capture created streams/);
@@ -122,6 +133,25 @@ describe('nccl backend with the real libnccl and no GPU', { skip: noGpuOnly }, (
     const r = runProgram('all_reduce_perf', ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-t', '2', '-g', '2', '-G', '3', '-R', '1',
       '-x', '1', '-M', '1', '-b', '8', '-e', '8'], { env: clean });
     noDevice(r);
+  });
+
+  it('-D with the real libnccl: refused in one line (exit 5) when no kernel variant matches its device API, else it reaches the device check', () => {
+    const lib = (require(ncclModulePath) as { library(o: { lib: string }): { deviceApiRefusal: string; deviceApiBuilt: number[]; version: string } })
+      .library({ lib: nccl!.lib });
+    const r = runProgram('all_reduce_perf', ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-D', '1', '-R', '2', '-b', '8', '-e', '8'], { env: clean });
+    const minor = (v: number) => Math.floor(v / 100);
+    const [maj, min] = lib.version.split('.').map(Number);
+    const loaded = maj * 100 + min;
+    const matching = lib.deviceApiBuilt.some((b) => (minor(b) < 229 ? minor(b) === loaded : loaded >= minor(b)));
+    assert.equal(lib.deviceApiRefusal === '', matching, `${lib.deviceApiRefusal} / built ${lib.deviceApiBuilt.join(',')}`);
+    const info = runProgram('collbench', ['info', '--nccl-lib', nccl!.lib], { env: clean });
+    assert.match(info.stdout, matching ? /^ {8}-D kernels: built for NCCL [0-9., ]+; usable with this library$/m
+      : /^ {8}-D kernels: (built for NCCL [0-9., ]+|none built); not with this library: /m);
+    if (matching) { noDevice(r); return; }
+    assert.equal(r.code, 5, r.stderr);
+    assert.ok(oneLine(r), r.stderr);
+    assert.match(r.stderr, lib.deviceApiBuilt.length === 0 ? /-D 1: this collbench was built without NCCL's device-API headers/
+      : new RegExp(`-D 1: the device-API kernels were built against NCCL .*loaded NCCL ${lib.version.replace(/\./g, '\\.')}`));
   });
 
   it('no backend named: the unusable nccl module gives way to mpi', () => {

@@ -158,3 +158,38 @@ describe(`nccl on ${n} visible GPU(s)`, { skip }, () => {
   });
 });
 
+
+// -D: collbench's own device-API all_reduce kernels on the symmetric windows of -R 2 (issue 28 item 9). A build
+// without a kernel variant for the loaded NCCL refuses in one line (exit 5): that is checked instead of the runs.
+describe(`nccl -D device-API kernels on ${n} visible GPU(s)`, { skip }, () => {
+  const probe = () => run('all_reduce_perf', ['-D', '1', '-R', '2', '-b', '8', '-e', '8']);
+  it('-D 1 and 2 (LSA, LSA vectorized): 8 B-64 MiB, in-place and out-of-place, #wrong 0; or one refusal line naming the versions', () => {
+    const p = probe();
+    if (p.code === 5) {
+      assert.equal(p.stderr.trim().split('\n').length, 1, p.stderr);
+      assert.match(p.stderr, /-D 1: (the device-API kernels were built against NCCL|this collbench was built without)/);
+      return;
+    }
+    for (const impl of ['1', '2']) {
+      assertAllCorrect(run('all_reduce_perf', ['-g', String(n), '-D', impl, '-R', '2', '-b', '8', '-e', '64M', '-f', '2']), `-D ${impl}`);
+    }
+  });
+  it('-D 2: the scalar head and tail (-u 1) and the lanes of 1-, 2- and 8-byte types, #wrong 0', (t) => {
+    if (probe().code === 5) { t.skip('this build has no device-API kernels for the loaded NCCL'); return; }
+    assertAllCorrect(run('all_reduce_perf', ['-D', '2', '-R', '2', '-u', '1', '-b', '8', '-e', '1M', '-f', '4']), '-D 2 -u 1');
+    for (const d of ['int8', 'half', 'double', 'uint64']) {
+      assertAllCorrect(run('all_reduce_perf', ['-D', '2', '-R', '2', '-d', d, '-b', '8', '-e', '1M', '-f', '8']), `-D 2 -d ${d}`);
+    }
+    assertAllCorrect(run('all_reduce_perf', ['-D', '1', '-R', '2', '-V', '1', '-G', '2', '-b', '8', '-e', '1M', '-f', '8']), '-D 1 -V 1 -G 2');
+  });
+  it('-D 3 and 4 (multimem): #wrong 0 where NCCL gives multimem, else one refusal line (5: no multicast, 3: NCCL refused)', (t) => {
+    if (probe().code === 5) { t.skip('this build has no device-API kernels for the loaded NCCL'); return; }
+    for (const impl of ['3', '4']) {
+      const r = run('all_reduce_perf', ['-g', String(n), '-D', impl, '-R', '2', '-b', '8', '-e', '64M', '-f', '2']);
+      if (r.code === 0) { assertAllCorrect(r, `-D ${impl}`); continue; }
+      assert.ok(r.code === 5 || r.code === 3, `exit ${r.code}: ${r.stderr}`);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`-D ${impl} \\(multimem( vectorized)?\\): `));
+    }
+  });
+});

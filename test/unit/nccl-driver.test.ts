@@ -13,8 +13,8 @@ const allFeatures = (on: boolean): NcclLibraryInfo['features'] => ({
   alltoall: on, gather: on, scatter: on, preMulSum: on, avg: on, bfloat16: on, fp8: on, config: on, ctaPolicy: on,
   ctaPolicyZero: on, split: on, register: on, window: on, graphs: on, lastError: on,
 });
-const lib = (version: string, features: NcclLibraryInfo['features']): NcclLibraryInfo =>
-  ({ path: '/x/libnccl.so.2', how: 'test', version, versionCode: 0, features });
+const lib = (version: string, features: NcclLibraryInfo['features'], deviceApiRefusal = ''): NcclLibraryInfo =>
+  ({ path: '/x/libnccl.so.2', how: 'test', version, versionCode: 0, features, deviceApiRefusal, deviceApiBuilt: [] });
 
 describe('NCCL_TESTS_SPLIT colours', () => {
   const cases: [string, number, number][] = [
@@ -90,9 +90,26 @@ describe('flags against the library and the driver', () => {
     assert.equal(libraryRefusals(opts({}), old), null);
     assert.equal(libraryRefusals(opts({ localRegister: 2, ctaPolicy: 2, cudaGraph: 1 }), lib('2.30.7', allFeatures(true))), null);
   });
+  it('-D on a library whose device API does not match the kernels: the native refusal, with -D and the path', () => {
+    const why = 'the device-API kernels were built against NCCL 2.28.9 headers; … this is loaded NCCL 2.30.7: rebuild …';
+    const mismatched = lib('2.30.7', allFeatures(true), why);
+    assert.equal(libraryRefusals(opts({ deviceImpl: 2, localRegister: 2 }), mismatched), `-D 2: ${why} (/x/libnccl.so.2)`);
+    assert.equal(libraryRefusals(opts({ localRegister: 2 }), mismatched), null, 'without -D the device API does not matter');
+    assert.equal(libraryRefusals(opts({ deviceImpl: 1, localRegister: 2 }), lib('2.28.9', allFeatures(true))), null);
+  });
+  it('-D/-V: what the device-API kernels do not do is one usage line, before any library work', () => {
+    const v = (o: Record<string, unknown>) => () => createNcclDriver().validate(opts({ localRegister: 2, ...o }));
+    assert.throws(() => createNcclDriver().validate(opts({ deviceCtaCount: 32 })), /^UsageError: -V\/--device_cta_count: .*give -D 1\.\.4/);
+    assert.throws(() => createNcclDriver().validate(resolveOptions({ collective: 'all_gather', backend: 'nccl', deviceImpl: 1, localRegister: 2 })),
+      /-D\/--device_implementation: .*all_reduce only, not all_gather/);
+    assert.throws(v({ deviceImpl: 1, ops: ['max'] }), /^UsageError: -D 1: the device-API kernels reduce with sum only, not max/);
+    assert.throws(v({ deviceImpl: 3, dtypes: ['int32'] }), /^UsageError: -D 3: no device-API kernel for int32; it has float, double$/);
+    assert.throws(v({ deviceImpl: 4, dtypes: ['double'] }), /^UsageError: -D 4: no device-API kernel for double; it has float$/);
+    assert.throws(v({ deviceImpl: 1, dtypes: ['bfloat16'] }), /no device-API kernel for bfloat16/);
+    for (const impl of [1, 2, 3, 4]) assert.doesNotThrow(v({ deviceImpl: impl, deviceCtaCount: 128 }), `-D ${impl} float sum`);
+    assert.doesNotThrow(v({ deviceImpl: 2, dtypes: ['half'] }));
+  });
   it('validate refuses what collbench does not do, instead of ignoring it', () => {
-    assert.throws(() => createNcclDriver().validate(opts({ deviceImpl: 1, localRegister: 2 })), /-D\/--device_implementation/);
-    assert.throws(() => createNcclDriver().validate(opts({ deviceCtaCount: 32 })), /-V/);
     assert.throws(() => createNcclDriver().validate(opts({ cudaGraph: 1, streamNull: 1 })), /-G: .*-y 1/);
     assert.doesNotThrow(() => createNcclDriver().validate(opts({ nGpus: 8, nThreads: 2, cudaGraph: 4, localRegister: 1, memoryReport: 1 })));
   });

@@ -338,6 +338,7 @@ test('combinations nccl-tests silently rewrites are refused: -I 1 with -G, -z 3 
 test('-D > 0 needs -R 2', () => {
   usage(['-D', '1'], /^-D: device implementation 1 needs symmetric buffer registration \(-R 2\)$/);
   usage(['-D', '2', '-R', '1'], /^-D: /);
+  usage(['-D', '5', '-R', '2'], /^-D: .*4/);  // nccl-tests has kernels 1..4 (all_reduce)
   const o = run(['-D', '3', '-R', '2', '-V', '32']);
   assert.deepEqual([o.deviceImpl, o.localRegister, o.deviceCtaCount], [3, 2, 32]);
 });

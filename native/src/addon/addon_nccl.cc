@@ -57,6 +57,13 @@ Napi::Object libraryObject(Napi::Env env, const collbench::NcclLibrary& lib) {
   f.Set("graphs", lib.atLeast(2, 9, 0));
   f.Set("lastError", a.GetLastError != nullptr);
   o.Set("features", f);
+  // -D: "" when collbench's device-API kernels can run on this library, else why not (one sentence).
+  std::string refusal;
+  o.Set("deviceApiRefusal", collbench::nccldevice::variantFor(lib, &refusal) != nullptr ? "" : refusal);
+  const std::vector<int> built = collbench::nccldevice::builtVersions();
+  Napi::Array versions = Napi::Array::New(env, built.size());
+  for (size_t i = 0; i < built.size(); ++i) versions.Set(static_cast<uint32_t>(i), built[i]);
+  o.Set("deviceApiBuilt", versions);  // normalized NCCL versions of the nccl_device.h the kernels were built against
   return o;
 }
 
@@ -216,6 +223,8 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
   o.ctaPolicy = optInt(c, "ctaPolicy", -1);
   o.localRegister = optInt(c, "localRegister", 0);
   o.timeoutSec = optInt(c, "timeoutSec", 0);
+  o.deviceImpl = optInt(c, "deviceImpl", 0);
+  o.deviceCtaCount = optInt(c, "deviceCtaCount", 16);
   Napi::Value id = c.Get("uniqueId");
   if (id.IsArray()) {
     Napi::Array a = id.As<Napi::Array>();

@@ -46,6 +46,9 @@ struct UniqueId {
 
 using Comm = struct CommOpaque*;      // ncclComm_t
 using Window = struct WindowOpaque*;  // ncclWindow_t (NCCL >= 2.27)
+struct Team {                         // ncclTeam_t (NCCL >= 2.28)
+  int nRanks, rank, stride;
+};
 
 constexpr int kConfigUndefInt = INT32_MIN;  // NCCL_CONFIG_UNDEF_INT
 constexpr unsigned kApiMagic = 0xcafebeef;  // NCCL_API_MAGIC
@@ -151,6 +154,11 @@ struct Api {
                    cudaStream_t stream);                                                     // 2.28
   Result (*Scatter)(const void* send, void* recv, size_t count, DataType type, int root, Comm comm,
                     cudaStream_t stream);                                                    // 2.28
+  // Device API (-D): the requirements and ncclDevComm layouts are the headers' (nccl_device_kernels.cu).
+  Result (*DevCommCreate)(Comm comm, const void* requirements, void* outDevComm);           // 2.28
+  Result (*DevCommDestroy)(Comm comm, const void* devComm);                                // 2.28
+  Team (*TeamLsa)(Comm comm);                                                              // 2.28
+  Result (*CommQueryProperties)(Comm comm, void* properties);                              // 2.29
 };
 
 // "ncclUnhandledCudaError" etc.: the enum name, as users search for it.

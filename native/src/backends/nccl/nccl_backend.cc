@@ -176,6 +176,7 @@ Status NcclBackend::init() {
     l.freeBeforeInit = freeMemory();
   }
   CB_TRY(initComms());
+  CB_TRY(checkDevApi());
   for (int i = 0; i < localCount_; ++i) {
     CB_TRY(setDevice(i));
     locals_[i].freeAfterInit = freeMemory();
@@ -214,6 +215,7 @@ Status NcclBackend::finalize() {
     if (!aborted_) cudaStreamSynchronize(l.stream);
     for (cudaEvent_t e : l.marks) cudaEventDestroy(e);
     l.marks.clear();
+    keep(destroyDevComm(l));  // -D: before its windows go
     keep(freeBuffer(l, l.send));
     keep(freeBuffer(l, l.recv));
     if (l.checkDev != nullptr) cudaFree(l.checkDev);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/nccl/nccl_loader.h"
+#include "backends/nccl/nccl_device_kernels.h"
 #include "core/backend.h"
 
 namespace collbench {
@@ -29,6 +30,8 @@ struct NcclOptions {
   int ctaPolicy = -1;          // -x (-1 = unset)
   int localRegister = 0;       // -R 0/1/2
   int timeoutSec = 0;          // -T: longest wait for completion before aborting (0 = none)
+  int deviceImpl = 0;          // -D: 0 = NCCL host calls, 1..4 = collbench's device-API kernels (nccl_device.cc)
+  int deviceCtaCount = 16;     // -V: CTAs of those kernels
   Backend* control = nullptr;  // a lent process-level control plane (MPI), or null
 };
 
@@ -141,6 +144,7 @@ class NcclBackend : public Backend {
     ncclapi::Comm world = nullptr;  // every rank of the job (control plane, and data without a split)
     ncclapi::Comm data = nullptr;   // the split group's communicator (== world without a split)
     DeviceBuffer send, recv;
+    nccldevice::DevComm* devComm = nullptr;  // -D > 0 (nccl_device.cc)
     unsigned long long* checkDev = nullptr;  // 2 per segment: wrong count, first offset
     int checkSlots = 0;
     unsigned long long* checkHost = nullptr;  // pinned mirror
@@ -162,6 +166,12 @@ class NcclBackend : public Backend {
   Status checkOp(const OpArgs& a) const;
   Status issue(const OpArgs& a);
   Status issueHyperCube(const OpArgs* args, int n);
+  // -D (nccl_device.cc): refusals at init, device communicators once the windows exist, the kernel launch per op,
+  // teardown.
+  Status checkDevApi();
+  Status createDevComms();
+  Status destroyDevComm(Local& l);
+  Status issueDevice(const OpArgs& a);
   Status sendRecvGroup(const OpArgs& a, const char* call);
   Status freeBuffer(Local& l, DeviceBuffer& b);
   Status allocBuffer(Local& l, DeviceBuffer& b, uint64_t bytes);
@@ -197,6 +207,7 @@ class NcclBackend : public Backend {
   int localCount_ = 1;
   int groupSize_ = 1;
   std::vector<Local> locals_;
+  const nccldevice::Variant* devApi_ = nullptr;  // -D: the kernels matching the loaded NCCL (nccl_device.cc)
   std::vector<NcclDevice> devices_;
   int groupDepth_ = 0;
   bool pendingBarrier_ = false;

@@ -131,6 +131,7 @@ Status NcclBackend::issue(const OpArgs& a) {
   const ncclapi::Api& api = lib_->api;
   const Local& l = locals_[a.local];
   const ncclapi::DataType dt = ncclType(a.dtype);
+  if (opt_.deviceImpl > 0) return issueDevice(a);
   const int me = devices_[a.local].groupRank;
 
   int op = static_cast<int>(a.op);
@@ -214,7 +215,7 @@ Status NcclBackend::issue(const OpArgs& a) {
 // and runs enqueueAll's and issue()'s checks on every op; nccl-tests' startColl does nothing per op but the shift and
 // the library call. So: the series is checked here once, and for one local rank and an op that is one NCCL call (or
 // sendrecv's send + recv group) without a per-call PreMulSum, runPrepared() makes that call with the arguments
-// resolved now. The rest (several local ranks, hypercube, alltoallv, mulsum, calls the library lacks) stays generic.
+// resolved now. The rest (-D kernels, several local ranks, hypercube, alltoallv, mulsum, calls the library lacks) stays generic.
 Status NcclBackend::prepareSeries(const OpSeries& series) {
   prepared_ = PreparedOp{};
   CB_TRY(Backend::prepareSeries(series));
@@ -227,7 +228,8 @@ Status NcclBackend::prepareSeries(const OpSeries& series) {
   }
   const OpArgs& a = series.args[0];
   const ncclapi::Api& api = lib_->api;
-  if (localCount_ != 1 || (isReducing(a.coll) && a.op == RedOp::MulSum)) return Status::Ok();
+  // -D runs collbench's own device-API kernels (issueDevice), never the library call prepared below.
+  if (localCount_ != 1 || opt_.deviceImpl > 0 || (isReducing(a.coll) && a.op == RedOp::MulSum)) return Status::Ok();
   PreparedOp p;
   switch (a.coll) {
     case Coll::AllReduce: case Coll::AllGather: case Coll::ReduceScatter: case Coll::Broadcast: case Coll::Reduce:

@@ -137,6 +137,10 @@ std::string resolveAll(NcclLibrary* lib) {
   resolve(h, "ncclAlltoAll", &a.AlltoAll);
   resolve(h, "ncclGather", &a.Gather);
   resolve(h, "ncclScatter", &a.Scatter);
+  resolve(h, "ncclDevCommCreate", &a.DevCommCreate);
+  resolve(h, "ncclDevCommDestroy", &a.DevCommDestroy);
+  resolve(h, "ncclTeamLsa", &a.TeamLsa);
+  resolve(h, "ncclCommQueryProperties", &a.CommQueryProperties);
   // A symbol alone does not prove the semantics we rely on: drop what the version predates.
   const int v = lib->version;
   if (v < ncclapi::versionCode(2, 11, 0)) a.RedOpCreatePreMulSum = nullptr, a.RedOpDestroy = nullptr;
@@ -146,6 +150,8 @@ std::string resolveAll(NcclLibrary* lib) {
     a.MemAlloc = nullptr, a.MemFree = nullptr, a.CommRegister = nullptr, a.CommDeregister = nullptr;
   if (v < ncclapi::versionCode(2, 27, 0)) a.CommWindowRegister = nullptr, a.CommWindowDeregister = nullptr;
   if (v < ncclapi::versionCode(2, 28, 0)) a.AlltoAll = nullptr, a.Gather = nullptr, a.Scatter = nullptr;
+  if (v < ncclapi::versionCode(2, 28, 0)) a.DevCommCreate = nullptr, a.DevCommDestroy = nullptr, a.TeamLsa = nullptr;
+  if (v < ncclapi::versionCode(2, 29, 0)) a.CommQueryProperties = nullptr;
   return "";
 }
 

@@ -134,6 +134,7 @@ Status NcclBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
     CB_TRY(allocBuffer(l, l.recv, recvBytes));
   }
   CB_TRY(registerBuffers());
+  CB_TRY(createDevComms());  // -D
   for (int i = 0; i < localCount_; ++i) {
     CB_TRY(setDevice(i));
     // cudaMemset ran on the legacy stream, which our non-blocking streams do not wait for.
