@@ -391,5 +391,6 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
     },
     shutdown: () => shutdownMpi(state),
     perIterTimer: 'CUDA event timing',
+    deviceArrivals: true,
   };
 }

@@ -214,6 +214,8 @@ Status NcclBackend::finalize() {
     if (!aborted_) cudaStreamSynchronize(l.stream);
     for (cudaEvent_t e : l.marks) cudaEventDestroy(e);
     l.marks.clear();
+    if (l.reference != nullptr) cudaEventDestroy(l.reference);
+    l.reference = nullptr;
     keep(freeBuffer(l, l.send));
     keep(freeBuffer(l, l.recv));
     if (l.checkDev != nullptr) cudaFree(l.checkDev);
