@@ -21,6 +21,9 @@ export interface BackendDriver {
   warnings(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo): string[];
   /** Wording of the -I preamble line: how per-iteration samples are taken. */
   perIterTimer: string;
+  /** Arrivals come from the -I device marks (core/device-arrivals.ts), one row per rank: without -I there are none,
+   *  since the host enqueues ahead of the devices. Absent: host clock readings, one row per process. */
+  deviceArrivals?: boolean;
   /** Brings the module up when that takes more than native.init() (nccl: bootstrap, unique id; gloo: config). */
   init?(native: NativeBackend, options: ResolvedOptions): Promise<BackendInfo>;
   /** After init, on every rank alike: options the job's devices and library change (nccl: GPU memory cap,

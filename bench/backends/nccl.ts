@@ -422,5 +422,6 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
     perIterTimer: 'CUDA event timing',
     // ncclInvalidArgument: NCCL 2.24-2.28 refuse avg and mulsum (PreMulSum) on fp8 this way (issue 28).
     refusals: ['NCCL_INVALID_ARGUMENT'],
+    deviceArrivals: true,
   };
 }

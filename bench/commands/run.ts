@@ -20,6 +20,8 @@ import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { shortHost, type RankLineInfo } from '../core/ranks.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
+import { deviceArrivalsOnHost, rankClock } from '../core/device-arrivals.js';
+import { arrivalTracePath, traceArrivals } from './arrival-trace.js';
 import { disconnectedWorldWarning, launcherRank, monotonicClockId } from '../launch/environment.js';
 import { boardBindAddress, decodeEntries, encodeEntry, ProgressBoard } from '../launch/progress-board.js';
 import { Watchdog } from './watchdog.js';
@@ -135,8 +137,9 @@ function halfSpec(options: ResolvedOptions, desc: CollectiveDescriptor, info: Ba
     iters: options.iters, aggIters: options.aggIters, blocking: options.blocking,
     perIter: options.perIterTiming, checkRounds: checked ? checkRounds : 0, checkSeed: 0,
     average: options.average, unalignElems: options.unalign, graphLaunches: options.cudaGraph,
-    // Who the others waited for means something only where nobody can leave before the last one arrives.
-    arrivals: desc.synchronizing && layout.count > 0,
+    // Who the others waited for means something only where nobody can leave before the last one arrives, and where
+    // there are others (or the device-arrival trace asks for the one rank's arrivals).
+    arrivals: desc.synchronizing && layout.count > 0 && (info.nranks > 1 || arrivalTracePath(ctx.env) !== null),
   };
   return { spec, layout, checked };
 }
@@ -168,26 +171,33 @@ interface RunContext {
   reducedMaxBytes: number | null;
 }
 
-/** Rank 0's means of naming who arrived last: the processes' clocks put together, and each process's first rank. */
+/** Rank 0's means of naming who arrived last: the processes' clocks put together, every rank's line, and how many
+ *  ranks each process drives (host arrivals are one row per process, device arrivals one per rank). */
 interface ArrivalContext {
   clock: ClockAlignment;
-  processes: RankLineInfo[];
+  ranks: RankLineInfo[];
+  localRanks: number;
 }
 
 /** Barrier rounds whose exit times align the processes' clocks (a few ms at start-up, only across kernels). */
 const CLOCK_ROUNDS = 64;
 
 /** Every process: how its clock relates to rank 0's; rank 0 gets the alignment, the others null. */
-async function alignProcessClocks(run: RunContext, processes: RankLineInfo[]): Promise<ArrivalContext | null> {
+async function alignProcessClocks(run: RunContext, ranks: RankLineInfo[]): Promise<ArrivalContext | null> {
   const { info, native, dog } = run;
-  if (info.nranks <= (info.localRanks ?? 1)) return null; // one process: nobody waits for another
+  const localRanks = info.localRanks ?? 1;
+  // One process: nobody waits for another, except one GPU for another (device arrivals, on one clock).
+  if (info.nranks <= localRanks) {
+    return info.nranks > 1 && run.driver.deviceArrivals && run.options.perIterTiming
+      ? { clock: alignClocks([[]], true), ranks, localRanks } : null;
+  }
   const ids = await dog.watch('the start-up exchange of clock ids', 0, native.gatherStringsAsync(monotonicClockId()));
   const samples = await dog.watch('the start-up clock alignment', 0, native.clockSamplesAsync(CLOCK_ROUNDS));
   if (!ids || !samples) return null;
   // COLLBENCH_CLOCK_ALIGN=barrier estimates offsets even on one kernel (to see the estimate's accuracy: truly 0 there).
   const forced = (run.hooks.env ?? process.env).COLLBENCH_CLOCK_ALIGN === 'barrier';
   const sameClock = !forced && ids.every((id) => id !== '' && id === ids[0]);
-  return { clock: alignClocks(samples, sameClock), processes };
+  return { clock: alignClocks(samples, sameClock), ranks, localRanks };
 }
 
 /**
@@ -224,17 +234,23 @@ export async function attachProgressBoards(run: Pick<RunContext, 'info' | 'nativ
 
 /** Who the others waited for in one row-half (rank 0 only): each process's share of iterations it was last, and the
  *  rank named late when one stood out. */
-function arrivalRecord(arrival: ArrivalContext | null, arrivalUs: number[][] | undefined):
-  Pick<RowHalfRecord, 'late' | 'lastShare'> {
-  const evidence = arrival && arrivalUs ? arrivalEvidence(arrivalUs, arrival.clock) : null;
+function arrivalRecord(arrival: ArrivalContext | null, result: HalfResult): Pick<RowHalfRecord, 'late' | 'lastShare'> {
+  if (!arrival || !result.arrivalUs) return { late: null, lastShare: null };
+  // Device arrivals: one row per rank, each on its process's host clock once its reference is added.
+  const onDevice = result.deviceRefUs ? deviceArrivalsOnHost(result.arrivalUs, result.deviceRefUs) : null;
+  const evidence = onDevice
+    ? arrivalEvidence(onDevice.arrivalsUs, rankClock(arrival.clock, arrival.localRanks, onDevice.referenceUs))
+    : arrivalEvidence(result.arrivalUs, arrival.clock);
   if (!evidence) return { late: null, lastShare: null };
   const late = evidence.late;
-  const who = late ? arrival!.processes[late.process] : undefined;
+  const rankOf = (row: number): number => (onDevice ? row : row * arrival.localRanks);
+  const who = late ? arrival.ranks[rankOf(late.process)] : undefined;
   return {
-    lastShare: evidence.lastShare,
+    lastShare: onDevice || arrival.localRanks === 1 ? evidence.lastShare : null,
     late: late ? {
-      rank: who?.rank ?? late.process, host: who?.host ?? '', lastFraction: late.lastFraction,
+      rank: who?.rank ?? rankOf(late.process), host: who?.host ?? '', lastFraction: late.lastFraction,
       medianLateUs: late.medianLateUs, marginUs: late.marginUs,
+      ...(onDevice && who && typeof who.device === 'number' ? { device: who.device, bus: who.bus } : {}),
     } : null,
   };
 }
@@ -450,6 +466,7 @@ async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cycle: nu
     const h = queued.h;
     layout = h.layout;
     const { result, precision } = await measureHalf(run, queued);
+    traceArrivals(run.hooks.env ?? process.env, layout.sizeBytes, inPlace, result);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));
@@ -457,7 +474,7 @@ async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cycle: nu
     totals.busBws.push(busBw);
     halves.push({
       inPlace, timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs, algBw, busBw,
-      wrong: h.checked ? result.wrong : null, result, ...arrivalRecord(arrival, result.arrivalUs),
+      wrong: h.checked ? result.wrong : null, result, ...arrivalRecord(arrival, result),
       ...(precision ? { precision } : {}),
     });
   }
@@ -519,7 +536,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   const { options, desc, driver, native, info, reporters } = run;
   const env = run.hooks.env ?? process.env;
   const { nranks } = info;
-  const arrival = await alignProcessClocks(run, perProcess.map((lines) => lines[0]!));
+  const arrival = await alignProcessClocks(run, perProcess.flat());
   const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
   const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
   allocateBuffers(run, ctx);

@@ -87,6 +87,11 @@ export interface HalfResult {
   firstWrong?: FirstWrong;
   iterUs?: number[];
   perRankIterUs?: number[][];
-  /** Rank 0, several processes: when each process started each timed iteration, on its own clock (µs). */
+  /** Rank 0, several processes: when each process started each timed iteration, on its own clock (µs). With device
+   *  arrivals (nccl -I): per rank, the device time from its reference to each iteration (core/device-arrivals.ts). */
   arrivalUs?: number[][];
+  /** Device arrivals: per rank, [host time of its reference (µs, its process's clock), half-width of its window]. */
+  deviceRefUs?: number[][];
+  /** Device arrivals: per process, when the host enqueued each iteration (what arrivalUs holds otherwise). */
+  enqueueUs?: number[][];
 }

@@ -35,6 +35,8 @@ export interface LateRank {
   lastFraction: number;    // iterations it was last by more than marginUs, over all iterations
   medianLateUs: number;    // median of how much later than the others' median arrival, in those iterations
   marginUs: number;
+  device?: number;         // device arrivals: its GPU (CUDA ordinal) and PCI id
+  bus?: string;
 }
 
 export interface RowRecord {

@@ -122,7 +122,11 @@ export interface ReportHalf {
   precision?: { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number; met: boolean };
 }
 
-export interface ReportLate { rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number }
+export interface ReportLate {
+  rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number;
+  /** Device arrivals (nccl -I): the late rank's GPU, CUDA ordinal and PCI id. */
+  device?: number; bus?: string;
+}
 
 export interface ReportLateness {
   clock: { method: ClockMethod; uncertaintyUs: number; offsetsUs: number[] } | null;

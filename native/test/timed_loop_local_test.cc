@@ -4,6 +4,7 @@
 // "N checks, N failures"; exits 1 on any failure.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -107,6 +108,26 @@ class LoopbackBackend : public Backend {
     return Status::Ok();
   }
 
+  // Device arrivals: the reference is the rank's tick count when recorded (after the ops before it have run); a mark
+  // since it is ticks in ms; a device delay adds its µs, rounded to ticks, to that rank's clock when it runs.
+  bool deviceArrivals() const override { return arrivalsOn; }
+  Status arrivalReference(int local) override {
+    CB_TRY(waitAll());
+    if (refTick_.empty()) refTick_.assign(locals_, 0);
+    refTick_[local] = ticks_[local];
+    ++references;
+    return Status::Ok();
+  }
+  Status markSinceReference(int local, int k, double* seconds) override {
+    *seconds = double(marks_[k][local] - refTick_[local]) * 1e-3;
+    return Status::Ok();
+  }
+  Status delayStream(int local, double micros) override {
+    pending_.push_back({});
+    delayAt_.push_back({local, static_cast<long>(micros / 1000), pending_.size() - 1});
+    return Status::Ok();
+  }
+
   bool graphs() const override { return true; }
   Status captureBegin() override { capturing_ = true; graph_.clear(); ++captures; return Status::Ok(); }
   Status captureEnd() override { capturing_ = false; return Status::Ok(); }
@@ -118,12 +139,20 @@ class LoopbackBackend : public Backend {
   }
 
   int groupDepth = 0, groups = 0, barriers = 0, enqueued = 0, executed = 0, captures = 0, launched = 0, timerPrepared = 0;
-  int corruptLocal = -1;
+  int corruptLocal = -1, references = 0;
+  bool arrivalsOn = false;
   uint64_t corruptIndex = 0;
 
  private:
   void run(std::vector<OpArgs>& op) {
-    if (op.empty()) {  // a timer mark
+    if (op.empty()) {  // a timer mark or a device delay
+      for (auto it = delayAt_.begin(); it != delayAt_.end(); ++it) {
+        if (&pending_[it->slot] == &op) {
+          ticks_[it->local] += it->ticks;
+          delayAt_.erase(it);
+          return;
+        }
+      }
       for (auto it = markAt_.begin(); it != markAt_.end(); ++it) {
         if (&pending_[it->second] == &op) {
           for (int i = 0; i < locals_; ++i) marks_[it->first][i] = ticks_[i];
@@ -157,7 +186,13 @@ class LoopbackBackend : public Backend {
   std::vector<std::vector<OpArgs>> pending_, graph_;
   std::vector<std::pair<int, size_t>> markAt_;
   std::vector<std::vector<long>> marks_;
-  std::vector<long> ticks_;
+  std::vector<long> ticks_, refTick_;
+  struct Delay {
+    int local;
+    long ticks;
+    size_t slot;
+  };
+  std::vector<Delay> delayAt_;
   bool capturing_ = false;
 };
 
@@ -319,6 +354,63 @@ void testAllGatherAndMismatch() {
   expect(!st.ok && st.code() == "CORE_BAD_SPEC", "one spec per local rank is required");
 }
 
+// Device arrivals on 3 local ranks (rank 1 twice as slow), -n 4 -m 2: each rank's row is its ticks from the reference
+// to each iteration's mark; COLLBENCH_TEST_GPU_DELAY=3000:2:2 puts 3 ticks on rank 2's stream before iteration 2.
+std::vector<HalfSpec> arrivalSpecs(int locals, bool perIter, int blocking) {
+  std::vector<HalfSpec> specs;
+  for (int r = 0; r < locals; ++r) {
+    specs.push_back(allReduceSpec(r, 32, false));
+    specs.back().perIter = perIter;
+    specs.back().blocking = blocking;
+    specs.back().arrivals = true;
+  }
+  return specs;
+}
+
+void testDeviceArrivals(int blocking) {
+  const std::string tag = "device arrivals -z " + std::to_string(blocking);
+  for (bool delayed : {false, true}) {
+    LoopbackBackend b(3);
+    b.arrivalsOn = true;
+    b.allocate(4096, 4096);
+    std::vector<HalfSpec> specs = arrivalSpecs(3, true, blocking);
+    if (delayed) setenv("COLLBENCH_TEST_GPU_DELAY", "3000:2:2", 1);
+    HalfResult res;
+    Status s = benchLocal(b, ptrs(specs), &res);
+    unsetenv("COLLBENCH_TEST_GPU_DELAY");
+    expect(s.ok, tag + " ok: " + s.message());
+    expect(b.references == 3 * 3, tag + " three reference rounds per local rank, got " + std::to_string(b.references));
+    expect(res.arrivalIters == 4 && res.arrivalUs.size() == 3 * 4, tag + " one row of 4 per rank");
+    expect(res.deviceRefUs.size() == 3 * 2 && res.enqueueUs.size() == 4, tag + " references per rank, host row per process");
+    bool ok = true;
+    std::string got;
+    for (int r = 0; r < 3; ++r)
+      for (int i = 0; i < 4; ++i) {
+        const double perOp = r == 1 ? 2.0 : 1.0;
+        const double want = (i * 2 * perOp + (delayed && r == 2 && i >= 2 ? 3.0 : 0.0)) * 1000;
+        ok = ok && std::fabs(res.arrivalUs[r * 4 + i] - want) < 1e-6;
+        got += std::to_string(res.arrivalUs[r * 4 + i]) + " ";
+      }
+    expect(ok, tag + (delayed ? " delayed" : "") + ": arrival = ticks since the reference, got " + got);
+  }
+  // Without -I, or with the hook malformed: no device arrivals / a refusal naming the variable.
+  LoopbackBackend b(2);
+  b.arrivalsOn = true;
+  b.allocate(4096, 4096);
+  std::vector<HalfSpec> specs = arrivalSpecs(2, false, 0);
+  HalfResult res;
+  Status s = benchLocal(b, ptrs(specs), &res);
+  expect(s.ok && res.arrivalIters == 0 && b.references == 0, "device arrivals need -I (its marks)");
+  for (HalfSpec& sp : specs) sp.perIter = true;
+  for (const char* bad : {"500", "x:1", "500:9", "500:1:7", "-3:all"}) {
+    setenv("COLLBENCH_TEST_GPU_DELAY", bad, 1);
+    s = benchLocal(b, ptrs(specs), &res);
+    expect(!s.ok && s.code() == "CORE_BAD_SPEC" && s.message().find("COLLBENCH_TEST_GPU_DELAY") != std::string::npos,
+           std::string("malformed hook refused: ") + bad);
+  }
+  unsetenv("COLLBENCH_TEST_GPU_DELAY");
+}
+
 }  // namespace
 
 int main() {
@@ -326,6 +418,7 @@ int main() {
     for (bool inPlace : {false, true}) testCorrectAndAsync(L, inPlace);
   testWrongElementNamesTheRank();
   for (int z : {0, 3}) testDeviceTimer(z);
+  for (int z : {0, 3}) testDeviceArrivals(z);
   testGraphReplay();
   testAllGatherAndMismatch();
   std::printf("timed loop (local ranks): %d checks, %d failures\n", gChecks, gFailures);

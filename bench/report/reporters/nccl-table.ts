@@ -201,11 +201,20 @@ export function precisionSummaryLine(all: readonly { targetRsdPct: number; met: 
 }
 
 /** Who the others waited for, as a rank on a host (core/lateness.ts; the lines below are collbench's own). */
-export interface LateCell { rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number }
+export interface LateCell {
+  rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number;
+  device?: number; bus?: string;  // device arrivals: the GPU
+}
+
+/** `rank 5 on n07` or, from device arrivals, `rank 5 on n07, GPU 5 [0000:9a:00]`. */
+function lateWho(l: LateCell): string {
+  const gpu = l.device === undefined ? '' : `, GPU ${l.device}${l.bus ? ` [${l.bus}]` : ''}`;
+  return `rank ${l.rank} on ${shortHost(l.host)}${gpu}`;
+}
 
 /** After the table, per row-half where one rank arrived last in most iterations by more than the margin. */
 export function lateLine(sizeBytes: number, placement: string, l: LateCell): string {
-  return `# late: ${sizeBytes} B ${placement}: rank ${l.rank} on ${shortHost(l.host)} last in ` +
+  return `# late: ${sizeBytes} B ${placement}: ${lateWho(l)} last in ` +
     `${Math.round(l.lastFraction * 100)}% of iterations, +${formatLateUs(l.medianLateUs)} median ` +
     `(margin ${formatLateUs(l.marginUs)})`;
 }
@@ -222,7 +231,7 @@ export function lateSummaryLine(named: readonly LateCell[], halves: number): str
   const [, cells] = [...byRank.entries()].sort((a, b) => b[1].length - a[1].length || a[0] - b[0])[0]!;
   if (cells.length < LATE_SUMMARY_SHARE * halves) return null;
   const fraction = cells.reduce((sum, l) => sum + l.lastFraction, 0) / cells.length;
-  return `# late rank: ${cells[0]!.rank} on ${shortHost(cells[0]!.host)} (late in ${cells.length} of ${halves} row-halves; ` +
+  return `# late rank: ${lateWho(cells[0]!).slice('rank '.length)} (late in ${cells.length} of ${halves} row-halves; ` +
     `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(median(cells.map((l) => l.medianLateUs)))} median)`;
 }
 

@@ -154,6 +154,10 @@ Napi::Object resultObject(Napi::Env env, const HalfResult& r) {
     o.Set("perRankIterUs", rowsOf(env, r.perRankIterUs, r.iterUs.size()));
   }
   if (r.arrivalIters > 0) o.Set("arrivalUs", rowsOf(env, r.arrivalUs, static_cast<size_t>(r.arrivalIters)));
+  if (!r.deviceRefUs.empty()) {  // device arrivals (core/device_arrivals.h)
+    o.Set("deviceRefUs", rowsOf(env, r.deviceRefUs, 2));
+    o.Set("enqueueUs", rowsOf(env, r.enqueueUs, static_cast<size_t>(r.arrivalIters)));
+  }
   return o;
 }
 

@@ -128,6 +128,19 @@ class Backend {
     return Status::Ok();
   }
 
+  // ---- Device arrivals (core/device_arrivals.h): where each local stream was when it reached a timer mark, on the
+  // device's clock. arrivalReference(local) records a reference on that rank's (idle) stream and waits for it, replacing
+  // the previous one; markSinceReference(local, k) is the device time from it to mark k, read after completion.
+  // delayStream(local, micros): a device-side busy wait on that stream (the COLLBENCH_TEST_GPU_DELAY test hook).
+  // Default: none (arrivals are host clock readings).
+  virtual bool deviceArrivals() const { return false; }
+  virtual Status arrivalReference(int local) { (void)local; return unsupported("device arrivals"); }
+  virtual Status markSinceReference(int local, int k, double* seconds) {
+    (void)local; (void)k; *seconds = 0;
+    return unsupported("device arrivals");
+  }
+  virtual Status delayStream(int local, double micros) { (void)local; (void)micros; return unsupported("a device delay"); }
+
   // ---- Graph capture and replay (-G): ops enqueued between captureBegin and captureEnd are recorded,
   // not run; graphLaunch replays them. Default: not supported (the timed loop refuses -G).
   virtual bool graphs() const { return false; }

@@ -90,8 +90,14 @@ struct HalfResult {
   // When each iteration started on each process: processes x iters, process-major, in microseconds of that
   // process's own monotonic clock (valid on rank 0; empty for 1 process and with -G). Who arrives last at a
   // collective is who the others wait for; bench/core/lateness.ts puts the clocks together and names it.
+  // With device arrivals (a device timer, -I: core/device_arrivals.h) arrivalUs holds instead one row per rank: the
+  // device time from that rank's reference mark to its stream reaching each iteration; deviceRefUs, per rank, the
+  // reference's host time (µs of its process's monotonic clock) and the half-width of the window it fell in; and
+  // enqueueUs the host arrivals (processes x iters) arrivalUs would otherwise hold.
   std::vector<double> arrivalUs;
   int arrivalIters = 0;  // row width of arrivalUs
+  std::vector<double> deviceRefUs;  // ranks x 2
+  std::vector<double> enqueueUs;    // processes x arrivalIters
 };
 
 }  // namespace collbench

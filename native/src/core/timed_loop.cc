@@ -4,6 +4,8 @@
 // them), -G capture and replay, -a combination, -c check rounds; every local rank of the process per op.
 #include "timed_loop.h"
 
+#include "device_arrivals.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -240,7 +242,17 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   std::vector<double> iterSeconds(spec.perIter ? n : 0);
   // Arrival of this process at each iteration (one clock read per iteration, kept in a preallocated table and
   // gathered after the row): with one process nobody waits for anybody, and a replayed graph has no arrivals.
-  const bool arrivals = spec.arrivals && backend.nranks() > backend.localRanks() && graphs == 0;
+  // A backend with device marks enqueues ahead of its devices (-z 0), so its host clock says nothing: its arrivals are
+  // the -I marks, placed on the host clock by a reference mark per stream (core/device_arrivals.h); none without -I.
+  const bool onDevice = spec.arrivals && deviceTimer && backend.deviceArrivals() && graphs == 0;
+  const bool arrivals =
+      onDevice || (spec.arrivals && !backend.deviceArrivals() && backend.nranks() > backend.localRanks() && graphs == 0);
+  DeviceArrivals device;
+  DeviceDelay delay;  // the COLLBENCH_TEST_GPU_DELAY test hook
+  if (onDevice) {
+    CB_TRY(deviceDelayFromEnv(backend, n, &delay));
+    CB_TRY(device.begin(backend));
+  }
   std::vector<Clock::time_point> arrivalAt(arrivals ? n : 0);
   // The clock per iteration only where it is used: -I on the host clock, -z 3, arrivals (-I with device timers: events).
   const bool stampIter = (spec.perIter && !deviceTimer) || spec.blocking == 3 || arrivals;
@@ -258,6 +270,7 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
     setIteration(iter);
     if (stampIter) iterStart = Clock::now();
     if (arrivals) arrivalAt[iter] = iterStart;
+    if (onDevice && delay.due(iter)) CB_TRY(backend.delayStream(delay.local, delay.micros));
     if (m > 1) CB_TRY(backend.groupStart());
     if (deviceTimer) CB_TRY(backend.timerMark(spec.blocking == 3 ? 2 * iter : iter));
     for (int a = 0; a < m; ++a) {
@@ -329,8 +342,9 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   if (arrivals) {
     std::vector<double> mine(n);
     for (int i = 0; i < n; ++i) mine[i] = clockMicros(arrivalAt[i]);
-    CB_TRY(backend.gather(mine.data(), n, &result->arrivalUs));
+    CB_TRY(backend.gather(mine.data(), n, onDevice ? &result->enqueueUs : &result->arrivalUs));
     result->arrivalIters = n;
+    if (onDevice) CB_TRY(device.gather(backend, n, spec.blocking == 3 ? 2 : 1, result));
   }
   CB_TRY(backend.barrier());
 

@@ -216,6 +216,8 @@ Status NcclBackend::finalize() {
     for (cudaEvent_t e : l.marks) cudaEventDestroy(e);
     l.marks.clear();
     keep(destroyDevComm(l));  // -D: before its windows go
+    if (l.reference != nullptr) cudaEventDestroy(l.reference);
+    l.reference = nullptr;
     keep(freeBuffer(l, l.send));
     keep(freeBuffer(l, l.recv));
     if (l.checkDev != nullptr) cudaFree(l.checkDev);

@@ -124,6 +124,12 @@ class NcclBackend : public Backend {
   Status timerMark(int k) override;
   Status timerElapsed(int from, int to, double* seconds) override;
 
+  // Device arrivals (core/device_arrivals.h; nccl_arrivals.cc): a reference event per stream beside the -I marks.
+  bool deviceArrivals() const override { return true; }
+  Status arrivalReference(int local) override;
+  Status markSinceReference(int local, int k, double* seconds) override;
+  Status delayStream(int local, double micros) override;
+
   bool graphs() const override { return !opt_.streamNull; }
   Status captureBegin() override;
   Status captureEnd() override;
@@ -152,6 +158,7 @@ class NcclBackend : public Backend {
     void* ctrlHost = nullptr;
     uint64_t ctrlBytes = 0;
     std::vector<cudaEvent_t> marks;
+    cudaEvent_t reference = nullptr;  // device arrivals: the mark of known host time (nccl_arrivals.cc)
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t graphExec = nullptr;
     size_t freeBeforeInit = 0, freeAfterInit = 0, freeBeforeAlloc = 0, freeAfterAlloc = 0;

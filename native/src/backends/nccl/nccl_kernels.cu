@@ -42,6 +42,15 @@ __global__ void resetKernel(unsigned long long* result, int n) {
   }
 }
 
+// One thread busy on the device's nanosecond timer until `nanos` have passed (the device-delay test hook).
+__global__ void spinKernel(unsigned long long nanos) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < nanos);
+}
+
 #define CB_KERNEL_DISPATCH(dtype, LAUNCH)                 \
   switch (dtype) {                                        \
     case DType::Int8: LAUNCH(DType::Int8); break;         \
@@ -81,6 +90,11 @@ cudaError_t launchCheck(DType dtype, const void* base, const devdata::SegmentArg
 cudaError_t launchResetResults(unsigned long long* result, int n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   resetKernel<<<(n + kThreads - 1) / kThreads, kThreads, 0, stream>>>(result, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launchSpin(double micros, cudaStream_t stream) {
+  spinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(micros * 1e3));
   return cudaGetLastError();
 }
 

@@ -22,4 +22,7 @@ cudaError_t launchCheck(DType dtype, const void* base, const devdata::SegmentArg
 // Sets result[0] = 0, result[1] = UINT64_MAX for `n` result pairs.
 cudaError_t launchResetResults(unsigned long long* result, int n, cudaStream_t stream);
 
+// A one-thread kernel that keeps `stream` busy for `micros` µs of the device's timer (COLLBENCH_TEST_GPU_DELAY).
+cudaError_t launchSpin(double micros, cudaStream_t stream);
+
 }  // namespace collbench::ncclkernels
