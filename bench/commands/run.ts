@@ -80,26 +80,46 @@ export interface BackendUp {
   adjust(): Promise<Adjusted>;
 }
 
+/** What each backend's bring-up waits for, named in the watchdog's line when it expires. */
+const BRING_UP: Record<string, string> = {
+  nccl: 'the NCCL bring-up (unique-id exchange, device choice, communicator init)',
+  mpi: 'the MPI bring-up',
+  gloo: 'the Gloo bring-up (store rendezvous, connections)',
+};
+
+/** Whether this process has peers in its job (other processes that may wait for it in a collective). */
+export function hasPeers(info: BackendInfo): boolean {
+  return ((info as { worldRanks?: number }).worldRanks ?? info.nranks) > (info.localRanks ?? 1);
+}
+
 /** Brings the options' backend up as every run does (driver checks, init, the watchdog), hands it to `body` and
- *  finalizes it afterwards, whatever happens (runSuite and `collbench workload`). */
+ *  finalizes it afterwards (runSuite and `collbench workload`). Every wait of the bring-up is under the watchdog
+ *  (-T, else the default limit). A process that fails leaves at once when it has peers: finalizing would wait for
+ *  them in a collective (MPI_Finalize's fence, Gloo's final barrier) while they wait for it in another, and its
+ *  reason would never be printed; its non-zero exit ends the job (mpirun, the --np launcher), or their watchdog does. */
 export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks,
   body: (up: BackendUp) => Promise<T>): Promise<T> {
   const { record, module: native } = selectBackend(options.backend, { ncclLib: options.ncclLib }, hooks.env);
   const driver = record.createDriver(hooks.env);
   driver.validate(options);
   driver.prepare?.(options);
-  const info = driver.init ? await driver.init(native, options) : await native.init();
+  const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
+  const info = await dog.watch(BRING_UP[record.name] ?? 'the backend bring-up', 0,
+    driver.init ? driver.init(native, options) : Promise.resolve(native.init()));
+  let failed = true;
   try {
-    const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
     native.setResultHoldMs(dog.resultHoldMs());
     await placeLoop(native, info, dog, io, hooks.env ?? process.env);
     const adjust = async (): Promise<Adjusted> => (driver.adjust
       ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
       : { options, reducedMaxBytes: null });
-    return await body({ driver, native, info, dog, adjust });
+    const result = await body({ driver, native, info, dog, adjust });
+    failed = false;
+    return result;
   } finally {
-    native.finalize();
-    driver.shutdown?.();
+    const leave = failed && hasPeers(info);
+    if (!leave) native.finalize();
+    driver.shutdown?.({ leave });
   }
 }
 

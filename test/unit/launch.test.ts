@@ -2,9 +2,9 @@
 // 1-rank world (nccl-tests issue #213).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { disconnectedWorldWarning, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
+import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
 import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
-import { mpirunPlan } from '../../bench/launch/mpirun.js';
+import { mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
 import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/commands/watchdog.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 
@@ -23,6 +23,31 @@ describe('mpirunPlan', () => {
   it("keeps the user's own PML choice", () => {
     const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, args: [], cores: 8, isRoot: false });
     assert.ok(!p.args.includes('pml'));
+  });
+});
+
+describe('--np against the slots --hosts gives (as Open MPI counts them)', () => {
+  it('a plain name is one slot; host:N is N; a name listed again adds its slots', () => {
+    assert.match(slotsRefusal(2, 'localhost', {})!, /^--np 2: --hosts localhost gives 1 slot .*e\.g\. --hosts localhost:2 /);
+    assert.equal(slotsRefusal(2, 'localhost:2', {}), null);
+    assert.equal(slotsRefusal(2, 'a,b', {}), null);
+    assert.equal(slotsRefusal(3, 'a,b:2', {}), null);
+    assert.equal(slotsRefusal(2, 'a,a', {}), null);
+    assert.match(slotsRefusal(5, 'a,b:2,a', {})!, /gives 4 slots .*e\.g\. --hosts a:3,b:3 /);
+  });
+  it('oversubscription the user allows (OMPI_MCA_rmaps_base_oversubscribe) is not refused', () => {
+    assert.equal(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: '1' }), null);
+    assert.equal(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: 'true' }), null);
+    assert.notEqual(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: '0' }), null);
+  });
+});
+
+describe('a failing rank names itself', () => {
+  it('only where its launcher says it is one of several', () => {
+    assert.equal(launchedRankLabel('vm', { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' }), 'rank 1 on host vm');
+    assert.equal(launchedRankLabel('vm', { RANK: '3', WORLD_SIZE: '4' }), 'rank 3 on host vm');
+    assert.equal(launchedRankLabel('vm', { OMPI_COMM_WORLD_RANK: '0', OMPI_COMM_WORLD_SIZE: '1' }), null);
+    assert.equal(launchedRankLabel('vm', {}), null);
   });
 });
 
