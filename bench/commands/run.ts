@@ -13,7 +13,7 @@ import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/verdict.
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, type SweepCase } from '../core/plan.js';
-import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfResult, type HalfSpec } from '../core/types.js';
+import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type BackendName, type HalfResult, type HalfSpec } from '../core/types.js';
 import { iterStats } from '../core/iter-stats.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
 import type { ResolvedOptions } from '../core/flags.js';
@@ -81,7 +81,7 @@ export interface BackendUp {
 }
 
 /** What each backend's bring-up waits for, named in the watchdog's line when it expires. */
-const BRING_UP: Record<string, string> = {
+const BRING_UP: Record<BackendName, string> = {
   nccl: 'the NCCL bring-up (unique-id exchange, device choice, communicator init)',
   mpi: 'the MPI bring-up',
   gloo: 'the Gloo bring-up (store rendezvous, connections)',
@@ -104,7 +104,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
   driver.validate(options);
   driver.prepare?.(options);
   const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
-  const info = await dog.watch(BRING_UP[record.name] ?? 'the backend bring-up', 0,
+  const info = await dog.watch(BRING_UP[record.name], 0,
     driver.init ? driver.init(native, options) : Promise.resolve(native.init()));
   let failed = true;
   try {
