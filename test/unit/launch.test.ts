@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
 import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
+import { runLocalRanks } from '../../bench/launch/local-ranks.js';
 import { mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
 import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/commands/watchdog.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
@@ -135,5 +136,19 @@ describe('the watchdog\'s limits', () => {
   it('COLLBENCH_WATCHDOG_MIN_S sets the floor; garbage there is a usage error', () => {
     assert.equal(new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '3' }).limitSec(0), 3);
     assert.throws(() => new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '0' }), /COLLBENCH_WATCHDOG_MIN_S: '0'/);
+  });
+});
+
+describe('the --np launcher\'s exit code (bench/launch/local-ranks.ts)', () => {
+  it('is the first failed rank\'s, not the worst: a peer timing out because of it does not decide', async () => {
+    // Rank 0 fails at once with 3; rank 1, left waiting, gives up later with 4 (a watchdog timeout).
+    const code = await runLocalRanks({
+      np: 2, command: process.execPath,
+      args: ['-e', 'const r = Number(process.env.RANK); setTimeout(() => process.exit(r === 0 ? 3 : 4), r === 0 ? 0 : 400)'],
+    }, { graceMs: 5_000, err: () => undefined });
+    assert.equal(code, 3);
+  });
+  it('is 0 when every rank succeeds', async () => {
+    assert.equal(await runLocalRanks({ np: 2, command: process.execPath, args: ['-e', ''] }, { err: () => undefined }), 0);
   });
 });
