@@ -38,6 +38,7 @@ export interface BackendDriver {
   refusals?: readonly string[];
   /** -M: memory used, combined over the job (called on every rank). */
   memoryUsage?(native: NativeBackend): MemoryUsage;
-  /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). */
-  shutdown?(): void;
+  /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). `leave`: this
+   *  process failed and has peers, the module was not finalized: release nothing the peers would have to join. */
+  shutdown?(how: { leave: boolean }): void;
 }

@@ -12,7 +12,7 @@ import { REDIS_PASSWORD_IN_URL } from '../config/resolve.js';
 import { UsageError } from '../core/errors.js';
 import type { GlooAlgo } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
-import type { BackendInfo, NativeBackend } from '../native/binding.js';
+import { isNativeError, type BackendInfo, type NativeBackend } from '../native/binding.js';
 import { slurmStep } from '../launch/slurm.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
@@ -150,6 +150,9 @@ export interface GlooInitConfig {
   hostname?: string;
   /** Every Gloo wait (rendezvous, collectives) gives up after this (COLLBENCH_GLOO_TIMEOUT_MS). */
   timeoutMs: number;
+  /** The bring-up's rendezvous gives up after this instead (-T, when shorter): init blocks the JS thread, so the
+   *  watchdog cannot time it. */
+  connectTimeoutMs?: number;
   /** Reduce half with gloo::float16's operators (as Gloo and PyTorch do) or collbench's (COLLBENCH_GLOO_FLOAT16). */
   float16: GlooFloat16;
 }
@@ -215,6 +218,9 @@ export function glooInitConfig(options: ResolvedOptions, env: Env = process.env)
     rank: world.rank, size: world.size, localRank: world.localRank, localSize: world.localSize,
     runId: world.runId, algo: options.glooAlgo, timeoutMs: glooTimeoutMs(env), float16: glooFloat16(env),
   };
+  if (options.timeoutSec !== null && options.timeoutSec > 0 && options.timeoutSec * 1000 < config.timeoutMs) {
+    config.connectTimeoutMs = Math.max(1, Math.round(options.timeoutSec * 1000));
+  }
   if (plan.store !== null) config.store = plan.store;
   const password = redisPassword(env);
   if (plan.store?.startsWith('redis://') && password !== null) config.storePassword = password;
@@ -240,7 +246,16 @@ export function createGlooDriver(env: Env = process.env): BackendDriver {
         // Rank 0 leaves last (it reports after the final barrier): it removes the job's directory.
         if (world.rank === 0) process.on('exit', () => rmSync(ownedDir, { recursive: true, force: true }));
       }
-      return (native as GlooNative).init(config);
+      const started = Date.now();
+      try {
+        return (native as GlooNative).init(config);
+      } catch (e) {
+        // The bring-up's rendezvous ran out of -T: a watchdog timeout (exit 4) as any other wait's.
+        const limit = config.connectTimeoutMs;
+        if (limit === undefined || !isNativeError(e) || Date.now() - started < limit) throw e;
+        throw Object.assign(new Error(`Test timeout (${options.timeoutSec}s) in the Gloo bring-up (store rendezvous, ` +
+          `connections): ${e.message}`), { code: 'TIMEOUT', backend: 'gloo', site: e.site });
+      }
     },
     validate(options) {
       refuseGpuOnlyFlags(options, 'gloo');

@@ -12,6 +12,7 @@ import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type Torchr
 import { COMBINE, isNativeError, type BackendInfo, type NativeBackend } from '../native/binding.js';
 import { moduleBuilt, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
+import { watchdogFloorSec } from '../core/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
 
 type Env = NodeJS.ProcessEnv;
@@ -239,10 +240,13 @@ function launchEnv(env: Env): TorchrunEnv | null {
   return torchrunEnv(env);
 }
 
-async function mpiWorld(native: NcclNative, lib: string | undefined, state: DriverState): Promise<World> {
+async function mpiWorld(native: NcclNative, lib: string | undefined, state: DriverState, initTimeoutSec: number):
+  Promise<World> {
   const mpi = requireNativeModule<NativeBackend>('mpi');
-  const m = mpi.init() as BackendInfo;
+  // MPI_Init under the watchdog as the mpi backend's (a native alarm: it blocks the JS thread).
+  const m = mpi.init({ initTimeoutSec }) as BackendInfo;
   state.mpi = mpi;
+  state.peers = m.nranks > 1;
   // Process 0 makes the id; MPI broadcasts it (as 128 numbers). A failure is broadcast too (-1s),
   // so no process waits for an id that never comes.
   let id = new Array<number>(128).fill(0);
@@ -250,7 +254,8 @@ async function mpiWorld(native: NcclNative, lib: string | undefined, state: Driv
   if (m.rank === 0) {
     try { id = native.uniqueId({ lib }); } catch (e) { failure = e; id = new Array<number>(128).fill(-1); }
   }
-  const got = mpi.allreduce(id, COMBINE.rank0);
+  // On the executor, so that the bring-up watchdog (commands/run.ts) can fire while a peer never arrives.
+  const got = await mpi.allreduceAsync(id, COMBINE.rank0);
   if (failure) throw failure as Error;
   if (got[0] === -1) throw new NcclEnvironmentError('nccl backend unavailable: process 0 could not create the NCCL unique id', 'NCCL_NO_UNIQUE_ID');
   return {
@@ -288,12 +293,15 @@ async function torchrunWorld(native: NcclNative, lib: string | undefined, world:
 interface DriverState {
   mpi: NativeBackend | null;
   color: number;
+  /** The job has other processes: a failed one leaves without MPI_Finalize, whose fence would wait for them. */
+  peers: boolean;
 }
 
-function shutdownMpi(state: DriverState): void {
+/** Finalizes the MPI module the bootstrap used; after a failure with peers, leaves it (the exit ends the job). */
+function shutdownMpi(state: DriverState, failed = false): void {
   const mpi = state.mpi;
   state.mpi = null;
-  mpi?.finalize();
+  if (!(failed && state.peers)) mpi?.finalize();
 }
 
 async function initNccl(state: DriverState, nativeAny: NativeBackend, options: ResolvedOptions, env: Env): Promise<NcclInfo> {
@@ -311,7 +319,7 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
   let world: World;
   try {
     if (underMpiLauncher(env) && moduleBuilt('mpi', env)) {
-      world = await mpiWorld(native, lib, state);
+      world = await mpiWorld(native, lib, state, options.timeoutSec ?? watchdogFloorSec(env));
     } else {
       const t = launchEnv(env);
       if (t) {
@@ -325,11 +333,12 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
       }
     }
   } catch (e) {
-    shutdownMpi(state);
+    shutdownMpi(state, true);
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw environmentFailure(e, native);
   }
 
+  state.peers = world.nprocs > 1;
   try {
     state.color = splitColor(world.procRank, env);
     const info = await native.init({
@@ -342,19 +351,19 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
     });
     return info;
   } catch (e) {
-    shutdownMpi(state);
+    shutdownMpi(state, true);
     throw environmentFailure(e, native);
   }
 }
 
-function adjustOptions(options: ResolvedOptions, infoAny: BackendInfo, native: NativeBackend) {
+async function adjustOptions(options: ResolvedOptions, infoAny: BackendInfo, native: NativeBackend) {
   const info = infoAny as NcclInfo;
   // Combined over the job: the smallest compute capability and the smallest GPU memory.
   const mine = [
     Math.min(...info.devices.map((d) => d.ccMajor * 10 + d.ccMinor)),
     Math.min(...info.devices.map((d) => d.totalMemBytes)),
   ];
-  const [minCc, minMem] = native.allreduce(mine, COMBINE.min);
+  const [minCc, minMem] = await native.allreduceAsync(mine, COMBINE.min); // under the watchdog (commands/run.ts)
   const { dtypes, ops } = availableCases(options, info.library.features, minCc, `NCCL ${info.library.version}`);
   const reduced = memoryCappedMaxBytes(options.maxBytes, minMem);
   const maxBytes = reduced ?? options.maxBytes;
@@ -394,7 +403,7 @@ export function refuseDeviceApiCases(options: ResolvedOptions): void {
 
 /** The nccl driver of one run; `env` is where NCCL_TESTS_*, the launcher's and the rendezvous variables are read. */
 export function createNcclDriver(env: Env = process.env): BackendDriver {
-  const state: DriverState = { mpi: null, color: -1 };
+  const state: DriverState = { mpi: null, color: -1, peers: false };
   return {
     validate(options) {
       refuseDeviceApiCases(options);
@@ -418,7 +427,7 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
         [m.initialization, m.userAllocated, m.collective], COMBINE.max);
       return { initialization, userAllocated, collective };
     },
-    shutdown: () => shutdownMpi(state),
+    shutdown: ({ leave }) => shutdownMpi(state, leave),
     perIterTimer: 'CUDA event timing',
     // ncclInvalidArgument: NCCL 2.24-2.28 refuse avg and mulsum (PreMulSum) on fp8 this way (issue 28).
     refusals: ['NCCL_INVALID_ARGUMENT'],

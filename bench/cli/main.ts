@@ -2,12 +2,14 @@
 // map every failure to one line on stderr and a documented exit code. The only place that chooses
 // exit codes (docs/architecture.md, "commands/ and cli/").
 import { writeSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { launchRanks } from '../commands/launch.js';
 import { runSuite, type RunIO } from '../commands/run.js';
 import { PlanError } from '../collectives/alltoallv-plan.js';
 import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
+import { launchedRankLabel } from '../launch/environment.js';
 import { isNativeError } from '../native/binding.js';
 import { OutputError } from '../report/outputs.js';
 import { VERSION } from '../version.js';
@@ -82,18 +84,28 @@ export async function main(argv: string[], scriptPath: string, io: RunIO = stdio
     });
     return outcome.exitCode;
   } catch (e: unknown) {
-    return reportFailure(e, program, io);
+    const code = reportFailure(e, program, io);
+    // One of several ranks: its exit ends the job (mpirun or the --np launcher ends the others, it does not wait for
+    // them in a finalize: commands/run.ts withBackend). A moment first, so that ranks failing alike say why too.
+    if (code !== EXIT.USAGE && launchedRankLabel('', process.env) !== null) await sleep(FAILED_RANK_LINGER_MS);
+    return code;
   }
 }
 
-export function reportFailure(e: unknown, program: string, io: RunIO): number {
+/** How long a failed rank of several waits after its line before it exits (and the launcher ends the others). */
+export const FAILED_RANK_LINGER_MS = 300;
+
+export function reportFailure(e: unknown, program: string, io: RunIO, env: NodeJS.ProcessEnv = process.env): number {
   const host = hostname().split('.')[0];
+  // One of several ranks: its line says which (bad input is the same on every rank and says nothing more).
+  const rank = launchedRankLabel(host, env);
+  const who = rank === null ? program : `${program}: ${rank}`;
   if (e instanceof UsageError || e instanceof PlanError) {
     io.err(`${program}: ${e.message}`);
     return EXIT.USAGE;
   }
   if (e instanceof BackendUnavailableError || e instanceof OutputError) {
-    io.err(`${program}: ${e.message}`);
+    io.err(`${who}: ${e.message}`);
     return EXIT.ENVIRONMENT;
   }
   if (isNativeError(e) && e.code === 'TIMEOUT') {
@@ -102,9 +114,9 @@ export function reportFailure(e: unknown, program: string, io: RunIO): number {
     return EXIT.TIMEOUT;
   }
   if (isNativeError(e)) {
-    io.err(`${host}: ${e.backend} failure ${e.code} at ${e.site}: ${e.message}`);
+    io.err(`${rank ?? host}: ${e.backend} failure ${e.code} at ${e.site}: ${e.message}`);
     return EXIT.BACKEND;
   }
-  io.err(`${program}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  io.err(`${who}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   return EXIT.INTERNAL;
 }

@@ -7,7 +7,7 @@ import { UsageError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
-import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
+import { mpirunPlan, runUnderMpirun, slotsRefusal } from '../launch/mpirun.js';
 import { removeOrphanedTemps } from '../report/atomic-write.js';
 import { checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
@@ -29,6 +29,8 @@ export interface LaunchContext {
 export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext): Promise<number> {
   const env = ctx.env ?? process.env;
   if (underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
+  const tooFew = options.hosts === null ? null : slotsRefusal(options.np!, options.hosts, env);
+  if (tooFew !== null) throw new UsageError(tooFew, '--np');
   const { record } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, env);
   record.createDriver(env).validate(options);
   // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).

@@ -14,7 +14,7 @@ import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape, type Refusal, type SweepCase } from '../core/plan.js';
 import { findRefusals } from '../backends/refusals.js';
-import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfResult, type HalfSpec } from '../core/types.js';
+import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type BackendName, type HalfResult, type HalfSpec } from '../core/types.js';
 import { iterStats } from '../core/iter-stats.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
 import type { ResolvedOptions } from '../core/flags.js';
@@ -83,8 +83,23 @@ export interface BackendUp {
   adjust(): Promise<Adjusted>;
 }
 
+/** What each backend's bring-up waits for, named in the watchdog's line when it expires. */
+const BRING_UP: Record<BackendName, string> = {
+  nccl: 'the NCCL bring-up (unique-id exchange, device choice, communicator init)',
+  mpi: 'the MPI bring-up',
+  gloo: 'the Gloo bring-up (store rendezvous, connections)',
+};
+
+/** Whether this process has peers in its job (other processes that may wait for it in a collective). */
+export function hasPeers(info: BackendInfo): boolean {
+  return ((info as { worldRanks?: number }).worldRanks ?? info.nranks) > (info.localRanks ?? 1);
+}
+
 /** Brings the options' backend up as every run does (driver checks, init, the watchdog), hands it to `body` and
- *  finalizes it afterwards, whatever happens (runSuite and `collbench workload`). */
+ *  finalizes it afterwards (runSuite and `collbench workload`). Every wait of the bring-up is under the watchdog
+ *  (-T, else the default limit). A process that fails leaves at once when it has peers: finalizing would wait for
+ *  them in a collective (MPI_Finalize's fence, Gloo's final barrier) while they wait for it in another, and its
+ *  reason would never be printed; its non-zero exit ends the job (mpirun, the --np launcher), or their watchdog does. */
 export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks: SuiteHooks,
   body: (up: BackendUp) => Promise<T>): Promise<T> {
   const { record, module: native, passedOver } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, hooks.env);
@@ -92,9 +107,11 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
   const driver = record.createDriver(hooks.env);
   driver.validate(options);
   driver.prepare?.(options);
-  const info = driver.init ? await driver.init(native, options) : await native.init();
+  const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
+  const info = await dog.watch(BRING_UP[record.name], 0,
+    driver.init ? driver.init(native, options) : Promise.resolve(native.init()));
+  let failed = true;
   try {
-    const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
     const hangView = record.hangView; // the library's own view of a hang (nccl: RAS), printed beside the verdict
     if (hangView) dog.hangView = () => hangView(hooks.env ?? process.env, info);
     native.setResultHoldMs(dog.resultHoldMs());
@@ -102,10 +119,13 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
     const adjust = async (): Promise<Adjusted> => (driver.adjust
       ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
       : { options, reducedMaxBytes: null });
-    return await body({ driver, native, info, dog, adjust });
+    const result = await body({ driver, native, info, dog, adjust });
+    failed = false;
+    return result;
   } finally {
-    native.finalize();
-    driver.shutdown?.();
+    const leave = failed && hasPeers(info);
+    if (!leave) native.finalize();
+    driver.shutdown?.({ leave });
   }
 }
 

@@ -57,6 +57,13 @@ export function monotonicClockId(path = '/proc/sys/kernel/random/boot_id'): stri
   }
 }
 
+/** "rank R on host H" for a process its launcher started as one of several (each failing rank names itself in its
+ *  failure line), else null. */
+export function launchedRankLabel(host: string, env: Env = process.env): string | null {
+  const rank = launcherRank(env);
+  return rank !== null && SIZE_VARS.some((v) => Number(env[v]) > 1) ? `rank ${rank} on host ${host}` : null;
+}
+
 /** This process's rank as its launcher set it (mpirun, PMI, Slurm, --np for gloo), or null when none says. */
 export function launcherRank(env: Env = process.env): number | null {
   const rankVar = RANK_VARS.find((v) => env[v] !== undefined && env[v] !== '');

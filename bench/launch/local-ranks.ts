@@ -1,7 +1,8 @@
 // `--np N` for the gloo backend: starts N local processes of this very command through
 // child_process, without MPI (as torchrun --standalone does for PyTorch): each child learns its rank,
 // the world size and a private FileStore directory from the environment (bench/backends/gloo.ts reads
-// it). Rank 0's stdout and every rank's stderr pass through; the exit code is the worst child's.
+// it). Rank 0's stdout and every rank's stderr pass through; the exit code is that of the first rank that failed
+// (as mpirun's), not of those that failed because of it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
@@ -46,8 +47,9 @@ export interface LocalRanksOptions {
 /**
  * Runs the plan. When a rank ends badly (non-zero exit or a signal), the others normally fail within
  * milliseconds (Gloo sees the closed connections); any still running after the grace period are
- * terminated, so a dead or frozen rank never leaves the job hanging. Resolves to the worst exit
- * status among the ranks that ended on their own (ranks this launcher terminated do not count).
+ * terminated, so a dead or frozen rank never leaves the job hanging. Resolves to the exit status of the first rank
+ * that ended badly on its own (a rank failing at bring-up: its code, not the timeout of a peer left waiting for it;
+ * ranks this launcher terminated do not count), else 0.
  */
 export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}): Promise<number> {
   const env = opts.env ?? process.env;
@@ -60,6 +62,7 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
     const children: ChildProcess[] = [];
     const status: (number | null)[] = new Array<number | null>(plan.np).fill(null);
     const terminatedByUs = new Set<number>();
+    let firstFailure: number | null = null;
     let running = plan.np;
     let graceTimer: NodeJS.Timeout | null = null;
 
@@ -92,9 +95,9 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
       process.off('SIGTERM', onTerm);
       if (graceTimer) clearTimeout(graceTimer);
       rmSync(storeDir, { recursive: true, force: true });
-      const counted = status.filter((s, r) => s !== null && !terminatedByUs.has(r)) as number[];
+      const counted = status.filter((s, r) => s !== null && !terminatedByUs.has(r));
       if (received) resolvePromise(signalStatus(received));
-      else resolvePromise(counted.length > 0 ? Math.max(...counted) : 1);
+      else resolvePromise(counted.length > 0 ? firstFailure ?? 0 : 1);
     };
 
     for (let rank = 0; rank < plan.np; rank++) {
@@ -113,7 +116,7 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
       children.push(child);
       child.on('error', (e) => {
         err(`collbench: cannot start rank ${rank}: ${e.message}`);
-        if (status[rank] === null) { status[rank] = 127; running--; }
+        if (status[rank] === null) { status[rank] = 127; firstFailure ??= 127; running--; }
         startGrace();
         if (running === 0) finish();
       });
@@ -125,6 +128,7 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
           err(`collbench: rank ${rank} (pid ${child.pid}) was killed by ${signal} on host ${hostname()}; ` +
             'the other ranks are ended; report files keep the rows finished before ("status": "incomplete")');
         }
+        if (status[rank] !== 0 && !terminatedByUs.has(rank)) firstFailure ??= status[rank];
         if (status[rank] !== 0) startGrace();
         if (running === 0) finish();
       });

@@ -29,6 +29,29 @@ export function mpirunPlan(opts: {
   return { command: env.COLLBENCH_MPIRUN ?? 'mpirun', args };
 }
 
+/** Open MPI's MCA setting that lets mpirun place more ranks on a host than it has slots (env or --mca). */
+const OVERSUBSCRIBE_ENV = 'OMPI_MCA_rmaps_base_oversubscribe';
+
+/**
+ * Whether `--np` fits the slots `--hosts` gives, counted as Open MPI counts them: host:N gives N, a plain name 1, a
+ * name listed again adds its slots. Returns the one line that says it does not and how to fix it, or null (also
+ * when the user allows oversubscription: OMPI_MCA_rmaps_base_oversubscribe). mpirun's own refusal is 25 lines.
+ */
+export function slotsRefusal(np: number, hosts: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  if (/^(1|true|yes|on)$/i.test(env[OVERSUBSCRIBE_ENV] ?? '')) return null;
+  const slots = new Map<string, number>();
+  for (const entry of hosts.split(',')) {
+    const [name, n] = entry.split(':');
+    slots.set(name!, (slots.get(name!) ?? 0) + (n === undefined ? 1 : Number(n)));
+  }
+  const total = [...slots.values()].reduce((a, b) => a + b, 0);
+  if (np <= total) return null;
+  const each = Math.ceil(np / slots.size);
+  const fix = [...slots].map(([name, n]) => `${name}:${Math.max(n, each)}`).join(',');
+  return `--np ${np}: --hosts ${hosts} gives ${total} slot${total === 1 ? '' : 's'} (a host without :N counts as 1, as ` +
+    `Open MPI counts it); give each host its ranks, e.g. --hosts ${fix} (or ${OVERSUBSCRIBE_ENV}=1 to oversubscribe)`;
+}
+
 /** What mpirun's notices say about the rank that ended the job (Open MPI 4.1's wording), or null. */
 export interface RankDeath { rank: number; host: string | null; pid: number | null; signal: number | null; exitCode: number | null }
 

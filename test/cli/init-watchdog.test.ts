@@ -31,7 +31,7 @@ describe('MPI_Init under the watchdog', () => {
     assert.equal(r.code, 4, r.stderr);
     // 3 s from MPI_Init, + 5 s, + the start of node and mpirun before it
     assert.ok(seconds < 3 + 5 + 5, `took ${seconds} s`);
-    assert.match(r.stderr, /^\S+: Test timeout \(3s\) in MPI_Init: the job's other processes or its launcher did not answer/m);
+    assert.match(r.stderr, /^\S+: Test timeout \(3s\) in MPI_Init or the communicator set-up after it: the job's other processes or its launcher did not answer/m);
     assert.doesNotMatch(r.stderr, /internal error|Error:/);
     const left = spawnSync('pgrep', ['-af', dir], { encoding: 'utf8' }).stdout.trim();
     assert.equal(left, '', `processes left:\n${left}`);

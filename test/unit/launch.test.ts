@@ -2,9 +2,10 @@
 // 1-rank world (nccl-tests issue #213).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { disconnectedWorldWarning, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
+import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
 import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
-import { mpirunPlan } from '../../bench/launch/mpirun.js';
+import { runLocalRanks } from '../../bench/launch/local-ranks.js';
+import { mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
 import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/commands/watchdog.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 
@@ -23,6 +24,31 @@ describe('mpirunPlan', () => {
   it("keeps the user's own PML choice", () => {
     const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, args: [], cores: 8, isRoot: false });
     assert.ok(!p.args.includes('pml'));
+  });
+});
+
+describe('--np against the slots --hosts gives (as Open MPI counts them)', () => {
+  it('a plain name is one slot; host:N is N; a name listed again adds its slots', () => {
+    assert.match(slotsRefusal(2, 'localhost', {})!, /^--np 2: --hosts localhost gives 1 slot .*e\.g\. --hosts localhost:2 /);
+    assert.equal(slotsRefusal(2, 'localhost:2', {}), null);
+    assert.equal(slotsRefusal(2, 'a,b', {}), null);
+    assert.equal(slotsRefusal(3, 'a,b:2', {}), null);
+    assert.equal(slotsRefusal(2, 'a,a', {}), null);
+    assert.match(slotsRefusal(5, 'a,b:2,a', {})!, /gives 4 slots .*e\.g\. --hosts a:3,b:3 /);
+  });
+  it('oversubscription the user allows (OMPI_MCA_rmaps_base_oversubscribe) is not refused', () => {
+    assert.equal(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: '1' }), null);
+    assert.equal(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: 'true' }), null);
+    assert.notEqual(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: '0' }), null);
+  });
+});
+
+describe('a failing rank names itself', () => {
+  it('only where its launcher says it is one of several', () => {
+    assert.equal(launchedRankLabel('vm', { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' }), 'rank 1 on host vm');
+    assert.equal(launchedRankLabel('vm', { RANK: '3', WORLD_SIZE: '4' }), 'rank 3 on host vm');
+    assert.equal(launchedRankLabel('vm', { OMPI_COMM_WORLD_RANK: '0', OMPI_COMM_WORLD_SIZE: '1' }), null);
+    assert.equal(launchedRankLabel('vm', {}), null);
   });
 });
 
@@ -110,5 +136,19 @@ describe('the watchdog\'s limits', () => {
   it('COLLBENCH_WATCHDOG_MIN_S sets the floor; garbage there is a usage error', () => {
     assert.equal(new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '3' }).limitSec(0), 3);
     assert.throws(() => new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '0' }), /COLLBENCH_WATCHDOG_MIN_S: '0'/);
+  });
+});
+
+describe('the --np launcher\'s exit code (bench/launch/local-ranks.ts)', () => {
+  it('is the first failed rank\'s, not the worst: a peer timing out because of it does not decide', async () => {
+    // Rank 0 fails at once with 3; rank 1, left waiting, gives up later with 4 (a watchdog timeout).
+    const code = await runLocalRanks({
+      np: 2, command: process.execPath,
+      args: ['-e', 'const r = Number(process.env.RANK); setTimeout(() => process.exit(r === 0 ? 3 : 4), r === 0 ? 0 : 400)'],
+    }, { graceMs: 5_000, err: () => undefined });
+    assert.equal(code, 3);
+  });
+  it('is 0 when every rank succeeds', async () => {
+    assert.equal(await runLocalRanks({ np: 2, command: process.execPath, args: ['-e', ''] }, { err: () => undefined }), 0);
   });
 });

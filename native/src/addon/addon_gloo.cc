@@ -53,7 +53,7 @@ Status stringField(const Napi::Object& c, const char* field, bool optional, std:
 }
 
 // bench/backends/gloo.ts GlooInitConfig: { rank, size, localRank, localSize, runId, algo, store?, iface?,
-// hostname?, timeoutMs, float16 }.
+// hostname?, timeoutMs, connectTimeoutMs?, float16 }.
 Status readConfig(const Napi::Value& value, collbench::GlooConfig* c, int* localRank, int* localSize) {
   if (!value.IsObject()) return badConfig("", "must be an object");
   const Napi::Object o = value.As<Napi::Object>();
@@ -74,6 +74,7 @@ Status readConfig(const Napi::Value& value, collbench::GlooConfig* c, int* local
   CB_TRY(stringField(o, "iface", true, &c->iface));
   CB_TRY(stringField(o, "hostname", true, &c->hostname));
   CB_TRY(intField(o, "timeoutMs", 1, &c->timeoutMs));
+  if (!o.Get("connectTimeoutMs").IsUndefined()) CB_TRY(intField(o, "connectTimeoutMs", 1, &c->connectTimeoutMs));
   std::string half;
   CB_TRY(stringField(o, "float16", false, &half));
   if (half != "collbench" && half != "gloo") return badConfig("float16", "'" + half + "' must be collbench or gloo");

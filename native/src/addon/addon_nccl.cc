@@ -4,6 +4,9 @@
 // uniqueId (process 0's ncclGetUniqueId), init (async: communicators may wait for peers), memoryUsage.
 #include <napi.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -21,6 +24,11 @@ using collbench::addon::throwIfError;
 collbench::addon::BackendSlot gSlot;
 
 NcclBackend* nccl() { return static_cast<NcclBackend*>(gSlot.backend.get()); }
+
+// An init() whose worker (a libuv pool thread) has not finished: it may wait in ncclCommInitRank for a peer that
+// never comes, and then neither abort() (no communicator yet) nor process.exit() (libuv joins its pool threads at
+// exit) can end this process; abort() ends it with _exit instead.
+std::atomic<bool> gInitInFlight{false};
 
 std::string optString(const Napi::Value& v, const char* key) {
   if (!v.IsObject()) return "";
@@ -185,6 +193,7 @@ class InitWorker : public Napi::AsyncWorker {
     }
   }
   void OnOK() override {
+    gInitInFlight.store(false);
     Napi::Env env = Env();
     if (!status_.ok) {
       deferred_.Reject(collbench::addon::toJsError(env, status_).Value());
@@ -193,7 +202,10 @@ class InitWorker : public Napi::AsyncWorker {
     gSlot.backend = std::move(backend_);
     deferred_.Resolve(ncclInfo(env, *nccl(), localProcRank_, localProcSize_));
   }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+  void OnError(const Napi::Error& e) override {
+    gInitInFlight.store(false);
+    deferred_.Reject(e.Value());
+  }
 
  private:
   collbench::NcclOptions options_;
@@ -241,6 +253,7 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
   }
   auto* w = new InitWorker(env, std::move(o), optInt(c, "localRank", 0), optInt(c, "localSize", 1));
   Napi::Promise p = w->promise();
+  gInitInFlight.store(true);
   w->Queue();
   return p;
 }
@@ -248,8 +261,12 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
 // The -T watchdog (the process exits right after; the code is the exit's): the wait in progress on the
 // worker thread aborts the communicators, so peers see the failure instead of hanging. Gives it up to
 // 2 s to do so (a thread stuck inside an NCCL call never gets there; the exit then ends everything anyway).
-void Abort(collbench::Backend* backend, int) {
-  if (backend == nullptr) return;
+// During init (no communicator to abort yet, its worker possibly waiting for a peer) this process ends here.
+void Abort(collbench::Backend* backend, int code) {
+  if (backend == nullptr) {
+    if (gInitInFlight.load()) _exit(code);
+    return;
+  }
   auto* b = static_cast<NcclBackend*>(backend);
   b->requestAbort();
   for (int i = 0; i < 2000 && !b->aborted(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));

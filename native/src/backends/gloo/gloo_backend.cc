@@ -239,11 +239,16 @@ Status GlooBackend::create(const GlooConfig& config, std::unique_ptr<GlooBackend
 
 Status GlooBackend::connect(const char* name, std::shared_ptr<gloo::Context>* ctx) {
   auto c = std::make_shared<gloo::rendezvous::Context>(config_.rank, config_.size);
-  c->setTimeout(std::chrono::milliseconds(config_.timeoutMs));
+  // The bring-up's contexts (ctrl, data) connect under the shorter -T when one is given; their ops use timeoutMs.
+  const bool bringUp = !ctrl_ || !data_;
+  const int connectMs = bringUp && config_.connectTimeoutMs > 0 ? std::min(config_.connectTimeoutMs, config_.timeoutMs)
+                                                                 : config_.timeoutMs;
+  c->setTimeout(std::chrono::milliseconds(connectMs));
   CB_GLOO(std::string("gloo::rendezvous::Context::connectFullMesh (") + name + " context)", {
     gloo::rendezvous::PrefixStore store(name, *runStore_);
     c->connectFullMesh(store, device_);
   });
+  c->setTimeout(std::chrono::milliseconds(config_.timeoutMs));
   *ctx = c;
   return Status::Ok();
 }

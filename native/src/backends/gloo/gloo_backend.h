@@ -44,6 +44,8 @@ struct GlooConfig {
   std::string hostname;
   GlooAlgo algo = GlooAlgo::Default;
   int timeoutMs = 30000;  // every Gloo wait (rendezvous, collectives) gives up after this
+  // The bring-up's rendezvous (create) gives up after this instead, when it is shorter (-T); 0: timeoutMs.
+  int connectTimeoutMs = 0;
   // Reduce float16 with gloo::float16's operators, as Gloo and PyTorch do (their copy assignment is
   // defective, see gloo_types.h); false: collbench's element_ops.h (COLLBENCH_GLOO_FLOAT16=collbench).
   bool glooFloat16 = true;

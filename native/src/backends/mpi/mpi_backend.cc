@@ -86,7 +86,8 @@ const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
 
 namespace {
 
-// The MPI_Init watchdog. The JS thread is blocked inside MPI_Init_thread, so no JS timer can fire: alarm(2)
+// The MPI_Init watchdog, over all of MpiBackend::create (MPI_Init_thread and the collective set-up after it:
+// MPI_Comm_dup, MPI_Comm_split_type, which wait for every rank). The JS thread is blocked there, so no JS timer can fire: alarm(2)
 // raises SIGALRM in this process instead, and the handler (async-signal-safe: write and _exit only) prints the
 // line prepared before arming and exits 4 (EXIT.TIMEOUT). mpirun then ends the job's other processes.
 char gInitTimeoutLine[256];
@@ -106,7 +107,7 @@ class InitWatchdog {
     char host[64] = {0};
     if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
     const int n = std::snprintf(gInitTimeoutLine, sizeof gInitTimeoutLine,
-                                "%s: Test timeout (%ds) in MPI_Init: the job's other processes or its launcher did "
+                                "%s: Test timeout (%ds) in MPI_Init or the communicator set-up after it: the job's other processes or its launcher did "
                                 "not answer (-T sets the limit, -T 0 disables it)\n", host, seconds);
     gInitTimeoutLen = n < 0 ? 0 : std::min(static_cast<size_t>(n), sizeof gInitTimeoutLine - 1);
     struct sigaction sa {};
@@ -141,6 +142,7 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) 
                          CB_SITE("MpiBackend::create"));
   std::unique_ptr<MpiBackend> b(new MpiBackend());
   int provided = MPI_THREAD_SINGLE;
+  const InitWatchdog watchdog(initTimeoutSec);  // until create returns
   if (!initialized) {
     // MPI_THREAD_SERIALIZED, the lowest level this design needs: MPI is called from the JS thread (init,
     // synchronous combines, finalize) and from one executor thread (addon/executor.h: the mpi module's for
@@ -158,8 +160,13 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) 
     // group and asks the runtime (PMIx, on its own progress thread) to kill the job, then exits; no lock
     // is held by the worker at this level. MPICH's MPI_Abort likewise goes through PMI. Kept, as the only
     // way to end every rank of a hung job (test/cli/behaviour.test.ts, -T with a SIGSTOPped rank).
-    const InitWatchdog watchdog(initTimeoutSec);
-    CB_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS) {
+      // MPI is not initialised: MPI_Error_class/string may not be called (Open MPI aborts the process).
+      const char* name = mpiErrorClassName(rc);
+      return Status::Error("mpi", name ? name : "MPI_ERR_CLASS_" + std::to_string(rc),
+                           "MPI_Init_thread failed (error code " + std::to_string(rc) + ")", CB_SITE("MPI_Init_thread"));
+    }
   } else {
     CB_MPI(MPI_Query_thread(&provided));
   }
