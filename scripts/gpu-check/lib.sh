@@ -48,8 +48,8 @@ gc_check() {
   elif [ -n "$pattern" ] && [ "${pattern:0:1}" != '!' ] && ! grep -Eq -- "$pattern" "$GC_LAST_OUT"; then verdict=FAIL; why="output lacks /$pattern/"
   fi
   sleep 0.5
-  local left; left="$(pgrep -f -- "$GC_BUNDLE/(libexec|node)" | grep -v "^$$\$" || true)"
-  if [ -n "$left" ]; then verdict=FAIL; why="${why:+$why; }processes left: $(echo $left)"; pkill -9 -f -- "$GC_BUNDLE/(libexec|node)" || true; fi
+  local left; left="$(pgrep -f -- "$GC_BUNDLE/(libexec/|node/bin/node |bin/|dist/bin/)" | grep -v "^$$\$" || true)"
+  if [ -n "$left" ]; then verdict=FAIL; why="${why:+$why; }processes left: $(echo $left)"; pkill -9 -f -- "$GC_BUNDLE/(libexec/|node/bin/node |bin/|dist/bin/)" || true; fi
   local secs; secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   gc_md "| $name | $expect${pattern:+ /$pattern/} | $code | $secs | $verdict${why:+: $why} |"
   echo "gpu-check: $verdict $name ($code, ${secs} s)${why:+: $why}" >&2
