@@ -58,7 +58,7 @@ function locate(args: string[], timeoutMs = 170_000) {
 
 function verdict(file: string): LocateDocument {
   const doc = JSON.parse(readFileSync(file, 'utf8')) as unknown;
-  assert.deepEqual(locateErrors(doc), [], 'the verdict matches schema/collbench-locate.v1.schema.json');
+  assert.deepEqual(locateErrors(doc), [], 'the verdict matches schema/collbench-locate.v2.schema.json');
   return doc as LocateDocument;
 }
 
