@@ -91,7 +91,7 @@ class Session implements Measurer {
     const samples = new Map<number, number[]>();
     let status: LocateJob['status'] = 'ok';
     let error: string | null = null;
-    const capped = o !== null && !o.interrupted && !this.interrupted && ((o.timedOut && byBudget) || (child !== null && round.wasStopped(child)));
+    const capped = o !== null && !this.interrupted && ((o.timedOut && byBudget) || (child !== null && round.wasStopped(child)));
     if (o === null || (o.interrupted && !capped) || (this.interrupted && !capped && o.exitCode !== 0)) { status = 'interrupted'; error = 'interrupted'; }
     else if (o.timedOut && !capped) { status = 'timeout'; error = failureLine(o, this.opts.timeoutSec); }
     else if (o.exitCode !== 0 && !capped) { status = 'failed'; error = failureLine(o, this.opts.timeoutSec); }
