@@ -116,6 +116,10 @@ test('options: host lists, hostfiles, run arguments and --plan', () => {
     assert.equal(run.options.jsonFile, 'v.json');
     assert.deepEqual(run.options.runArgs, ['-b', '1M']);
   }
+  // NCCL jobs: the backend is a run argument like any other, passed to every child job (and its -n read back)
+  const nccl = parseLocateArgs(['--hosts', 'g1,g2,g3', '--np-per-host', '8', '--', '--backend', 'nccl', '-n', '10']);
+  assert.ok(nccl.kind === 'run');
+  if (nccl.kind === 'run') { assert.deepEqual(nccl.options.runArgs, ['--backend', 'nccl', '-n', '10']); assert.equal(nccl.options.iterations, 10); }
   const plan = parseLocateArgs(['--plan', '8,64', '--pairs', 'ring']);
   assert.deepEqual(plan.kind === 'plan' && plan.plan.counts, [8, 64]);
 });
