@@ -50,6 +50,13 @@ export interface LocateStage {
   jobs: LocateJob[];
 }
 
+/**
+ * v2: how a suspect was confirmed: by its re-test beside a control; in the pairs stage itself (a host clearly slow:
+ * every one of its ≥ 3 pairs below half the slow level in every repeat, each round beside pairs measured fine at the
+ * same time, so a re-test would add nothing); or not at all (null: a run stopped early names it from its first stage).
+ */
+export type Confirmation = 'retest' | 'pairs' | null;
+
 export interface Suspect {
   host: string;
   /** 1 − the larger p-value of its two tests (the stage that found it and its re-test). */
@@ -57,8 +64,8 @@ export interface Suspect {
   evidence: string;
   ratio: number | null;
   stage: 'host-groups' | 'pairs';
-  /** v2: confirmed by its re-test; false when a run stopped early names it from its first stage alone. */
-  retested: boolean;
+  /** v2: how it was confirmed (see Confirmation). */
+  confirmedBy: Confirmation;
 }
 
 export interface LinkSuspect {
@@ -66,7 +73,7 @@ export interface LinkSuspect {
   confidence: number;
   evidence: string;
   ratio: number | null;
-  retested: boolean;
+  confirmedBy: Confirmation;
 }
 
 export interface LocateDocument {

@@ -7,8 +7,9 @@ import { EXIT } from '../core/errors.js';
 import { isoLocal } from '../report/exporters/json.js';
 import {
   analyzeStage, attributeHostGroups, attributePairs, degradedHosts, formatP, goodHosts,
-  type Attribution, type GroupResult, type GroupSamples, type StageAnalysis,
+  type Attribution, type DecisionRule, type GroupResult, type GroupSamples, type StageAnalysis,
 } from './decide.js';
+import { median } from 'simple-statistics';
 import {
   EXIT_DEGRADED, LOCATE_KIND, LOCATE_SCHEMA_VERSION,
   type DegradedHost, type LinkSuspect, type LocateDocument, type LocateJob, type LocateStage, type Suspect, type Verdict,
@@ -115,6 +116,18 @@ async function retest(s: Measurer, hostsUnder: string[], ranked: string[], refer
   return { subject: subjectResult, control: a.groups.find((g) => g.id === controlId) ?? null, stage };
 }
 
+/**
+ * A host suspect found in the pairs stage that needs no re-test: ≥ 3 pairs, each slow with p < alpha², every
+ * repeat of each below half of (1 − margin); and pairs without it measured fine (round-robin puts some beside each
+ * of its pairs in every round, ≥ 4 hosts). A healthy host's jobs would all have to fall below ~0.37 of the reference.
+ */
+function clearlySlowHost(found: readonly GroupResult[], pairs: readonly GroupResult[], rule: DecisionRule): boolean {
+  const hosts = new Set(found.flatMap((g) => g.hosts));
+  const host = [...hosts].find((h) => found.every((g) => g.hosts.includes(h)));
+  return found.length >= 3 && found.every((g) => g.state === 'slow' && (g.pValue ?? 1) < rule.alpha ** 2 && g.repeatRatios.length >= 2 &&
+    g.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) && pairs.some((p) => host !== undefined && !p.hosts.includes(host) && p.state === 'ok');
+}
+
 function confidenceOf(first: (number | null)[], second: number | null): number {
   const ps = [...first, second].map((p) => p ?? 1);
   return Math.max(0, 1 - Math.max(...ps));
@@ -197,8 +210,8 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     const confidence = confidenceOf(slow.map((g) => g.pValue), null);
     const ratio = slow.map((g) => g.ratio ?? 1).sort((x, y) => x - y)[Math.floor(slow.length / 2)] ?? null;
     const evidence = `${b.kind === 'host' ? 'every pair measured with it is slow' : 'only this pair is slow'}: ${found}; not re-tested (partial run)`;
-    if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio, stage: b.stage, evidence, retested: false });
-    else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio, evidence, retested: false });
+    if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio, stage: b.stage, evidence, confirmedBy: null });
+    else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio, evidence, confirmedBy: null });
     verdict = 'suspect';
   };
 
@@ -224,6 +237,15 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       for (const b of bad) {
         if (s.interrupted) { unconfirmed(b); continue; }
         if (b.kind === 'host' && good.length === 0) { inconclusive(`no known-good partner to re-test ${b.hosts[0]} with`, 'add hosts known to be good'); continue; }
+        if (b.kind === 'host' && b.stage === 'pairs' && clearlySlowHost(b.found, pairsStage.groups, opts.rule)) {
+          // Sequential decision: the pairs stage already measured it beside fine pairs, in every repeat, far below.
+          const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)} [${g.repeatRatios.map((x) => x.toFixed(2)).join(' ')}]`).join(', ');
+          suspects.push({ host: b.hosts[0]!, confidence: confidenceOf(b.found.map((g) => g.pValue), null), ratio: median(b.found.map((g) => g.ratio!)),
+            stage: 'pairs', confirmedBy: 'pairs',
+            evidence: `every pair with it is clearly slow, in every repeat, beside pairs measured fine at the same time: ${found}; not re-tested (nothing to add)` });
+          verdict = 'suspect';
+          continue;
+        }
         s.progress(`stage retest: ${b.hosts.join(' - ')}`);
         const foundRatio = Math.min(...b.found.map((g) => g.ratio ?? 1));
         const r = b.stage === 'host-groups' && hostStage && hostMeasured
@@ -236,8 +258,8 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
         if (r.subject.state === 'slow' || r.subject.state === 'failed') {
           const confidence = confidenceOf(b.found.map((g) => g.pValue ?? 0), r.subject.pValue ?? 0);
           const what = b.stage === 'host-groups' ? 'its own ranks are slow together' : `every pair with it is slow`;
-          if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: r.subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}`, retested: true });
-          else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: r.subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}`, retested: true });
+          if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: r.subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}`, confirmedBy: 'retest' });
+          else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: r.subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}`, confirmedBy: 'retest' });
           verdict = 'suspect';
         } else if (r.subject.state === 'ok') {
           // The re-test (a control beside it, one repeat more) is the closer look: it clears a burst of load.
@@ -321,8 +343,10 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       : `no group slower than ${pct(1 - opts.rule.margin)} of the reference${worst ? ` (slowest ${worst.hosts.join('-')}: ${ratioText(worst)})` : ''}`;
   } else if (verdict === 'suspect') {
     const named = [...suspects.map((x) => `host ${x.host}`), ...links.map((l) => `link ${l.hosts.join(' - ')}`)];
-    const how = [...suspects, ...links].every((x) => x.retested) ? 'slow in the pairwise stage and again in the re-test'
-      : 'slow in the pairwise stage (not every one re-tested: partial)';
+    const all = [...suspects, ...links];
+    const how = all.some((x) => x.confirmedBy === null) ? 'slow in the pairwise stage (not every one re-tested: partial)'
+      : all.every((x) => x.confirmedBy === 'pairs') ? 'clearly slow in every repeat of the pairwise stage'
+        : 'slow in the pairwise stage and again in the re-test (or clearly slow there)';
     reason = `${named.join(', ')} ${how}${reason ? `; also: ${reason}` : ''}`;
   }
   if (partial) reason = `partial (not run: ${notRun.join(', ')}): ${reason}`;

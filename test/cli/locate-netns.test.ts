@@ -179,7 +179,7 @@ describe('collbench locate on network-namespace hosts', () => {
       assert.match(doc.reason, /^partial \(not run: /);
       assert.match(r.stdout, /^# partial: not run: /m);
       for (const x of [...doc.suspects.map((s) => [s.host]), ...doc.links.map((l) => l.hosts)]) assert.ok(x.includes(host(4)), r.stdout);
-      assert.ok([...doc.suspects, ...doc.links].every((x) => !x.retested || doc.stages.some((s) => s.name === 'retest')));
+      assert.ok([...doc.suspects, ...doc.links].every((x) => x.confirmedBy !== 'retest' || doc.stages.some((s) => s.name === 'retest')));
     } finally {
       throttle(4, null);
     }

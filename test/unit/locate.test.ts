@@ -165,7 +165,8 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   assert.deepEqual(locateErrors(healthy), []);
   assert.deepEqual(healthy.stages.map((s) => s.name), ['whole-job', 'pairs']);
 
-  const slowHost = new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 1 : 10));
+  // 2.5× slower (ratio 0.4): slow, but not clearly enough to skip its re-test
+  const slowHost = new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 4 : 10));
   const host = await runLocate(slowHost, []);
   assert.equal(host.verdict, 'suspect');
   assert.equal(host.exitCode, 7);
@@ -177,19 +178,28 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   assert.equal(retest.length, 2);
   assert.ok(retest[0]!.hosts.includes('h3'));
   assert.ok(!retest[1]!.hosts.includes('h3'));
-  // measured slow (ratio 0.1), it re-tests with iterations in proportion (20 × 0.1 → the minimum, 4); the control keeps -n
-  assert.equal(retest[0]!.iterations, 4);
+  // measured slow (ratio 0.4), it re-tests with iterations in proportion (20 × 0.4 = 8); the control keeps -n
+  assert.equal(retest[0]!.iterations, 8);
   assert.equal(retest[1]!.iterations, undefined);
-  assert.equal(host.suspects[0]!.retested, true);
+  assert.equal(host.suspects[0]!.confirmedBy, 'retest');
   assert.equal(host.partial, false);
   // the whole job runs last, within a budget from the healthy pairs (1.5 × their 1 s, × the bus factor 1.6 / 1 of 5 ranks)
   assert.deepEqual(slowHost.calls.at(-1)!.flat().map((g) => g.id), ['whole-job']);
   assert.ok(Math.abs(slowHost.steps.at(-1)!.budget.capSec! - 1.5 * 1 * 1.6) < 1e-9); // healthy fake jobs take 1 s
-  // the pairs' first repeat has no budget but the round's first finisher; the second one has, and h3's pairs run 4 iterations
+  // the pairs' first repeat has no budget but the round's first finisher; the second one has, and h3's pairs run 8 iterations
   assert.equal(slowHost.steps[0]!.budget.capSec, null);
   assert.equal(slowHost.steps[0]!.budget.afterFirst, 1.25);
   assert.equal(slowHost.steps[1]!.budget.capSec, 1.5);
-  assert.ok(slowHost.calls[1]!.flat().every((g) => (g.hosts.includes('h3') ? g.iterations === 4 : g.iterations === undefined)));
+  assert.ok(slowHost.calls[1]!.flat().every((g) => (g.hosts.includes('h3') ? g.iterations === 8 : g.iterations === undefined)));
+
+  // 10× slower: every pair far below in every repeat, beside fine pairs: decided in the pairs stage, no re-test round
+  const clear = new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 1 : 10));
+  const clearDoc = await runLocate(clear, []);
+  assert.deepEqual(clearDoc.suspects.map((s) => [s.host, s.confirmedBy]), [['h3', 'pairs']]);
+  assert.deepEqual(clearDoc.stages.map((s) => s.name), ['whole-job', 'pairs']);
+  assert.match(clearDoc.reason, /^host h3 clearly slow in every repeat of the pairwise stage$/);
+  assert.match(clearDoc.suspects[0]!.evidence, /beside pairs measured fine at the same time/);
+  assert.deepEqual(locateErrors(clearDoc), []);
 
   const link = await runLocate(new FakeMeasurer(options(hosts), (h) => (h.includes('h2') && h.includes('h5') ? 2 : 10)), []);
   assert.equal(link.verdict, 'suspect');
@@ -274,7 +284,7 @@ test('flow stopped early (--max-time) after the pairs: the slow host is still na
   assert.equal(doc.verdict, 'suspect');
   assert.equal(doc.exitCode, 7);
   assert.equal(doc.partial, true);
-  assert.deepEqual(doc.suspects.map((s) => [s.host, s.retested]), [['h2', false]]);
+  assert.deepEqual(doc.suspects.map((s) => [s.host, s.confirmedBy]), [['h2', null]]);
   assert.deepEqual(doc.notRun, ['retest', 'whole-job']);
   assert.match(doc.reason, /^partial \(not run: retest, whole-job\): host h2 slow in the pairwise stage \(not every one re-tested: partial\)/);
   assert.match(doc.reason, /stopped at --max-time before the stages finished/);
