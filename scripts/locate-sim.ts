@@ -115,7 +115,7 @@ class SimMeasurer implements Measurer {
           const ok = kept > 0;
           if (!ok) group.failed ??= 'stopped at its time budget before its first size finished';
           jobs.push({ id: x.g.id, hosts: x.g.hosts, repeat: r, status: ok ? 'ok' : 'failed', error: ok ? null : 'stopped at its time budget',
-            durationSec: done, budgetSec: Number.isFinite(limit) ? limit : null, capped: capped && ok, iterations: x.g.iterations ?? null });
+            durationSec: done, budgetSec: Number.isFinite(limit) ? limit : null, capped, iterations: x.g.iterations ?? null });
         });
         this.clock += wall;
       }
@@ -182,7 +182,8 @@ if (values.scale !== undefined) {
         const named = outs.filter((o) => (fault.kind === 'none' ? o.verdict === 'healthy' : o.right)).length;
         const wall = mean(outs.map((o) => o.wallSec));
         if (useBudgets) after = wall;
-        cells.push(`${named}/${trials} ${fault.kind === 'none' ? 'healthy' : 'named'} · ${wall.toFixed(0)} s`);
+        const wrong = outs.filter((o) => o.wrong).length;
+        cells.push(`${named}/${trials} ${fault.kind === 'none' ? 'healthy' : 'named'}${wrong ? ` (${wrong} false)` : ''} · ${wall.toFixed(0)} s`);
       }
       if (fault.kind === 'none') healthyAfter = after;
       console.log(`| ${n} | ${fault.kind === 'none' ? 'none' : `host ${fault.slowdown}× slower`} | ${cells[0]} | ${cells[1]} | ${(after / healthyAfter).toFixed(2)} |`);

@@ -107,7 +107,7 @@ class Session implements Measurer {
     }
     this.progress(`${id} (repeat ${repeat}): ${status}${capped ? ' (stopped at its time budget)' : ''}${error ? ` (${error})` : ''}${o ? ` ${o.durationSec.toFixed(1)} s` : ''}`);
     return { job: { id, hosts, repeat, status, error, durationSec: o?.durationSec ?? 0, budgetSec: limit === this.opts.timeoutSec && !byBudget ? null : limit,
-      capped: capped && status === 'ok', iterations: g.iterations ?? null }, samples };
+      capped, iterations: g.iterations ?? null }, samples };
   }
 
   /**

@@ -34,7 +34,7 @@ export interface LocateJob {
   durationSec: number;
   /** v2: seconds it was allowed (null: only --timeout). */
   budgetSec: number | null;
-  /** v2: stopped at its budget; its samples are the sizes it finished. */
+  /** v2: stopped at its budget; its samples are the sizes it finished (none: status failed, far slower than the others). */
   capped: boolean;
   /** v2: timed iterations (-n) when fewer than the run arguments' (a group measured slow before), else null. */
   iterations: number | null;

@@ -104,8 +104,10 @@ async function retest(s: Measurer, hostsUnder: string[], ranked: string[], refer
       a.groups.push(analyzeStage(groups.filter((g) => g.id === controlId), rule, control).groups[0]!);
     }
     const sub = a.groups[0]!;
-    if (r >= 2 && r < s.opts.repeats + 1 && sub.state !== 'failed') {
-      const clearlySlow = sub.state === 'slow' && sub.repeatRatios.every((x) => x < (1 - rule.margin) / 2);
+    const controlFine = controlId === null || a.groups.some((g) => g.id === controlId && g.state === 'ok');
+    if (r >= 2 && r < s.opts.repeats + 1) {
+      const clearlySlow = (sub.state === 'slow' && sub.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) ||
+        (sub.state === 'failed' && controlFine && overBudget(subject.id, jobs));
       const clearlyFine = sub.state === 'ok' && sub.repeatRatios.every((x) => x >= 1 - rule.margin / 2);
       if (clearlySlow || clearlyFine) break;
     }
@@ -121,12 +123,19 @@ async function retest(s: Measurer, hostsUnder: string[], ranked: string[], refer
  * repeat of each below half of (1 − margin); and pairs without it measured fine (round-robin puts some beside each
  * of its pairs in every round, ≥ 4 hosts). A healthy host's jobs would all have to fall below ~0.37 of the reference.
  */
-function clearlySlowHost(found: readonly GroupResult[], pairs: readonly GroupResult[], rule: DecisionRule): boolean {
+function clearlySlowHost(found: readonly GroupResult[], pairs: readonly GroupResult[], rule: DecisionRule, jobs: readonly LocateJob[]): boolean {
   const hosts = new Set(found.flatMap((g) => g.hosts));
   const host = [...hosts].find((h) => found.every((g) => g.hosts.includes(h)));
-  return found.length >= 3 && found.every((g) => g.state === 'slow' && (g.pValue ?? 1) < rule.alpha ** 2 && g.repeatRatios.length >= 2 &&
-    g.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) && pairs.some((p) => host !== undefined && !p.hosts.includes(host) && p.state === 'ok');
+  const clearly = (g: GroupResult): boolean => (g.state === 'slow' && (g.pValue ?? 1) < rule.alpha ** 2 && g.repeatRatios.length >= 2 &&
+    g.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) || overBudget(g.id, jobs);
+  return found.length >= 3 && found.every(clearly) && pairs.some((p) => host !== undefined && !p.hosts.includes(host) && p.state === 'ok');
 }
+
+/** Every job (≥ 2) of the group stopped at its time budget before its first size finished: far slower than the others. */
+const overBudget = (id: string, jobs: readonly LocateJob[]): boolean => {
+  const mine = jobs.filter((j) => j.id === id);
+  return mine.length >= 2 && mine.every((j) => j.capped && j.status === 'failed');
+};
 
 function confidenceOf(first: (number | null)[], second: number | null): number {
   const ps = [...first, second].map((p) => p ?? 1);
@@ -237,10 +246,11 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       for (const b of bad) {
         if (s.interrupted) { unconfirmed(b); continue; }
         if (b.kind === 'host' && good.length === 0) { inconclusive(`no known-good partner to re-test ${b.hosts[0]} with`, 'add hosts known to be good'); continue; }
-        if (b.kind === 'host' && b.stage === 'pairs' && clearlySlowHost(b.found, pairsStage.groups, opts.rule)) {
+        if (b.kind === 'host' && b.stage === 'pairs' && clearlySlowHost(b.found, pairsStage.groups, opts.rule, pm.jobs)) {
           // Sequential decision: the pairs stage already measured it beside fine pairs, in every repeat, far below.
-          const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)} [${g.repeatRatios.map((x) => x.toFixed(2)).join(' ')}]`).join(', ');
-          suspects.push({ host: b.hosts[0]!, confidence: confidenceOf(b.found.map((g) => g.pValue), null), ratio: median(b.found.map((g) => g.ratio!)),
+          const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}${g.repeatRatios.length ? ` [${g.repeatRatios.map((x) => x.toFixed(2)).join(' ')}]` : ''}`).join(', ');
+          const ratios = b.found.filter((g) => g.ratio !== null).map((g) => g.ratio!);
+          suspects.push({ host: b.hosts[0]!, confidence: confidenceOf(b.found.map((g) => g.pValue ?? 0), null), ratio: ratios.length ? median(ratios) : null,
             stage: 'pairs', confirmedBy: 'pairs',
             evidence: `every pair with it is clearly slow, in every repeat, beside pairs measured fine at the same time: ${found}; not re-tested (nothing to add)` });
           verdict = 'suspect';

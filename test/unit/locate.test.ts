@@ -132,6 +132,8 @@ class FakeMeasurer implements Measurer {
   readonly steps: (MeasureStep | undefined)[] = [];
   /** Stop the run (as --max-time would) once this many measurements have been made. */
   stopAfter = Infinity;
+  /** Groups whose every job is stopped at its time budget before its first size finished. */
+  overBudget: (hosts: string[]) => boolean = () => false;
   constructor(readonly opts: LocateOptions, private readonly cap: (hosts: string[]) => number) {}
   progress(): void { /* quiet */ }
   measure(rounds: GroupSpec[][], repeats: number, step?: MeasureStep): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
@@ -139,10 +141,13 @@ class FakeMeasurer implements Measurer {
     this.steps.push(step);
     if (this.calls.length >= this.stopAfter) { this.interrupted = true; this.stopReason = 'stopped at --max-time'; }
     const flat = rounds.flat();
+    const over = (g: GroupSpec): boolean => this.overBudget(g.hosts);
     return Promise.resolve({
-      groups: flat.map((g) => ({ id: g.id, hosts: g.hosts, bySize: new Map([[4 << 20, samples(this.cap(g.hosts), 16, repeats)]]), failed: null })),
-      jobs: flat.flatMap((g) => Array.from({ length: repeats }, (_, r) => ({ id: g.id, hosts: g.hosts, repeat: (step?.firstRepeat ?? 1) + r, status: 'ok' as const,
-        error: null, durationSec: 10 / this.cap(g.hosts), budgetSec: step?.budget.capSec ?? null, capped: false, iterations: g.iterations ?? null }))),
+      groups: flat.map((g) => (over(g) ? { id: g.id, hosts: g.hosts, bySize: new Map(), failed: 'stopped at its time budget before its first size finished' }
+        : { id: g.id, hosts: g.hosts, bySize: new Map([[4 << 20, samples(this.cap(g.hosts), 16, repeats)]]), failed: null })),
+      jobs: flat.flatMap((g) => Array.from({ length: repeats }, (_, r) => ({ id: g.id, hosts: g.hosts, repeat: (step?.firstRepeat ?? 1) + r,
+        status: over(g) ? 'failed' as const : 'ok' as const, error: over(g) ? 'stopped at its time budget' : null, durationSec: 10 / this.cap(g.hosts),
+        budgetSec: step?.budget.capSec ?? null, capped: over(g), iterations: g.iterations ?? null }))),
     });
   }
 
@@ -200,6 +205,13 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   assert.match(clearDoc.reason, /^host h3 clearly slow in every repeat of the pairwise stage$/);
   assert.match(clearDoc.suspects[0]!.evidence, /beside pairs measured fine at the same time/);
   assert.deepEqual(locateErrors(clearDoc), []);
+  // so slow that every job with it is stopped at its budget before its first size: the same, with no ratio
+  const stuck = new FakeMeasurer(options(hosts), () => 10);
+  stuck.overBudget = (h) => h.includes('h3') && h.length === 2;
+  const stuckDoc = await runLocate(stuck, []);
+  assert.deepEqual(stuckDoc.suspects.map((s) => [s.host, s.confirmedBy, s.ratio]), [['h3', 'pairs', null]]);
+  assert.match(stuckDoc.suspects[0]!.evidence, /failed \(stopped at its time budget before its first size finished\)/);
+  assert.deepEqual(locateErrors(stuckDoc), []);
 
   const link = await runLocate(new FakeMeasurer(options(hosts), (h) => (h.includes('h2') && h.includes('h5') ? 2 : 10)), []);
   assert.equal(link.verdict, 'suspect');
