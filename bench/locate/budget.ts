@@ -40,15 +40,17 @@ export class DurationReference {
   }
 
   /**
-   * The budget of a job `width` hosts wide: BUDGET_SLACK × the reference of its width, or, before there is one, the
-   * pairs' reference scaled by the all_reduce bus factor 2(N − 1)/N of its rank count (a wider ring moves more bytes
-   * per rank); no fixed cap before any job has finished fine (the round's first finisher then sets it).
+   * The budget of a job `width` hosts wide: BUDGET_SLACK × the reference of its width, or, before there is one, twice
+   * the pairs' reference scaled by the all_reduce bus factor 2(N − 1)/N of its rank count (a wider ring moves more
+   * bytes per rank and starts more daemons); no fixed cap before any job has finished fine (the round's first finisher
+   * then sets it).
    */
   budget(width: number, ranksPerHost: number): JobBudget {
     const own = this.seconds(width);
     const pairs = this.seconds(2);
     const bus = (hosts: number): number => { const n = hosts * ranksPerHost; return n > 1 ? (2 * (n - 1)) / n : 1; };
-    const ref = own ?? (pairs !== null ? (pairs * bus(width)) / bus(2) : null);
+    // a wider job also takes longer to start (more daemons): twice the pairs' scaled time until it has its own
+    const ref = own ?? (pairs !== null ? (2 * pairs * bus(width)) / bus(2) : null);
     return { capSec: ref === null ? null : BUDGET_SLACK * ref, afterFirst: ROUND_SLACK };
   }
 }

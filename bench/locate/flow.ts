@@ -215,7 +215,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     const slow = b.found.filter((g) => g.state === 'slow');
     if (!slow.length || !b.found.every((g) => g.state === 'slow' || g.state === 'failed')) return;
     const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
-    const confidence = confidenceOf(slow.map((g) => g.pValue), null);
+    const confidence = confidenceOf(slow.map((g) => g.pValue), 0);
     const ratio = slow.map((g) => g.ratio ?? 1).sort((x, y) => x - y)[Math.floor(slow.length / 2)] ?? null;
     const evidence = `${b.kind === 'host' ? 'every pair measured with it is slow' : 'only this pair is slow'}: ${found}; not re-tested (partial run)`;
     if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio, stage: b.stage, evidence, confirmedBy: null });
@@ -249,7 +249,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           // Sequential decision: the pairs stage already measured it beside fine pairs, in every repeat, far below.
           const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}${g.repeatRatios.length ? ` [${g.repeatRatios.map((x) => x.toFixed(2)).join(' ')}]` : ''}`).join(', ');
           const ratios = b.found.filter((g) => g.ratio !== null).map((g) => g.ratio!);
-          suspects.push({ host: b.hosts[0]!, confidence: confidenceOf(b.found.map((g) => g.pValue ?? 0), null), ratio: ratios.length ? median(ratios) : null,
+          suspects.push({ host: b.hosts[0]!, confidence: confidenceOf(b.found.map((g) => g.pValue ?? 0), 0), ratio: ratios.length ? median(ratios) : null,
             stage: 'pairs', confirmedBy: 'pairs',
             evidence: `every pair with it is clearly slow, in every repeat, beside pairs measured fine at the same time: ${found}; not re-tested (nothing to add)` });
           verdict = 'suspect';

@@ -150,8 +150,11 @@ describe('collbench locate on network-namespace hosts', () => {
         assert.deepEqual(doc.links, []);
         assert.ok(doc.suspects[0]!.confidence > 0.95, r.stdout);
         assert.match(r.stdout, new RegExp(`^# suspect host ${host(i)} `, 'm'));
-        const retest = doc.stages.find((s) => s.name === 'retest')!;
-        assert.ok(retest.groups.some((g) => g.hosts.includes(host(i)) && g.state === 'slow'), 're-tested and slow again');
+        // re-tested and slow again, or so clearly slow in the pairs stage (or over every budget) that no re-test was run
+        const retest = doc.stages.find((s) => s.name === 'retest');
+        if (doc.suspects[0]!.confirmedBy === 'retest') {
+          assert.ok(retest!.groups.some((g) => g.hosts.includes(host(i)) && (g.state === 'slow' || g.state === 'failed')), 're-tested and slow again');
+        } else assert.equal(doc.suspects[0]!.confirmedBy, 'pairs');
         withinBudgets(doc);
       } finally {
         throttle(i, null);
@@ -160,21 +163,22 @@ describe('collbench locate on network-namespace hosts', () => {
     });
   }
 
-  it('--max-time 30s with a throttled host → stopped in time, partial, the stages not run listed, only that host named', async (t) => {
+  it('--max-time 10s with a throttled host → stopped in time, partial, the stages not run listed, only that host named', async (t) => {
     if (skipReason) { t.skip(skipReason); return; }
     throttle(4, '200mbit');
     try {
       const file = join(dir, 'max-time.json');
       const started = Date.now();
-      const r = locate(['--hosts', FOUR, ...RULE, '--max-time', '30s', '-J', file, ...RUN_ARGS]);
+      const r = locate(['--hosts', FOUR, ...RULE, '--max-time', '10s', '-J', file, ...RUN_ARGS]);
       const wall = (Date.now() - started) / 1000;
       assert.ok(r.code === 7 || r.code === 6, `${r.code}\n${r.stdout}\n${r.stderr}`);
-      assert.match(r.stderr, /^locate: max time 30 s; every job stopped at 1\.5 × a healthy job's duration$/m);
-      // 30 s, then the running jobs stopped (SIGTERM, 3 s grace) and the verdict written; start-up before the clock
-      assert.ok(wall < 30 + 25, `took ${wall} s`);
+      assert.match(r.stderr, /^locate: max time 10 s; every job stopped at 1\.5 × a healthy job's duration$/m);
+      // 10 s (a healthy run of these short jobs takes about 30 s here), then the running jobs stopped (SIGTERM, 3 s
+      // grace) and the verdict written
+      assert.ok(wall < 10 + 20, `took ${wall} s`);
       const doc = verdict(file);
       assert.equal(doc.partial, true);
-      assert.equal(doc.maxTimeSec, 30);
+      assert.equal(doc.maxTimeSec, 10);
       assert.ok(doc.notRun.includes('whole-job'), doc.notRun.join(', '));
       assert.match(doc.reason, /^partial \(not run: /);
       assert.match(r.stdout, /^# partial: not run: /m);

@@ -188,9 +188,9 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   assert.equal(retest[1]!.iterations, undefined);
   assert.equal(host.suspects[0]!.confirmedBy, 'retest');
   assert.equal(host.partial, false);
-  // the whole job runs last, within a budget from the healthy pairs (1.5 × their 1 s, × the bus factor 1.6 / 1 of 5 ranks)
+  // the whole job runs last, within a budget from the healthy pairs (1.5 × twice their 1 s, × the bus factor 1.6 / 1 of 5 ranks)
   assert.deepEqual(slowHost.calls.at(-1)!.flat().map((g) => g.id), ['whole-job']);
-  assert.ok(Math.abs(slowHost.steps.at(-1)!.budget.capSec! - 1.5 * 1 * 1.6) < 1e-9); // healthy fake jobs take 1 s
+  assert.ok(Math.abs(slowHost.steps.at(-1)!.budget.capSec! - 1.5 * 2 * 1 * 1.6) < 1e-9); // healthy fake jobs take 1 s
   // the pairs' first repeat has no budget but the round's first finisher; the second one has, and h3's pairs run 8 iterations
   assert.equal(slowHost.steps[0]!.budget.capSec, null);
   assert.equal(slowHost.steps[0]!.budget.afterFirst, 1.25);
@@ -210,6 +210,7 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   stuck.overBudget = (h) => h.includes('h3') && h.length === 2;
   const stuckDoc = await runLocate(stuck, []);
   assert.deepEqual(stuckDoc.suspects.map((s) => [s.host, s.confirmedBy, s.ratio]), [['h3', 'pairs', null]]);
+  assert.equal(stuckDoc.suspects[0]!.confidence, 1);
   assert.match(stuckDoc.suspects[0]!.evidence, /failed \(stopped at its time budget before its first size finished\)/);
   assert.deepEqual(locateErrors(stuckDoc), []);
 
@@ -260,7 +261,7 @@ test('budget: the reference is the healthy jobs\' lower quartile; wider jobs sca
   assert.equal(ref.seconds(2), quantile([10, 12, 14, 100], 0.25));
   assert.equal(ref.budget(2, 1).capSec, BUDGET_SLACK * quantile([10, 12, 14, 100], 0.25));
   // 4 hosts × 1 rank: bus factor 2·3/4 = 1.5 against 1 for a pair
-  assert.ok(Math.abs(ref.budget(4, 1).capSec! - BUDGET_SLACK * ref.seconds(2)! * 1.5) < 1e-9);
+  assert.ok(Math.abs(ref.budget(4, 1).capSec! - BUDGET_SLACK * 2 * ref.seconds(2)! * 1.5) < 1e-9);
   assert.equal(iterationsFor(20, null), undefined);
   assert.equal(iterationsFor(20, 1.2), undefined);
   assert.equal(iterationsFor(20, 0.5), 10);
@@ -297,6 +298,7 @@ test('flow stopped early (--max-time) after the pairs: the slow host is still na
   assert.equal(doc.exitCode, 7);
   assert.equal(doc.partial, true);
   assert.deepEqual(doc.suspects.map((s) => [s.host, s.confirmedBy]), [['h2', null]]);
+  assert.ok(doc.suspects[0]!.confidence > 0.99);
   assert.deepEqual(doc.notRun, ['retest', 'whole-job']);
   assert.match(doc.reason, /^partial \(not run: retest, whole-job\): host h2 slow in the pairwise stage \(not every one re-tested: partial\)/);
   assert.match(doc.reason, /stopped at --max-time before the stages finished/);
