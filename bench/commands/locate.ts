@@ -279,7 +279,8 @@ export async function locateCommand(argv: string[], scriptPath: string, io: Loca
         }
       }
     }
-    return s.interrupted ? 130 : doc.exitCode;
+    // Ctrl-C / SIGTERM: 130 as any interrupted command; stopped by --max-time: the (partial) verdict's own status
+    return s.stopReason === 'interrupted' ? 130 : doc.exitCode;
   } finally {
     s.stopClock();
     process.off('SIGINT', s.onSignal);

@@ -212,11 +212,14 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     ...pairAttr.linkSuspects.map((p) => ({ kind: 'link' as const, stage: 'pairs' as const, hosts: p.hosts, found: [p] }))];
   /** A suspect the run had no time to re-test: named from its first stage alone when slow there significantly. */
   const unconfirmed = (b: (typeof bad)[number]): void => {
-    const slow = b.found.filter((g) => g.state === 'slow');
-    if (!slow.length || !b.found.every((g) => g.state === 'slow' || g.state === 'failed')) return;
+    // slow with p < alpha, or stopped at its budget before its first size (far slower than the others)
+    const capped = (g: GroupResult): boolean => pm.jobs.some((j) => j.id === g.id && j.capped && j.status === 'failed');
+    const slow = b.found.filter((g) => g.state === 'slow' || capped(g));
+    if (slow.length !== b.found.length) return;
     const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
-    const confidence = confidenceOf(slow.map((g) => g.pValue), 0);
-    const ratio = slow.map((g) => g.ratio ?? 1).sort((x, y) => x - y)[Math.floor(slow.length / 2)] ?? null;
+    const confidence = confidenceOf(slow.map((g) => g.pValue ?? 0), 0);
+    const ratios = slow.filter((g) => g.ratio !== null).map((g) => g.ratio!);
+    const ratio = ratios.length ? median(ratios) : null;
     const evidence = `${b.kind === 'host' ? 'every pair measured with it is slow' : 'only this pair is slow'}: ${found}; not re-tested (partial run)`;
     if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio, stage: b.stage, evidence, confirmedBy: null });
     else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio, evidence, confirmedBy: null });
