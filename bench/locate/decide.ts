@@ -205,3 +205,38 @@ export function goodHosts(hosts: readonly string[], pairs: readonly GroupResult[
   return hosts.filter((h) => !exclude.has(h))
     .sort((a, b) => Number(clean(b)) - Number(clean(a)) || score(b) - score(a));
 }
+
+/** A degraded host's pairs must be at least this much slower than the others' (median level against median level). */
+export const DEGRADED_MIN_SLOWDOWN = 0.1;
+
+export interface DegradedFinding { host: string; pValue: number; corrected: number; ratio: number; mine: GroupResult[]; others: GroupResult[] }
+
+/**
+ * Hosts slower than the rest by a pattern rather than by any one pair: every pair with the host is slower than
+ * every pair without it, in every repeat, by at least DEGRADED_MIN_SLOWDOWN (median against median), and a
+ * one-sided Mann-Whitney test of its pairs' per-job levels against the others' (one value per pair and repeat: a
+ * job's iterations share its conditions, so the job is the unit) gives p below alpha after a Bonferroni correction
+ * over the hosts tested. Needs ≥ 4 hosts (3 pairs without the host). A pair can stay within the margin and still
+ * be part of such a pattern (a host throttled to 3/4 of the others).
+ */
+export function degradedHosts(hosts: readonly string[], pairs: readonly GroupResult[], rule: DecisionRule): DegradedFinding[] {
+  const live = pairs.filter((p) => p.state !== 'failed' && p.repeatRatios.length > 0 && p.hosts.length === 2);
+  const tested = hosts.filter((h) => live.filter((p) => p.hosts.includes(h)).length >= 2 && live.filter((p) => !p.hosts.includes(h)).length >= 3);
+  const out: DegradedFinding[] = [];
+  for (const h of tested) {
+    const mine = live.filter((p) => p.hosts.includes(h));
+    const others = live.filter((p) => !p.hosts.includes(h));
+    const repeats = Math.min(...live.map((p) => p.repeatRatios.length));
+    let separated = true;
+    for (let r = 0; r < repeats && separated; r++) {
+      separated = Math.max(...mine.map((p) => p.repeatRatios[r]!)) < Math.min(...others.map((p) => p.repeatRatios[r]!));
+    }
+    if (!separated) continue;
+    const ratio = median(mine.map((p) => p.ratio!)) / median(others.map((p) => p.ratio!));
+    if (!(ratio <= 1 - DEGRADED_MIN_SLOWDOWN)) continue;
+    const pValue = mannWhitneyLess(mine.flatMap((p) => p.repeatRatios), others.flatMap((p) => p.repeatRatios));
+    const corrected = Math.min(1, pValue * tested.length);
+    if (corrected < rule.alpha) out.push({ host: h, pValue, corrected, ratio, mine, others });
+  }
+  return out;
+}

@@ -1,31 +1,55 @@
-// The stages of `collbench locate` in order, and the verdict: whole job, host groups, pairwise rounds, re-tests of
-// each suspect beside a control, then healthy / suspect / inconclusive with the reason and what to run next. It
-// measures only through a Measurer, so the same flow runs real jobs (commands/locate.ts) and simulated ones
-// (scripts/locate-sim.ts).
+// The stages of `collbench locate` and the verdict (healthy / suspect / degraded / inconclusive, with the reason and
+// what to run next): host groups, pairwise rounds, re-tests beside a control, the whole job; every job within a time
+// budget (budget.ts), and a run stopped early says what it knows. Only through a Measurer, so the same flow runs real
+// jobs (commands/locate.ts) and simulated ones (scripts/locate-sim.ts).
 import { EXIT } from '../core/errors.js';
 import { isoLocal } from '../report/exporters/json.js';
 import {
-  analyzeStage, attributeHostGroups, attributePairs, formatP, goodHosts,
-  type Attribution, type GroupResult, type GroupSamples, type StageAnalysis,
+  analyzeStage, attributeHostGroups, attributePairs, degradedHosts, formatP, goodHosts,
+  type Attribution, type DecisionRule, type GroupResult, type GroupSamples, type StageAnalysis,
 } from './decide.js';
+import { median } from 'simple-statistics';
 import {
-  LOCATE_KIND, LOCATE_SCHEMA_VERSION,
-  type LinkSuspect, type LocateDocument, type LocateJob, type LocateStage, type Suspect, type Verdict,
+  EXIT_DEGRADED, LOCATE_KIND, LOCATE_SCHEMA_VERSION,
+  type DegradedHost, type LinkSuspect, type LocateDocument, type LocateJob, type LocateStage, type Suspect, type Verdict,
 } from './document.js';
+import { DurationReference, iterationsFor, type JobBudget } from './budget.js';
 import type { LocateOptions } from './options.js';
 import { pairRounds } from './schedule.js';
 
-/** A group of hosts measured together in one job. */
-export interface GroupSpec { id: string; hosts: string[] }
+/** A group of hosts measured together in one job; `iterations` (-n) when it differs from the run arguments'. */
+export interface GroupSpec { id: string; hosts: string[]; iterations?: number }
+
+/** Which repeat a measurement starts at (numbering, and the rotation of its rounds) and how long its jobs may take. */
+export interface MeasureStep { firstRepeat: number; budget: JobBudget }
 
 /** Where the measurements come from. */
 export interface Measurer {
   readonly opts: LocateOptions;
+  /** True once the run is stopped early (a signal, or --max-time); `stopReason` then says which. */
   readonly interrupted: boolean;
+  readonly stopReason?: string | null;
   progress(line: string): void;
-  /** Runs `rounds` (the groups of a round at the same time) `repeats` times; per group its samples per size and repeat. */
-  measure(rounds: GroupSpec[][], repeats: number): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }>;
+  /**
+   * Runs `rounds` (the groups of a round at the same time) `repeats` times; per group its samples per size and
+   * repeat. A job stopped at its budget keeps the sizes it finished (`capped`); a job never run because the run was
+   * stopped leaves its group without samples and without a failure.
+   */
+  measure(rounds: GroupSpec[][], repeats: number, step?: MeasureStep): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }>;
 }
+
+/** The samples of two measurements of the same groups, repeats appended. */
+function merge(into: Map<string, GroupSamples>, more: readonly GroupSamples[]): void {
+  for (const g of more) {
+    const cur = into.get(g.id);
+    if (!cur) { into.set(g.id, { ...g, bySize: new Map([...g.bySize].map(([k, v]) => [k, [...v]])) }); continue; }
+    cur.failed ??= g.failed;
+    for (const [size, runs] of g.bySize) cur.bySize.set(size, [...(cur.bySize.get(size) ?? []), ...runs]);
+  }
+}
+
+/** Groups that were measured (or failed): a run stopped early leaves some without either. */
+const measured = (groups: Iterable<GroupSamples>): GroupSamples[] => [...groups].filter((g) => g.failed !== null || g.bySize.size > 0);
 
 function stageOf(name: LocateStage['name'], a: StageAnalysis, jobs: LocateJob[]): LocateStage {
   return { name, referenceNote: a.referenceNote, reference: a.reference, noise: a.noise, groups: a.groups, jobs };
@@ -34,47 +58,91 @@ function stageOf(name: LocateStage['name'], a: StageAnalysis, jobs: LocateJob[])
 const pairId = (a: string, b: string): string => `${a}+${b}`;
 const ratioText = (g: GroupResult): string => (g.ratio === null ? `failed (${g.failed})` : `${(g.ratio * 100).toFixed(0)}% of the reference (p ${formatP(g.pValue)})`);
 
-interface Retest { subject: GroupResult; control: GroupResult | null; stage: LocateStage }
+interface Retest { subject: GroupResult | null; control: GroupResult | null; stage: LocateStage }
 
 /**
  * One suspect again: with a known-good partner (or the link itself), beside a control pair of two other hosts
  * measured at the same time (known-good ones first; any others when there are not enough), so that both see the
  * same load. `ranked` is every host, best first. A host found by the host-groups stage is re-tested alone (its
- * own K ranks) beside another host alone; `reference` stands in for a control when there is none.
+ * own K ranks) beside another host alone; `reference` stands in for a control when there is none. Up to one repeat
+ * more than the stage that raised it, one at a time: after two, a subject clearly slow (every repeat below half the
+ * reference's good level, 1 − margin, and significant) or clearly fine (every repeat within half the margin) is
+ * decided; the rest runs every repeat. `foundRatio` (its ratio where it was found) sets its iterations by time.
  */
 async function retest(s: Measurer, hostsUnder: string[], ranked: string[], reference: { stage: StageAnalysis; groups: GroupSamples[] },
-  alone = false): Promise<Retest> {
+  budget: () => JobBudget, alone = false, foundRatio: number | null = null): Promise<Retest> {
   const partner = hostsUnder.length === 1 && !alone ? ranked.find((g) => !hostsUnder.includes(g)) : undefined;
   const subjectHosts = partner !== undefined ? [hostsUnder[0]!, partner] : hostsUnder;
   const others = ranked.filter((g) => !subjectHosts.includes(g));
-  const subject = { id: `retest:${subjectHosts.join('+')}`, hosts: subjectHosts };
-  const round: { id: string; hosts: string[] }[] = [subject];
+  const subject: GroupSpec = { id: `retest:${subjectHosts.join('+')}`, hosts: subjectHosts, iterations: iterationsFor(s.opts.iterations, foundRatio) };
+  const round: GroupSpec[] = [subject];
   let controlId: string | null = null;
   const controlSize = alone ? 1 : 2;
   if (others.length >= controlSize) {
     controlId = `control:${others.slice(0, controlSize).join('+')}`;
     round.push({ id: controlId, hosts: others.slice(0, controlSize) });
   }
-  // One repeat more than the stage that raised it: a suspect must be slow in every one of them.
-  const { groups, jobs } = await s.measure([round], s.opts.repeats + 1);
-  const subjectSamples = groups.find((g) => g.id === subject.id)!;
   // Without a control the pairs stage's reference groups stand in for it (measured earlier).
   const refIds = new Set(reference.stage.groups.filter((g) => g.state === 'ok').sort((a, b) => (b.ratio ?? 0) - (a.ratio ?? 0))
     .slice(0, Math.max(1, Math.ceil(reference.stage.groups.length / 3))).map((g) => g.id));
-  const control = controlId ? groups.filter((g) => g.id === controlId) : reference.groups.filter((g) => refIds.has(g.id));
   const note = controlId ? undefined : `the pairs stage's best pairs (no two other hosts for a control)`;
-  const a = analyzeStage([subjectSamples], s.opts.rule, control, note);
-  if (controlId) {
-    const c = analyzeStage(groups.filter((g) => g.id === controlId), s.opts.rule, control).groups[0]!;
-    a.groups.push(c);
+  const all = new Map<string, GroupSamples>();
+  const jobs: LocateJob[] = [];
+  let a: StageAnalysis | null = null;
+  const { rule } = s.opts;
+  for (let r = 1; r <= s.opts.repeats + 1 && !s.interrupted; r++) {
+    const m = await s.measure([round], 1, { firstRepeat: r, budget: budget() });
+    merge(all, m.groups);
+    jobs.push(...m.jobs);
+    const groups = measured(all.values());
+    const subjectSamples = groups.find((g) => g.id === subject.id);
+    if (!subjectSamples) break;
+    const control = controlId ? groups.filter((g) => g.id === controlId) : reference.groups.filter((g) => refIds.has(g.id));
+    a = analyzeStage([subjectSamples], rule, control, note);
+    if (controlId && groups.some((g) => g.id === controlId)) {
+      a.groups.push(analyzeStage(groups.filter((g) => g.id === controlId), rule, control).groups[0]!);
+    }
+    const sub = a.groups[0]!;
+    const controlFine = controlId === null || a.groups.some((g) => g.id === controlId && g.state === 'ok');
+    if (r >= 2 && r < s.opts.repeats + 1) {
+      const clearlySlow = (sub.state === 'slow' && sub.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) ||
+        (sub.state === 'failed' && controlFine && overBudget(subject.id, jobs));
+      const clearlyFine = sub.state === 'ok' && sub.repeatRatios.every((x) => x >= 1 - rule.margin / 2);
+      if (clearlySlow || clearlyFine) break;
+    }
   }
-  return { subject: a.groups[0]!, control: a.groups[1] ?? null, stage: stageOf('retest', a, jobs) };
+  a ??= analyzeStage([], rule);
+  const stage = stageOf('retest', a, jobs);
+  const subjectResult = a.groups.find((g) => g.id === subject.id) ?? null;
+  return { subject: subjectResult, control: a.groups.find((g) => g.id === controlId) ?? null, stage };
 }
+
+/**
+ * A host suspect found in the pairs stage that needs no re-test: ≥ 3 pairs, each slow with p < alpha², every
+ * repeat of each below half of (1 − margin); and pairs without it measured fine (round-robin puts some beside each
+ * of its pairs in every round, ≥ 4 hosts). A healthy host's jobs would all have to fall below ~0.37 of the reference.
+ */
+function clearlySlowHost(found: readonly GroupResult[], pairs: readonly GroupResult[], rule: DecisionRule, jobs: readonly LocateJob[]): boolean {
+  const hosts = new Set(found.flatMap((g) => g.hosts));
+  const host = [...hosts].find((h) => found.every((g) => g.hosts.includes(h)));
+  const clearly = (g: GroupResult): boolean => (g.state === 'slow' && (g.pValue ?? 1) < rule.alpha ** 2 && g.repeatRatios.length >= 2 &&
+    g.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) || overBudget(g.id, jobs);
+  return found.length >= 3 && found.every(clearly) && pairs.some((p) => host !== undefined && !p.hosts.includes(host) && p.state === 'ok');
+}
+
+/** Every job (≥ 2) of the group stopped at its time budget before its first size finished: far slower than the others. */
+const overBudget = (id: string, jobs: readonly LocateJob[]): boolean => {
+  const mine = jobs.filter((j) => j.id === id);
+  return mine.length >= 2 && mine.every((j) => j.capped && j.status === 'failed');
+};
 
 function confidenceOf(first: (number | null)[], second: number | null): number {
   const ps = [...first, second].map((p) => p ?? 1);
   return Math.max(0, 1 - Math.max(...ps));
 }
+
+/** The stage names in the order they run, for `notRun` of a run stopped early. */
+type StageName = LocateStage['name'];
 
 export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocument> {
   const { opts } = s;
@@ -84,6 +152,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
   const suspects: Suspect[] = [];
   const links: LinkSuspect[] = [];
   const cleared: LocateDocument['cleared'] = [];
+  const notRun: string[] = [];
   let verdict = 'healthy' as Verdict;
   let reason = '';
   let advice: string | null = null;
@@ -93,47 +162,80 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     advice ??= next;
   };
   const rerun = `collbench locate --hosts ${hosts.join(',')}${opts.npPerHost > 1 ? ` --np-per-host ${opts.npPerHost}` : ''}`;
+  const durations = new DurationReference();
+  const skipped = (name: StageName, detail = ''): void => { notRun.push(`${name}${detail}`); };
 
-  // 1. The whole job: the symptom (reported against the pairs' reference; not used to decide).
-  s.progress(`stage whole-job: ${hosts.length} hosts × ${opts.npPerHost}`);
-  const whole = await s.measure([[{ id: 'whole-job', hosts }]], 1);
-
-  // 2. Each host alone (K ranks), all at once.
+  // 1. Each host alone (K ranks), all at once.
   let hostAttr: Attribution | null = null;
   let hostStage: StageAnalysis | null = null;
   let hostMeasured: GroupSamples[] | null = null;
-  if (opts.npPerHost > 1 && !s.interrupted) {
-    s.progress(`stage host-groups: ${hosts.length} hosts at once, ${opts.repeats} repeats`);
-    const m = await s.measure([hosts.map((h) => ({ id: h, hosts: [h] }))], opts.repeats);
-    hostStage = analyzeStage(m.groups, opts.rule);
-    hostMeasured = m.groups;
-    hostAttr = attributeHostGroups(hostStage.groups);
-    stages.push(stageOf('host-groups', hostStage, m.jobs));
+  if (opts.npPerHost > 1) {
+    if (s.interrupted) skipped('host-groups');
+    else {
+      s.progress(`stage host-groups: ${hosts.length} hosts at once, ${opts.repeats} repeats`);
+      const m = await s.measure([hosts.map((h) => ({ id: h, hosts: [h] }))], opts.repeats, { firstRepeat: 1, budget: durations.budget(1, opts.npPerHost) });
+      hostMeasured = measured(m.groups);
+      hostStage = analyzeStage(hostMeasured, opts.rule);
+      hostAttr = attributeHostGroups(hostStage.groups);
+      stages.push(stageOf('host-groups', hostStage, m.jobs));
+    }
   }
 
-  // 3. Pairs, round-robin, disjoint pairs at once.
-  const rounds = pairRounds(hosts.length, opts.schedule).map((round) => round.map(([a, b]) => ({ id: pairId(hosts[a]!, hosts[b]!), hosts: [hosts[a]!, hosts[b]!] })));
+  // 2. Pairs, round-robin, disjoint pairs at once; one repeat at a time, so that a pair measured slow runs fewer
+  //    iterations in the next (its job then takes about as long as a healthy one).
+  const rounds = pairRounds(hosts.length, opts.schedule).map((round) => round.map(([a, b]): GroupSpec => ({ id: pairId(hosts[a]!, hosts[b]!), hosts: [hosts[a]!, hosts[b]!] })));
   s.progress(`stage pairs: ${rounds.length} rounds × ${opts.repeats} repeats`);
-  const pm = s.interrupted ? { groups: [], jobs: [] } : await s.measure(rounds, opts.repeats);
-  const pairsStage = analyzeStage(pm.groups, opts.rule);
-  const wholeStage = analyzeStage(whole.groups, opts.rule, pm.groups.filter((g) => pairsStage.groups.find((r) => r.id === g.id)?.state === 'ok'),
-    'the pairs that were fine in the pairs stage');
-  stages.unshift(stageOf('whole-job', wholeStage, whole.jobs));
+  const pairSamples = new Map<string, GroupSamples>();
+  const pairJobs: LocateJob[] = [];
+  let pairsStage = analyzeStage([], opts.rule);
+  let repeatsDone = 0;
+  for (let r = 1; r <= opts.repeats && !s.interrupted; r++) {
+    const ratioOf = new Map(pairsStage.groups.map((g) => [g.id, g.state === 'slow' ? g.ratio : null]));
+    const step = rounds.map((round) => round.map((g) => ({ ...g, iterations: iterationsFor(opts.iterations, ratioOf.get(g.id) ?? null) })));
+    const m = await s.measure(step, 1, { firstRepeat: r, budget: durations.budget(2, opts.npPerHost) });
+    merge(pairSamples, m.groups);
+    pairJobs.push(...m.jobs);
+    pairsStage = analyzeStage(measured(pairSamples.values()), opts.rule);
+    const fine = new Set(pairsStage.groups.filter((g) => g.state === 'ok').map((g) => g.id));
+    durations.note(m.jobs, (id) => fine.has(id));
+    if (m.jobs.length === step.flat().length && m.jobs.every((j) => j.status !== 'interrupted')) repeatsDone = r;
+  }
+  if (repeatsDone < opts.repeats) skipped('pairs', ` (${repeatsDone} of ${opts.repeats} repeats finished)`);
+  const pm = { groups: measured(pairSamples.values()), jobs: pairJobs };
   stages.push(stageOf('pairs', pairsStage, pm.jobs));
   const pairAttr = attributePairs(hosts, pairsStage.groups);
+  const pairBudget = (): JobBudget => durations.budget(2, opts.npPerHost);
+
+  const bad = [...(hostAttr?.hostSuspects ?? []).map((h) => ({ kind: 'host' as const, stage: 'host-groups' as const, hosts: [h.host], found: h.pairs })),
+    ...pairAttr.hostSuspects.filter((h) => !(hostAttr?.hostSuspects ?? []).some((x) => x.host === h.host))
+      .map((h) => ({ kind: 'host' as const, stage: 'pairs' as const, hosts: [h.host], found: h.pairs })),
+    ...pairAttr.linkSuspects.map((p) => ({ kind: 'link' as const, stage: 'pairs' as const, hosts: p.hosts, found: [p] }))];
+  /** A suspect the run had no time to re-test: named from its first stage alone when slow there significantly. */
+  const unconfirmed = (b: (typeof bad)[number]): void => {
+    // slow with p < alpha, or stopped at its budget before its first size (far slower than the others)
+    const capped = (g: GroupResult): boolean => pm.jobs.some((j) => j.id === g.id && j.capped && j.status === 'failed');
+    const slow = b.found.filter((g) => g.state === 'slow' || capped(g));
+    if (slow.length !== b.found.length) return;
+    const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
+    const confidence = confidenceOf(slow.map((g) => g.pValue ?? 0), 0);
+    const ratios = slow.filter((g) => g.ratio !== null).map((g) => g.ratio!);
+    const ratio = ratios.length ? median(ratios) : null;
+    const evidence = `${b.kind === 'host' ? 'every pair measured with it is slow' : 'only this pair is slow'}: ${found}; not re-tested (partial run)`;
+    if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio, stage: b.stage, evidence, confirmedBy: null });
+    else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio, evidence, confirmedBy: null });
+    verdict = 'suspect';
+  };
 
   if (s.interrupted) {
-    inconclusive('interrupted before the stages finished', `run it again: ${rerun}`);
+    for (const b of bad) unconfirmed(b);
+    inconclusive(`${s.stopReason ?? 'interrupted'} before the stages finished`, `run it again: ${rerun}`);
+    skipped('retest');
   } else if (pm.groups.length && pairsStage.groups.filter((g) => g.state === 'failed').length * 2 > pairsStage.groups.length) {
     const first = pairsStage.groups.find((g) => g.state === 'failed')!;
     inconclusive(`most pair jobs failed (${first.id}: ${first.failed})`, 'check that a plain all_reduce_perf --np 2 --hosts runs between two of these hosts');
   } else if (hosts.length === 2 && opts.npPerHost === 1) {
     inconclusive('2 hosts make one pair: there is no second pair to compare it with', `add a third host known to be good: ${rerun},<good host>`);
   } else {
-    const bad = [...(hostAttr?.hostSuspects ?? []).map((h) => ({ kind: 'host' as const, stage: 'host-groups' as const, hosts: [h.host], found: h.pairs })),
-      ...pairAttr.hostSuspects.filter((h) => !(hostAttr?.hostSuspects ?? []).some((x) => x.host === h.host))
-        .map((h) => ({ kind: 'host' as const, stage: 'pairs' as const, hosts: [h.host], found: h.pairs })),
-      ...pairAttr.linkSuspects.map((p) => ({ kind: 'link' as const, stage: 'pairs' as const, hosts: p.hosts, found: [p] }))];
     const suspectHosts = new Set(bad.flatMap((b) => (b.kind === 'host' ? b.hosts : [])));
     if (suspectHosts.size * 2 > hosts.length) {
       inconclusive(`${suspectHosts.size} of ${hosts.length} hosts look slow: with most hosts slow there is no good reference`,
@@ -144,20 +246,32 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       // every host, known-good ones first: partners come from the good ones, controls may take the rest
       const ranked = [...good, ...goodHosts(hosts, pairsStage.groups, new Set(good))];
       for (const b of bad) {
-        if (s.interrupted) break;
+        if (s.interrupted) { unconfirmed(b); continue; }
         if (b.kind === 'host' && good.length === 0) { inconclusive(`no known-good partner to re-test ${b.hosts[0]} with`, 'add hosts known to be good'); continue; }
+        if (b.kind === 'host' && b.stage === 'pairs' && clearlySlowHost(b.found, pairsStage.groups, opts.rule, pm.jobs)) {
+          // Sequential decision: the pairs stage already measured it beside fine pairs, in every repeat, far below.
+          const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}${g.repeatRatios.length ? ` [${g.repeatRatios.map((x) => x.toFixed(2)).join(' ')}]` : ''}`).join(', ');
+          const ratios = b.found.filter((g) => g.ratio !== null).map((g) => g.ratio!);
+          suspects.push({ host: b.hosts[0]!, confidence: confidenceOf(b.found.map((g) => g.pValue ?? 0), 0), ratio: ratios.length ? median(ratios) : null,
+            stage: 'pairs', confirmedBy: 'pairs',
+            evidence: `every pair with it is clearly slow, in every repeat, beside pairs measured fine at the same time: ${found}; not re-tested (nothing to add)` });
+          verdict = 'suspect';
+          continue;
+        }
         s.progress(`stage retest: ${b.hosts.join(' - ')}`);
+        const foundRatio = Math.min(...b.found.map((g) => g.ratio ?? 1));
         const r = b.stage === 'host-groups' && hostStage && hostMeasured
-          ? await retest(s, b.hosts, ranked, { stage: hostStage, groups: hostMeasured }, true)
-          : await retest(s, b.hosts, ranked, { stage: pairsStage, groups: pm.groups });
+          ? await retest(s, b.hosts, ranked, { stage: hostStage, groups: hostMeasured }, () => durations.budget(1, opts.npPerHost), true, foundRatio)
+          : await retest(s, b.hosts, ranked, { stage: pairsStage, groups: pm.groups }, pairBudget, false, foundRatio);
         stages.push(r.stage);
+        if (r.subject === null) { unconfirmed(b); continue; }
         const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
         const again = `re-test ${r.subject.hosts.join('-')}: ${ratioText(r.subject)}${r.control ? ` beside control ${r.control.hosts.join('-')}` : ''}`;
         if (r.subject.state === 'slow' || r.subject.state === 'failed') {
           const confidence = confidenceOf(b.found.map((g) => g.pValue ?? 0), r.subject.pValue ?? 0);
           const what = b.stage === 'host-groups' ? 'its own ranks are slow together' : `every pair with it is slow`;
-          if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: r.subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}` });
-          else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: r.subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}` });
+          if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: r.subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}`, confirmedBy: 'retest' });
+          else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: r.subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}`, confirmedBy: 'retest' });
           verdict = 'suspect';
         } else if (r.subject.state === 'ok') {
           // The re-test (a control beside it, one repeat more) is the closer look: it clears a burst of load.
@@ -179,9 +293,10 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           if (s.interrupted) break;
           s.progress(`stage retest (uncertain): ${u.hosts.join(' - ')}`);
           const r = u.hosts.length === 1 && hostStage && hostMeasured
-            ? await retest(s, u.hosts, ranked, { stage: hostStage, groups: hostMeasured }, true)
-            : await retest(s, u.hosts, ranked, { stage: pairsStage, groups: pm.groups });
+            ? await retest(s, u.hosts, ranked, { stage: hostStage, groups: hostMeasured }, () => durations.budget(1, opts.npPerHost), true)
+            : await retest(s, u.hosts, ranked, { stage: pairsStage, groups: pm.groups }, pairBudget);
           stages.push(r.stage);
+          if (r.subject === null) continue;
           if (r.subject.state === 'ok') {
             cleared.push({ hosts: u.hosts, evidence: `below the margin in the pairs stage (${ratioText(u)}), fine in its re-test (${ratioText(r.subject)})` });
           } else {
@@ -190,32 +305,73 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           }
         }
       }
+      if (s.interrupted) {
+        skipped('retest', ' (some)');
+        inconclusive(`${s.stopReason ?? 'interrupted'} before the re-tests finished`, `run it again: ${rerun}`);
+      }
     }
   }
+
+  // 3. The whole job: the symptom (reported against the pairs' reference; not used to decide), last, within a
+  //    budget from the healthy pairs' durations.
+  if (s.interrupted) skipped('whole-job');
+  else {
+    s.progress(`stage whole-job: ${hosts.length} hosts × ${opts.npPerHost}`);
+    const whole = await s.measure([[{ id: 'whole-job', hosts }]], 1, { firstRepeat: 1, budget: durations.budget(hosts.length, opts.npPerHost) });
+    const okPairs = pm.groups.filter((g) => pairsStage.groups.find((r) => r.id === g.id)?.state === 'ok');
+    stages.unshift(stageOf('whole-job', analyzeStage(measured(whole.groups), opts.rule, okPairs, 'the pairs that were fine in the pairs stage'), whole.jobs));
+    if (s.interrupted) skipped('whole-job', ' (stopped)');
+  }
+
   // A suspect confirmed beside a control stands whatever the noise; "healthy" needs measurements that repeat.
   if (verdict !== 'suspect' && pairsStage.noise !== null && pairsStage.noise > opts.rule.maxNoise) {
     inconclusive(`noise too high: the same pair's busbw moved by ${pct(pairsStage.noise)} between repeats (limit ${pct(opts.rule.maxNoise)}), ` +
       'so a slowdown of that size could hide in it',
     `run on an idle fabric, or with more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
   }
-  if (verdict === 'healthy') {
+  // A host every pair of which is slower than every pair without it, within the margin: a pattern, not noise.
+  const degraded: DegradedHost[] = [];
+  if (verdict === 'healthy' && opts.npPerHost === 1) {
+    for (const d of degradedHosts(hosts, pairsStage.groups, opts.rule)) {
+      const range = (gs: GroupResult[]): string => {
+        const r = gs.map((g) => g.ratio!).sort((a, b) => a - b);
+        return `${r[0]!.toFixed(2)}-${r.at(-1)!.toFixed(2)}`;
+      };
+      degraded.push({ host: d.host, confidence: Math.max(0, 1 - d.corrected), ratio: d.ratio,
+        evidence: `every pair with it slower than every pair without it, in every repeat: its ${d.mine.length} pairs at ${range(d.mine)} of the reference, ` +
+          `the other ${d.others.length} at ${range(d.others)}; rank test of its pairs' jobs against the others' p ${formatP(d.pValue)} ` +
+          `(${formatP(d.corrected)} corrected over the hosts tested); each pair alone within the ${pct(opts.rule.margin)} margin or cleared` });
+    }
+    if (degraded.length) verdict = 'degraded';
+  }
+  const partial = notRun.length > 0;
+  if (verdict === 'degraded') {
+    reason = `${degraded.map((d) => `host ${d.host} (its pairs at ${pct(d.ratio)} of the others', confidence ${d.confidence.toFixed(4)})`).join(', ')} ` +
+      `slower than the rest, less than the ${pct(opts.rule.margin)} margin that names a suspect${cleared.length ? `; cleared: ${cleared.map((c) => c.hosts.join('-')).join(', ')}` : ''}`;
+  } else if (verdict === 'healthy') {
     const worst = [...pairsStage.groups, ...(hostStage?.groups ?? [])].filter((g) => g.ratio !== null).sort((a, b) => a.ratio! - b.ratio!)[0];
     reason = cleared.length
       ? `nothing slow in its re-test; cleared: ${cleared.map((c) => c.hosts.join('-')).join(', ')}`
       : `no group slower than ${pct(1 - opts.rule.margin)} of the reference${worst ? ` (slowest ${worst.hosts.join('-')}: ${ratioText(worst)})` : ''}`;
   } else if (verdict === 'suspect') {
     const named = [...suspects.map((x) => `host ${x.host}`), ...links.map((l) => `link ${l.hosts.join(' - ')}`)];
-    reason = `${named.join(', ')} slow in the pairwise stage and again in the re-test${reason ? `; also: ${reason}` : ''}`;
+    const all = [...suspects, ...links];
+    const how = all.some((x) => x.confirmedBy === null) ? 'slow in the pairwise stage (not every one re-tested: partial)'
+      : all.every((x) => x.confirmedBy === 'pairs') ? 'clearly slow in every repeat of the pairwise stage'
+        : 'slow in the pairwise stage and again in the re-test (or clearly slow there)';
+    reason = `${named.join(', ')} ${how}${reason ? `; also: ${reason}` : ''}`;
   }
+  if (partial) reason = `partial (not run: ${notRun.join(', ')}): ${reason}`;
   return {
     kind: LOCATE_KIND, schemaVersion: LOCATE_SCHEMA_VERSION, verdict,
-    exitCode: verdict === 'healthy' ? EXIT.OK : verdict === 'suspect' ? EXIT.WRONG_RESULTS : EXIT.INCONCLUSIVE,
-    reason, advice: verdict === 'inconclusive' ? advice : null,
+    exitCode: verdict === 'healthy' ? EXIT.OK : verdict === 'suspect' ? EXIT.WRONG_RESULTS : verdict === 'degraded' ? EXIT_DEGRADED : EXIT.INCONCLUSIVE,
+    reason, advice: verdict === 'inconclusive' || partial ? advice : null,
     startTime: isoLocal(startTime), endTime: isoLocal(new Date()), argv: ['collbench', 'locate', ...argv],
     hosts, npPerHost: opts.npPerHost, repeats: opts.repeats, runArgs: opts.runArgs,
     rule: { ...opts.rule, reference: 'median of the best third of the groups per size, or a control pair measured at the same time',
       test: 'one-sided Mann-Whitney U (normal approximation, tie-corrected) of the per-iteration busbw ratios' },
-    suspects, links, cleared, stages,
+    maxTimeSec: opts.maxTimeSec, scheduleNote: opts.scheduleNote, partial, notRun,
+    suspects, links, degraded, cleared, stages,
   };
 }
 

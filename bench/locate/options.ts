@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { slurmAllocationHosts } from '../launch/slurm.js';
 import { parseCommandLine, tokenize, RUN_OPTIONS, type OptionSpec } from '../config/parse.js';
+import { parseDuration } from '../config/resolve.js';
 import { UsageError } from '../core/errors.js';
 import { DEFAULT_RULE, type DecisionRule } from './decide.js';
 import { PAIR_SCHEDULES, type PairSchedule } from './schedule.js';
@@ -18,12 +19,14 @@ export const LOCATE_USAGE = `USAGE: collbench locate (--hosts h1,h2,… | --host
   Each stage runs --repeats times; a group is slow when its median busbw is below (1 − margin) × the reference AND
   a one-sided Mann-Whitney test over its per-iteration samples gives p < alpha. A host whose every pair is slow is
   a host suspect; a slow pair between otherwise good hosts is a link suspect; only a suspect slow again in its
-  re-test is named.
+  re-test is named. A host every pair of which is slower than every pair without it, within the margin, is
+  degraded (host-level rank test, corrected over hosts). Every job has a time budget (1.5 × a healthy job's
+  duration, measured in this run): a slow job is stopped there and keeps the sizes it finished.
 Options:
   --hosts LIST          host names, comma-separated (at least 2, no duplicates)
   --hostfile FILE       one host per line (Open MPI "host slots=N" or "host:N" lines; # comments)
   --np-per-host K       ranks per host (default 1)
-  -J, --json FILE       the verdict as JSON (kind "collbench-locate", schema/collbench-locate.v1.schema.json); - = stdout
+  -J, --json FILE       the verdict as JSON (kind "collbench-locate", schema/collbench-locate.v2.schema.json); - = stdout
   --repeats R           times each stage is measured, at least 2 (default 2)
   --margin PCT          how much slower than the reference a group must be, in percent (default 25)
   --alpha P             significance level of the rank test (default 0.01)
@@ -33,14 +36,17 @@ Options:
   --parallel N          at most N jobs of a round at once (default 0 = the whole round: its pairs share no host);
                         1 when the hosts share something the jobs compete for (CPUs of one machine, a shared uplink)
   --timeout S           seconds one job may take before it is stopped and counted as failed (default 600)
+  --max-time DURATION   the whole run at most this long (90s, 30m, 2h; default 1h): the schedule is shortened to
+                        fit before anything runs (fewer repeats, then ring pairs), and a run stopped there reports
+                        what it found so far (verdict marked partial, the stages not run listed)
   --plan COUNTS         print the schedule and its cost for these host counts, run nothing
-  --job-seconds S       with --plan: the time one job takes, start-up included (default 10)
+  --job-seconds S       the time one job takes, start-up included, for --plan and to fit --max-time (default 10)
   --quiet               no progress lines on stderr
 Run arguments (after --) go to every job: flags of all_reduce_perf (-b, -e, -f, -n, -w, -d, --backend, …), not
   --np, --hosts, -J, -I or -N. Default sizes 4 MiB to 64 MiB (-b 4M -e 64M -f 4), -n 20 -w 2, -c 0.
 Open MPI's own configuration comes from its environment (OMPI_MCA_plm_rsh_agent, OMPI_MCA_btl, …) and is honoured.
-Exit status: 0 healthy, 7 a suspect named, 6 inconclusive (the reason and what to run are printed), 2 bad input,
-  5 a host cannot be reached (named).`;
+Exit status: 0 healthy, 7 a suspect named, 8 degraded (a host slower within the margin), 6 inconclusive (the
+  reason and what to run are printed), 2 bad input, 5 a host cannot be reached (named).`;
 
 /** Sizes that are bandwidth-bound on every fabric from TCP to NVLink, and short enough per job (README, "locate"). */
 export const DEFAULT_RUN_ARGS: readonly string[] = ['-b', '4M', '-e', '64M', '-f', '4', '-n', '20', '-w', '2', '-c', '0'];
@@ -58,12 +64,23 @@ export interface LocateOptions {
   quiet: boolean;
   /** Run arguments after `--`. */
   runArgs: string[];
+  /** Timed iterations of a job (-n, from the run arguments). */
+  iterations: number;
+  /** --max-time: the whole run stops here and reports what it knows (partial). */
+  maxTimeSec: number;
+  /** How the schedule was shortened to fit --max-time (set before anything runs), or null. */
+  scheduleNote: string | null;
+  /** --job-seconds: the time one job is expected to take, to fit the schedule into --max-time. */
+  jobSeconds: number;
 }
+
+/** --max-time when not given: long enough for all pairs of a few dozen hosts at the default sizes. */
+export const DEFAULT_MAX_TIME_SEC = 3600;
 
 export interface PlanRequest { counts: number[]; npPerHost: number; repeats: number; schedule: PairSchedule; jobSeconds: number }
 
 const OPTIONS: readonly OptionSpec[] = [
-  ...['hosts', 'hostfile', 'np-per-host', 'repeats', 'margin', 'alpha', 'max-noise', 'pairs', 'parallel', 'timeout', 'plan', 'job-seconds']
+  ...['hosts', 'hostfile', 'np-per-host', 'repeats', 'margin', 'alpha', 'max-noise', 'pairs', 'parallel', 'timeout', 'plan', 'job-seconds', 'max-time']
     .map((long): OptionSpec => ({ long, key: long, takesValue: true })),
   { short: 'J', long: 'json', key: 'json', takesValue: true, value: 'FILE' },
   { long: 'quiet', key: 'quiet', takesValue: false },
@@ -107,8 +124,8 @@ const FORBIDDEN_RUN_KEYS: Record<string, string> = {
   np: '--np', hosts: '--hosts', jsonFile: '-J', jsonFormat: '--json-format', perIterTiming: '-I', runCycles: '-N',
 };
 
-/** The run arguments: flags only, none that locate sets itself, and acceptable to the run command's parser. */
-export function checkRunArgs(args: string[]): string[] {
+/** The run arguments: flags only, none that locate sets itself, and acceptable to the run command's parser; their -n. */
+export function checkRunArgs(args: string[]): { args: string[]; iterations: number } {
   const tokens = tokenize(args, RUN_OPTIONS, 'locate: ');
   if (tokens.stop) throw new UsageError(`locate: run arguments: -h/--version are not run arguments`);
   if (tokens.positionals.length) {
@@ -120,7 +137,7 @@ export function checkRunArgs(args: string[]): string[] {
   }
   const parsed = parseCommandLine(['all_reduce', ...DEFAULT_RUN_ARGS, ...args], 'collbench');
   if (parsed.kind !== 'run') throw new UsageError('locate: run arguments: not a run');
-  return args;
+  return { args, iterations: parsed.options.iters };
 }
 
 export function parseLocateArgs(argv: string[], readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
@@ -145,7 +162,13 @@ export function parseLocateArgs(argv: string[], readFile: (path: string) => stri
     const counts = planText.split(',').map((c) => number('--plan', c, 0, 2, 1_000_000, true));
     return { kind: 'plan', plan: { counts, npPerHost, repeats, schedule, jobSeconds: number('--job-seconds', v('job-seconds'), 10, 0.01, 86400, false) } };
   }
-  if (v('job-seconds') !== undefined) throw UsageError.forFlag('locate: --job-seconds', 'only with --plan');
+  const jobSeconds = number('--job-seconds', v('job-seconds'), 10, 0.01, 86400, false);
+  let maxTimeSec = DEFAULT_MAX_TIME_SEC;
+  const maxTime = v('max-time');
+  if (maxTime !== undefined) {
+    maxTimeSec = parseDuration(maxTime);
+    if (!(maxTimeSec >= 1)) throw UsageError.forFlag('locate: --max-time', `expected a duration of at least 1 s (90s, 30m, 2h), got '${maxTime}'`);
+  }
   let hosts: string[];
   const list = v('hosts'), file = v('hostfile');
   if (list !== undefined && file !== undefined) throw new UsageError('locate: give --hosts or --hostfile, not both');
@@ -165,12 +188,13 @@ export function parseLocateArgs(argv: string[], readFile: (path: string) => stri
     if (allocated === null) throw new UsageError('locate: no hosts: give --hosts or --hostfile, or run inside a Slurm allocation');
     hosts = checkHosts(allocated, 'the Slurm allocation (SLURM_JOB_NODELIST)');
   }
+  const run = checkRunArgs(runArgs);
   const margin = number('--margin', v('margin'), DEFAULT_RULE.margin * 100, 1, 95, false) / 100;
   const alpha = number('--alpha', v('alpha'), DEFAULT_RULE.alpha, 1e-4, 0.5, false);
   return {
     kind: 'run',
     options: {
-      hosts, npPerHost, repeats, schedule, runArgs: checkRunArgs(runArgs),
+      hosts, npPerHost, repeats, schedule, runArgs: run.args, iterations: run.iterations, maxTimeSec, scheduleNote: null, jobSeconds,
       jsonFile: v('json') ?? null, quiet: tokens.values.get('quiet') === true,
       rule: { ...DEFAULT_RULE, margin, alpha, maxNoise: number('--max-noise', v('max-noise'), DEFAULT_RULE.maxNoise * 100, 1, 1000, false) / 100 },
       timeoutSec: number('--timeout', v('timeout'), 600, 1, 7 * 24 * 3600, true),

@@ -1,6 +1,7 @@
 // The order in which `collbench locate` measures: the stages (whole job, per-host groups, pairwise rounds,
 // re-tests) and the round-robin schedule of host pairs, in which every round is a set of disjoint pairs that run at
 // the same time as separate jobs. Pure: the plan for 1024 hosts is computed the same way as for 4 (`--plan`).
+import { formatSeconds } from './document.js';
 
 /** A pair of host indices, the lower first. */
 export type Pair = readonly [number, number];
@@ -104,4 +105,29 @@ export function locatePlan(opts: { hosts: number; npPerHost: number; repeats: nu
     jobs: suspects * (repeats + 1) * (hosts >= 4 ? 2 : 1), note: 'each suspect with a known-good partner, beside a control pair' });
   const totalRounds = stages.reduce((s, st) => s + st.rounds, 0);
   return { hosts, npPerHost, repeats, schedule, stages, totalRounds, wallSec: totalRounds * perJobSec, perJobSec };
+}
+
+/**
+ * The schedule shortened to fit `maxSec` at `perJobSec` per job (re-tests of one suspect counted), before anything
+ * runs: first the fewest repeats (2), then neighbour pairs instead of all pairs. `note` says what was changed and
+ * why (null when nothing was), or that even the shortest schedule may not fit (the run then ends partial).
+ */
+export function fitSchedule(opts: { hosts: number; npPerHost: number; repeats: number; schedule: PairSchedule; perJobSec: number; maxSec: number }):
+  { repeats: number; schedule: PairSchedule; note: string | null } {
+  const cost = (repeats: number, schedule: PairSchedule): number => locatePlan({ ...opts, repeats, schedule }).wallSec;
+  const before = cost(opts.repeats, opts.schedule);
+  if (before <= opts.maxSec) return { repeats: opts.repeats, schedule: opts.schedule, note: null };
+  let { repeats, schedule } = opts;
+  const changes: string[] = [];
+  if (repeats > 2) { changes.push(`2 repeats instead of ${repeats}`); repeats = 2; }
+  if (cost(repeats, schedule) > opts.maxSec && schedule === 'all' && opts.hosts > 3) { changes.push('neighbour (ring) pairs instead of all pairs'); schedule = 'ring'; }
+  const after = cost(repeats, schedule);
+  const t = formatSeconds;
+  const fits = after <= opts.maxSec;
+  return {
+    repeats, schedule,
+    note: `the schedule would take about ${t(before)} at ${opts.perJobSec} s per job (--job-seconds), more than --max-time ${t(opts.maxSec)}: ` +
+      `${changes.length ? `shortened to ${changes.join(' and ')} (about ${t(after)})` : 'nothing left to shorten'}` +
+      `${fits ? '' : '; it may still not fit, and then reports what it found by then (partial)'}`,
+  };
 }

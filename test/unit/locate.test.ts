@@ -3,11 +3,13 @@
 // netns test, test/cli/locate-netns.test.ts, drives it with real mpirun jobs).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { analyzeStage, attributePairs, DEFAULT_RULE, mannWhitneyLess, type GroupSamples } from '../../bench/locate/decide.js';
-import { locateErrors, type LocateJob } from '../../bench/locate/document.js';
-import { runLocate, type GroupSpec, type Measurer } from '../../bench/locate/flow.js';
-import { checkHosts, parseHostfile, parseLocateArgs, type LocateOptions } from '../../bench/locate/options.js';
-import { locatePlan, ringRounds, roundRobin, type Pair } from '../../bench/locate/schedule.js';
+import { quantile } from 'simple-statistics';
+import { BUDGET_SLACK, DurationReference, iterationsFor, MIN_ITERATIONS, ROUND_SLACK } from '../../bench/locate/budget.js';
+import { analyzeStage, attributePairs, degradedHosts, DEFAULT_RULE, mannWhitneyLess, type GroupSamples } from '../../bench/locate/decide.js';
+import { locateErrors, renderLocateText, type LocateJob } from '../../bench/locate/document.js';
+import { runLocate, type GroupSpec, type MeasureStep, type Measurer } from '../../bench/locate/flow.js';
+import { checkHosts, DEFAULT_MAX_TIME_SEC, parseHostfile, parseLocateArgs, type LocateOptions } from '../../bench/locate/options.js';
+import { fitSchedule, locatePlan, ringRounds, roundRobin, type Pair } from '../../bench/locate/schedule.js';
 import { UsageError } from '../../bench/core/errors.js';
 
 function checkRounds(n: number, rounds: Pair[][]): Map<string, number> {
@@ -114,6 +116,10 @@ test('options: host lists, hostfiles, run arguments and --plan', () => {
     assert.equal(run.options.jsonFile, 'v.json');
     assert.deepEqual(run.options.runArgs, ['-b', '1M']);
   }
+  // NCCL jobs: the backend is a run argument like any other, passed to every child job (and its -n read back)
+  const nccl = parseLocateArgs(['--hosts', 'g1,g2,g3', '--np-per-host', '8', '--', '--backend', 'nccl', '-n', '10']);
+  assert.ok(nccl.kind === 'run');
+  if (nccl.kind === 'run') { assert.deepEqual(nccl.options.runArgs, ['--backend', 'nccl', '-n', '10']); assert.equal(nccl.options.iterations, 10); }
   const plan = parseLocateArgs(['--plan', '8,64', '--pairs', 'ring']);
   assert.deepEqual(plan.kind === 'plan' && plan.plan.counts, [8, 64]);
 });
@@ -121,21 +127,39 @@ test('options: host lists, hostfiles, run arguments and --plan', () => {
 /** Every job's busbw is 10 GB/s, capped by the slowest host or link it uses; a tiny deterministic wobble. */
 class FakeMeasurer implements Measurer {
   interrupted = false;
+  stopReason: string | null = null;
   readonly calls: GroupSpec[][][] = [];
+  readonly steps: (MeasureStep | undefined)[] = [];
+  /** Stop the run (as --max-time would) once this many measurements have been made. */
+  stopAfter = Infinity;
+  /** Groups whose every job is stopped at its time budget before its first size finished. */
+  overBudget: (hosts: string[]) => boolean = () => false;
   constructor(readonly opts: LocateOptions, private readonly cap: (hosts: string[]) => number) {}
   progress(): void { /* quiet */ }
-  measure(rounds: GroupSpec[][], repeats: number): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
+  measure(rounds: GroupSpec[][], repeats: number, step?: MeasureStep): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
     this.calls.push(rounds);
+    this.steps.push(step);
+    if (this.calls.length >= this.stopAfter) { this.interrupted = true; this.stopReason = 'stopped at --max-time'; }
     const flat = rounds.flat();
+    const over = (g: GroupSpec): boolean => this.overBudget(g.hosts);
     return Promise.resolve({
-      groups: flat.map((g) => ({ id: g.id, hosts: g.hosts, bySize: new Map([[4 << 20, samples(this.cap(g.hosts), 16, repeats)]]), failed: null })),
-      jobs: flat.flatMap((g) => Array.from({ length: repeats }, (_, r) => ({ id: g.id, hosts: g.hosts, repeat: r + 1, status: 'ok' as const, error: null, durationSec: 1 }))),
+      groups: flat.map((g) => (over(g) ? { id: g.id, hosts: g.hosts, bySize: new Map(), failed: 'stopped at its time budget before its first size finished' }
+        : { id: g.id, hosts: g.hosts, bySize: new Map([[4 << 20, samples(this.cap(g.hosts), 16, repeats)]]), failed: null })),
+      jobs: flat.flatMap((g) => Array.from({ length: repeats }, (_, r) => ({ id: g.id, hosts: g.hosts, repeat: (step?.firstRepeat ?? 1) + r,
+        status: over(g) ? 'failed' as const : 'ok' as const, error: over(g) ? 'stopped at its time budget' : null, durationSec: 10 / this.cap(g.hosts),
+        budgetSec: step?.budget.capSec ?? null, capped: over(g), iterations: g.iterations ?? null }))),
     });
+  }
+
+  /** The measurement of the re-test (subject and control), the last one that has a retest: group. */
+  retestCall(): GroupSpec[] {
+    return [...this.calls].reverse().find((c) => c[0]![0]!.id.startsWith('retest:'))![0]!;
   }
 }
 
 const options = (hosts: string[]): LocateOptions => ({
   hosts, npPerHost: 1, jsonFile: null, repeats: 2, rule: DEFAULT_RULE, schedule: 'all', timeoutSec: 600, parallel: 0, quiet: true, runArgs: [],
+  iterations: 20, maxTimeSec: 3600, scheduleNote: null, jobSeconds: 10,
 });
 
 test('flow: healthy, a slow host, a slow link, two hosts; every document matches the published schema', async () => {
@@ -146,7 +170,8 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   assert.deepEqual(locateErrors(healthy), []);
   assert.deepEqual(healthy.stages.map((s) => s.name), ['whole-job', 'pairs']);
 
-  const slowHost = new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 1 : 10));
+  // 2.5× slower (ratio 0.4): slow, but not clearly enough to skip its re-test
+  const slowHost = new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 4 : 10));
   const host = await runLocate(slowHost, []);
   assert.equal(host.verdict, 'suspect');
   assert.equal(host.exitCode, 7);
@@ -154,11 +179,40 @@ test('flow: healthy, a slow host, a slow link, two hosts; every document matches
   assert.deepEqual(host.links, []);
   assert.deepEqual(locateErrors(host), []);
   // the re-test: h3 with a good partner, beside a control pair of two other hosts, at the same time
-  const retest = slowHost.calls.at(-1)!;
-  assert.equal(retest.length, 1);
-  assert.equal(retest[0]!.length, 2);
-  assert.ok(retest[0]![0]!.hosts.includes('h3'));
-  assert.ok(!retest[0]![1]!.hosts.includes('h3'));
+  const retest = slowHost.retestCall();
+  assert.equal(retest.length, 2);
+  assert.ok(retest[0]!.hosts.includes('h3'));
+  assert.ok(!retest[1]!.hosts.includes('h3'));
+  // measured slow (ratio 0.4), it re-tests with iterations in proportion (20 × 0.4 = 8); the control keeps -n
+  assert.equal(retest[0]!.iterations, 8);
+  assert.equal(retest[1]!.iterations, undefined);
+  assert.equal(host.suspects[0]!.confirmedBy, 'retest');
+  assert.equal(host.partial, false);
+  // the whole job runs last, within a budget from the healthy pairs (1.5 × twice their 1 s, × the bus factor 1.6 / 1 of 5 ranks)
+  assert.deepEqual(slowHost.calls.at(-1)!.flat().map((g) => g.id), ['whole-job']);
+  assert.ok(Math.abs(slowHost.steps.at(-1)!.budget.capSec! - 1.5 * 2 * 1 * 1.6) < 1e-9); // healthy fake jobs take 1 s
+  // the pairs' first repeat has no budget but the round's first finisher; the second one has, and h3's pairs run 8 iterations
+  assert.equal(slowHost.steps[0]!.budget.capSec, null);
+  assert.equal(slowHost.steps[0]!.budget.afterFirst, 1.25);
+  assert.equal(slowHost.steps[1]!.budget.capSec, 1.5);
+  assert.ok(slowHost.calls[1]!.flat().every((g) => (g.hosts.includes('h3') ? g.iterations === 8 : g.iterations === undefined)));
+
+  // 10× slower: every pair far below in every repeat, beside fine pairs: decided in the pairs stage, no re-test round
+  const clear = new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 1 : 10));
+  const clearDoc = await runLocate(clear, []);
+  assert.deepEqual(clearDoc.suspects.map((s) => [s.host, s.confirmedBy]), [['h3', 'pairs']]);
+  assert.deepEqual(clearDoc.stages.map((s) => s.name), ['whole-job', 'pairs']);
+  assert.match(clearDoc.reason, /^host h3 clearly slow in every repeat of the pairwise stage$/);
+  assert.match(clearDoc.suspects[0]!.evidence, /beside pairs measured fine at the same time/);
+  assert.deepEqual(locateErrors(clearDoc), []);
+  // so slow that every job with it is stopped at its budget before its first size: the same, with no ratio
+  const stuck = new FakeMeasurer(options(hosts), () => 10);
+  stuck.overBudget = (h) => h.includes('h3') && h.length === 2;
+  const stuckDoc = await runLocate(stuck, []);
+  assert.deepEqual(stuckDoc.suspects.map((s) => [s.host, s.confirmedBy, s.ratio]), [['h3', 'pairs', null]]);
+  assert.equal(stuckDoc.suspects[0]!.confidence, 1);
+  assert.match(stuckDoc.suspects[0]!.evidence, /failed \(stopped at its time budget before its first size finished\)/);
+  assert.deepEqual(locateErrors(stuckDoc), []);
 
   const link = await runLocate(new FakeMeasurer(options(hosts), (h) => (h.includes('h2') && h.includes('h5') ? 2 : 10)), []);
   assert.equal(link.verdict, 'suspect');
@@ -180,7 +234,7 @@ test('flow, several ranks per host: a host slow on its own (host-groups) is re-t
   assert.deepEqual(doc.stages.map((s) => s.name), ['whole-job', 'host-groups', 'pairs', 'retest']);
   assert.equal(doc.verdict, 'suspect');
   assert.deepEqual(doc.suspects.map((s) => [s.host, s.stage]), [['h3', 'host-groups']]);
-  const retest = m.calls.at(-1)![0]!;
+  const retest = m.retestCall();
   assert.deepEqual(retest.map((g) => g.hosts.length), [1, 1]);
   assert.deepEqual(retest[0]!.hosts, ['h3']);
   assert.deepEqual(locateErrors(doc), []);
@@ -196,4 +250,105 @@ test('flow: a pair slow in the pairs stage but fine in its re-test is cleared, n
   assert.deepEqual(doc.cleared.map((c) => c.hosts), [['h1', 'h4']]);
   assert.match(doc.reason, /cleared: h1-h4/);
   assert.deepEqual(locateErrors(doc), []);
+});
+
+test('budget: the reference is the healthy jobs\' lower quartile; wider jobs scale by the bus factor; iterations by time', () => {
+  const ref = new DurationReference();
+  assert.deepEqual(ref.budget(2, 1), { capSec: null, afterFirst: ROUND_SLACK });
+  const job = (id: string, width: number, sec: number, capped = false) =>
+    ({ id, hosts: Array.from({ length: width }, (_, i) => `h${i}`), status: 'ok', capped, durationSec: sec });
+  ref.note([job('a', 2, 10), job('b', 2, 12), job('c', 2, 14), job('d', 2, 100), job('slow', 2, 40), job('cut', 2, 5, true)], (id) => id !== 'slow');
+  assert.equal(ref.seconds(2), quantile([10, 12, 14, 100], 0.25));
+  assert.equal(ref.budget(2, 1).capSec, BUDGET_SLACK * quantile([10, 12, 14, 100], 0.25));
+  // 4 hosts × 1 rank: bus factor 2·3/4 = 1.5 against 1 for a pair
+  assert.ok(Math.abs(ref.budget(4, 1).capSec! - BUDGET_SLACK * 2 * ref.seconds(2)! * 1.5) < 1e-9);
+  assert.equal(iterationsFor(20, null), undefined);
+  assert.equal(iterationsFor(20, 1.2), undefined);
+  assert.equal(iterationsFor(20, 0.5), 10);
+  assert.equal(iterationsFor(20, 0.1), MIN_ITERATIONS);
+  assert.equal(iterationsFor(2, 0.1), 2);
+});
+
+test('max time: the schedule is shortened to fit before anything runs, and says so', () => {
+  assert.deepEqual(fitSchedule({ hosts: 8, npPerHost: 1, repeats: 2, schedule: 'all', perJobSec: 10, maxSec: 3600 }), { repeats: 2, schedule: 'all', note: null });
+  const fewer = fitSchedule({ hosts: 8, npPerHost: 1, repeats: 4, schedule: 'all', perJobSec: 10, maxSec: 200 });
+  assert.equal(fewer.repeats, 2);
+  assert.equal(fewer.schedule, 'all');
+  assert.match(fewer.note!, /more than --max-time 3.3 min: shortened to 2 repeats instead of 4 \(about 3 min\)/);
+  const ring = fitSchedule({ hosts: 64, npPerHost: 1, repeats: 2, schedule: 'all', perJobSec: 10, maxSec: 600 });
+  assert.equal(ring.schedule, 'ring');
+  assert.match(ring.note!, /neighbour \(ring\) pairs instead of all pairs/);
+  assert.doesNotMatch(ring.note!, /may still not fit/);
+  const tight = fitSchedule({ hosts: 64, npPerHost: 1, repeats: 2, schedule: 'all', perJobSec: 10, maxSec: 30 });
+  assert.match(tight.note!, /may still not fit, and then reports what it found by then \(partial\)/);
+  const run = parseLocateArgs(['--hosts', 'a,b', '--max-time', '90s', '--', '-n', '7']);
+  assert.ok(run.kind === 'run' && run.options.maxTimeSec === 90 && run.options.iterations === 7);
+  const dflt = parseLocateArgs(['--hosts', 'a,b']);
+  assert.ok(dflt.kind === 'run' && dflt.options.maxTimeSec === DEFAULT_MAX_TIME_SEC && dflt.options.iterations === 20);
+  assert.throws(() => parseLocateArgs(['--hosts', 'a,b', '--max-time', 'soon']), /--max-time.*expected a duration.*'soon'/);
+  assert.throws(() => parseLocateArgs(['--hosts', 'a,b', '--max-time', '0']), /--max-time/);
+});
+
+test('flow stopped early (--max-time) after the pairs: the slow host is still named, partial, the stages not run listed', async () => {
+  const hosts = ['h1', 'h2', 'h3', 'h4'];
+  const m = new FakeMeasurer(options(hosts), (h) => (h.includes('h2') ? 1 : 10));
+  m.stopAfter = 2; // both pairs repeats, then the clock runs out
+  const doc = await runLocate(m, []);
+  assert.equal(doc.verdict, 'suspect');
+  assert.equal(doc.exitCode, 7);
+  assert.equal(doc.partial, true);
+  assert.deepEqual(doc.suspects.map((s) => [s.host, s.confirmedBy]), [['h2', null]]);
+  assert.ok(doc.suspects[0]!.confidence > 0.99);
+  assert.deepEqual(doc.notRun, ['retest', 'whole-job']);
+  assert.match(doc.reason, /^partial \(not run: retest, whole-job\): host h2 slow in the pairwise stage \(not every one re-tested: partial\)/);
+  assert.match(doc.reason, /stopped at --max-time before the stages finished/);
+  assert.match(doc.suspects[0]!.evidence, /not re-tested \(partial run\)/);
+  assert.deepEqual(locateErrors(doc), []);
+  assert.ok(renderLocateText(doc).includes('# partial: not run: retest, whole-job'));
+
+  // stopped in the middle of the pairs: what was measured slow is named, the rest is listed as not run
+  const early = new FakeMeasurer(options(hosts), (h) => (h.includes('h2') ? 1 : 10));
+  early.stopAfter = 1;
+  const d1 = await runLocate(early, []);
+  assert.equal(d1.partial, true);
+  assert.deepEqual(d1.notRun, ['pairs (1 of 2 repeats finished)', 'retest', 'whole-job']);
+  assert.deepEqual(locateErrors(d1), []);
+
+  // a healthy run stopped early says inconclusive, not healthy
+  const calm = new FakeMeasurer(options(hosts), () => 10);
+  calm.stopAfter = 1;
+  const d2 = await runLocate(calm, []);
+  assert.equal(d2.verdict, 'inconclusive');
+  assert.equal(d2.partial, true);
+});
+
+test('degraded: a host every pair of which is slower than every pair without it, within the margin, is its own verdict (exit 8)', async () => {
+  const hosts = ['h1', 'h2', 'h3', 'h4'];
+  // h3's pairs at 0.76 of the others: each within the 25 % margin
+  const doc = await runLocate(new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 7.6 : 10)), []);
+  assert.equal(doc.verdict, 'degraded', doc.reason);
+  assert.equal(doc.exitCode, 8);
+  assert.deepEqual(doc.suspects, []);
+  assert.deepEqual(doc.degraded.map((d) => d.host), ['h3']);
+  assert.ok(doc.degraded[0]!.ratio > 0.7 && doc.degraded[0]!.ratio < 0.8);
+  assert.ok(doc.degraded[0]!.confidence > 0.99);
+  assert.match(doc.degraded[0]!.evidence, /every pair with it slower than every pair without it, in every repeat: its 3 pairs at 0\.7\d-0\.7\d/);
+  assert.match(doc.reason, /^host h3 \(its pairs at 76% of the others'/);
+  assert.deepEqual(locateErrors(doc), []);
+  assert.ok(renderLocateText(doc).some((l) => l.startsWith('# degraded host h3 (confidence')));
+  // 5 % slower is below DEGRADED_MIN_SLOWDOWN: healthy
+  const slight = await runLocate(new FakeMeasurer(options(hosts), (h) => (h.includes('h3') ? 9.5 : 10)), []);
+  assert.equal(slight.verdict, 'healthy');
+  assert.deepEqual(slight.degraded, []);
+});
+
+test('degraded, the rule: interleaved pairs, one repeat out of order, or 3 hosts are not a pattern', () => {
+  const hosts = ['a', 'b', 'c', 'd'];
+  const stage = (levels: Record<string, number[]>) => analyzeStage(Object.entries(levels).map(([k, v]) => group(k[0]!, k[1]!, v)), DEFAULT_RULE).groups;
+  const base = { ab: [1, 1], ac: [1, 1.02], bc: [0.98, 1] };
+  assert.deepEqual(degradedHosts(hosts, stage({ ...base, ad: [0.8, 0.8], bd: [0.79, 0.81], cd: [0.8, 0.78] }), DEFAULT_RULE).map((d) => d.host), ['d']);
+  // one of d's pairs as fast as the others in its second repeat: not separated in every repeat
+  assert.deepEqual(degradedHosts(hosts, stage({ ...base, ad: [0.8, 0.8], bd: [0.79, 1.03], cd: [0.8, 0.78] }), DEFAULT_RULE), []);
+  // 3 hosts: one pair without the host, nothing to compare with
+  assert.deepEqual(degradedHosts(['a', 'b', 'c'], stage({ ab: [1, 1], ac: [0.8, 0.8], bc: [0.8, 0.8] }), DEFAULT_RULE), []);
 });
