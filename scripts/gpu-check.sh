@@ -2,6 +2,7 @@
 # Every GPU check of collbench in one call (issue #28): run on a machine with a GPU, a libnccl and an extracted
 # bundle (no Node.js needed), it runs each part in scripts/gpu-check/NN-*.sh in order and writes one Markdown
 # report with versions, every command, its exit code and verdict, and the parts' tables.
+# DIR may also be a .tar.xz (the bundle, nccl-tests' build/; scripts/gpu-kit.sh makes both).
 # Usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,6 +21,20 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$GC_BUNDLE" ] || { echo "gpu-check: --bundle DIR is required (an extracted collbench bundle, or the built tree)" >&2; exit 2; }
+# Tarballs (scripts/gpu-kit.sh makes both) are unpacked into a scratch folder removed at exit.
+GC_UNPACK=""
+gc_unpack() { # TARBALL -> the folder it holds
+  [ -f "$1" ] || { echo "gpu-check: '$1' does not exist" >&2; exit 2; }
+  local d; d="$GC_UNPACK/$(basename "$1" .tar.xz)"; mkdir -p "$d"
+  tar -xJf "$1" -C "$d" || { echo "gpu-check: cannot unpack '$1'" >&2; exit 2; }
+  local top; top="$(find "$d" -mindepth 1 -maxdepth 1)"
+  if [ "$(printf '%s\n' "$top" | wc -l)" = 1 ] && [ -d "$top" ]; then echo "$top"; else echo "$d"; fi
+}
+if [[ "$GC_BUNDLE$GC_NCCL_TESTS" == *.tar.xz* ]]; then
+  GC_UNPACK="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-unpack.XXXXXX")"; trap 'rm -rf "$GC_UNPACK"' EXIT
+fi
+case "$GC_BUNDLE" in *.tar.xz) GC_BUNDLE="$(gc_unpack "$GC_BUNDLE")" ;; esac
+case "$GC_NCCL_TESTS" in *.tar.xz) GC_NCCL_TESTS="$(gc_unpack "$GC_NCCL_TESTS")" ;; esac
 [ -x "$GC_BUNDLE/bin/collbench" ] || { echo "gpu-check: --bundle '$GC_BUNDLE' has no bin/collbench" >&2; exit 2; }
 [[ "$GC_BUDGET" =~ ^[0-9]+$ ]] || { echo "gpu-check: --budget '$GC_BUDGET' is not a whole number of seconds" >&2; exit 2; }
 if [ -n "$GC_NCCL_LIB" ] && [ ! -f "$GC_NCCL_LIB" ]; then echo "gpu-check: --nccl-lib '$GC_NCCL_LIB' does not exist" >&2; exit 2; fi
