@@ -133,11 +133,14 @@ export function decided(c: ProfileCheck, results: readonly ThresholdResult[], ru
   return results.every((r) => r.passed >= c.attempts.pass) || results.some((r) => r.passed + left < c.attempts.pass);
 }
 
-export interface LateEvidence { rank: number; host: string; rowHalves: number; of: number; medianLateUs: number }
+export interface LateEvidence {
+  rank: number; host: string; rowHalves: number; of: number; medianLateUs: number;
+  device?: number; bus?: string;  // from device arrivals (NCCL -I 1): the rank's GPU
+}
 
 /** The rank named late in most of the check's row-halves (both placements, every run), when one was named at all. */
 export function lateEvidence(docs: readonly ReportDocument[]): LateEvidence | null {
-  const byRank = new Map<number, { host: string; lateUs: number[] }>();
+  const byRank = new Map<number, { host: string; device?: number; bus?: string; lateUs: number[] }>();
   let of = 0;
   for (const d of docs) {
     for (const r of d.rows) {
@@ -145,7 +148,7 @@ export function lateEvidence(docs: readonly ReportDocument[]): LateEvidence | nu
         if (h.late === undefined) continue; // a v1 report: no evidence either way
         of++;
         if (!h.late) continue;
-        const e = byRank.get(h.late.rank) ?? { host: h.late.host, lateUs: [] };
+        const e = byRank.get(h.late.rank) ?? { host: h.late.host, device: h.late.device, bus: h.late.bus, lateUs: [] };
         e.lateUs.push(h.late.medianLateUs);
         byRank.set(h.late.rank, e);
       }
@@ -156,6 +159,7 @@ export function lateEvidence(docs: readonly ReportDocument[]): LateEvidence | nu
     if (best && e.lateUs.length <= best.rowHalves) continue;
     const sorted = [...e.lateUs].sort((a, b) => a - b);
     best = { rank, host: e.host, rowHalves: e.lateUs.length, of, medianLateUs: sorted[Math.floor(sorted.length / 2)]! };
+    if (e.device !== undefined) { best.device = e.device; if (e.bus) best.bus = e.bus; }
   }
   return best;
 }

@@ -2,6 +2,7 @@
 // text table printed at the end, and as JUnit XML (--junit: one test case per check row, failures for failing
 // ones), in the style of the run exporter (bench/report/exporters/junit.ts, whose xmlEscape it shares).
 import { formatSize } from '../config/sizes.js';
+import { lateRankName } from '../core/ranks.js';
 import { xmlEscape } from '../report/exporters/junit.js';
 import type { LateEvidence } from './evaluate.js';
 import type { Change } from './stats.js';
@@ -77,7 +78,7 @@ export function measuredText(r: CheckRow): string {
 }
 
 export function lateText(l: LateEvidence): string {
-  return `rank ${l.rank} on ${l.host || '?'} arrived late in ${l.rowHalves} of ${l.of} row-halves (+${num(l.medianLateUs, 'us')} median)`;
+  return `${lateRankName(l)} arrived late in ${l.rowHalves} of ${l.of} row-halves (+${num(l.medianLateUs, 'us')} median)`;
 }
 
 /** The table printed at the end of `collbench accept`, then one line per named late rank and per error. */

@@ -33,6 +33,13 @@ export const shortHost = (host: string): string => {
   return dot < 0 ? host : host.slice(0, dot);
 };
 
+/** Who a late rank is, wherever one is named (the table's `# late` lines, accept's verdict): `rank 5 on n07` or, from
+ *  device arrivals (NCCL), `rank 5 on n07, GPU 5 [0000:9a:00]`. */
+export function lateRankName(l: { rank: number; host: string; device?: number; bus?: string }): string {
+  const gpu = l.device === undefined ? '' : `, GPU ${l.device}${l.bus ? ` [${l.bus}]` : ''}`;
+  return `rank ${l.rank} on ${l.host ? shortHost(l.host) : '?'}${gpu}`;
+}
+
 
 /** -M: GPU memory in bytes, combined over the job (nccl-tests' getMemInfo categories). */
 export interface MemoryUsage { initialization: number; userAllocated: number; collective: number }

@@ -13,7 +13,7 @@ import { loadProfile, parseProfile, type ProfileCheck } from '../../bench/accept
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { bonferroniLevel, classifyRatio, medianRatioInterval } from '../../bench/accept/stats.js';
 import { seededRandom } from '../../bench/core/stats.js';
-import { renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';
+import { lateText, renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';
 import { parseAcceptArgs } from '../../bench/commands/accept.js';
 import type { ReportDocument, ReportHalf } from '../../bench/report/schema.js';
 import { repoRoot } from '../helpers/cli.js';
@@ -178,6 +178,16 @@ describe('judging thresholds', () => {
     const doc = report(check, [{ late }, { late }, { late: { ...late, rank: 0, host: 'n1' } }]);
     assert.deepEqual(lateEvidence([doc]), { rank: 1, host: 'n2', rowHalves: 2, of: 6, medianLateUs: 1500 });
     assert.equal(lateEvidence([report(check, [])]), null);
+  });
+
+  test('late evidence from device arrivals (NCCL -I 1, as accept runs its checks): the rank named with its GPU', () => {
+    const late = { rank: 5, host: 'n07.cluster', lastFraction: 0.95, medianLateUs: 480, marginUs: 40, device: 5, bus: '0000:9a:00' };
+    const doc = report(check, [{ late }, { late }, { late: null }]);
+    const e = lateEvidence([doc])!;
+    assert.deepEqual(e, { rank: 5, host: 'n07.cluster', rowHalves: 2, of: 6, medianLateUs: 480, device: 5, bus: '0000:9a:00' });
+    assert.match(lateText(e), /^rank 5 on n07, GPU 5 \[0000:9a:00\] arrived late in 2 of 6 row-halves \(\+480/);
+    const cpu = lateEvidence([report(check, [{ late: { ...late, device: undefined, bus: undefined } }])])!;
+    assert.match(lateText(cpu), /^rank 5 on n07 arrived late/);
   });
 });
 

@@ -6,7 +6,7 @@ import type { ResolvedOptions } from '../../core/flags.js';
 import type { IterStats } from '../../core/iter-stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';
 import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
-import { shortHost } from '../../core/ranks.js';
+import { lateRankName, shortHost } from '../../core/ranks.js';
 import type { MinBwVerdict } from '../../core/verdict.js';
 import { formatLateUs, median } from '../../core/lateness.js';
 
@@ -206,15 +206,9 @@ export interface LateCell {
   device?: number; bus?: string;  // device arrivals: the GPU
 }
 
-/** `rank 5 on n07` or, from device arrivals, `rank 5 on n07, GPU 5 [0000:9a:00]`. */
-function lateWho(l: LateCell): string {
-  const gpu = l.device === undefined ? '' : `, GPU ${l.device}${l.bus ? ` [${l.bus}]` : ''}`;
-  return `rank ${l.rank} on ${shortHost(l.host)}${gpu}`;
-}
-
 /** After the table, per row-half where one rank arrived last in most iterations by more than the margin. */
 export function lateLine(sizeBytes: number, placement: string, l: LateCell): string {
-  return `# late: ${sizeBytes} B ${placement}: ${lateWho(l)} last in ` +
+  return `# late: ${sizeBytes} B ${placement}: ${lateRankName(l)} last in ` +
     `${Math.round(l.lastFraction * 100)}% of iterations, +${formatLateUs(l.medianLateUs)} median ` +
     `(margin ${formatLateUs(l.marginUs)})`;
 }
@@ -231,7 +225,7 @@ export function lateSummaryLine(named: readonly LateCell[], halves: number): str
   const [, cells] = [...byRank.entries()].sort((a, b) => b[1].length - a[1].length || a[0] - b[0])[0]!;
   if (cells.length < LATE_SUMMARY_SHARE * halves) return null;
   const fraction = cells.reduce((sum, l) => sum + l.lastFraction, 0) / cells.length;
-  return `# late rank: ${lateWho(cells[0]!).slice('rank '.length)} (late in ${cells.length} of ${halves} row-halves; ` +
+  return `# late rank: ${lateRankName(cells[0]!).slice('rank '.length)} (late in ${cells.length} of ${halves} row-halves; ` +
     `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(median(cells.map((l) => l.medianLateUs)))} median)`;
 }
 
