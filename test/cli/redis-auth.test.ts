@@ -72,8 +72,9 @@ describe('Gloo redis:// store with a password (redis-server --requirepass)', () 
       assert.equal(r.signal, null, 'ended by itself, not by the test timeout');
       assert.ok(seconds < 20, `took ${seconds} s`);
       const lines = r.stderr.trim().split('\n');
-      // one message, printed by each rank that met it (the same line, host first)
-      assert.equal(new Set(lines).size, 1, r.stderr);
+      // one message, printed by each rank that met it (the same line after `rank N on host H: `)
+      assert.ok(lines.every((l) => /^rank \d+ on host \S+: /.test(l)), r.stderr);
+      assert.equal(new Set(lines.map((l) => l.replace(/^rank \d+ on host \S+: /, ''))).size, 1, r.stderr);
       assert.match(lines[0]!, new RegExp(`gloo failure GLOO_\\w+ at \\S+ gloo::rendezvous::RedisStore: Redis store redis://127\\.0\\.0\\.1:${port} `));
       assert.match(lines[0]!, reason);
       assert.ok(!r.stderr.includes(PASSWORD));
