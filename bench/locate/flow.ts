@@ -59,8 +59,8 @@ const pairId = (a: string, b: string): string => `${a}+${b}`;
 const ratioText = (g: GroupResult): string => (g.ratio === null ? `failed (${g.failed})` : `${(g.ratio * 100).toFixed(0)}% of the reference (p ${formatP(g.pValue)})`);
 
 interface Retest { subjects: (GroupResult | null)[]; controls: (GroupResult | null)[]; stage: LocateStage }
-/** What to re-test: its hosts, the rule it is judged by, and its ratio where it was found (its iterations by time). */
-interface RetestSubject { hosts: string[]; judge: DecisionRule; foundRatio: number | null }
+/** What to re-test: its hosts, and its ratio where it was found (its iterations by time). */
+interface RetestSubject { hosts: string[]; foundRatio: number | null }
 
 /**
  * Suspects or uncertain groups again, each with a known-good partner (or the link itself), beside a control pair of
@@ -71,7 +71,9 @@ interface RetestSubject { hosts: string[]; judge: DecisionRule; foundRatio: numb
  * alone; `reference` stands in for a control when there is none. Up to one repeat more than the stage that raised
  * it, one at a time: after two, a subject clearly slow (every repeat below half the reference's good level,
  * 1 − margin, and significant) or clearly fine (every repeat within half the margin) is decided and leaves the
- * rounds; the rest runs every repeat.
+ * rounds; the rest runs every repeat. Judged by the run's rule, as the stage that raised it: at half the margin a
+ * host just beyond the margin would have one of its pairs confirmed as a link (scripts/locate-sim.ts: 40 % of the
+ * busy runs with a host 1.33× slower named a link, against none at the full margin).
  */
 async function retest(s: Measurer, subjects: readonly RetestSubject[], ranked: string[], reference: { stage: StageAnalysis; groups: GroupSamples[] },
   budget: () => JobBudget, alone: boolean): Promise<Retest> {
@@ -127,7 +129,7 @@ async function retest(s: Measurer, subjects: readonly RetestSubject[], ranked: s
         if (decided.has(i)) continue;
         const subjectSamples = groups.find((g) => g.id === specs[i]!.id);
         if (!subjectSamples) continue;
-        const a = analyzeStage([subjectSamples], subjects[i]!.judge, control, round.controlId ? undefined : note);
+        const a = analyzeStage([subjectSamples], rule, control, round.controlId ? undefined : note);
         results[i] = a;
         const sub = a.groups[0]!;
         if (r >= 2 && r < s.opts.repeats + 1) {
@@ -275,10 +277,6 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       const good = goodHosts(hosts, pairsStage.groups, suspected);
       // every host, known-good ones first: partners come from the good ones, controls may take the rest
       const ranked = [...good, ...goodHosts(hosts, pairsStage.groups, new Set(good))];
-      // A suspect's re-test is judged by the full rule, as the stage that raised it: at half the margin a host just
-      // beyond the margin would have one of its pairs confirmed as a link (scripts/locate-sim.ts: 40 % of the runs
-      // with a host 1.33× slower named a link, against none at the full margin).
-      const confirmRule = opts.rule;
       // Every suspect not already clearly slow and every group below the margin but not consistently, re-tested
       // together: packed into rounds of disjoint hosts, each beside its own control, so that the re-tests take a few
       // rounds whatever their number.
@@ -298,7 +296,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           continue;
         }
         const foundRatio = Math.min(...b.found.map((g) => g.ratio ?? 1));
-        items.push({ kind: 'suspect', b, alone: b.stage === 'host-groups' && hostStage !== null, subject: { hosts: b.hosts, judge: confirmRule, foundRatio } });
+        items.push({ kind: 'suspect', b, alone: b.stage === 'host-groups' && hostStage !== null, subject: { hosts: b.hosts, foundRatio } });
       }
       // Below the margin but not in every repeat or not significantly: measured again beside a control; cleared
       // when fine there (at the full margin: nothing measured it beyond), else the verdict cannot be healthy.
@@ -309,7 +307,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
         inconclusive(`${uncertain.length} groups below the margin but not consistently (more than ${limit}: ${uncertain.map((g) => g.hosts.join('-')).join(', ')}): noise`,
           `run on an idle fabric, or with more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
       } else if (!s.interrupted) {
-        for (const u of uncertain) items.push({ kind: 'uncertain', u, alone: u.hosts.length === 1 && hostStage !== null, subject: { hosts: u.hosts, judge: opts.rule, foundRatio: null } });
+        for (const u of uncertain) items.push({ kind: 'uncertain', u, alone: u.hosts.length === 1 && hostStage !== null, subject: { hosts: u.hosts, foundRatio: null } });
       }
       for (const alone of [true, false]) {
         const batch = items.filter((x) => x.alone === alone);
