@@ -164,7 +164,7 @@ async function trial(hosts: string[], noise: Noise, fault: Fault, margin: number
   const degradedRight = fault.kind === 'host' && degraded.length === 1 && degraded[0] === bad;
   const wrong = (doc.verdict === 'suspect' && !right) || (doc.verdict === 'degraded' && !degradedRight);
   if ((wrong || doc.verdict === 'inconclusive') && process.env.SIM_DEBUG) console.error(`${fault.kind} ${fault.slowdown} bad ${bad} link ${bad}-${other}:`, doc.verdict, doc.reason.slice(0, 300));
-  if (process.env.SIM_DEBUG) console.error(`${hosts.length} hosts, ${fault.kind} ${fault.slowdown}: ${doc.verdict} ${m.clock.toFixed(0)} s: ${[...m.byStage].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+  if (process.env.SIM_DEBUG) console.error(`${hosts.length} hosts, ${fault.kind} ${fault.slowdown}: ${doc.verdict} ${m.clock.toFixed(0)} s, ${doc.cleared.length} cleared in re-tests: ${[...m.byStage].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
   return { verdict: doc.verdict, right, wrong, degradedRight, wallSec: m.clock, partial: doc.partial };
 }
 
