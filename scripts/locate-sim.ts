@@ -5,6 +5,7 @@
 //   node --import tsx scripts/locate-sim.ts [--trials 100] [--hosts 8] [--seed 1] [--margins 25,50] [--repeats 2]
 //     [--noises 0,1,2] [--iterations 20] [--startup 5] [--no-budget] [--max-time S] [--pairs all|ring]
 //   node --import tsx scripts/locate-sim.ts --scale 64,512,1024 --pairs ring --trials 3   (wall time, before/after)
+//     [--faults none,4,10] [--after-only]   (some of the cells; only with the time budgets)
 // Noise model, per job: a lognormal factor (sigma `job`), and with probability `contend` a contention factor
 // uniform in [0.3, 0.9] (another job on the host's CPUs or links); per iteration: a lognormal factor (sigma `iter`)
 // and with probability `dip` a dip uniform in [0.2, 1]. A fault caps every iteration of each job that crosses it at
@@ -52,7 +53,10 @@ class SimMeasurer implements Measurer {
     return this.clock >= this.opts.maxTimeSec;
   }
 
-  progress(): void { /* silent */ }
+  /** Virtual seconds per stage (progress line's first two words), for SIM_DEBUG. */
+  readonly byStage = new Map<string, number>();
+  private stage = 'start';
+  progress(line: string): void { this.stage = line.split(' ').slice(0, 2).join(' ').replace(/:$/, ''); }
 
   private cap(hosts: string[]): number {
     if (this.fault.kind === 'host' && hosts.includes(this.badHost)) return 1 / this.fault.slowdown;
@@ -118,6 +122,7 @@ class SimMeasurer implements Measurer {
             durationSec: done, budgetSec: Number.isFinite(limit) ? limit : null, capped, iterations: x.g.iterations ?? null });
         });
         this.clock += wall;
+        this.byStage.set(this.stage, (this.byStage.get(this.stage) ?? 0) + wall);
       }
     }
     return Promise.resolve({ groups: [...byId.values()], jobs });
@@ -131,7 +136,8 @@ const { values } = parseArgs({
     repeats: { type: 'string', default: '2' }, noises: { type: 'string', default: '0,1,2' },
     startup: { type: 'string', default: '5' }, scale: { type: 'string' }, 'no-budget': { type: 'boolean', default: false },
     'max-time': { type: 'string', default: '1e9' }, pairs: { type: 'string', default: 'all' },
-    faults: { type: 'string', default: 'all' }, // all, or none (healthy runs only)
+    faults: { type: 'string', default: 'all' }, // all, or none (healthy runs only); with --scale: some of none,4,10
+    'after-only': { type: 'boolean', default: false }, // with --scale: only with the time budgets (no 'before' column)
   },
 });
 const trials = Number(values.trials), iterations = Number(values.iterations);
@@ -157,7 +163,8 @@ async function trial(hosts: string[], noise: Noise, fault: Fault, margin: number
     : fault.kind === 'link' ? namedLinks.length === 1 && namedLinks[0] === [bad, other].sort().join('-') && namedHosts.length === 0 : false;
   const degradedRight = fault.kind === 'host' && degraded.length === 1 && degraded[0] === bad;
   const wrong = (doc.verdict === 'suspect' && !right) || (doc.verdict === 'degraded' && !degradedRight);
-  if (wrong && process.env.SIM_DEBUG) console.error(doc.verdict, doc.reason);
+  if ((wrong || doc.verdict === 'inconclusive') && process.env.SIM_DEBUG) console.error(`${fault.kind} ${fault.slowdown} bad ${bad} link ${bad}-${other}:`, doc.verdict, doc.reason.slice(0, 300));
+  if (process.env.SIM_DEBUG) console.error(`${hosts.length} hosts, ${fault.kind} ${fault.slowdown}: ${doc.verdict} ${m.clock.toFixed(0)} s, ${doc.cleared.length} cleared in re-tests: ${[...m.byStage].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
   return { verdict: doc.verdict, right, wrong, degradedRight, wallSec: m.clock, partial: doc.partial };
 }
 
@@ -173,20 +180,23 @@ if (values.scale !== undefined) {
   for (const n of String(values.scale).split(',').map(Number)) {
     const hosts = Array.from({ length: n }, (_, i) => `n${i + 1}`);
     let healthyAfter = 0;
-    for (const fault of [{ kind: 'none', slowdown: 1 }, { kind: 'host', slowdown: 4 }, { kind: 'host', slowdown: 10 }] as Fault[]) {
+    const scaleFaults = ([{ kind: 'none', slowdown: 1 }, { kind: 'host', slowdown: 4 }, { kind: 'host', slowdown: 10 }] as Fault[])
+      .filter((f) => values.faults === 'all' || String(values.faults).split(',').includes(f.kind === 'none' ? 'none' : String(f.slowdown)));
+    for (const fault of scaleFaults) {
       const cells: string[] = [];
       let after = 0;
-      for (const useBudgets of [false, true]) {
+      for (const useBudgets of values['after-only'] ? [true] : [false, true]) {
         const outs: Outcome[] = [];
         for (let t = 0; t < trials; t++) outs.push(await trial(hosts, noise, fault, 25, values.pairs as PairSchedule, useBudgets));
         const named = outs.filter((o) => (fault.kind === 'none' ? o.verdict === 'healthy' : o.right)).length;
         const wall = mean(outs.map((o) => o.wallSec));
         if (useBudgets) after = wall;
         const wrong = outs.filter((o) => o.wrong).length;
+        if (values['after-only']) cells.push('-');
         cells.push(`${named}/${trials} ${fault.kind === 'none' ? 'healthy' : 'named'}${wrong ? ` (${wrong} false)` : ''} · ${wall.toFixed(0)} s`);
       }
       if (fault.kind === 'none') healthyAfter = after;
-      console.log(`| ${n} | ${fault.kind === 'none' ? 'none' : `host ${fault.slowdown}× slower`} | ${cells[0]} | ${cells[1]} | ${(after / healthyAfter).toFixed(2)} |`);
+      console.log(`| ${n} | ${fault.kind === 'none' ? 'none' : `host ${fault.slowdown}× slower`} | ${cells[0]} | ${cells[1]} | ${healthyAfter ? (after / healthyAfter).toFixed(2) : '-'} |`);
     }
   }
 } else {

@@ -58,63 +58,95 @@ function stageOf(name: LocateStage['name'], a: StageAnalysis, jobs: LocateJob[])
 const pairId = (a: string, b: string): string => `${a}+${b}`;
 const ratioText = (g: GroupResult): string => (g.ratio === null ? `failed (${g.failed})` : `${(g.ratio * 100).toFixed(0)}% of the reference (p ${formatP(g.pValue)})`);
 
-interface Retest { subject: GroupResult | null; control: GroupResult | null; stage: LocateStage }
+interface Retest { subjects: (GroupResult | null)[]; controls: (GroupResult | null)[]; stage: LocateStage }
+/** What to re-test: its hosts, and its ratio where it was found (its iterations by time). */
+interface RetestSubject { hosts: string[]; foundRatio: number | null }
 
 /**
- * One suspect again: with a known-good partner (or the link itself), beside a control pair of two other hosts
- * measured at the same time (known-good ones first; any others when there are not enough), so that both see the
- * same load. `ranked` is every host, best first. A host found by the host-groups stage is re-tested alone (its
- * own K ranks) beside another host alone; `reference` stands in for a control when there is none. Up to one repeat
- * more than the stage that raised it, one at a time: after two, a subject clearly slow (every repeat below half the
- * reference's good level, 1 − margin, and significant) or clearly fine (every repeat within half the margin) is
- * decided; the rest runs every repeat. `foundRatio` (its ratio where it was found) sets its iterations by time.
+ * Suspects or uncertain groups again, each with a known-good partner (or the link itself), beside a control pair of
+ * two other hosts measured at the same time (known-good ones first; any others when there are not enough), so that
+ * both see the same load. `ranked` is every host, best first. Several subjects are re-tested together: packed into
+ * rounds of disjoint hosts, each round with its own control, so that the re-tests of many groups take a few rounds,
+ * not one per group. A host found by the host-groups stage is re-tested alone (its own K ranks) beside another host
+ * alone; `reference` stands in for a control when there is none. Up to one repeat more than the stage that raised
+ * it, one at a time: after two, a subject clearly slow (every repeat below half the reference's good level,
+ * 1 − margin, and significant) or clearly fine (every repeat within half the margin) is decided and leaves the
+ * rounds; the rest runs every repeat. Judged by the run's rule, as the stage that raised it: at half the margin a
+ * host just beyond the margin would have one of its pairs confirmed as a link (scripts/locate-sim.ts: 40 % of the
+ * busy runs with a host 1.33× slower named a link, against none at the full margin).
  */
-async function retest(s: Measurer, hostsUnder: string[], ranked: string[], reference: { stage: StageAnalysis; groups: GroupSamples[] },
-  budget: () => JobBudget, alone = false, foundRatio: number | null = null): Promise<Retest> {
-  const partner = hostsUnder.length === 1 && !alone ? ranked.find((g) => !hostsUnder.includes(g)) : undefined;
-  const subjectHosts = partner !== undefined ? [hostsUnder[0]!, partner] : hostsUnder;
-  const others = ranked.filter((g) => !subjectHosts.includes(g));
-  const subject: GroupSpec = { id: `retest:${subjectHosts.join('+')}`, hosts: subjectHosts, iterations: iterationsFor(s.opts.iterations, foundRatio) };
-  const round: GroupSpec[] = [subject];
-  let controlId: string | null = null;
+async function retest(s: Measurer, subjects: readonly RetestSubject[], ranked: string[], reference: { stage: StageAnalysis; groups: GroupSamples[] },
+  budget: () => JobBudget, alone: boolean): Promise<Retest> {
   const controlSize = alone ? 1 : 2;
-  if (others.length >= controlSize) {
-    controlId = `control:${others.slice(0, controlSize).join('+')}`;
-    round.push({ id: controlId, hosts: others.slice(0, controlSize) });
-  }
+  interface Round { used: Set<string>; subjects: number[]; specs: GroupSpec[]; controlId: string | null }
+  const rounds: Round[] = [];
+  const specs: GroupSpec[] = [];
+  const roundOf: number[] = [];
+  subjects.forEach(({ hosts: hostsUnder, foundRatio }) => {
+    const fits = (r: Round): boolean => hostsUnder.every((h) => !r.used.has(h)) &&
+      (hostsUnder.length > 1 || alone || ranked.some((g) => !r.used.has(g) && !hostsUnder.includes(g)));
+    let k = rounds.findIndex(fits);
+    if (k < 0) { rounds.push({ used: new Set(), subjects: [], specs: [], controlId: null }); k = rounds.length - 1; }
+    const round = rounds[k]!;
+    const partner = hostsUnder.length === 1 && !alone ? ranked.find((g) => !hostsUnder.includes(g) && !round.used.has(g)) : undefined;
+    const subjectHosts = partner !== undefined ? [hostsUnder[0]!, partner] : hostsUnder;
+    const spec: GroupSpec = { id: `retest:${subjectHosts.join('+')}`, hosts: subjectHosts, iterations: iterationsFor(s.opts.iterations, foundRatio) };
+    for (const h of subjectHosts) round.used.add(h);
+    round.subjects.push(specs.length);
+    round.specs.push(spec);
+    specs.push(spec);
+    roundOf.push(k);
+  });
+  rounds.forEach((round, k) => {
+    const others = ranked.filter((g) => !round.used.has(g)).slice(0, controlSize);
+    if (others.length < controlSize) return;
+    round.controlId = `control${k ? k + 1 : ''}:${others.join('+')}`;
+    round.specs.push({ id: round.controlId, hosts: others });
+  });
   // Without a control the pairs stage's reference groups stand in for it (measured earlier).
   const refIds = new Set(reference.stage.groups.filter((g) => g.state === 'ok').sort((a, b) => (b.ratio ?? 0) - (a.ratio ?? 0))
     .slice(0, Math.max(1, Math.ceil(reference.stage.groups.length / 3))).map((g) => g.id));
-  const note = controlId ? undefined : `the pairs stage's best pairs (no two other hosts for a control)`;
+  const note = `the pairs stage's best pairs (no two other hosts for a control)`;
   const all = new Map<string, GroupSamples>();
   const jobs: LocateJob[] = [];
-  let a: StageAnalysis | null = null;
+  const results: (StageAnalysis | null)[] = specs.map(() => null);
+  const controls: (GroupResult | null)[] = rounds.map(() => null);
+  const decided = new Set<number>();
   const { rule } = s.opts;
   for (let r = 1; r <= s.opts.repeats + 1 && !s.interrupted; r++) {
-    const m = await s.measure([round], 1, { firstRepeat: r, budget: budget() });
+    const active = rounds.filter((round) => round.subjects.some((i) => !decided.has(i)))
+      .map((round) => round.specs.filter((g) => g.id === round.controlId || !decided.has(specs.indexOf(g))));
+    if (!active.length) break;
+    const m = await s.measure(active, 1, { firstRepeat: r, budget: budget() });
     merge(all, m.groups);
     jobs.push(...m.jobs);
     const groups = measured(all.values());
-    const subjectSamples = groups.find((g) => g.id === subject.id);
-    if (!subjectSamples) break;
-    const control = controlId ? groups.filter((g) => g.id === controlId) : reference.groups.filter((g) => refIds.has(g.id));
-    a = analyzeStage([subjectSamples], rule, control, note);
-    if (controlId && groups.some((g) => g.id === controlId)) {
-      a.groups.push(analyzeStage(groups.filter((g) => g.id === controlId), rule, control).groups[0]!);
-    }
-    const sub = a.groups[0]!;
-    const controlFine = controlId === null || a.groups.some((g) => g.id === controlId && g.state === 'ok');
-    if (r >= 2 && r < s.opts.repeats + 1) {
-      const clearlySlow = (sub.state === 'slow' && sub.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) ||
-        (sub.state === 'failed' && controlFine && overBudget(subject.id, jobs));
-      const clearlyFine = sub.state === 'ok' && sub.repeatRatios.every((x) => x >= 1 - rule.margin / 2);
-      if (clearlySlow || clearlyFine) break;
-    }
+    rounds.forEach((round, k) => {
+      const control = round.controlId ? groups.filter((g) => g.id === round.controlId) : reference.groups.filter((g) => refIds.has(g.id));
+      if (round.controlId && control.length) controls[k] = analyzeStage(control, rule, control).groups[0]!;
+      const controlFine = round.controlId === null || controls[k]?.state === 'ok';
+      for (const i of round.subjects) {
+        if (decided.has(i)) continue;
+        const subjectSamples = groups.find((g) => g.id === specs[i]!.id);
+        if (!subjectSamples) continue;
+        const a = analyzeStage([subjectSamples], rule, control, round.controlId ? undefined : note);
+        results[i] = a;
+        const sub = a.groups[0]!;
+        if (r >= 2 && r < s.opts.repeats + 1) {
+          const clearlySlow = (sub.state === 'slow' && sub.repeatRatios.every((x) => x < (1 - rule.margin) / 2)) ||
+            (sub.state === 'failed' && controlFine && overBudget(specs[i]!.id, jobs));
+          const clearlyFine = sub.state === 'ok' && sub.repeatRatios.every((x) => x >= 1 - rule.margin / 2);
+          if (clearlySlow || clearlyFine) decided.add(i);
+        }
+      }
+    });
   }
-  a ??= analyzeStage([], rule);
-  const stage = stageOf('retest', a, jobs);
-  const subjectResult = a.groups.find((g) => g.id === subject.id) ?? null;
-  return { subject: subjectResult, control: a.groups.find((g) => g.id === controlId) ?? null, stage };
+  const first = results.find((a) => a !== null) ?? analyzeStage([], rule);
+  const stage = stageOf('retest', {
+    ...first,
+    groups: [...results.flatMap((a) => (a ? [a.groups[0]!] : [])), ...controls.filter((c) => c !== null)],
+  }, jobs);
+  return { subjects: results.map((a) => a?.groups[0] ?? null), controls: roundOf.map((k) => controls[k] ?? null), stage };
 }
 
 /**
@@ -245,6 +277,11 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       const good = goodHosts(hosts, pairsStage.groups, suspected);
       // every host, known-good ones first: partners come from the good ones, controls may take the rest
       const ranked = [...good, ...goodHosts(hosts, pairsStage.groups, new Set(good))];
+      // Every suspect not already clearly slow and every group below the margin but not consistently, re-tested
+      // together: packed into rounds of disjoint hosts, each beside its own control, so that the re-tests take a few
+      // rounds whatever their number.
+      type Item = { subject: RetestSubject; alone: boolean } & ({ kind: 'suspect'; b: (typeof bad)[number] } | { kind: 'uncertain'; u: GroupResult });
+      const items: Item[] = [];
       for (const b of bad) {
         if (s.interrupted) { unconfirmed(b); continue; }
         if (b.kind === 'host' && good.length === 0) { inconclusive(`no known-good partner to re-test ${b.hosts[0]} with`, 'add hosts known to be good'); continue; }
@@ -258,52 +295,61 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           verdict = 'suspect';
           continue;
         }
-        s.progress(`stage retest: ${b.hosts.join(' - ')}`);
         const foundRatio = Math.min(...b.found.map((g) => g.ratio ?? 1));
-        const r = b.stage === 'host-groups' && hostStage && hostMeasured
-          ? await retest(s, b.hosts, ranked, { stage: hostStage, groups: hostMeasured }, () => durations.budget(1, opts.npPerHost), true, foundRatio)
-          : await retest(s, b.hosts, ranked, { stage: pairsStage, groups: pm.groups }, pairBudget, false, foundRatio);
-        stages.push(r.stage);
-        if (r.subject === null) { unconfirmed(b); continue; }
-        const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
-        const again = `re-test ${r.subject.hosts.join('-')}: ${ratioText(r.subject)}${r.control ? ` beside control ${r.control.hosts.join('-')}` : ''}`;
-        if (r.subject.state === 'slow' || r.subject.state === 'failed') {
-          const confidence = confidenceOf(b.found.map((g) => g.pValue ?? 0), r.subject.pValue ?? 0);
-          const what = b.stage === 'host-groups' ? 'its own ranks are slow together' : `every pair with it is slow`;
-          if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: r.subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}`, confirmedBy: 'retest' });
-          else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: r.subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}`, confirmedBy: 'retest' });
-          verdict = 'suspect';
-        } else if (r.subject.state === 'ok') {
-          // The re-test (a control beside it, one repeat more) is the closer look: it clears a burst of load.
-          cleared.push({ hosts: b.hosts, evidence: `slow in the pairs stage (${found}), fine in its re-test (${again}): transient load, or an intermittent fault` });
-        } else {
-          inconclusive(`${b.hosts.join(' - ')} was slow (${found}) but not consistently in its re-test (${ratioText(r.subject)}): intermittent, or noise`,
-            `run it again, with more repeats: ${rerun} --repeats ${opts.repeats + 2}`);
-        }
+        items.push({ kind: 'suspect', b, alone: b.stage === 'host-groups' && hostStage !== null, subject: { hosts: b.hosts, foundRatio } });
       }
       // Below the margin but not in every repeat or not significantly: measured again beside a control; cleared
-      // when fine there, else the verdict cannot be healthy.
+      // when fine there (at the full margin: nothing measured it beyond), else the verdict cannot be healthy.
       const uncertain = [...pairAttr.uncertain, ...(hostAttr?.uncertain ?? [])]
         .filter((g) => !g.hosts.some((h) => suspects.some((x) => x.host === h)));
-      if (uncertain.length > MAX_UNCERTAIN_RETESTS) {
-        inconclusive(`${uncertain.length} groups below the margin but not consistently (${uncertain.map((g) => g.hosts.join('-')).join(', ')}): noise`,
+      const limit = maxUncertain(pairsStage.groups.length + (hostStage?.groups.length ?? 0));
+      if (uncertain.length > limit) {
+        inconclusive(`${uncertain.length} groups below the margin but not consistently (more than ${limit}: ${uncertain.map((g) => g.hosts.join('-')).join(', ')}): noise`,
           `run on an idle fabric, or with more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
-      } else {
-        for (const u of uncertain) {
-          if (s.interrupted) break;
-          s.progress(`stage retest (uncertain): ${u.hosts.join(' - ')}`);
-          const r = u.hosts.length === 1 && hostStage && hostMeasured
-            ? await retest(s, u.hosts, ranked, { stage: hostStage, groups: hostMeasured }, () => durations.budget(1, opts.npPerHost), true)
-            : await retest(s, u.hosts, ranked, { stage: pairsStage, groups: pm.groups }, pairBudget);
-          stages.push(r.stage);
-          if (r.subject === null) continue;
-          if (r.subject.state === 'ok') {
-            cleared.push({ hosts: u.hosts, evidence: `below the margin in the pairs stage (${ratioText(u)}), fine in its re-test (${ratioText(r.subject)})` });
-          } else {
-            inconclusive(`${u.hosts.join('-')} below the margin in the pairs stage (${ratioText(u)}, repeats ${u.repeatRatios.map((x) => x.toFixed(2)).join(' ')}) and again in its re-test (${ratioText(r.subject)}), not consistently enough to name it`,
+      } else if (!s.interrupted) {
+        for (const u of uncertain) items.push({ kind: 'uncertain', u, alone: u.hosts.length === 1 && hostStage !== null, subject: { hosts: u.hosts, foundRatio: null } });
+      }
+      for (const alone of [true, false]) {
+        const batch = items.filter((x) => x.alone === alone);
+        if (!batch.length) continue;
+        if (s.interrupted) { for (const x of batch) if (x.kind === 'suspect') unconfirmed(x.b); continue; }
+        s.progress(`stage retest: ${batch.map((x) => `${x.subject.hosts.join(' - ')}${x.kind === 'uncertain' ? ' (uncertain)' : ''}`).join(', ')}`);
+        const r = alone
+          ? await retest(s, batch.map((x) => x.subject), ranked, { stage: hostStage!, groups: hostMeasured! }, () => durations.budget(1, opts.npPerHost), true)
+          : await retest(s, batch.map((x) => x.subject), ranked, { stage: pairsStage, groups: pm.groups }, pairBudget, false);
+        stages.push(r.stage);
+        batch.forEach((x, i) => {
+          const subject = r.subjects[i] ?? null;
+          const control = r.controls[i] ?? null;
+          if (x.kind === 'suspect') {
+            const b = x.b;
+            if (subject === null) { unconfirmed(b); return; }
+            const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
+            const again = `re-test ${subject.hosts.join('-')}: ${ratioText(subject)}${control ? ` beside control ${control.hosts.join('-')}` : ''}`;
+            if (subject.state === 'slow' || subject.state === 'failed') {
+              const confidence = confidenceOf(b.found.map((g) => g.pValue ?? 0), subject.pValue ?? 0);
+              const what = b.stage === 'host-groups' ? 'its own ranks are slow together' : `every pair with it is slow`;
+              if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}`, confirmedBy: 'retest' });
+              else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}`, confirmedBy: 'retest' });
+              verdict = 'suspect';
+            } else if (subject.state === 'ok') {
+              // The re-test (a control beside it, one repeat more) is the closer look: it clears a burst of load.
+              cleared.push({ hosts: b.hosts, evidence: `slow in the pairs stage (${found}), fine in its re-test (${again}): transient load, or an intermittent fault` });
+            } else {
+              inconclusive(`${b.hosts.join(' - ')} was slow (${found}) but not consistently in its re-test (${ratioText(subject)}): intermittent, or noise`,
+                `run it again, with more repeats: ${rerun} --repeats ${opts.repeats + 2}`);
+            }
+            return;
+          }
+          const u = x.u;
+          if (subject === null) return;
+          if (subject.state === 'ok') {
+            cleared.push({ hosts: u.hosts, evidence: `below the margin in the pairs stage (${ratioText(u)}), fine in its re-test (${ratioText(subject)})` });
+          } else if (!u.hosts.some((h) => suspects.some((y) => y.host === h))) { // not explained by a host named in this batch
+            inconclusive(`${u.hosts.join('-')} below the margin in the pairs stage (${ratioText(u)}, repeats ${u.repeatRatios.map((v) => v.toFixed(2)).join(' ')}) and again in its re-test (${ratioText(subject)}), not consistently enough to name it`,
               `more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
           }
-        }
+        });
       }
       if (s.interrupted) {
         skipped('retest', ' (some)');
@@ -317,7 +363,10 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
   if (s.interrupted) skipped('whole-job');
   else {
     s.progress(`stage whole-job: ${hosts.length} hosts × ${opts.npPerHost}`);
-    const whole = await s.measure([[{ id: 'whole-job', hosts }]], 1, { firstRepeat: 1, budget: durations.budget(hosts.length, opts.npPerHost) });
+    // a named host or link caps the whole job: iterations by time, as for a slow pair
+    const namedRatios = [...suspects, ...links].map((x) => x.ratio).filter((r): r is number => r !== null);
+    const iterations = iterationsFor(opts.iterations, namedRatios.length ? Math.min(...namedRatios) : null);
+    const whole = await s.measure([[{ id: 'whole-job', hosts, iterations }]], 1, { firstRepeat: 1, budget: durations.budget(hosts.length, opts.npPerHost) });
     const okPairs = pm.groups.filter((g) => pairsStage.groups.find((r) => r.id === g.id)?.state === 'ok');
     stages.unshift(stageOf('whole-job', analyzeStage(measured(whole.groups), opts.rule, okPairs, 'the pairs that were fine in the pairs stage'), whole.jobs));
     if (s.interrupted) skipped('whole-job', ' (stopped)');
@@ -376,5 +425,11 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
 }
 
 const pct = (v: number): string => `${(v * 100).toFixed(0)}%`;
-/** More groups than this below the margin but not consistently: the stage is noise, not worth re-testing each. */
-const MAX_UNCERTAIN_RETESTS = 3;
+/**
+ * How many groups below the margin but not consistently are re-tested (all together, in a few rounds) before the
+ * stage is called noise: a fixed share of the groups, at least 3. Noise puts each healthy group below the margin
+ * with some small probability, so their expected number grows with the groups (at 1024 hosts a handful is
+ * normal); more than UNCERTAIN_SHARE of them means the noise is the size of the margin itself.
+ */
+export const UNCERTAIN_SHARE = 0.05;
+const maxUncertain = (groups: number): number => Math.max(3, Math.ceil(UNCERTAIN_SHARE * groups));

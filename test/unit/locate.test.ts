@@ -134,6 +134,8 @@ class FakeMeasurer implements Measurer {
   stopAfter = Infinity;
   /** Groups whose every job is stopped at its time budget before its first size finished. */
   overBudget: (hosts: string[]) => boolean = () => false;
+  /** A group's samples given outright (one repeat) instead of from `cap`; null: from `cap`. */
+  explicit: (g: GroupSpec) => number[] | null = () => null;
   constructor(readonly opts: LocateOptions, private readonly cap: (hosts: string[]) => number) {}
   progress(): void { /* quiet */ }
   measure(rounds: GroupSpec[][], repeats: number, step?: MeasureStep): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
@@ -144,7 +146,7 @@ class FakeMeasurer implements Measurer {
     const over = (g: GroupSpec): boolean => this.overBudget(g.hosts);
     return Promise.resolve({
       groups: flat.map((g) => (over(g) ? { id: g.id, hosts: g.hosts, bySize: new Map(), failed: 'stopped at its time budget before its first size finished' }
-        : { id: g.id, hosts: g.hosts, bySize: new Map([[4 << 20, samples(this.cap(g.hosts), 16, repeats)]]), failed: null })),
+        : { id: g.id, hosts: g.hosts, bySize: new Map([[4 << 20, this.explicit(g) ? [this.explicit(g)!] : samples(this.cap(g.hosts), 16, repeats)]]), failed: null })),
       jobs: flat.flatMap((g) => Array.from({ length: repeats }, (_, r) => ({ id: g.id, hosts: g.hosts, repeat: (step?.firstRepeat ?? 1) + r,
         status: over(g) ? 'failed' as const : 'ok' as const, error: over(g) ? 'stopped at its time budget' : null, durationSec: 10 / this.cap(g.hosts),
         budgetSec: step?.budget.capSec ?? null, capped: over(g), iterations: g.iterations ?? null }))),
@@ -250,6 +252,41 @@ test('flow: a pair slow in the pairs stage but fine in its re-test is cleared, n
   assert.deepEqual(doc.cleared.map((c) => c.hosts), [['h1', 'h4']]);
   assert.match(doc.reason, /cleared: h1-h4/);
   assert.deepEqual(locateErrors(doc), []);
+});
+
+test('flow: groups below the margin but not in every repeat are re-tested together (a share of the groups, not 3), cleared: healthy', async () => {
+  // 16 hosts, all pairs: 120 groups, so up to 6 uncertain ones are re-tested (5 % of the groups; it was 3 whatever the count)
+  const hosts = Array.from({ length: 16 }, (_, i) => `h${i + 1}`);
+  const noisy = new Set(['h1+h2', 'h3+h4', 'h5+h6', 'h7+h8', 'h9+h10']);
+  const m = new FakeMeasurer(options(hosts), () => 10);
+  // pairs stage: first repeat at half the speed, the second at half with 3 of its 16 samples at full speed
+  m.explicit = (g) => (!noisy.has(g.id) || m.calls.length > 2 ? null
+    : Array.from({ length: 16 }, (_, i) => (m.calls.length === 2 && i < 3 ? 10 : 5)));
+  const doc = await runLocate(m, []);
+  const pairs = doc.stages.find((s) => s.name === 'pairs')!;
+  assert.deepEqual(pairs.groups.filter((g) => g.state === 'uncertain').map((g) => g.id).sort(), [...noisy].sort());
+  assert.equal(doc.verdict, 'healthy', doc.reason);
+  assert.deepEqual(doc.cleared.map((c) => c.hosts.join('+')).sort(), [...noisy].sort());
+  // all five in the same rounds beside a control, two repeats (clearly fine after two), not one re-test each
+  const retests = m.calls.filter((c) => c.flat().some((g) => g.id.startsWith('retest:')));
+  assert.equal(retests.length, 2);
+  for (const c of retests) {
+    assert.equal(c.length, 1);
+    assert.equal(c[0]!.filter((g) => g.id.startsWith('retest:')).length, 5);
+    assert.equal(c[0]!.filter((g) => g.id.startsWith('control')).length, 1);
+    assert.equal(new Set(c[0]!.flatMap((g) => g.hosts)).size, 12, 'one round: disjoint hosts');
+  }
+  assert.deepEqual(doc.stages.filter((s) => s.name === 'retest').length, 1);
+  assert.deepEqual(locateErrors(doc), []);
+  // more than 5 % of the groups below the margin: the stage is noise, inconclusive without re-tests
+  const many = new Set(Array.from({ length: 7 }, (_, i) => `h${i + 1}+h${i + 9}`));
+  const m2 = new FakeMeasurer(options(hosts), () => 10);
+  m2.explicit = (g) => (!many.has(g.id) || m2.calls.length > 2 ? null
+    : Array.from({ length: 16 }, (_, i) => (m2.calls.length === 2 && i < 3 ? 10 : 5)));
+  const doc2 = await runLocate(m2, []);
+  assert.equal(doc2.verdict, 'inconclusive');
+  assert.match(doc2.reason, /7 groups below the margin but not consistently \(more than 6:/);
+  assert.ok(!m2.calls.some((c) => c.flat().some((g) => g.id.startsWith('retest:'))));
 });
 
 test('budget: the reference is the healthy jobs\' lower quartile; wider jobs scale by the bus factor; iterations by time', () => {
