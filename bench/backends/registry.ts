@@ -31,6 +31,8 @@ export interface BackendRecord {
   /** When the watchdog expires: the library's own view of the hang, to print beside collbench's verdict and keep in
    *  the report (nccl: its RAS service). Absent: the library has no such service. */
   hangView?: (env: NodeJS.ProcessEnv, info: BackendInfo) => Promise<LibraryHangView>;
+  /** What its bring-up waits for, named in the watchdog's line when that wait expires. */
+  bringUp: string;
 }
 
 export const BACKENDS: readonly BackendRecord[] = Object.freeze([
@@ -46,6 +48,7 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     launcher: 'mpirun',
     createDriver: createNcclDriver,
     hangView: (env, info) => askNcclRas(env, info.libraryVersionShort.split(' ').slice(0, 2).join(' ')),
+    bringUp: 'the NCCL bring-up (unique-id exchange, device choice, communicator init)',
   },
   {
     name: 'mpi',
@@ -57,6 +60,7 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     },
     launcher: 'mpirun',
     createDriver: createMpiDriver,
+    bringUp: 'the MPI bring-up',
   },
   {
     name: 'gloo',
@@ -68,6 +72,7 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     },
     launcher: 'local-processes',
     createDriver: createGlooDriver,
+    bringUp: 'the Gloo bring-up (store rendezvous, connections)',
   },
 ] satisfies BackendRecord[]);
 

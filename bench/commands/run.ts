@@ -14,7 +14,7 @@ import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../core/metrics.js';
 import { planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape, type Refusal, type SweepCase } from '../core/plan.js';
 import { findRefusals } from '../backends/refusals.js';
-import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type BackendName, type HalfResult, type HalfSpec } from '../core/types.js';
+import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfResult, type HalfSpec } from '../core/types.js';
 import { iterStats } from '../core/iter-stats.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
 import type { ResolvedOptions } from '../core/flags.js';
@@ -83,13 +83,6 @@ export interface BackendUp {
   adjust(): Promise<Adjusted>;
 }
 
-/** What each backend's bring-up waits for, named in the watchdog's line when it expires. */
-const BRING_UP: Record<BackendName, string> = {
-  nccl: 'the NCCL bring-up (unique-id exchange, device choice, communicator init)',
-  mpi: 'the MPI bring-up',
-  gloo: 'the Gloo bring-up (store rendezvous, connections)',
-};
-
 /** Whether this process has peers in its job (other processes that may wait for it in a collective). */
 export function hasPeers(info: BackendInfo): boolean {
   return ((info as { worldRanks?: number }).worldRanks ?? info.nranks) > (info.localRanks ?? 1);
@@ -108,7 +101,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
   driver.validate(options);
   driver.prepare?.(options);
   const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
-  const info = await dog.watch(BRING_UP[record.name], 0,
+  const info = await dog.watch(record.bringUp, 0,
     driver.init ? driver.init(native, options) : Promise.resolve(native.init()));
   let failed = true;
   try {
