@@ -4,15 +4,14 @@
 import { writeSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
-import { launchRanks } from '../commands/launch.js';
-import { runSuite, type RunIO } from '../commands/run.js';
+import { runCommand } from '../commands/run.js';
 import { PlanError } from '../collectives/alltoallv-plan.js';
-import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
+import { collectiveFromProgram, programBase } from '../config/parse.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
+import type { IO } from '../core/io.js';
 import { launchedRankLabel } from '../launch/environment.js';
 import { isNativeError } from '../native/binding.js';
 import { OutputError } from '../report/outputs.js';
-import { VERSION } from '../version.js';
 
 /** One line to a file descriptor; a reader that went away (`| head`) ends the process quietly with 141, as
  *  SIGPIPE ends a C program (nccl-tests), instead of an "internal error" stack trace. */
@@ -26,12 +25,12 @@ function writeLine(fd: number, line: string): void {
 }
 
 /** Line-at-a-time output straight to the file descriptors, so nothing is lost on exit. */
-export const stdio: RunIO = {
+export const stdio: IO = {
   out: (line) => { writeLine(1, line); },
   err: (line) => { writeLine(2, line); },
 };
 
-type Subcommand = (args: string[], scriptPath: string, io: RunIO) => Promise<number>;
+type Subcommand = (args: string[], scriptPath: string, io: IO) => Promise<number>;
 
 /** `collbench <word> …` commands that do something other than run one benchmark (loaded on demand). */
 const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
@@ -61,32 +60,17 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   bundle: async (args, _script, io) => (await import('../commands/bundle.js')).bundleCommand(args, io),
 };
 
-export async function main(argv: string[], scriptPath: string, io: RunIO = stdio): Promise<number> {
+export async function main(argv: string[], scriptPath: string, io: IO = stdio): Promise<number> {
   const program = programBase(scriptPath);
   try {
     const subcommand = collectiveFromProgram(program) === null ? SUBCOMMANDS[argv[0]] : undefined;
     if (subcommand) return await subcommand(argv.slice(1), scriptPath, io);
-    const parsed = parseCommandLine(argv, program);
-    if (parsed.kind === 'help') { io.out(parsed.text); return EXIT.OK; }
-    if (parsed.kind === 'version') { io.out(`collbench ${VERSION}`); return EXIT.OK; }
-    const options = parsed.options;
-    if (options.np !== null) {
-      return await launchRanks(options, {
-        program: [process.execPath, ...process.execArgv, scriptPath],
-        programNamesCollective: collectiveFromProgram(program) !== null,
-        typed: [scriptPath, ...argv],
-      });
-    }
-    const outcome = await runSuite(options, io, {
-      argv: [scriptPath, ...argv],
-      // -T expired: the backend's abort ends the job; this exit is for a backend without one.
-      onTimeout: () => process.exit(EXIT.TIMEOUT),
-    });
-    return outcome.exitCode;
+    // -T expired: the backend's abort ends the job; this exit is for a backend without one.
+    return await runCommand(argv, scriptPath, io, () => process.exit(EXIT.TIMEOUT));
   } catch (e: unknown) {
     const code = reportFailure(e, program, io);
     // One of several ranks: its exit ends the job (mpirun or the --np launcher ends the others, it does not wait for
-    // them in a finalize: commands/run.ts withBackend). A moment first, so that ranks failing alike say why too.
+    // them in a finalize: engine/bring-up.ts withBackend). A moment first, so that ranks failing alike say why too.
     if (code !== EXIT.USAGE && launchedRankLabel('', process.env) !== null) await sleep(FAILED_RANK_LINGER_MS);
     return code;
   }
@@ -95,7 +79,7 @@ export async function main(argv: string[], scriptPath: string, io: RunIO = stdio
 /** How long a failed rank of several waits after its line before it exits (and the launcher ends the others). */
 export const FAILED_RANK_LINGER_MS = 300;
 
-export function reportFailure(e: unknown, program: string, io: RunIO, env: NodeJS.ProcessEnv = process.env): number {
+export function reportFailure(e: unknown, program: string, io: IO, env: NodeJS.ProcessEnv = process.env): number {
   const host = hostname().split('.')[0];
   // One of several ranks: its line says which (bad input is the same on every rank and says nothing more).
   const rank = launchedRankLabel(host, env);

@@ -17,6 +17,7 @@ import {
 } from '../accept/verdict.js';
 import { tokenize, type OptionSpec } from '../config/parse.js';
 import { formatSize } from '../config/sizes.js';
+import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS } from '../core/flags.js';
 import { median } from 'simple-statistics';
@@ -25,7 +26,7 @@ import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { reportErrors, type ReportDocument } from '../report/schema.js';
-import { failureLine, startChild, type ChildOutcome, type RunningChild } from '../compare/runner.js';
+import { failureLine, startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
 
 /**
  * Default --tolerance: a size regresses only when its median time is more than 1 + this times the baseline's (and
@@ -119,7 +120,6 @@ export function parseAcceptArgs(args: string[]): AcceptOptions | 'help' {
   };
 }
 
-export interface AcceptIO { out: (line: string) => void; err: (line: string) => void }
 
 /** What the runs of one check gave. */
 interface CheckRuns {
@@ -146,7 +146,7 @@ class AcceptSession {
   world: { nranks: number; backend: string; host: string } | null = null;
 
   constructor(private readonly opts: AcceptOptions, private readonly dir: string, private readonly scriptPath: string,
-    private readonly io: AcceptIO, private readonly baseline: LoadedBaseline | null) {
+    private readonly io: IO, private readonly baseline: LoadedBaseline | null) {
     this.env = { ...process.env };
     delete this.env[ARGV_ENV]; // each run records its own command line
   }
@@ -268,7 +268,7 @@ function checkRows(runs: CheckRuns, baseline: { check: BaselineCheck; level: num
   return rows;
 }
 
-export async function acceptCommand(argv: string[], scriptPath: string, io: AcceptIO): Promise<number> {
+export async function acceptCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const opts = parseAcceptArgs(argv);
   if (opts === 'help') { io.out(ACCEPT_USAGE); return EXIT.OK; }
   const outputs = [

@@ -10,7 +10,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { tokenize } from '../config/parse.js';
-import type { RunIO } from './run.js';
+import type { IO } from '../core/io.js';
 import { UsageError } from '../core/errors.js';
 import { BACKENDS } from '../backends/registry.js';
 import { nativeDir as builtModulesDir, packageRoot } from '../native/loader.js';
@@ -182,7 +182,7 @@ function run(cmd: string, args: string[], cwd?: string): void {
 }
 
 /** Stages, then tars with xz -6 (reproducible order and owners) into `output`; returns its size in bytes. */
-export function writeBundle(output: string, io: RunIO): number {
+export function writeBundle(output: string, io: IO): number {
   if (process.platform !== 'linux') throw new UsageError(`bundle: only Linux bundles are supported (this is ${process.platform})`);
   const staging = mkdtempSync(join(tmpdir(), 'collbench-bundle-'));
   const name = bundleName();
@@ -200,7 +200,7 @@ export function writeBundle(output: string, io: RunIO): number {
   }
 }
 
-export async function bundleCommand(argv: string[], io: RunIO): Promise<number> {
+export async function bundleCommand(argv: string[], io: IO): Promise<number> {
   const tokens = tokenize(argv, [
     { short: 'o', long: 'output', key: 'output', takesValue: true, value: 'FILE' },
     { long: 'force', key: 'force', takesValue: false },

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { selectBackend } from '../backends/registry.js';
 import { tokenize, type OptionSpec } from '../config/parse.js';
+import type { IO } from '../core/io.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
 import type { BackendName } from '../core/types.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
@@ -21,7 +22,7 @@ import { checkCombination, childArgv, parseProgram, type ProgramSpec } from '../
 import {
   renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText, shorten,
 } from '../compare/render.js';
-import { startChild, type RunningChild } from '../compare/runner.js';
+import { startChild, type RunningChild } from '../launch/child-job.js';
 import { childEnv, combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
 import { renderTunerCsv, TUNER_COLLECTIVE } from '../compare/tuner-csv.js';
 
@@ -154,7 +155,6 @@ function readReport(path: string): { doc: ReportDocument | null; error: string |
   return { doc: json as ReportDocument, error: null };
 }
 
-export interface CompareIO { out: (line: string) => void; err: (line: string) => void }
 
 /** Everything decided before the first child starts; bad input throws here, with nothing run. */
 interface ComparePlan {
@@ -209,7 +209,7 @@ class CompareSession {
   private readonly baseEnv: NodeJS.ProcessEnv;
 
   constructor(private readonly plan: ComparePlan, private readonly dir: string, private readonly keep: boolean,
-    private readonly scriptPath: string, private readonly io: CompareIO) {
+    private readonly scriptPath: string, private readonly io: IO) {
     this.results = new Map(plan.combos.map((c) => [c.id, []]));
     this.baseEnv = { ...process.env };
     delete this.baseEnv[ARGV_ENV]; // each child records its own command line
@@ -305,7 +305,7 @@ class CompareSession {
   }
 }
 
-export async function compareCommand(argv: string[], scriptPath: string, io: CompareIO): Promise<number> {
+export async function compareCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const plan = planCompare(argv);
   if (plan === 'help') { io.out(COMPARE_USAGE); return EXIT.OK; }
   const { dir, keep } = reportsDirectory(plan.opts);

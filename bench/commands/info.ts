@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { tokenize } from '../config/parse.js';
-import type { RunIO } from './run.js';
+import type { IO } from '../core/io.js';
 import { UsageError } from '../core/errors.js';
 import { prepareSingletonMpi, underMpiLauncher } from '../launch/environment.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';
@@ -211,7 +211,7 @@ export const INFO_HELP = `usage: collbench info [--json] [--nccl-lib PATH]
   --json           one JSON object instead of text
   --nccl-lib PATH  the libnccl.so.2 (or its directory) to try, as for a benchmark run (else COLLBENCH_NCCL_LIB)`;
 
-export async function infoCommand(argv: string[], io: RunIO): Promise<number> {
+export async function infoCommand(argv: string[], io: IO): Promise<number> {
   const tokens = tokenize(argv, [
     { long: 'json', key: 'json', takesValue: false },
     { long: 'nccl-lib', key: 'ncclLib', takesValue: true, value: 'PATH' },

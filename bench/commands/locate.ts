@@ -6,7 +6,8 @@ import { lookup } from 'node:dns/promises';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { failureLine, startChild, type ChildOutcome, type RunningChild } from '../compare/runner.js';
+import { failureLine, startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
+import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { mpirunPlan } from '../launch/mpirun.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
@@ -21,7 +22,6 @@ import { fitSchedule, locatePlan } from '../locate/schedule.js';
 import { BUDGET_SLACK } from '../locate/budget.js';
 import { formatSeconds } from '../locate/document.js';
 
-export interface LocateIO { out: (line: string) => void; err: (line: string) => void }
 
 /** A host that resolves but where mpirun cannot start a process: exit 5, naming it. */
 export class UnreachableHostError extends Error {}
@@ -33,7 +33,7 @@ class Session implements Measurer {
   stopReason: string | null = null;
   readonly env: NodeJS.ProcessEnv;
   private deadline: NodeJS.Timeout | null = null;
-  constructor(readonly opts: LocateOptions, readonly dir: string, readonly scriptPath: string, readonly io: LocateIO) {
+  constructor(readonly opts: LocateOptions, readonly dir: string, readonly scriptPath: string, readonly io: IO) {
     this.env = { ...process.env };
     delete this.env[ARGV_ENV]; // each job records its own command line
   }
@@ -245,7 +245,7 @@ function renderPlan(p: PlanRequest): string[] {
   return out;
 }
 
-export async function locateCommand(argv: string[], scriptPath: string, io: LocateIO): Promise<number> {
+export async function locateCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const parsed = parseLocateArgs(argv);
   if (parsed.kind === 'help') { io.out(LOCATE_USAGE); return EXIT.OK; }
   if (parsed.kind === 'plan') { for (const l of renderPlan(parsed.plan)) io.out(l); return EXIT.OK; }

@@ -24,8 +24,11 @@ import { DDP_DEFAULT_CAP_MB, DDP_FIRST_BUCKET_BYTES } from '../workload/ddp.js';
 import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument, type WorkloadSettings } from '../workload/document.js';
 import { modelFromEntries, syntheticModel, type Model, type ParamEntry } from '../workload/model.js';
 import { ddpPlan, fsdpPlan, gapsFor, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
-import { launchRanks } from './launch.js';
-import { attachProgressBoards, withBackend, localSpecs, type BackendUp, type RunIO } from './run.js';
+import type { IO } from '../core/io.js';
+import { withBackend, type BackendUp } from '../engine/bring-up.js';
+import { localSpecs } from '../engine/half-spec.js';
+import { launchRanks } from '../engine/launch-ranks.js';
+import { attachProgressBoards } from '../engine/progress-boards.js';
 
 export const WORKLOAD_USAGE = `USAGE: collbench workload ddp|fsdp (--params N | --param-sizes FILE) [options] [run options]
   Times the collectives one training step issues, back to back through the native timed loop, for several
@@ -243,7 +246,7 @@ function outputs(a: WorkloadArgs): { flag: string; path: string }[] {
 }
 
 /** `onTimeout`: what ends the process when -T expires and the backend has no job-wide abort (cli/main.ts decides). */
-export async function workloadCommand(argv: string[], scriptPath: string, io: RunIO, onTimeout?: () => never): Promise<number> {
+export async function workloadCommand(argv: string[], scriptPath: string, io: IO, onTimeout?: () => never): Promise<number> {
   const a = parseWorkloadArgs(argv);
   if (a === 'help') { io.out(WORKLOAD_USAGE); return EXIT.OK; }
   if (a.dryRun) {
@@ -268,7 +271,7 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: Ru
 
 /** One rank's part: bring the backend up, time every configuration `repeats` times in a rotated order, and (rank 0)
  *  summarise, recommend and write the outputs. */
-async function runWorkload(a: WorkloadArgs, io: RunIO, argv: string[], env: NodeJS.ProcessEnv, onTimeout?: () => never): Promise<number> {
+async function runWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS.ProcessEnv, onTimeout?: () => never): Promise<number> {
   const startTime = isoLocal(new Date());
   return withBackend(a.run, io, { env, onTimeout }, async (up) => {
     const { info, native, dog } = up;
@@ -284,7 +287,7 @@ async function runWorkload(a: WorkloadArgs, io: RunIO, argv: string[], env: Node
 }
 
 /** The measurement proper on one rank, once the backend is up and the progress boards listen. */
-async function timeWorkload(a: WorkloadArgs, io: RunIO, argv: string[], env: NodeJS.ProcessEnv, up: BackendUp,
+async function timeWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS.ProcessEnv, up: BackendUp,
   startTime: string): Promise<number> {
   const { info, native, dog } = up;
   if (a.world !== null && a.world !== info.nranks)
@@ -351,7 +354,7 @@ async function timeWorkload(a: WorkloadArgs, io: RunIO, argv: string[], env: Nod
   return exitCode;
 }
 
-async function writeOutputs(a: WorkloadArgs, doc: WorkloadDocument, io: RunIO): Promise<void> {
+async function writeOutputs(a: WorkloadArgs, doc: WorkloadDocument, io: IO): Promise<void> {
   const toStdout = [a.json, a.csv, a.html].includes('-');
   if (!toStdout) for (const line of renderText(doc)) io.out(line);
   const emit = (path: string | null, text: string): void => {

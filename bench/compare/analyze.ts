@@ -9,8 +9,8 @@ import { EXIT } from '../core/errors.js';
 import { bootstrapRatio, holm, mannWhitneyP } from '../core/stats.js';
 import { choicesAt, type NcclTuningEvent } from './nccl-log.js';
 import type { CollectiveName } from '../core/types.js';
-import type { ChildOutcome } from './runner.js';
-import { failureLine } from './runner.js';
+import type { ChildOutcome } from '../launch/child-job.js';
+import { failureLine } from '../launch/child-job.js';
 import type {
   CombinationStatus, CompareCase, CompareCombination, CompareRun, JudgedOn, RunStatus, SizeVerdict, Spread,
 } from './document.js';

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../core/errors.js';
+import type { IO } from '../core/io.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { renderCsv } from './exporters/csv.js';
@@ -189,17 +190,11 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
   };
 }
 
-
-export interface OutputIO {
-  out: (line: string) => void;
-  err: (line: string) => void;
-}
-
 /**
  * Rank 0's reporters for these options, in the order they must run for each row: progress (erases its
  * line), the live table, the exporters. `stderr` is where the progress bar may draw.
  */
-export function buildReporters(options: ResolvedOptions, io: OutputIO,
+export function buildReporters(options: ResolvedOptions, io: IO,
   ctx: { stderr?: ProgressStream; env?: NodeJS.ProcessEnv } = {}): Reporter[] {
   const env = ctx.env ?? process.env;
   const specs = outputSpecs(options);

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 const BENCH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench');
 
 /** Lowest first: a module may import from its own layer and the layers before it. */
-const LAYERS = ['core', 'collectives', 'config', 'native', 'launch', 'backends', 'report', 'compare', 'locate', 'accept', 'workload', 'commands', 'cli', 'bin'];
+const LAYERS = ['core', 'collectives', 'config', 'native', 'launch', 'backends', 'report', 'compare', 'locate', 'accept', 'workload', 'engine', 'commands', 'cli', 'bin'];
 /** Files at the top of bench/ (version.ts) belong to the lowest layer: anything may read them. */
 const layerOf = (file: string): number => {
   const top = file.includes('/') ? file.slice(0, file.indexOf('/')) : 'core';

@@ -12,7 +12,7 @@ import { parseNcclTuningLog } from '../../bench/compare/nccl-log.js';
 import {
   renderCompareCsv, renderCompareHtml, renderCompareJunit, renderCompareMarkdown, renderText,
 } from '../../bench/compare/render.js';
-import type { ChildOutcome } from '../../bench/compare/runner.js';
+import type { ChildOutcome } from '../../bench/launch/child-job.js';
 import { combinations, parseAxis, type Combination } from '../../bench/compare/settings.js';
 import { renderTunerCsv } from '../../bench/compare/tuner-csv.js';
 import { reportBuilder } from '../../bench/report/exporters/json.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { traceArrivals } from '../../bench/commands/arrival-trace.js';
+import { traceArrivals } from '../../bench/engine/arrivals.js';
 import { deviceArrivalsOnHost, rankClock } from '../../bench/core/device-arrivals.js';
 import { alignClocks, arrivalEvidence, LATE_RULE } from '../../bench/core/lateness.js';
 import { lateLine, lateSummaryLine } from '../../bench/report/reporters/nccl-table.js';

@@ -6,7 +6,7 @@ import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, under
 import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
 import { runLocalRanks } from '../../bench/launch/local-ranks.js';
 import { mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
-import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/commands/watchdog.js';
+import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/engine/watchdog.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 
 describe('mpirunPlan', () => {

@@ -11,7 +11,7 @@ import {
   askNcclRas, describeRasView, ncclVersionCode, parseRasJson, parseRasText, rankList, rasAddress, rasExchange,
 } from '../../bench/backends/nccl-ras.js';
 import { backendRecord } from '../../bench/backends/registry.js';
-import { Watchdog } from '../../bench/commands/watchdog.js';
+import { Watchdog } from '../../bench/engine/watchdog.js';
 import { ipv4ToNumber, ProgressBoard } from '../../bench/launch/progress-board.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 import { reportBuilder } from '../../bench/report/exporters/json.js';

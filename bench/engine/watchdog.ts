@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT } from '../core/errors.js';
+import type { IO } from '../core/io.js';
 import { notArrivedLine, type Answer } from '../core/hung.js';
 import { DEFAULT_MIN_SEC, watchdogFloorSec } from '../core/watchdog-floor.js';
 import { ask, survey, type BoardEntry, type ProgressBoard } from '../launch/progress-board.js';
@@ -20,7 +21,6 @@ export const OP_OVERHEAD_SEC = 1e-3;
 export const DEFAULT_FACTOR = 10;
 export { DEFAULT_MIN_SEC };
 
-export interface WatchdogIO { err: (line: string) => void }
 
 /** How long the expiring rank waits for each peer's answer (they answer from their JS thread, at once unless stopped). */
 export const SURVEY_MS = 1500;
@@ -53,7 +53,7 @@ export class Watchdog {
   readonly minSec: number;
 
   /** `explicitSec`: -T as given (null: not given → the default watchdog; 0: none). */
-  constructor(private readonly explicitSec: number | null, private readonly io: WatchdogIO,
+  constructor(private readonly explicitSec: number | null, private readonly io: Pick<IO, 'err'>,
     private readonly native: NativeBackend, private readonly onTimeout: (() => never) | undefined,
     env: NodeJS.ProcessEnv = process.env) {
     this.minSec = watchdogFloorSec(env);

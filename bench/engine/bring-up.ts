@@ -1,0 +1,74 @@
+// A backend brought up as every run does it (runSuite, `collbench workload`): driver checks, init under the
+// watchdog, the timed loop placed on its CPU, the device limits agreed; finalized afterwards, or left at once when
+// the process failed and has peers (they would wait for it in a finalize that never ends).
+import type { Adjusted, BackendDriver } from '../backends/driver.js';
+import { selectBackend } from '../backends/registry.js';
+import type { ResolvedOptions } from '../core/flags.js';
+import type { IO } from '../core/io.js';
+import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
+import { launcherRank } from '../launch/environment.js';
+import type { BackendInfo, NativeBackend } from '../native/binding.js';
+import type { SuiteHooks } from './context.js';
+import { Watchdog } from './watchdog.js';
+
+/** A backend that is up: its driver, module, info and the watchdog every wait goes through. */
+export interface BackendUp {
+  driver: BackendDriver;
+  native: NativeBackend;
+  info: BackendInfo;
+  dog: Watchdog;
+  /** What the job's devices allow (nccl: GPU memory cap, datatypes; CPUs: host memory), agreed on every rank. */
+  adjust(): Promise<Adjusted>;
+}
+
+/** Whether this process has peers in its job (other processes that may wait for it in a collective). */
+export function hasPeers(info: BackendInfo): boolean {
+  return ((info as { worldRanks?: number }).worldRanks ?? info.nranks) > (info.localRanks ?? 1);
+}
+
+/** Brings the options' backend up as every run does (driver checks, init, the watchdog), hands it to `body` and
+ *  finalizes it afterwards (runSuite and `collbench workload`). Every wait of the bring-up is under the watchdog
+ *  (-T, else the default limit). A process that fails leaves at once when it has peers: finalizing would wait for
+ *  them in a collective (MPI_Finalize's fence, Gloo's final barrier) while they wait for it in another, and its
+ *  reason would never be printed; its non-zero exit ends the job (mpirun, the --np launcher), or their watchdog does. */
+export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: SuiteHooks,
+  body: (up: BackendUp) => Promise<T>): Promise<T> {
+  const { record, module: native, passedOver } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, hooks.env);
+  if (passedOver !== null && (launcherRank(hooks.env ?? process.env) ?? 0) === 0) io.err(passedOver);
+  const driver = record.createDriver(hooks.env);
+  driver.validate(options);
+  driver.prepare?.(options);
+  const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
+  const info = await dog.watch(record.bringUp, 0,
+    driver.init ? driver.init(native, options) : Promise.resolve(native.init()));
+  let failed = true;
+  try {
+    const hangView = record.hangView; // the library's own view of a hang (nccl: RAS), printed beside the verdict
+    if (hangView) dog.hangView = () => hangView(hooks.env ?? process.env, info);
+    native.setResultHoldMs(dog.resultHoldMs());
+    await placeLoop(native, info, dog, io, hooks.env ?? process.env);
+    const adjust = async (): Promise<Adjusted> => (driver.adjust
+      ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
+      : { options, reducedMaxBytes: null });
+    const result = await body({ driver, native, info, dog, adjust });
+    failed = false;
+    return result;
+  } finally {
+    const leave = failed && hasPeers(info);
+    if (!leave) native.finalize();
+    driver.shutdown?.({ leave });
+  }
+}
+
+/** Keeps the process's other threads off the timed loop's CPU where this process may decide it (core/loop-cpu.ts).
+ *  A refusal (a container without sched_setaffinity, another system) is said once; the run goes on unplaced. */
+async function placeLoop(native: NativeBackend, info: BackendInfo, dog: Watchdog, io: IO,
+  env: NodeJS.ProcessEnv): Promise<void> {
+  try {
+    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, backend: info.backend, env });
+    if ('cpu' in plan) await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
+  } catch (e) {
+    io.err(`# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +
+      'silences this');
+  }
+}
