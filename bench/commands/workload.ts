@@ -4,14 +4,10 @@
 // compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
 import { readFileSync } from 'node:fs';
-import { getCollective } from '../collectives/index.js';
-import type { LayoutContext } from '../collectives/descriptor.js';
 import { tokenize, parseCommandLine, type OptionSpec } from '../config/parse.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS, type ResolvedOptions } from '../core/flags.js';
-import type { SweepCase } from '../core/plan.js';
-import { shortHost } from '../core/ranks.js';
-import { DTYPE_BYTES, DTYPES, type DTypeName, type HalfSpec } from '../core/types.js';
+import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
 import { launcherRank } from '../launch/environment.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
@@ -19,16 +15,14 @@ import { errorText, schemaErrors } from '../report/json-schemas.js';
 import { checkOutputPaths } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { VERSION } from '../version.js';
-import { recommend, summarize, type RepeatSamples } from '../workload/analyze.js';
+import { recommend, summarize } from '../workload/analyze.js';
 import { DDP_DEFAULT_CAP_MB, DDP_FIRST_BUCKET_BYTES } from '../workload/ddp.js';
 import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument, type WorkloadSettings } from '../workload/document.js';
 import { modelFromEntries, syntheticModel, type Model, type ParamEntry } from '../workload/model.js';
-import { ddpPlan, fsdpPlan, gapsFor, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
+import { ddpPlan, fsdpPlan, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
 import type { IO } from '../core/io.js';
-import { withBackend, type BackendUp } from '../engine/bring-up.js';
-import { localSpecs } from '../engine/half-spec.js';
 import { launchRanks } from '../engine/launch-ranks.js';
-import { attachProgressBoards } from '../engine/progress-boards.js';
+import { timeWorkload } from '../engine/workload.js';
 
 export const WORKLOAD_USAGE = `USAGE: collbench workload ddp|fsdp (--params N | --param-sizes FILE) [options] [run options]
   Times the collectives one training step issues, back to back through the native timed loop, for several
@@ -269,73 +263,18 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: IO
   return runWorkload(a, io, [scriptPath, 'workload', ...argv], env, onTimeout);
 }
 
-/** One rank's part: bring the backend up, time every configuration `repeats` times in a rotated order, and (rank 0)
- *  summarise, recommend and write the outputs. */
+/** One rank's part: the engine times every configuration (engine/workload.ts); rank 0 summarises, recommends and
+ *  writes the outputs. */
 async function runWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS.ProcessEnv, onTimeout?: () => never): Promise<number> {
   const startTime = isoLocal(new Date());
-  return withBackend(a.run, io, { env, onTimeout }, async (up) => {
-    const { info, native, dog } = up;
-    await up.adjust();
-    // As in runs: an expired wait names the rank that did not arrive and where the others are (progress boards).
-    const board = await attachProgressBoards({ info, native, dog, io }, env);
-    try {
-      return await timeWorkload(a, io, argv, env, up, startTime);
-    } finally {
-      board?.close();
-    }
-  });
-}
-
-/** The measurement proper on one rank, once the backend is up and the progress boards listen. */
-async function timeWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS.ProcessEnv, up: BackendUp,
-  startTime: string): Promise<number> {
-  const { info, native, dog } = up;
-  if (a.world !== null && a.world !== info.nranks)
-    throw UsageError.forFlag('--world', `${a.world} differs from the job's ${info.nranks} ranks: a run shards over its own ranks (use --dry-run to see other worlds)`);
-  const plan = buildPlan(a, info.nranks);
-  const root = (info.worldRank ?? info.rank) === 0;
-  const maxBytes = Math.max(...plan.configurations.flatMap((c) => c.ops.map((o) => o.bytes)));
-  const ctx: LayoutContext = { env, minBytes: 0, maxBytes };
-  const options: ResolvedOptions = { ...a.run, maxBytes, minBytes: 0, iters: a.steps, dtypes: [a.dtype] };
-  const sweep: SweepCase = { dtype: a.dtype, op: 'sum', root: 0 };
-  let seed = 0;
-  // One spec (or one per local rank) per call; buffers for the largest call of any configuration.
-  let sendBytes = 0, recvBytes = 0;
-  const specs = plan.configurations.map((c) => c.ops.map((o) => {
-    const h = localSpecs(options, getCollective(o.collective), info, ctx, sweep, o.bytes, false, a.check ? 1 : 0, ++seed);
-    const ts = DTYPE_BYTES[a.dtype];
-    sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
-    recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
-    return h.specs as HalfSpec | HalfSpec[];
-  }));
-  native.allocate(sendBytes + 64, recvBytes + 64);
-  const samples: RepeatSamples[][] = plan.configurations.map(() => []);
-  const computeUs = a.computeMs * 1e3;
-  for (let r = 0; r < a.repeats; r++) {
-    for (let j = 0; j < plan.configurations.length; j++) {
-      const i = (j + r) % plan.configurations.length; // a rotated order each repeat: no configuration always first
-      const c = plan.configurations[i]!;
-      const bytes = c.ops.reduce((x, o) => x + o.bytes, 0);
-      const label = `workload ${plan.kind} ${plan.varies} ${c.label}, repeat ${r + 1}`;
-      const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
-        dog.expectedSec(a.steps + a.warmupSteps, bytes) + ((a.steps + a.warmupSteps) * computeUs) / 1e6,
-        native.runSequence(specs[i]!, { iters: a.steps, warmupIters: a.warmupSteps, gapUs, check }));
-      const comm = await run(undefined, a.check && r === 0);
-      const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
-      samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
-      if (root && !a.quiet) {
-        io.err(`# repeat ${r + 1}/${a.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
-          `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}`);
-      }
-      if (comm.wrong > 0 && root && comm.firstWrong) {
-        const f = comm.firstWrong;
-        io.err(`# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
-          `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`);
-      }
-    }
-  }
-  // The job's hosts, for the document (rank 0 receives every rank's).
-  const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));
+  const planFor = (nranks: number): WorkloadPlan => {
+    if (a.world !== null && a.world !== nranks)
+      throw UsageError.forFlag('--world', `${a.world} differs from the job's ${nranks} ranks: a run shards over its own ranks (use --dry-run to see other worlds)`);
+    return buildPlan(a, nranks);
+  };
+  const { plan, samples, hosts, info, root } = await timeWorkload(a.run,
+    { dtype: a.dtype, repeats: a.repeats, steps: a.steps, warmupSteps: a.warmupSteps, computeMs: a.computeMs, check: a.check, quiet: a.quiet },
+    planFor, io, { env, onTimeout });
   const wrong = samples.flat().reduce((x, s) => x + s.wrong, 0);
   const exitCode = wrong > 0 ? EXIT.WRONG_RESULTS : EXIT.OK;
   if (!root) return exitCode;
@@ -347,8 +286,7 @@ async function timeWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS
   const typed = env[ARGV_ENV] ? JSON.parse(env[ARGV_ENV]) as string[] : argv;
   const doc = buildDocument({
     plan, settings, summaries, samples, recommendation: recommend(summaries), version: VERSION, startTime, argv: typed,
-    backend: { name: info.backend, version: info.libraryVersionShort }, nranks: info.nranks,
-    hosts: [...new Set(hosts ?? [])], exitCode,
+    backend: { name: info.backend, version: info.libraryVersionShort }, nranks: info.nranks, hosts, exitCode,
   });
   await writeOutputs(a, doc, io);
   return exitCode;

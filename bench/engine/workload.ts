@@ -1,0 +1,105 @@
+// A workload's measurement on one rank (`collbench workload`): the backend brought up as a run's, every
+// configuration's sequence of calls (workload/plan.ts) timed back to back through the native timed loop, `repeats`
+// times in a rotated order, with progress lines; rank 0 gets the samples and the job's hosts for its document.
+import { getCollective } from '../collectives/index.js';
+import type { LayoutContext } from '../collectives/descriptor.js';
+import type { ResolvedOptions } from '../core/flags.js';
+import type { IO } from '../core/io.js';
+import type { SweepCase } from '../core/plan.js';
+import { shortHost } from '../core/ranks.js';
+import { DTYPE_BYTES, type DTypeName, type HalfSpec } from '../core/types.js';
+import type { BackendInfo } from '../native/binding.js';
+import type { RepeatSamples } from '../workload/analyze.js';
+import { gapsFor, type WorkloadPlan } from '../workload/plan.js';
+import { withBackend, type BackendUp } from './bring-up.js';
+import type { SuiteHooks } from './context.js';
+import { localSpecs } from './half-spec.js';
+import { attachProgressBoards } from './progress-boards.js';
+
+/** How each configuration is timed. */
+export interface WorkloadTiming {
+  dtype: DTypeName;
+  repeats: number;
+  steps: number;
+  warmupSteps: number;
+  /** Stand-in compute per step, ms (0: the step is communication alone). */
+  computeMs: number;
+  check: boolean;
+  /** No progress lines on stderr. */
+  quiet: boolean;
+}
+
+/** What one rank measured: every configuration's samples per repeat, the job's hosts (rank 0), and the backend. */
+export interface WorkloadMeasured {
+  plan: WorkloadPlan;
+  samples: RepeatSamples[][];
+  hosts: string[];
+  info: BackendInfo;
+  root: boolean;
+}
+
+/** Brings the backend up, builds the plan for the job's world (`planFor` may refuse it) and times it. */
+export async function timeWorkload(options: ResolvedOptions, timing: WorkloadTiming,
+  planFor: (nranks: number) => WorkloadPlan, io: IO, hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<WorkloadMeasured> {
+  const env = hooks.env ?? process.env;
+  return withBackend(options, io, hooks, async (up) => {
+    await up.adjust();
+    // As in runs: an expired wait names the rank that did not arrive and where the others are (progress boards).
+    const board = await attachProgressBoards({ info: up.info, native: up.native, dog: up.dog, io }, env);
+    try {
+      return await timePlan(options, timing, planFor(up.info.nranks), io, env, up);
+    } finally {
+      board?.close();
+    }
+  });
+}
+
+/** The measurement proper, once the backend is up and the progress boards listen. */
+async function timePlan(run: ResolvedOptions, t: WorkloadTiming, plan: WorkloadPlan, io: IO, env: NodeJS.ProcessEnv,
+  up: BackendUp): Promise<WorkloadMeasured> {
+  const { info, native, dog } = up;
+  const root = (info.worldRank ?? info.rank) === 0;
+  const maxBytes = Math.max(...plan.configurations.flatMap((c) => c.ops.map((o) => o.bytes)));
+  const ctx: LayoutContext = { env, minBytes: 0, maxBytes };
+  const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.steps, dtypes: [t.dtype] };
+  const sweep: SweepCase = { dtype: t.dtype, op: 'sum', root: 0 };
+  let seed = 0;
+  // One spec (or one per local rank) per call; buffers for the largest call of any configuration.
+  let sendBytes = 0, recvBytes = 0;
+  const specs = plan.configurations.map((c) => c.ops.map((o) => {
+    const h = localSpecs(options, getCollective(o.collective), info, ctx, sweep, o.bytes, false, t.check ? 1 : 0, ++seed);
+    const ts = DTYPE_BYTES[t.dtype];
+    sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
+    recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
+    return h.specs as HalfSpec | HalfSpec[];
+  }));
+  native.allocate(sendBytes + 64, recvBytes + 64);
+  const samples: RepeatSamples[][] = plan.configurations.map(() => []);
+  const computeUs = t.computeMs * 1e3;
+  for (let r = 0; r < t.repeats; r++) {
+    for (let j = 0; j < plan.configurations.length; j++) {
+      const i = (j + r) % plan.configurations.length; // a rotated order each repeat: no configuration always first
+      const c = plan.configurations[i]!;
+      const bytes = c.ops.reduce((x, o) => x + o.bytes, 0);
+      const label = `workload ${plan.kind} ${plan.varies} ${c.label}, repeat ${r + 1}`;
+      const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
+        dog.expectedSec(t.steps + t.warmupSteps, bytes) + ((t.steps + t.warmupSteps) * computeUs) / 1e6,
+        native.runSequence(specs[i]!, { iters: t.steps, warmupIters: t.warmupSteps, gapUs, check }));
+      const comm = await run(undefined, t.check && r === 0);
+      const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
+      samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
+      if (root && !t.quiet) {
+        io.err(`# repeat ${r + 1}/${t.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
+          `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}`);
+      }
+      if (comm.wrong > 0 && root && comm.firstWrong) {
+        const f = comm.firstWrong;
+        io.err(`# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
+          `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`);
+      }
+    }
+  }
+  // The job's hosts, for the document (rank 0 receives every rank's).
+  const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));
+  return { plan, samples, hosts: [...new Set(hosts ?? [])], info, root };
+}
