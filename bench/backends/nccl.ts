@@ -254,7 +254,7 @@ async function mpiWorld(native: NcclNative, lib: string | undefined, state: Driv
   if (m.rank === 0) {
     try { id = native.uniqueId({ lib }); } catch (e) { failure = e; id = new Array<number>(128).fill(-1); }
   }
-  // On the executor, so that the bring-up watchdog (commands/run.ts) can fire while a peer never arrives.
+  // On the executor, so that the bring-up watchdog (engine/bring-up.ts) can fire while a peer never arrives.
   const got = await mpi.allreduceAsync(id, COMBINE.rank0);
   if (failure) throw failure as Error;
   if (got[0] === -1) throw new NcclEnvironmentError('nccl backend unavailable: process 0 could not create the NCCL unique id', 'NCCL_NO_UNIQUE_ID');
@@ -363,7 +363,7 @@ async function adjustOptions(options: ResolvedOptions, infoAny: BackendInfo, nat
     Math.min(...info.devices.map((d) => d.ccMajor * 10 + d.ccMinor)),
     Math.min(...info.devices.map((d) => d.totalMemBytes)),
   ];
-  const [minCc, minMem] = await native.allreduceAsync(mine, COMBINE.min); // under the watchdog (commands/run.ts)
+  const [minCc, minMem] = await native.allreduceAsync(mine, COMBINE.min); // under the watchdog (engine/bring-up.ts)
   const { dtypes, ops } = availableCases(options, info.library.features, minCc, `NCCL ${info.library.version}`);
   const reduced = memoryCappedMaxBytes(options.maxBytes, minMem);
   const maxBytes = reduced ?? options.maxBytes;

@@ -3,7 +3,7 @@
 // run per attempt, each a child process writing its own JSON report with per-iteration samples, as compare does),
 // judges the thresholds (bench/accept/evaluate.ts), compares with a saved baseline size by size (bench/accept/stats.ts)
 // and prints a verdict table; exit 0 pass, 7 a check failed, the run's own code when a run could not finish.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { baselineCheck, loadBaseline, matchBaseline, matchWorld, BASELINE_KIND, BASELINE_SCHEMA_VERSION,
@@ -24,9 +24,9 @@ import { median } from 'simple-statistics';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
-import { ARGV_ENV } from '../report/provenance.js';
-import { reportErrors, type ReportDocument } from '../report/schema.js';
-import { failureLine, startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
+import type { ReportDocument } from '../report/schema.js';
+import { failureLine, type ChildOutcome } from '../launch/child-job.js';
+import { ChildRuns } from '../engine/child-runs.js';
 
 /**
  * Default --tolerance: a size regresses only when its median time is more than 1 + this times the baseline's (and
@@ -141,26 +141,25 @@ class AcceptSession {
   interrupted = false;
   /** 130 (SIGINT) or 143 (SIGTERM), as a shell reports an interrupted command. */
   signalExit = 130;
-  private current: RunningChild | null = null;
-  private readonly env: NodeJS.ProcessEnv;
+  private readonly children: ChildRuns;
   world: { nranks: number; backend: string; host: string } | null = null;
 
-  constructor(private readonly opts: AcceptOptions, private readonly dir: string, private readonly scriptPath: string,
+  constructor(private readonly opts: AcceptOptions, dir: string, scriptPath: string,
     private readonly io: IO, private readonly baseline: LoadedBaseline | null) {
-    this.env = { ...process.env };
-    delete this.env[ARGV_ENV]; // each run records its own command line
+    this.children = new ChildRuns(scriptPath, dir);
   }
 
   readonly onSignal = (signal: NodeJS.Signals): void => {
     if (!this.interrupted) this.signalExit = signal === 'SIGTERM' ? 143 : 130;
     this.interrupted = true;
-    this.current?.stop();
+    this.children.stopAll();
   };
 
   progress(line: string): void { if (!this.opts.quiet) this.io.err(`accept: ${line}`); }
 
-  childArgs(c: ProfileCheck, report: string): string[] {
-    return [...process.execArgv, this.scriptPath, c.collective,
+  /** A check's run: its words after the script. */
+  childWords(c: ProfileCheck, report: string): string[] {
+    return [c.collective,
       '-b', String(c.minBytes), '-e', String(c.maxBytes), '-f', String(c.stepFactor),
       '-n', String(c.iters), '-w', String(c.warmupIters), '-d', c.dtype, '-o', c.op,
       '-c', c.wrong ? '1' : '0', '-I', '1', '-J', report, '--quiet', ...this.opts.launch];
@@ -170,14 +169,9 @@ class AcceptSession {
     const docs: ReportDocument[] = [];
     let results: ThresholdResult[] = judge(c, docs);
     for (let attempt = 1; attempt <= c.attempts.of && !this.interrupted; attempt++) {
-      const report = join(this.dir, `check${c.index}-run${attempt}.json`);
-      rmSync(report, { force: true });
-      this.current = startChild({
-        command: process.execPath, args: this.childArgs(c, report), env: this.env, timeoutMs: this.opts.timeoutSec * 1000,
-      });
-      const outcome = await this.current.done;
-      this.current = null;
-      const doc = this.readReport(report);
+      const { outcome, report } = await this.children.run(`check${c.index}-run${attempt}`, (path) => this.childWords(c, path),
+        { timeoutSec: this.opts.timeoutSec });
+      const doc = report.doc?.status === 'complete' ? report.doc : null;
       const finished = outcome.exitCode === 0 || outcome.exitCode === EXIT.WRONG_RESULTS;
       if (!doc || !finished) {
         // a run that ended well but left no complete, valid report is collbench's own fault (exit 1)
@@ -201,16 +195,6 @@ class AcceptSession {
       if (decided(c, results, docs.length)) break;
     }
     return { check: c, docs, results, error: null };
-  }
-
-  private readReport(path: string): ReportDocument | null {
-    let json: unknown;
-    try {
-      json = JSON.parse(readFileSync(path, 'utf8'));
-    } catch {
-      return null;
-    }
-    return reportErrors(json).length === 0 && (json as ReportDocument).status === 'complete' ? json as ReportDocument : null;
   }
 
   /** The first report fixes the world; with a baseline it must be the baseline's (else exit 2, nothing written). */

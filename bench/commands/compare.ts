@@ -13,16 +13,14 @@ import type { BackendName } from '../core/types.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
-import { ARGV_ENV } from '../report/provenance.js';
-import { reportErrors, type ReportDocument } from '../report/schema.js';
 import { analyze, classifyRun, type RunResult } from '../compare/analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument, type NcclProbe } from '../compare/document.js';
 import { NCCL_FUNC_OF, parseNcclTuningLog, type NcclTuningEvent } from '../compare/nccl-log.js';
-import { checkCombination, childArgv, parseProgram, type ProgramSpec } from '../compare/program.js';
+import { checkCombination, childWords, parseProgram, type ProgramSpec } from '../compare/program.js';
 import {
   renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText, shorten,
 } from '../compare/render.js';
-import { startChild, type RunningChild } from '../launch/child-job.js';
+import { ChildRuns } from '../engine/child-runs.js';
 import { childEnv, combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
 import { renderTunerCsv, TUNER_COLLECTIVE } from '../compare/tuner-csv.js';
 
@@ -142,18 +140,6 @@ export function predictBackend(p: ProgramSpec): BackendName | null {
 
 const NCCL_PROBE_ENV = { NCCL_DEBUG: 'INFO', NCCL_DEBUG_SUBSYS: 'TUNING' };
 
-function readReport(path: string): { doc: ReportDocument | null; error: string | null } {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    return { doc: null, error: err.code === 'ENOENT' ? 'the run wrote no report' : `unreadable report: ${err.message}` };
-  }
-  const errors = reportErrors(json);
-  if (errors.length) return { doc: null, error: `report does not match the schema: ${errors.slice(0, 2).join('; ')}` };
-  return { doc: json as ReportDocument, error: null };
-}
 
 
 /** Everything decided before the first child starts; bad input throws here, with nothing run. */
@@ -205,17 +191,15 @@ class CompareSession {
   probe: NcclProbe | null = null;
   probeEvents: NcclTuningEvent[] | null = null;
   interrupted = false;
-  private current: RunningChild | null = null;
-  private readonly baseEnv: NodeJS.ProcessEnv;
+  private readonly children: ChildRuns;
 
   constructor(private readonly plan: ComparePlan, private readonly dir: string, private readonly keep: boolean,
-    private readonly scriptPath: string, private readonly io: IO) {
+    scriptPath: string, private readonly io: IO) {
     this.results = new Map(plan.combos.map((c) => [c.id, []]));
-    this.baseEnv = { ...process.env };
-    delete this.baseEnv[ARGV_ENV]; // each child records its own command line
+    this.children = new ChildRuns(scriptPath, dir);
   }
 
-  readonly onSignal = (): void => { this.interrupted = true; this.current?.stop(); };
+  readonly onSignal = (): void => { this.interrupted = true; this.children.stopAll(); };
 
   progress(line: string): void { if (!this.plan.opts.quiet) this.io.err(`compare: ${line}`); }
 
@@ -250,16 +234,9 @@ class CompareSession {
   }
 
   async runOne(c: Combination, run: number, tag: string, extraEnv: Record<string, string> = {}): Promise<RunResult> {
-    const reportPath = join(this.dir, `${tag}.json`);
-    rmSync(reportPath, { force: true });
-    this.current = startChild({
-      command: process.execPath, args: childArgv({ execArgv: process.execArgv, script: this.scriptPath }, this.plan.program, c, reportPath),
-      env: childEnv(this.baseEnv, c, extraEnv), timeoutMs: this.plan.opts.timeoutSec * 1000,
-    });
-    const outcome = await this.current.done;
-    this.current = null;
-    const { doc, error } = readReport(reportPath);
-    return { run, outcome, doc, docError: error, reportPath };
+    const r = await this.children.run(tag, (report) => childWords(this.plan.program, c, report),
+      { timeoutSec: this.plan.opts.timeoutSec, env: (base) => childEnv(base, c, extraEnv) });
+    return { run, outcome: r.outcome, doc: r.report.doc, docError: r.report.error, reportPath: r.reportPath };
   }
 
   /** NCCL: one extra default run logging NCCL's per-call choice (its timings are not used: logging costs time). */

@@ -3,17 +3,17 @@
 // an argument array, never a shell) writing its JSON report to a temporary file; the stages, the schedule and the
 // decision rule live in bench/locate/. Open MPI's configuration comes from the environment (OMPI_MCA_*), untouched.
 import { lookup } from 'node:dns/promises';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { failureLine, startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
+import { failureLine, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
+import { ChildRuns } from '../engine/child-runs.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { mpirunPlan } from '../launch/mpirun.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { OutputError } from '../report/outputs.js';
-import { ARGV_ENV } from '../report/provenance.js';
-import { reportErrors, type ReportDocument } from '../report/schema.js';
+import type { ReportDocument } from '../report/schema.js';
 import type { GroupSamples } from '../locate/decide.js';
 import { renderLocateText, type LocateJob } from '../locate/document.js';
 import { runLocate, type GroupSpec, type MeasureStep, type Measurer } from '../locate/flow.js';
@@ -28,14 +28,12 @@ export class UnreachableHostError extends Error {}
 
 /** Progress lines and children's process groups; stop() ends every running job (Ctrl-C on locate). */
 class Session implements Measurer {
-  readonly running = new Set<RunningChild>();
+  readonly children: ChildRuns;
   interrupted = false;
   stopReason: string | null = null;
-  readonly env: NodeJS.ProcessEnv;
   private deadline: NodeJS.Timeout | null = null;
-  constructor(readonly opts: LocateOptions, readonly dir: string, readonly scriptPath: string, readonly io: IO) {
-    this.env = { ...process.env };
-    delete this.env[ARGV_ENV]; // each job records its own command line
+  constructor(readonly opts: LocateOptions, dir: string, scriptPath: string, readonly io: IO) {
+    this.children = new ChildRuns(scriptPath, dir);
   }
 
   readonly onSignal = (): void => { this.stop('interrupted'); };
@@ -43,7 +41,7 @@ class Session implements Measurer {
   stop(why: string): void {
     if (!this.interrupted) this.stopReason = why;
     this.interrupted = true;
-    for (const c of this.running) c.stop();
+    this.children.stopAll();
   }
 
   /** --max-time: from now on, the run stops after this many seconds (and reports what it found). */
@@ -58,17 +56,6 @@ class Session implements Measurer {
 
   progress(line: string): void { if (!this.opts.quiet) this.io.err(`locate: ${line}`); }
 
-  async child(command: string, args: string[], timeoutSec: number, started?: (c: RunningChild) => void): Promise<ChildOutcome> {
-    const c = startChild({ command, args, env: this.env, timeoutMs: timeoutSec * 1000, graceMs: 3000 });
-    this.running.add(c);
-    started?.(c);
-    try {
-      return await c.done;
-    } finally {
-      this.running.delete(c);
-    }
-  }
-
   /**
    * One all_reduce job over `hosts` with K ranks each; its samples per size (busbw GB/s per iteration, both halves).
    * Stopped at `budgetSec`, or by its round (`round.stop`), it keeps the sizes its report holds by then (the report
@@ -77,16 +64,16 @@ class Session implements Measurer {
   async job(g: GroupSpec, repeat: number, budgetSec: number | null, round: RoundControl): Promise<{ job: LocateJob; samples: Map<number, number[]> }> {
     const { id, hosts } = g;
     const k = this.opts.npPerHost;
-    const report = join(this.dir, `${id.replace(/[^A-Za-z0-9._-]/g, '_')}-r${repeat}.json`);
-    rmSync(report, { force: true });
-    const args = [...process.execArgv, this.scriptPath, 'all_reduce', '--np', String(hosts.length * k),
+    const words = (report: string): string[] => ['all_reduce', '--np', String(hosts.length * k),
       '--hosts', hosts.map((h) => `${h}:${k}`).join(','), ...DEFAULT_RUN_ARGS, ...this.opts.runArgs,
       ...(g.iterations !== undefined ? ['-n', String(g.iterations)] : []),
       '-I', '1', '-J', report, '--json-format', 'collbench', '--quiet'];
     const limit = budgetSec !== null ? Math.min(budgetSec, this.opts.timeoutSec) : this.opts.timeoutSec;
     const byBudget = budgetSec !== null && budgetSec < this.opts.timeoutSec;
     let child: RunningChild | null = null;
-    const o = this.interrupted ? null : await this.child(process.execPath, args, limit, (c) => { child = c; round.started(c); });
+    const ran = this.interrupted ? null : await this.children.run(`${id}-r${repeat}`, words,
+      { timeoutSec: limit, graceMs: 3000, started: (c) => { child = c; round.started(c); } });
+    const o = ran?.outcome ?? null;
     if (child) round.finished(child, o !== null && o.exitCode === 0 && !o.timedOut);
     const samples = new Map<number, number[]>();
     let status: LocateJob['status'] = 'ok';
@@ -96,8 +83,8 @@ class Session implements Measurer {
     else if (o.timedOut && !capped) { status = 'timeout'; error = failureLine(o, this.opts.timeoutSec); }
     else if (o.exitCode !== 0 && !capped) { status = 'failed'; error = failureLine(o, this.opts.timeoutSec); }
     else {
-      const doc = readReport(report);
-      if (typeof doc === 'string') { status = 'failed'; error = capped ? `stopped at its time budget (${o!.durationSec.toFixed(1)} s) before it wrote a report` : doc; }
+      const { doc, error: unread } = ran!.report;
+      if (!doc) { status = 'failed'; error = capped ? `stopped at its time budget (${o!.durationSec.toFixed(1)} s) before it wrote a report` : unread; }
       else for (const [size, values] of samplesOf(doc)) samples.set(size, values);
       if (status === 'ok' && samples.size === 0) {
         status = 'failed';
@@ -168,18 +155,6 @@ class RoundControl {
   }
 }
 
-function readReport(path: string): ReportDocument | string {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'the job wrote no report' : `unreadable report: ${(e as Error).message}`;
-  }
-  const errors = reportErrors(json);
-  if (errors.length) return `report does not match the schema: ${errors.slice(0, 2).join('; ')}`;
-  return json as ReportDocument;
-}
-
 /** Per size, every per-iteration busbw (GB/s) of both halves: the row's busbw scaled by its mean time / the sample. */
 export function samplesOf(doc: ReportDocument): Map<number, number[]> {
   const out = new Map<number, number[]>();
@@ -208,8 +183,8 @@ async function checkResolvable(hosts: string[]): Promise<void> {
  */
 async function checkReachable(s: Session, hosts: string[]): Promise<void> {
   const probe = (list: string[]): Promise<ChildOutcome> => {
-    const plan = mpirunPlan({ np: list.length, hosts: list.join(','), program: [process.execPath, '-e', 'process.stdout.write(require("os").hostname())'], args: [], env: s.env });
-    return s.child(plan.command, plan.args, Math.min(s.opts.timeoutSec, 120));
+    const plan = mpirunPlan({ np: list.length, hosts: list.join(','), program: [process.execPath, '-e', 'process.stdout.write(require("os").hostname())'], args: [], env: s.children.env });
+    return s.children.start(plan.command, plan.args, { timeoutSec: Math.min(s.opts.timeoutSec, 120), graceMs: 3000 });
   };
   const all = await probe(hosts);
   if (all.exitCode === 0 && !all.timedOut) return;

@@ -85,9 +85,8 @@ export function checkCombination(p: ProgramSpec, c: Combination): ResolvedOption
   }
 }
 
-/** The child's argv after the executable: [...node flags, script, collective, args…, extra…, --force -J path]
- *  (--force: the report folder is compare's own; a kept --reports-dir may hold an earlier comparison's files). */
-export function childArgv(self: { execArgv: readonly string[]; script: string }, p: ProgramSpec, c: Combination,
-  reportPath: string, extra: readonly string[] = []): string[] {
-  return [...self.execArgv, self.script, ...p.args, ...c.args, ...extra, '--force', '-J', reportPath];
+/** The child's words after the script: [collective, args…, extra…, --force -J path] (--force: the report folder
+ *  is compare's own; a kept --reports-dir may hold an earlier comparison's files). */
+export function childWords(p: ProgramSpec, c: Combination, reportPath: string, extra: readonly string[] = []): string[] {
+  return [...p.args, ...c.args, ...extra, '--force', '-J', reportPath];
 }

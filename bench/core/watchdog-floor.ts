@@ -1,4 +1,4 @@
-// The default watchdog's floor (commands/watchdog.ts): 120 s, or COLLBENCH_WATCHDOG_MIN_S. In core so that the
+// The default watchdog's floor (engine/watchdog.ts): 120 s, or COLLBENCH_WATCHDOG_MIN_S. In core so that the
 // backends, which may not import commands/, arm the same limit around start-up (MPI_Init) as the run's waits get.
 import { UsageError } from './errors.js';
 

@@ -66,7 +66,7 @@ export interface RunMeta {
   reducedMaxBytes?: number | null; // -e lowered to fit GPU memory (nccl-tests' "Reducing maxBytes")
   /** How arrivals were put on one clock (null with one process: nobody waits for another). */
   clock?: { method: ClockMethod; uncertaintyUs: number; offsetsUs: number[] } | null;
-  watchdog?: string;                // the limit each wait runs under, in words (commands/watchdog.ts)
+  watchdog?: string;                // the limit each wait runs under, in words (engine/watchdog.ts)
 }
 
 /** The row about to be measured (progress reporters show it). */

@@ -65,7 +65,7 @@ size_t parseSize(const char* s) {
 const Coll kColl[] = {Coll::AllReduce, Coll::AllGather, Coll::AllToAll, Coll::Broadcast, Coll::ReduceScatter,
                       Coll::SendRecv};
 
-// One row-half as bench/commands/run.ts halfSpec() builds it for float sum, -c 0, -a 3 (max over ranks).
+// One row-half as bench/engine/half-spec.ts halfSpec() builds it for float sum, -c 0, -a 3 (max over ranks).
 HalfSpec halfOf(enum coll c, const struct layout& l, size_t maxBytes, int iters, int root, int rank, bool inPlace) {
   HalfSpec h;
   h.coll = kColl[c];

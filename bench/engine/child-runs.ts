@@ -1,0 +1,79 @@
+// Benchmark runs as child processes that leave a JSON report (compare, locate and accept run theirs this way): each
+// child is this program again (node's flags, the script, the run's words, -J FILE) in its own process group under a
+// time limit (launch/child-job.ts); its report is read back and checked against the schema. The one place where a
+// command starts its runs, stops them all (Ctrl-C, --max-time) and reads what they measured.
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
+import { ARGV_ENV } from '../report/provenance.js';
+import { reportErrors, type ReportDocument } from '../report/schema.js';
+
+/** A child's report: the document when it is there and valid, else why not (one phrase). */
+export type ReportRead = { doc: ReportDocument; error: null } | { doc: null; error: string };
+
+export function readReport(path: string): ReportRead {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return { doc: null, error: err.code === 'ENOENT' ? 'the run wrote no report' : `unreadable report: ${err.message}` };
+  }
+  const errors = reportErrors(json);
+  if (errors.length) return { doc: null, error: `report does not match the schema: ${errors.slice(0, 2).join('; ')}` };
+  return { doc: json as ReportDocument, error: null };
+}
+
+export interface ChildRun {
+  outcome: ChildOutcome;
+  report: ReportRead;
+  reportPath: string;
+}
+
+export interface ChildRunOptions {
+  /** The run's time limit (0: none); then SIGTERM to its process group, SIGKILL after `graceMs`. */
+  timeoutSec: number;
+  graceMs?: number;
+  /** This run's environment from the children's (default: theirs as it is). */
+  env?: (base: NodeJS.ProcessEnv) => NodeJS.ProcessEnv;
+  /** Called once the child has started (locate's rounds stop slow jobs through it). */
+  started?: (c: RunningChild) => void;
+}
+
+/** The children of one command: where their reports go, their environment, and those running now. */
+export class ChildRuns {
+  private readonly running = new Set<RunningChild>();
+  /** This process's environment less the typed command line: each child records its own. */
+  readonly env: NodeJS.ProcessEnv;
+
+  constructor(private readonly scriptPath: string, private readonly dir: string) {
+    this.env = { ...process.env };
+    delete this.env[ARGV_ENV];
+  }
+
+  /** Runs this program again as a child: `words(reportPath)` are its arguments after the script; its report is
+   *  `<dir>/<tag>.json`, read back when it has ended. */
+  async run(tag: string, words: (reportPath: string) => string[], o: ChildRunOptions): Promise<ChildRun> {
+    const reportPath = join(this.dir, `${tag.replace(/[^A-Za-z0-9._-]/g, '_')}.json`);
+    rmSync(reportPath, { force: true });
+    const outcome = await this.start(process.execPath, [...process.execArgv, this.scriptPath, ...words(reportPath)], o);
+    return { outcome, report: readReport(reportPath), reportPath };
+  }
+
+  /** Runs any command as one of these children (locate's reachability probe: mpirun with a one-line script). */
+  async start(command: string, args: string[], o: ChildRunOptions): Promise<ChildOutcome> {
+    const child = startChild({ command, args, env: o.env ? o.env(this.env) : this.env, timeoutMs: o.timeoutSec * 1000, graceMs: o.graceMs });
+    this.running.add(child);
+    o.started?.(child);
+    try {
+      return await child.done;
+    } finally {
+      this.running.delete(child);
+    }
+  }
+
+  /** Stops every running child (its whole process group). */
+  stopAll(): void {
+    for (const c of this.running) c.stop();
+  }
+}
