@@ -35,7 +35,7 @@ function doc(bus: number[], wrong: (number | null)[] = bus.map(() => 0), opts: {
 function oneRankDoc(times: number[]): ReportDocument {
   const b = reportBuilder({});
   const meta = fakeMeta(false);
-  b.begin({ ...meta, info: { ...meta.info, nranks: 1, localSize: 1 }, ranks: meta.ranks.slice(0, 1), clock: { ...meta.clock, offsetsUs: [0] } });
+  b.begin({ ...meta, info: { ...meta.info, nranks: 1, localSize: 1 }, ranks: meta.ranks.slice(0, 1), clock: { ...meta.clock!, offsetsUs: [0] } });
   times.forEach((t, i) => {
     const size = SIZES[i]!;
     const half = (inPlace: boolean) => ({
