@@ -35,7 +35,7 @@ export async function alignProcessClocks(run: RunContext, ranks: RankLineInfo[])
   const samples = await dog.watch('the start-up clock alignment', 0, native.clockSamplesAsync(CLOCK_ROUNDS));
   if (!ids || !samples) return null;
   // COLLBENCH_CLOCK_ALIGN=barrier estimates offsets even on one kernel (to see the estimate's accuracy: truly 0 there).
-  const forced = (run.hooks.env ?? process.env).COLLBENCH_CLOCK_ALIGN === 'barrier';
+  const forced = run.env.COLLBENCH_CLOCK_ALIGN === 'barrier';
   const sameClock = !forced && ids.every((id) => id !== '' && id === ids[0]);
   return { clock: alignClocks(samples, sameClock), ranks, localRanks };
 }

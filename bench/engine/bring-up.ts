@@ -33,20 +33,21 @@ export function hasPeers(info: BackendInfo): boolean {
  *  reason would never be printed; its non-zero exit ends the job (mpirun, the --np launcher), or their watchdog does. */
 export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: SuiteHooks,
   body: (up: BackendUp) => Promise<T>): Promise<T> {
-  const { record, module: native, passedOver } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, hooks.env);
-  if (passedOver !== null && (launcherRank(hooks.env ?? process.env) ?? 0) === 0) io.err(passedOver);
-  const driver = record.createDriver(hooks.env);
+  const env = hooks.env ?? process.env;
+  const { record, module: native, passedOver } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, env);
+  if (passedOver !== null && (launcherRank(env) ?? 0) === 0) io.err(passedOver);
+  const driver = record.createDriver(env);
   driver.validate(options);
   driver.prepare?.(options);
-  const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, hooks.env);
+  const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, env);
   const info = await dog.watch(record.bringUp, 0,
     driver.init ? driver.init(native, options) : Promise.resolve(native.init()));
   let failed = true;
   try {
     const hangView = record.hangView; // the library's own view of a hang (nccl: RAS), printed beside the verdict
-    if (hangView) dog.hangView = () => hangView(hooks.env ?? process.env, info);
+    if (hangView) dog.hangView = () => hangView(env, info);
     native.setResultHoldMs(dog.resultHoldMs());
-    await placeLoop(native, info, dog, io, hooks.env ?? process.env);
+    await placeLoop(native, info, dog, io, env);
     const adjust = async (): Promise<Adjusted> => (driver.adjust
       ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
       : { options, reducedMaxBytes: null });

@@ -40,6 +40,8 @@ export interface RunContext {
   info: BackendInfo;
   reporters: Reporter[];
   hooks: SuiteHooks;
+  /** The environment the run reads (hooks.env, else process.env). */
+  env: NodeJS.ProcessEnv;
   /** Every wait of the run goes through it (-T, or the default watchdog). */
   dog: Watchdog;
   reducedMaxBytes: number | null;

@@ -40,7 +40,7 @@ export async function measureHalf(run: RunContext, queued: QueuedHalf):
   };
   const target = options.targetRsdPct;
   let iters = options.iters;
-  const budgetSec = Number(run.hooks.env?.COLLBENCH_TARGET_RSD_BUDGET_S ?? process.env.COLLBENCH_TARGET_RSD_BUDGET_S) || TARGET_RSD_BUDGET_SEC;
+  const budgetSec = Number(run.env.COLLBENCH_TARGET_RSD_BUDGET_S) || TARGET_RSD_BUDGET_SEC;
   const started = Date.now();
   let runStarted = started;
   let result = await once(iters, queued.result);
@@ -76,7 +76,7 @@ export async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cy
     const h = queued.h;
     layout = h.layout;
     const { result, precision } = await measureHalf(run, queued);
-    traceArrivals(run.hooks.env ?? process.env, layout.sizeBytes, inPlace, result);
+    traceArrivals(run.env, layout.sizeBytes, inPlace, result);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);
     const busBw = busBwGBps(algBw, desc.busBwFactor(info.nranks));

@@ -30,18 +30,19 @@ import { attachProgressBoards } from './progress-boards.js';
 
 export async function runSuite(options: ResolvedOptions, io: IO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
+  const env = hooks.env ?? process.env;
   // Before anything starts, by the rank that writes (rank 0, or every rank when no launcher says which):
   // ranks on other hosts may not see rank 0's folder. The --np launcher has already checked the same paths.
-  const launched = launcherRank(hooks.env ?? process.env);
+  const launched = launcherRank(env);
   if (launched === null || launched === 0) checkOutputPaths(outputSpecs(options), { force: options.force });
   return withBackend(options, io, hooks, async (up) => {
     // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
-    refuseCounts(options, desc, up.driver, up.info, hooks.env ?? process.env);
+    refuseCounts(options, desc, up.driver, up.info, env);
     const adjusted = await up.adjust();
     const reporters = (up.info.worldRank ?? up.info.rank) === 0
       ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(up.info) ?? [])] : [];
     return runInitialized({ options: adjusted.options, requested: options, io, desc, driver: up.driver, native: up.native, info: up.info,
-      reporters, hooks, dog: up.dog, reducedMaxBytes: adjusted.reducedMaxBytes });
+      reporters, hooks, env, dog: up.dog, reducedMaxBytes: adjusted.reducedMaxBytes });
   });
 }
 
@@ -100,7 +101,7 @@ function refuseCounts(options: ResolvedOptions, desc: CollectiveDescriptor, driv
 
 async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   const { options, io, driver, native, info } = run;
-  const env = run.hooks.env ?? process.env;
+  const { env } = run;
   const { nranks } = info;
   const warning = disconnectedWorldWarning(nranks, env);
   if (warning) io.err(warning);
@@ -148,7 +149,7 @@ async function probeRefusals(run: RunContext, ctx: LayoutContext, shape: Collect
 /** The run proper, once every process is up: clocks, buffers, the sweeps, the summary. */
 async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<SuiteOutcome> {
   const { options, desc, driver, native, info, reporters } = run;
-  const env = run.hooks.env ?? process.env;
+  const { env } = run;
   const { nranks } = info;
   const arrival = await alignProcessClocks(run, perProcess.flat());
   const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
