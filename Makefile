@@ -60,7 +60,7 @@ bench: build
 	bin/all_reduce_perf $(BENCH_ARGS) --np $(NP)
 
 # Is the reported time the engine's own? collbench against plain loops of the same MPI/Gloo calls, interleaved
-# (scripts/bench-overhead.ts; README "Performance"). OVERHEAD_ARGS passes options, e.g. --backends mpi --ranks 1.
+# (scripts/bench-overhead.ts; docs/performance.md). OVERHEAD_ARGS passes options, e.g. --backends mpi --ranks 1.
 OVERHEAD_ARGS ?=
 bench-overhead: build
 	node --import tsx scripts/bench-overhead.ts $(OVERHEAD_ARGS)
@@ -72,14 +72,14 @@ bench-instructions: build
 	node --import tsx scripts/bench-instructions.ts $(INSTRUCTIONS_ARGS)
 
 # collbench against NVIDIA's nccl-tests on this machine's GPU, same libnccl, interleaved per collective, mode and size
-# (scripts/bench-gpu/run.sh; README "Performance"): builds nccl-tests v2.19.6 in the ignored third_party/ first
+# (scripts/bench-gpu/run.sh; docs/performance.md): builds nccl-tests v2.19.6 in the ignored third_party/ first
 # (NCCL_TESTS_SRC=DIR: a local source tree where GitHub is out of reach). BENCH_GPU_ARGS passes runner options.
 BENCH_GPU_ARGS ?= --colls all --rounds 5
 bench-gpu: build
 	scripts/bench-gpu/run.sh $(BENCH_GPU_ARGS)
 
 # One self-contained tarball (Node runtime, dist/, production dependencies, build/Release/*.node, launchers):
-# collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (see README, "Bundle").
+# collbench-<version>-linux-<arch>.tar.xz here, for nodes without Node.js (docs/bundle.md).
 bundle: build
 	bin/collbench bundle --force
 
@@ -100,7 +100,7 @@ test-unit: node-deps
 test: lint build nccl-cache
 	scripts/run-tests.sh all
 
-# The long forms of the fault tests (README, "Reliability"), not run by make test: 10 kill -9 trials per backend
+# The long forms of the fault tests (docs/reliability.md), not run by make test: 10 kill -9 trials per backend
 # (MPI and Gloo, 3-4 ranks) and the counts above 2^31-1 elements (1 and 2 ranks, about 4.3 GB per rank, minutes).
 stress: build
 	COLLBENCH_DEATH_TRIALS=10 COLLBENCH_STRESS=1 node --import tsx --test --test-concurrency=1 \

@@ -2,7 +2,7 @@
 // 1 KiB → 64 MiB, measured side by side in one run: rounds alternate the two backends sweep by sweep
 // (the one that goes first swaps every round), so drift of this noisy VM hits both alike; the table
 // shows per size the median busbw over rounds. Both run as a user would type it: `--np 2`
-// (mpirun for mpi, collbench's process launcher for gloo). Prints a Markdown table (README "Gloo backend").
+// (mpirun for mpi, collbench's process launcher for gloo). Prints a Markdown table (docs/performance.md, "Gloo and Open MPI side by side").
 // Usage: node --import tsx scripts/bench-gloo-vs-mpi.ts [rounds=5] [iters=20]
 import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';

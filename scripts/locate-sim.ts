@@ -1,7 +1,7 @@
 // Simulation of `collbench locate`'s decision rule: the real stage flow and rule (bench/locate/flow.ts, decide.ts) fed
 // with simulated jobs instead of mpirun ones, under a noise model, to count false suspects and misses over many
 // trials, and the time each verdict takes (a virtual clock: start-up plus size / busbw per iteration, the time
-// budgets of bench/locate/budget.ts applied as the real jobs are stopped). The README's locate tables come from it.
+// budgets of bench/locate/budget.ts applied as the real jobs are stopped). The simulation tables of docs/locate.md come from it.
 //   node --import tsx scripts/locate-sim.ts [--trials 100] [--hosts 8] [--seed 1] [--margins 25,50] [--repeats 2]
 //     [--noises 0,1,2] [--iterations 20] [--startup 5] [--no-budget] [--max-time S] [--pairs all|ring]
 //   node --import tsx scripts/locate-sim.ts --scale 64,512,1024 --pairs ring --trials 3   (wall time, before/after)

@@ -4,7 +4,7 @@
 // descheduled iteration of 50 moves the mean by milliseconds (measured here: 3 us → 520 us), never the median;
 // busbw is the table's busbw scaled by mean/median, i.e. nccl-tests' formula applied to the median time.
 // a threshold passes when it held in `attempts.pass` runs, and runs stop as soon as that is decided either way.
-// The late-rank evidence of the runs (report schema v2 `late`, README "Late ranks") names who the others waited for.
+// The late-rank evidence of the runs (report schema v2 `late`, docs/reliability.md "Late ranks") names who the others waited for.
 import { PLACEMENTS, type ReportDocument, type ReportHalf } from '../report/schema.js';
 import type { ProfileCheck } from './profile.js';
 

@@ -18,7 +18,7 @@ export interface ClockAlignment {
   uncertaintyUs: number;
 }
 
-/** The lateness rule's constants (README "Late ranks" explains them; published in every JSON report). */
+/** The lateness rule's constants (docs/reliability.md, "Late ranks", explains them; published in every JSON report). */
 export const LATE_RULE = {
   /** A rank counts as late in an iteration only when it arrived after the others' median arrival by more than
    *  this, µs: scheduler wake-ups and the collective's own exit order stay below it on an idle host. */

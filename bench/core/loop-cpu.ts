@@ -1,4 +1,4 @@
-// Where the timed loop runs (README "Performance", native/src/addon/loop_cpu.h): on a small machine the process's other
+// Where the timed loop runs (docs/performance.md, native/src/addon/loop_cpu.h): on a small machine the process's other
 // threads (JavaScript formatting rows, V8's and libuv's workers, the engine's progress threads) were placed on the
 // loop's CPU when they woke and took it from a timed half. One process alone on its host, with two or more CPUs to
 // itself, keeps them apart: the loop on one CPU, every other thread on the rest. Where that cannot be decided from one

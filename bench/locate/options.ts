@@ -48,7 +48,7 @@ Open MPI's own configuration comes from its environment (OMPI_MCA_plm_rsh_agent,
 Exit status: 0 healthy, 7 a suspect named, 8 degraded (a host slower within the margin), 6 inconclusive (the
   reason and what to run are printed), 2 bad input, 5 a host cannot be reached (named).`;
 
-/** Sizes that are bandwidth-bound on every fabric from TCP to NVLink, and short enough per job (README, "locate"). */
+/** Sizes that are bandwidth-bound on every fabric from TCP to NVLink, and short enough per job (docs/locate.md, "Sizes"). */
 export const DEFAULT_RUN_ARGS: readonly string[] = ['-b', '4M', '-e', '64M', '-f', '4', '-n', '20', '-w', '2', '-c', '0'];
 
 export interface LocateOptions {

@@ -118,7 +118,7 @@ export function checkOutputPaths(specs: readonly { flag: string; path: string }[
 /** During a run the exporters rewrite their files at most this often (ms): the first row after a quiet spell at once,
  *  rows that follow sooner together, at most this long afterwards. A rewrite per row cost about 0.3-0.6 ms of JavaScript
  *  and file-system work per row (more as the document grows: a soak rewrote O(rows²)); run beside the row-halves queued
- *  ahead, or as a backlog before the next one, it slowed them (README "Performance"). */
+ *  ahead, or as a backlog before the next one, it slowed them (docs/performance.md). */
 export const EXPORT_INTERVAL_MS = 1000;
 
 /** The signals after which a run's files still hold every row finished (exportReporter). */

@@ -1,6 +1,6 @@
 # Part 40 (issue 29 items 2-3): device-side arrivals on one GPU. Budget about 50 s (7 short runs).
 # Item 2: all_reduce 8 B-1 GiB (-f 8) with no -I, with -I 1, and with -I 1 plus arrivals recorded (COLLBENCH_ARRIVAL_TRACE
-# forces them at one rank): the out-of-place time side by side, so the README's cost of arrival evidence is a measurement.
+# forces them at one rank): the out-of-place time side by side, so the cost of arrival evidence in docs/reliability.md is a measurement.
 # Item 3: 256 MiB at -z 0 -I 1, COLLBENCH_TEST_GPU_DELAY=D:10 (a spin kernel of D us before iteration 10's mark), D = 50,
 # 500, 5000: the device arrival's step into iteration 10 exceeds the median step by D within 10 us + 2 % of D, while
 # the host enqueue step into iteration 10 stays within 20 us of its median (the host runs ahead of the GPU).

@@ -120,7 +120,7 @@ for (const backend of ['mpi', 'gloo'] as const) {
     it('the others end within -T + 5 s, the dead rank is named, no orphan, the JSON so far is valid and incomplete', async () => {
       const results: Trial[] = [];
       for (let n = 0; n < TRIALS; n++) results.push(await trial(backend, n));
-      // the figures for the README's reliability section
+      // the figures for docs/reliability.md
       process.stderr.write(`# ${backend}: ${results.length} trials, ${results.length} faults survived; ` +
         results.map((r) => `np ${r.np} rank ${r.victim} at ${r.delayMs} ms -> exit ${r.exit} in ${r.secondsAfterKill.toFixed(1)} s, ` +
           `${r.rows ?? 'no'} rows kept`).join('; ') + '\n');

@@ -1,7 +1,7 @@
 // Why this exists: on a small machine the timed loop (the executor thread) shared its CPU with the process's other
 // threads — JavaScript formatting rows, V8's and libuv's workers, the engine's progress threads — which the
 // scheduler placed there when they woke, taking the CPU from a timed half. One process alone on its host can keep
-// them apart: the executor on one CPU of the process's set, every other thread on the rest (README "Performance").
+// them apart: the executor on one CPU of the process's set, every other thread on the rest (docs/performance.md).
 #pragma once
 #include <vector>
 

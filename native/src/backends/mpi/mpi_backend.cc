@@ -150,7 +150,7 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) 
     // plane; a run uses one module's), never concurrently: the synchronous calls are refused while the
     // executor has work, and finalize waits for it (the executor's mutex orders the threads: happens-before).
     // Not FUNNELED (the executor is not the main thread); not MULTIPLE, which this design does not need.
-    // Measured on Open MPI 4.1.4 (README "Performance"): SERIALIZED and MULTIPLE cost the same, because
+    // Measured on Open MPI 4.1.4 (docs/performance.md): SERIALIZED and MULTIPLE cost the same, because
     // Open MPI turns its internal locking on for every level above SINGLE (about 0.1 us per small op at 2
     // ranks, which a plain C loop at the same level pays too); only SINGLE avoids it, and two threads
     // calling MPI may not claim SINGLE.
