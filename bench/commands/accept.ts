@@ -30,7 +30,7 @@ import { ChildRuns } from '../engine/child-runs.js';
 
 /**
  * Default --tolerance: a size regresses only when its median time is more than 1 + this times the baseline's (and
- * significantly so). Measured here (README "Accept"): 6 unchanged runs of profiles/cpu-smoke.yaml on the shared
+ * significantly so). Measured here (docs/accept.md): 6 unchanged runs of profiles/cpu-smoke.yaml on the shared
  * 2-core machine, every run against every other (30 pairs x 17 sizes), twice: median-time ratios p95 2.22 and 1.23,
  * max 2.87 and 2.31, a third of them "significant" (load comes in bursts longer than a run, which no within-run
  * interval sees). 3 (a 4x slowdown) stays clear of the worst seen; quieter machines should pass a smaller one.

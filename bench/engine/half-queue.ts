@@ -24,7 +24,7 @@ export interface QueuedHalf {
  * The row-halves of one sweep in the order they run, submitted ahead of their turn: the native thread runs them back
  * to back, as a C benchmark runs its rows, and hands their results over in batches (native/src/addon/executor.h), so
  * that JavaScript formats and exports rows while nothing is timed, or beside a long half, never in a gap before one
- * (README "Performance").
+ * (docs/performance.md, "Batched results: the sweep runs back to back").
  * How far ahead depends on what is decided between halves: --target-rsd decides each half's repeats (nothing ahead:
  * the decision's allreduce must come between the half and the next, in the same order on every rank); --duration
  * decides after each row whether to go on (the row's in-place half only). Each half is still awaited, under the
