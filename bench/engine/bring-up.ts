@@ -35,8 +35,8 @@ export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: Su
   body: (up: BackendUp) => Promise<T>): Promise<T> {
   const env = hooks.env ?? process.env;
   const { record, module: native, passedOver } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, env);
-  if (passedOver !== null && (launcherRank(env) ?? 0) === 0) io.err(passedOver);
   const driver = record.createDriver(env);
+  if (passedOver !== null && (launcherRank(env) ?? 0) === 0) io.err(passedOver);
   driver.validate(options);
   driver.prepare?.(options);
   const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, env);

@@ -29,28 +29,26 @@ export interface LaunchContext {
 export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext): Promise<number> {
   const env = ctx.env ?? process.env;
   if (underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
-  const tooFew = options.hosts === null ? null : slotsRefusal(options.np!, options.hosts, env);
-  if (tooFew !== null) throw new UsageError(tooFew, '--np');
   const { record } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, env);
   record.createDriver(env).validate(options);
-  // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
-  checkOutputPaths(outputSpecs(options), { force: options.force });
-  const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed) };
-  const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
-  const np = options.np!;
-  if (record.launcher === 'local-processes' && options.hosts === null) {
-    return afterJob(await runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv }), options, ctx);
-  }
-  if (record.launcher === 'local-processes' && options.glooStore === null) {
+  const localProcesses = record.launcher === 'local-processes' && options.hosts === null;
+  if (record.launcher === 'local-processes' && options.hosts !== null && options.glooStore === null) {
     // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
     throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
   }
-  return afterJob(await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, program: ctx.program, args, env }), childEnv), options, ctx);
-}
-
-/** The job is over: a rank killed while it replaced an output (SIGKILL between write and rename) leaves a temporary
- *  file beside it that nothing else will remove (the outputs themselves stay valid: the old or the new document). */
-function afterJob(code: number, options: ResolvedOptions, ctx: LaunchContext): number {
-  for (const { path } of [...outputSpecs(options), ...(ctx.outputs ?? [])]) removeOrphanedTemps(path);
+  const tooFew = options.hosts === null ? null : slotsRefusal(options.np!, options.hosts, env);
+  if (tooFew !== null) throw new UsageError(tooFew, '--np');
+  // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
+  const outputs = outputSpecs(options);
+  checkOutputPaths(outputs, { force: options.force });
+  const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed) };
+  const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
+  const np = options.np!;
+  const code = localProcesses
+    ? await runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv })
+    : await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, program: ctx.program, args, env }), childEnv);
+  // The job is over: a rank killed while it replaced an output (SIGKILL between write and rename) leaves a temporary
+  // file beside it that nothing else will remove (the outputs themselves stay valid: the old or the new document).
+  for (const { path } of [...outputs, ...(ctx.outputs ?? [])]) removeOrphanedTemps(path);
   return code;
 }
