@@ -7,11 +7,10 @@ import { hostname } from 'node:os';
 import { runCommand } from '../commands/run.js';
 import { PlanError } from '../collectives/alltoallv-plan.js';
 import { collectiveFromProgram, programBase } from '../config/parse.js';
-import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
+import { EnvironmentError, EXIT, UsageError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { launchedRankLabel } from '../launch/environment.js';
 import { isNativeError } from '../native/binding.js';
-import { OutputError } from '../report/outputs.js';
 
 /** One line to a file descriptor; a reader that went away (`| head`) ends the process quietly with 141, as
  *  SIGPIPE ends a C program (nccl-tests), instead of an "internal error" stack trace. */
@@ -46,16 +45,7 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   // what this installation can run here
   info: async (args, _script, io) => (await import('../commands/info.js')).infoCommand(args, io),
   // names the slow host or link: whole job, per-host groups, pairwise rounds, re-tests (child jobs under mpirun)
-  locate: async (args, script, io) => {
-    const locate = await import('../commands/locate.js');
-    try {
-      return await locate.locateCommand(args, script, io);
-    } catch (e) {
-      if (!(e instanceof locate.UnreachableHostError)) throw e;
-      io.err(`collbench: ${e.message}`);
-      return EXIT.ENVIRONMENT;
-    }
-  },
+  locate: async (args, script, io) => (await import('../commands/locate.js')).locateCommand(args, script, io),
   // the self-contained tarball for nodes without Node.js
   bundle: async (args, _script, io) => (await import('../commands/bundle.js')).bundleCommand(args, io),
 };
@@ -88,7 +78,7 @@ export function reportFailure(e: unknown, program: string, io: IO, env: NodeJS.P
     io.err(`${program}: ${e.message}`);
     return EXIT.USAGE;
   }
-  if (e instanceof BackendUnavailableError || e instanceof OutputError) {
+  if (e instanceof EnvironmentError) {
     io.err(`${who}: ${e.message}`);
     return EXIT.ENVIRONMENT;
   }

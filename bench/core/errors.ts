@@ -55,5 +55,9 @@ export class UsageError extends Error {
   }
 }
 
+/** Something this machine or cluster lacks or refuses (a library, a device, a writable file, a reachable host):
+ *  the message names it; exit 5. */
+export class EnvironmentError extends Error {}
+
 /** No backend (or not the one asked for) can run here: not built, its library missing, no device. Exit 5. */
-export class BackendUnavailableError extends Error {}
+export class BackendUnavailableError extends EnvironmentError {}

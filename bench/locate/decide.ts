@@ -11,6 +11,7 @@
 // core/stats.ts (shared with compare).
 import { median, quantile } from 'simple-statistics';
 import { mannWhitneyP } from '../core/stats.js';
+import type { ReportDocument } from '../report/schema.js';
 
 /**
  * A group's busbw level: the 90th percentile of its per-iteration busbw. What a link can carry shows in its best
@@ -237,6 +238,20 @@ export function degradedHosts(hosts: readonly string[], pairs: readonly GroupRes
     const pValue = mannWhitneyLess(mine.flatMap((p) => p.repeatRatios), others.flatMap((p) => p.repeatRatios));
     const corrected = Math.min(1, pValue * tested.length);
     if (corrected < rule.alpha) out.push({ host: h, pValue, corrected, ratio, mine, others });
+  }
+  return out;
+}
+
+/** Per size, every per-iteration busbw (GB/s) of both halves: the row's busbw scaled by its mean time / the sample. */
+export function samplesOf(doc: ReportDocument): Map<number, number[]> {
+  const out = new Map<number, number[]>();
+  for (const row of doc.rows) {
+    for (const half of [row.outOfPlace, row.inPlace]) {
+      if (!half.perIter || half.busBwGBps === null || half.timeUs === null) continue;
+      const list = out.get(row.sizeBytes) ?? [];
+      for (const s of half.perIter.samplesUs) if (s > 0) list.push((half.busBwGBps * half.timeUs) / s);
+      out.set(row.sizeBytes, list);
+    }
   }
   return out;
 }

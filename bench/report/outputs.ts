@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { UsageError } from '../core/errors.js';
+import { EnvironmentError, UsageError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { writeFileAtomic } from './atomic-write.js';
@@ -21,7 +21,7 @@ import { progressReporter, progressWanted, type ProgressStream } from './reporte
 import type { ReportDocument } from './schema.js';
 
 /** A report file could not be written during the run (disk full, directory removed): exit 5. */
-export class OutputError extends Error {
+export class OutputError extends EnvironmentError {
   constructor(message: string) {
     super(message);
     this.name = 'OutputError';
