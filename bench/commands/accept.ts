@@ -1,32 +1,29 @@
 // `collbench accept --profile FILE [--baseline B.json] [--save-baseline OUT.json] [-J verdict.json] [--junit v.xml]
-// [--np N --hosts … --backend …]`: cluster acceptance in one command. Runs every check of the profile (one benchmark
-// run per attempt, each a child process writing its own JSON report with per-iteration samples, as compare does),
-// judges the thresholds (bench/accept/evaluate.ts), compares with a saved baseline size by size (bench/accept/stats.ts)
-// and prints a verdict table; exit 0 pass, 7 a check failed, the run's own code when a run could not finish.
+// [--np N --hosts … --backend …]`: cluster acceptance in one command. The options, then the engine runs every check
+// of the profile (engine/accept-checks.ts: child runs with per-iteration samples), the rows are judged
+// (bench/accept/rows.ts) and the verdict written; exit 0 pass, 7 a check failed, the run's own code when a run could
+// not finish.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { baselineCheck, loadBaseline, matchBaseline, matchWorld, BASELINE_KIND, BASELINE_SCHEMA_VERSION,
-  type BaselineCheck, type BaselineDocument, type LoadedBaseline } from '../accept/baseline.js';
-import { decided, judge, lateEvidence, samplesBySize, type ThresholdResult } from '../accept/evaluate.js';
-import { loadProfile, type Profile, type ProfileCheck } from '../accept/profile.js';
-import { bonferroniLevel, classifyRatio, medianRatioInterval, seedOf } from '../accept/stats.js';
+import { baselineCheck, loadBaseline, matchBaseline, BASELINE_KIND, BASELINE_SCHEMA_VERSION,
+  type BaselineDocument } from '../accept/baseline.js';
+import { judge, samplesBySize } from '../accept/evaluate.js';
+import { loadProfile, type Profile } from '../accept/profile.js';
+import { checkRows, type CheckRuns } from '../accept/rows.js';
+import { bonferroniLevel } from '../accept/stats.js';
 import {
   ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
-  type AcceptDocument, type BaselineSize, type CheckRow, type Verdict,
+  type AcceptDocument, type Verdict,
 } from '../accept/verdict.js';
 import { tokenize, type OptionSpec } from '../config/parse.js';
-import { formatSize } from '../config/sizes.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS } from '../core/flags.js';
-import { median } from 'simple-statistics';
+import { AcceptChecks } from '../engine/accept-checks.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
-import type { ReportDocument } from '../report/schema.js';
-import { failureLine, type ChildOutcome } from '../launch/child-job.js';
-import { ChildRuns } from '../engine/child-runs.js';
 
 /**
  * Default --tolerance: a size regresses only when its median time is more than 1 + this times the baseline's (and
@@ -121,137 +118,6 @@ export function parseAcceptArgs(args: string[]): AcceptOptions | 'help' {
 }
 
 
-/** What the runs of one check gave. */
-interface CheckRuns {
-  check: ProfileCheck;
-  docs: ReportDocument[];
-  results: ThresholdResult[];
-  error: { line: string; exitCode: number } | null;
-}
-
-/** The exit status a failed run stands for: its own (3, 4, 5, 1, 2), a time-out 4, anything else 3. */
-function runExitCode(o: ChildOutcome): number {
-  if (o.timedOut) return EXIT.TIMEOUT;
-  if (o.interrupted) return 130;
-  const known: number[] = [EXIT.INTERNAL, EXIT.USAGE, EXIT.BACKEND, EXIT.TIMEOUT, EXIT.ENVIRONMENT];
-  return o.exitCode !== null && known.includes(o.exitCode) ? o.exitCode : EXIT.BACKEND;
-}
-
-class AcceptSession {
-  interrupted = false;
-  /** 130 (SIGINT) or 143 (SIGTERM), as a shell reports an interrupted command. */
-  signalExit = 130;
-  private readonly children: ChildRuns;
-  world: { nranks: number; backend: string; host: string } | null = null;
-
-  constructor(private readonly opts: AcceptOptions, dir: string, scriptPath: string,
-    private readonly io: IO, private readonly baseline: LoadedBaseline | null) {
-    this.children = new ChildRuns(scriptPath, dir);
-  }
-
-  readonly onSignal = (signal: NodeJS.Signals): void => {
-    if (!this.interrupted) this.signalExit = signal === 'SIGTERM' ? 143 : 130;
-    this.interrupted = true;
-    this.children.stopAll();
-  };
-
-  progress(line: string): void { if (!this.opts.quiet) this.io.err(`accept: ${line}`); }
-
-  /** A check's run: its words after the script. */
-  childWords(c: ProfileCheck, report: string): string[] {
-    return [c.collective,
-      '-b', String(c.minBytes), '-e', String(c.maxBytes), '-f', String(c.stepFactor),
-      '-n', String(c.iters), '-w', String(c.warmupIters), '-d', c.dtype, '-o', c.op,
-      '-c', c.wrong ? '1' : '0', '-I', '1', '-J', report, '--quiet', ...this.opts.launch];
-  }
-
-  async runCheck(c: ProfileCheck, label: string): Promise<CheckRuns> {
-    const docs: ReportDocument[] = [];
-    let results: ThresholdResult[] = judge(c, docs);
-    for (let attempt = 1; attempt <= c.attempts.of && !this.interrupted; attempt++) {
-      const { outcome, report } = await this.children.run(`check${c.index}-run${attempt}`, (path) => this.childWords(c, path),
-        { timeoutSec: this.opts.timeoutSec });
-      const doc = report.doc?.status === 'complete' ? report.doc : null;
-      const finished = outcome.exitCode === 0 || outcome.exitCode === EXIT.WRONG_RESULTS;
-      if (!doc || !finished) {
-        // a run that ended well but left no complete, valid report is collbench's own fault (exit 1)
-        const error = finished
-          ? { line: 'the run exited without a complete, schema-valid report', exitCode: EXIT.INTERNAL }
-          : { line: failureLine(outcome, this.opts.timeoutSec), exitCode: runExitCode(outcome) };
-        this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: error (${error.line})`);
-        return { check: c, docs, results, error };
-      }
-      if (doc.rows.length !== c.sizes.length) {
-        const why = doc.summary?.skipped ?? `the run measured ${doc.rows.length} of the check's ${c.sizes.length} sizes`;
-        this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: error (${why})`);
-        return { check: c, docs, results, error: { line: why, exitCode: EXIT.USAGE } };
-      }
-      this.noteWorld(doc);
-      docs.push(doc);
-      results = judge(c, docs);
-      const failed = results.filter((r) => !r.attempts[attempt - 1]!.holds).map((r) => r.name);
-      this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: ${failed.length ? `missed ${failed.join(', ')}` : 'thresholds held'}` +
-        ` (${outcome.durationSec.toFixed(1)} s)`);
-      if (decided(c, results, docs.length)) break;
-    }
-    return { check: c, docs, results, error: null };
-  }
-
-  /** The first report fixes the world; with a baseline it must be the baseline's (else exit 2, nothing written). */
-  private noteWorld(doc: ReportDocument): void {
-    if (this.world) return;
-    this.world = { nranks: doc.world.nranks, backend: doc.world.backend, host: doc.ranks[0]?.host ?? doc.provenance.host.hostname };
-    if (this.baseline) matchWorld(this.baseline, this.world);
-  }
-}
-
-/** Per size: this run's samples against the baseline's, the interval at the Bonferroni level of the whole verdict. */
-function compareSizes(runs: CheckRuns, base: BaselineCheck, level: number, tolerance: number): BaselineSize[] {
-  const now = samplesBySize(runs.check, runs.docs);
-  return base.sizes.map((b) => {
-    const cur = now.get(b.sizeBytes) ?? [];
-    if (cur.length === 0) {
-      return { sizeBytes: b.sizeBytes, baselineMedianUs: median(b.samplesUs), medianUs: NaN, ratio: NaN, low: NaN, high: NaN, change: 'unchanged' };
-    }
-    const r = medianRatioInterval(cur, b.samplesUs, level, seedOf(`${runs.check.id} ${b.sizeBytes}`));
-    return {
-      sizeBytes: b.sizeBytes, baselineMedianUs: median(b.samplesUs), medianUs: median(cur),
-      ratio: r.ratio, low: r.low, high: r.high, change: classifyRatio(r, tolerance),
-    };
-  });
-}
-
-function checkRows(runs: CheckRuns, baseline: { check: BaselineCheck; level: number; tolerance: number } | null): CheckRow[] {
-  const c = runs.check;
-  const late = lateEvidence(runs.docs);
-  const common = {
-    id: c.id, collective: c.collective, minBytes: c.minBytes, maxBytes: c.maxBytes, placement: c.placement, late,
-  };
-  const attempts = (passed: number) => ({ pass: c.attempts.pass, of: c.attempts.of, run: runs.docs.length, passed });
-  const rows: CheckRow[] = runs.results.map((r) => ({
-    ...common, check: r.name, status: runs.error ? 'fail' : r.status, measured: runs.docs.length ? r.measured : null,
-    unit: r.unit, sizeBytes: r.sizeBytes, threshold: r.threshold, attempts: attempts(r.passed),
-  }));
-  if (baseline && !runs.error) {
-    const sizes = compareSizes(runs, baseline.check, baseline.level, baseline.tolerance);
-    const worst = sizes.filter((s) => Number.isFinite(s.ratio)).reduce<BaselineSize | null>((w, s) => (!w || s.ratio > w.ratio ? s : w), null);
-    const regressed = sizes.some((s) => s.change === 'regression');
-    rows.push({
-      ...common, check: 'baseline', status: regressed ? 'fail' : 'pass', measured: worst?.ratio ?? null, unit: 'x',
-      sizeBytes: worst?.sizeBytes ?? null,
-      threshold: worst ? `x${(1 + baseline.tolerance).toFixed(2)} max; [${worst.low.toFixed(2)}, ${worst.high.toFixed(2)}] @${formatSize(worst.sizeBytes)}` : 'n/a',
-      attempts: attempts(runs.docs.length), baseline: { tolerance: baseline.tolerance, level: baseline.level, sizes },
-    });
-  }
-  if (runs.error) {
-    const row: CheckRow = rows[0] ?? { ...common, check: 'run', status: 'fail', measured: null, unit: '', sizeBytes: null,
-      threshold: 'the run completes', attempts: attempts(0) };
-    row.error = runs.error.line;
-    if (rows.length === 0) rows.push(row);
-  }
-  return rows;
-}
-
 export async function acceptCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const opts = parseAcceptArgs(argv);
   if (opts === 'help') { io.out(ACCEPT_USAGE); return EXIT.OK; }
@@ -270,7 +136,7 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: IO):
   }
   const startTime = new Date();
   const dir = mkdtempSync(join(tmpdir(), 'collbench-accept-'));
-  const session = new AcceptSession(opts, dir, scriptPath, io, baseline);
+  const session = new AcceptChecks(opts, dir, scriptPath, io, baseline);
   process.on('SIGINT', session.onSignal);
   process.on('SIGTERM', session.onSignal);
   try {
