@@ -2,7 +2,7 @@
 // runs the program once per combination of settings (the cartesian product plus the default) and per
 // run, each in its own child process writing its own JSON report (-J), interleaved run by run, and
 // renders the verdict per size (bench/compare/). Replaces rerunning all_reduce_perf under NCCL_ALGO=… by hand.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { selectBackend } from '../backends/registry.js';
@@ -13,15 +13,14 @@ import type { BackendName } from '../core/types.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
-import { analyze, classifyRun, type RunResult } from '../compare/analyze.js';
-import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument, type NcclProbe } from '../compare/document.js';
-import { NCCL_FUNC_OF, parseNcclTuningLog, type NcclTuningEvent } from '../compare/nccl-log.js';
-import { checkCombination, childWords, parseProgram, type ProgramSpec } from '../compare/program.js';
+import { analyze } from '../compare/analyze.js';
+import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../compare/document.js';
+import { checkCombination, parseProgram, type ProgramSpec } from '../compare/program.js';
 import {
-  renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText, shorten,
+  renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText,
 } from '../compare/render.js';
-import { ChildRuns } from '../engine/child-runs.js';
-import { childEnv, combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
+import { CompareRuns } from '../engine/compare-runs.js';
+import { combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
 import { renderTunerCsv, TUNER_COLLECTIVE } from '../compare/tuner-csv.js';
 
 export const COMPARE_USAGE = `USAGE: collbench compare SETTINGS… [options] -- <program> <args…>
@@ -138,10 +137,6 @@ export function predictBackend(p: ProgramSpec): BackendName | null {
   }
 }
 
-const NCCL_PROBE_ENV = { NCCL_DEBUG: 'INFO', NCCL_DEBUG_SUBSYS: 'TUNING' };
-
-
-
 /** Everything decided before the first child starts; bad input throws here, with nothing run. */
 interface ComparePlan {
   argv: string[];
@@ -184,100 +179,34 @@ function reportsDirectory(opts: CompareOptions): { dir: string; keep: boolean } 
   }
 }
 
-/** The state of one comparison while its children run, and the steps that use it. */
-class CompareSession {
-  readonly results: Map<string, RunResult[]>;
-  readonly startTime = new Date();
-  probe: NcclProbe | null = null;
-  probeEvents: NcclTuningEvent[] | null = null;
-  interrupted = false;
-  private readonly children: ChildRuns;
+/** The comparison's document as it stands: every run so far analysed, the verdict per size. */
+function buildDoc(plan: ComparePlan, runs: CompareRuns, startTime: Date, status: CompareDocument['status']): CompareDocument {
+  const { opts, combos, program, argv } = plan;
+  const a = analyze(combos, runs.results, {
+    placement: opts.placement, timeoutSec: opts.timeoutSec, collective: program.collective, probeEvents: runs.probeEvents,
+  });
+  return {
+    kind: COMPARE_KIND, schemaVersion: COMPARE_SCHEMA_VERSION, status,
+    startTime: isoLocal(startTime), endTime: status === 'incomplete' ? null : isoLocal(new Date()),
+    argv: ['collbench', 'compare', ...argv], program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
+    axes: opts.axes.map((x) => ({ kind: x.kind, name: x.name, values: [...x.values] })),
+    runsPerCombination: opts.runs, placement: opts.placement, timeoutSec: opts.timeoutSec,
+    backend: a.backend, nranks: a.nranks, nodes: a.nodes, judgedOn: a.judgedOn, combinations: a.combinations, cases: a.cases,
+    probe: runs.probe, winners: a.winners,
+    // the NCCL probe is a checked default run too: wrong results there are wrong results
+    exitCode: runs.interrupted ? 130 : a.exitCode === EXIT.OK && runs.probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
+  };
+}
 
-  constructor(private readonly plan: ComparePlan, private readonly dir: string, private readonly keep: boolean,
-    scriptPath: string, private readonly io: IO) {
-    this.results = new Map(plan.combos.map((c) => [c.id, []]));
-    this.children = new ChildRuns(scriptPath, dir);
-  }
-
-  readonly onSignal = (): void => { this.interrupted = true; this.children.stopAll(); };
-
-  progress(line: string): void { if (!this.plan.opts.quiet) this.io.err(`compare: ${line}`); }
-
-  buildDoc(status: CompareDocument['status']): CompareDocument {
-    const { opts, combos, program, argv } = this.plan;
-    const a = analyze(combos, this.results, {
-      placement: opts.placement, timeoutSec: opts.timeoutSec, collective: program.collective, probeEvents: this.probeEvents,
-    });
-    return {
-      kind: COMPARE_KIND, schemaVersion: COMPARE_SCHEMA_VERSION, status,
-      startTime: isoLocal(this.startTime), endTime: status === 'incomplete' ? null : isoLocal(new Date()),
-      argv: ['collbench', 'compare', ...argv], program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
-      axes: opts.axes.map((x) => ({ kind: x.kind, name: x.name, values: [...x.values] })),
-      runsPerCombination: opts.runs, placement: opts.placement, timeoutSec: opts.timeoutSec,
-      backend: a.backend, nranks: a.nranks, nodes: a.nodes, judgedOn: a.judgedOn, combinations: a.combinations, cases: a.cases,
-      probe: this.probe, winners: a.winners,
-      // the NCCL probe is a checked default run too: wrong results there are wrong results
-      exitCode: this.interrupted ? 130 : a.exitCode === EXIT.OK && this.probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
-    };
-  }
-
-  async writeFiles(doc: CompareDocument, final: boolean): Promise<void> {
-    for (const o of this.plan.opts.outputs) {
-      if (o.path === '-') continue;
-      if (!final && o.flag === '--html') continue; // charts cost a moment; the page is written at the end
-      try {
-        writeFileAtomic(o.path, await o.render(doc));
-      } catch (e) {
-        throw new OutputError(`${o.flag}: cannot write ${o.path}: ${(e as Error).message}`);
-      }
-    }
-  }
-
-  async runOne(c: Combination, run: number, tag: string, extraEnv: Record<string, string> = {}): Promise<RunResult> {
-    const r = await this.children.run(tag, (report) => childWords(this.plan.program, c, report),
-      { timeoutSec: this.plan.opts.timeoutSec, env: (base) => childEnv(base, c, extraEnv) });
-    return { run, outcome: r.outcome, doc: r.report.doc, docError: r.report.error, reportPath: r.reportPath };
-  }
-
-  /** NCCL: one extra default run logging NCCL's per-call choice (its timings are not used: logging costs time). */
-  async runNcclProbe(): Promise<void> {
-    const base = this.plan.combos.find((c) => c.baseline)!;
-    const env = { ...NCCL_PROBE_ENV, NCCL_DEBUG_FILE: join(this.dir, 'nccl-tuning.%h.%p.log') };
-    this.progress(`NCCL probe: default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING`);
-    const r = await this.runOne(base, 0, 'probe-C0', env);
-    const { status, error } = classifyRun(r, this.plan.opts.timeoutSec);
-    const files = readdirSync(this.dir).filter((f) => /^nccl-tuning\..*\.log$/.test(f)).map((f) => join(this.dir, f));
-    const text = [...files.map((f) => readFileSync(f, 'utf8')), r.outcome?.stdoutTail ?? ''].join('\n');
-    this.probeEvents = parseNcclTuningLog(text);
-    this.probe = { ran: true, env, status, error, events: this.probeEvents.length, files: this.keep ? files : [] };
-    if (this.probeEvents.length === 0 && NCCL_FUNC_OF[this.plan.program.collective] !== undefined) {
-      this.progress(`NCCL probe: no per-call tuning lines found (${shorten(error ?? 'this NCCL does not log them')})`);
-    }
-  }
-
-  /** Every combination, run by run, interleaved; a combination that failed once is skipped after. */
-  async runCombinations(): Promise<void> {
-    const { combos, opts } = this.plan;
-    const total = combos.length * opts.runs;
-    let n = 0;
-    for (let run = 1; run <= opts.runs && !this.interrupted; run++) {
-      const order = run % 2 === 1 ? combos : [...combos].reverse(); // ABBA: linear drift cancels over pairs
-      for (const c of order) {
-        if (this.interrupted) break;
-        n++;
-        const prior = this.results.get(c.id)!;
-        if (prior.some((r) => r.skipped || ['failed', 'rejected', 'timeout'].includes(classifyRun(r, opts.timeoutSec).status))) {
-          prior.push({ run, outcome: null, skipped: true, doc: null, docError: null, reportPath: null });
-          this.progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: skipped (failed before)`);
-          continue;
-        }
-        const r = await this.runOne(c, run, `${c.id}-run${run}`);
-        prior.push(r);
-        const { status, error } = classifyRun(r, opts.timeoutSec);
-        this.progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: ${status}` +
-          `${error ? ` (${shorten(error)})` : ''} ${r.outcome ? `${r.outcome.durationSec.toFixed(1)} s` : ''}`.trimEnd());
-        await this.writeFiles(this.buildDoc('incomplete'), false);
-      }
+/** The output files (not stdout, which gets the final document once); `final`: the HTML page too. */
+async function writeFiles(plan: ComparePlan, doc: CompareDocument, final: boolean): Promise<void> {
+  for (const o of plan.opts.outputs) {
+    if (o.path === '-') continue;
+    if (!final && o.flag === '--html') continue; // charts cost a moment; the page is written at the end
+    try {
+      writeFileAtomic(o.path, await o.render(doc));
+    } catch (e) {
+      throw new OutputError(`${o.flag}: cannot write ${o.path}: ${(e as Error).message}`);
     }
   }
 }
@@ -286,14 +215,17 @@ export async function compareCommand(argv: string[], scriptPath: string, io: IO)
   const plan = planCompare(argv);
   if (plan === 'help') { io.out(COMPARE_USAGE); return EXIT.OK; }
   const { dir, keep } = reportsDirectory(plan.opts);
-  const session = new CompareSession(plan, dir, keep, scriptPath, io);
+  const startTime = new Date();
+  const session = new CompareRuns({ combos: plan.combos, program: plan.program, runs: plan.opts.runs, timeoutSec: plan.opts.timeoutSec,
+    quiet: plan.opts.quiet }, dir, keep, scriptPath, io);
   process.on('SIGINT', session.onSignal);
   process.on('SIGTERM', session.onSignal);
   try {
     if (plan.backend === 'nccl' && !session.interrupted) await session.runNcclProbe();
-    await session.runCombinations();
-    const doc = session.buildDoc(session.interrupted ? 'interrupted' : 'complete');
-    await session.writeFiles(doc, true);
+    // the files are rewritten after every run, so an interrupted comparison leaves what it measured
+    await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, startTime, 'incomplete'), false));
+    const doc = buildDoc(plan, session, startTime, session.interrupted ? 'interrupted' : 'complete');
+    await writeFiles(plan, doc, true);
     const toStdout = plan.opts.outputs.some((o) => o.path === '-');
     for (const line of renderText(doc)) (toStdout ? io.err : io.out)(line);
     for (const o of plan.opts.outputs) if (o.path === '-') io.out((await o.render(doc)).replace(/\n$/, ''));
