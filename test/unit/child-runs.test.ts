@@ -1,0 +1,66 @@
+// engine/child-runs.ts with real child processes: a stand-in script in place of collbench writes (or does not write)
+// the report named after -J, and the class reads it back as compare, locate and accept would; stopAll() ends a child
+// that would otherwise run for a minute.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ChildRuns, readReport } from '../../bench/engine/child-runs.js';
+import { ARGV_ENV } from '../../bench/report/provenance.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'collbench-child-runs-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A stand-in for collbench: `-J FILE` gets `content` (unless null); `--sleep S` waits first; prints its env's ARGV. */
+const script = join(dir, 'stand-in.mjs');
+writeFileSync(script, `
+import { writeFileSync } from 'node:fs';
+const a = process.argv.slice(2);
+const at = (f) => a.indexOf(f) >= 0 ? a[a.indexOf(f) + 1] : null;
+if (at('--sleep')) await new Promise((r) => setTimeout(r, Number(at('--sleep')) * 1000));
+if (at('--content') !== 'none') writeFileSync(at('-J'), at('--content'));
+process.stdout.write(String(process.env.${ARGV_ENV} ?? 'unset'));
+process.exit(Number(at('--exit') ?? 0));
+`);
+
+describe('child runs', () => {
+  const runs = new ChildRuns(script, dir);
+
+  it('runs the script with the words and a report path of its own, without the parent\'s typed command line', async () => {
+    process.env[ARGV_ENV] = '["parent"]';
+    try {
+      const r = await runs.run('case one/a', (report) => ['--content', '{}', '--exit', '7', '-J', report], { timeoutSec: 30 });
+      assert.equal(r.outcome.exitCode, 7);
+      assert.equal(r.outcome.stdoutTail, 'unset');
+      assert.equal(r.reportPath, join(dir, 'case_one_a.json'));
+      assert.equal(r.report.doc, null);
+      assert.match(r.report.error!, /^report does not match the schema: /);
+    } finally {
+      delete process.env[ARGV_ENV];
+    }
+  });
+
+  it('says when no report was written, and when it is not JSON', async () => {
+    const none = await runs.run('none', (report) => ['--content', 'none', '-J', report], { timeoutSec: 30 });
+    assert.equal(none.report.error, 'the run wrote no report');
+    const bad = await runs.run('bad', (report) => ['--content', '{"rows": [', '-J', report], { timeoutSec: 30 });
+    assert.match(bad.report.error!, /^unreadable report: /);
+    assert.deepEqual(readReport(join(dir, 'absent.json')), { doc: null, error: 'the run wrote no report' });
+  });
+
+  it('stops every running child at once', async () => {
+    const t0 = Date.now();
+    let started = 0;
+    const both = [1, 2].map((i) => runs.run(`slow${i}`, (report) => ['--sleep', '60', '-J', report], {
+      timeoutSec: 120, graceMs: 1000,
+      started: () => { if (++started === 2) setTimeout(() => runs.stopAll(), 300); },
+    }));
+    const done = await Promise.all(both);
+    assert.ok(Date.now() - t0 < 20_000, `stopped after ${Date.now() - t0} ms`);
+    for (const r of done) {
+      assert.equal(r.outcome.interrupted, true);
+      assert.equal(r.report.error, 'the run wrote no report');
+    }
+  });
+});
