@@ -1,8 +1,7 @@
-// The objects the TypeScript layer hands the timed loop (HalfSpec, Segment, PeerCounts in bench/core/types.ts;
-// SequenceOptions in bench/native/binding.ts) against the field tables every built module reads them with
-// (native/src/addon/spec_fields.cc specFields()): the same fields, the same required ones, compatible kinds. And the
-// reader's refusals: a missing, unknown or mistyped field, nested or not, is a CORE_BAD_SPEC error naming it.
-// Loads each module without init(): a spec that passes the reader meets CORE_NOT_INITIALIZED next.
+// The objects TypeScript hands the native layer (HalfSpec, Segment, PeerCounts, SequenceOptions, mpi init) against the
+// field tables every built module reads them with (native/src/addon/spec_fields.cc specFields()): same fields, same
+// required ones, compatible kinds; and a missing, unknown or mistyped field is CORE_BAD_SPEC naming it. Modules are
+// loaded without init(): a spec the reader accepts meets CORE_NOT_INITIALIZED next.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { COLL_ID, DTYPE_ID, OP_ID, type HalfSpec, type PeerCounts, type Segment } from '../../bench/core/types.js';
@@ -128,6 +127,15 @@ describe('native spec fields equal the TypeScript types', () => {
         refused(() => m.runSequence([half], { ...sequence, gapUs: [1, 'x'] } as unknown as SequenceOptions),
           /^runSequence options: field 'gapUs\[1\]' must be a finite number, not 'x'$/);
       });
+
+      if (name === 'mpi') {
+        it('init({initTimeoutSec}) refuses an unknown or mistyped field before MPI_Init', () => {
+          const m = load();
+          refused(() => m.init({ initTimeoutSec: '5' }), /^init: field 'initTimeoutSec' must be an int32, not '5'$/);
+          refused(() => m.init({ timeoutSec: 5 }), /^init: field 'timeoutSec' is not a field of this object$/);
+          refused(() => m.init({}), /^init: field 'initTimeoutSec' is missing \(int32\)$/);
+        });
+      }
     });
   }
 });
