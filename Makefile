@@ -10,8 +10,6 @@ APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server pyt
 # that share machine-wide resources or race a clock), then one summary; `make test-unit` is the in-process part.
 TEST_JOBS ?= 2
 export TEST_JOBS
-PROGRAMS := all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
-            alltoall_perf alltoallv_perf gather_perf scatter_perf sendrecv_perf hypercube_perf
 # The default benchmark: all_reduce, 8 B to 64 MiB, one rank per core, on the best backend built.
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
@@ -48,10 +46,12 @@ native: deps
 ts: node-deps
 	npx tsc -p tsconfig.json
 
-# ./bin holds the nccl-tests names, so `export PATH=$$PWD/bin:$$PATH; all_reduce_perf …` works.
+# ./bin holds the nccl-tests names, so `export PATH=$$PWD/bin:$$PATH; all_reduce_perf …` works. The names come
+# from the collective list just compiled (bench/core/types.ts PROGRAMS), so a new collective gets its link here.
 links: ts
 	@mkdir -p bin
-	@for p in collbench $(PROGRAMS); do ln -sf ../dist/bin/collbench.js bin/$$p; done
+	@programs=$$(node --input-type=module -e "console.log((await import('./dist/core/types.js')).PROGRAMS.join(' '))") && \
+	  for p in collbench $$programs; do ln -sf ../dist/bin/collbench.js bin/$$p; done
 	@chmod +x dist/bin/collbench.js
 
 build: native ts links

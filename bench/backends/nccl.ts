@@ -9,7 +9,7 @@ import { DTYPES, OPS, type DTypeName, type OpName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
-import { COMBINE, isNativeError, type BackendInfo, type NativeBackend } from '../native/binding.js';
+import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type SpecField } from '../native/binding.js';
 import { moduleBuilt, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
 import { watchdogFloorSec } from '../core/watchdog-floor.js';
@@ -78,6 +78,8 @@ export interface NcclNative extends NativeBackend {
   devices(): CudaDevicesInfo;
   uniqueId(o: { lib?: string }): number[];
   init(config: NcclInitConfig): Promise<NcclInfo>;
+  /** The fields init() reads and which it requires (native/src/addon/addon_nccl.cc; test/native/nccl-module.test.ts). */
+  initFields(): Record<keyof NcclInitConfig, SpecField>;
   memoryUsage(): MemoryUsage;
 }
 

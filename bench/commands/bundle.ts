@@ -12,13 +12,13 @@ import { basename, dirname, join, resolve, sep } from 'node:path';
 import { tokenize } from '../config/parse.js';
 import type { IO } from '../core/io.js';
 import { UsageError } from '../core/errors.js';
+import { PROGRAMS } from '../core/types.js';
 import { BACKENDS } from '../backends/registry.js';
 import { nativeDir as builtModulesDir, packageRoot } from '../native/loader.js';
 import { VERSION } from '../version.js';
 
-/** The nccl-tests program names; each gets a launcher (and the Makefile's bin/ links). */
-export const PROGRAMS = ['all_reduce_perf', 'all_gather_perf', 'reduce_scatter_perf', 'broadcast_perf', 'reduce_perf',
-  'alltoall_perf', 'alltoallv_perf', 'gather_perf', 'scatter_perf', 'sendrecv_perf', 'hypercube_perf'] as const;
+/** The nccl-tests program names (from the collective list); each gets a launcher. */
+export { PROGRAMS };
 
 /** Written at the bundle's root; `collbench info` reads it to say it runs from a bundle and how it was built. */
 export const BUNDLE_MANIFEST = 'BUNDLE.json';

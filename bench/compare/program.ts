@@ -4,7 +4,7 @@
 // runs, and turned into the argument array of a child running this package's own binary (never a shell).
 import { basename } from 'node:path';
 import { UsageError } from '../core/errors.js';
-import { COLLECTIVES, type CollectiveName } from '../core/types.js';
+import { PROGRAMS, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
 import type { Combination } from './settings.js';
@@ -16,8 +16,6 @@ export interface ProgramSpec {
   args: string[];
   options: ResolvedOptions;
 }
-
-const PROGRAMS = COLLECTIVES.map((c) => `${c}_perf`);
 
 function unknown(word: string): UsageError {
   return new UsageError(`compare: unknown program '${word}' after --; give one of ${PROGRAMS.join(', ')}, or collbench <collective>`);

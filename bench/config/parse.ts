@@ -8,7 +8,7 @@
 // options).
 import { UsageError } from '../core/errors.js';
 import { ACTIONS, FLAGS, GROUPS, flagName, type FlagSpec, type OptionField, type ValueFlag } from '../core/flags.js';
-import { COLLECTIVES, type CollectiveName } from '../core/types.js';
+import { COLLECTIVES, PROGRAMS, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { asText, DEFAULTS, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
 import { formatSize } from './sizes.js';
@@ -137,7 +137,7 @@ export function collectiveFromProgram(program: string): CollectiveName | null {
   const m = PERF_RE.exec(programBase(program));
   if (!m) return null;
   if ((COLLECTIVES as readonly string[]).includes(m[1]!)) return parseCollective(m[1]!);
-  throw new UsageError(`unknown collective binary '${programBase(program)}'; valid: ${COLLECTIVES.map((c) => `${c}_perf`).join(', ')}`);
+  throw new UsageError(`unknown collective binary '${programBase(program)}'; valid: ${PROGRAMS.join(', ')}`);
 }
 
 function defaultText(spec: FlagSpec): string | null {

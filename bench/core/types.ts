@@ -28,10 +28,11 @@ export const COLLECTIVES = [
   'alltoallv', 'gather', 'scatter', 'sendrecv', 'hypercube',
 ] as const;
 export type CollectiveName = (typeof COLLECTIVES)[number];
-export const COLL_ID: Record<CollectiveName, number> = {
-  all_reduce: 0, all_gather: 1, reduce_scatter: 2, broadcast: 3, reduce: 4, alltoall: 5,
-  alltoallv: 6, gather: 7, scatter: 8, sendrecv: 9, hypercube: 10,
-};
+/** Native enum value (native/src/core/collectives.def) of each collective: its index in COLLECTIVES. */
+export const COLL_ID = Object.freeze(Object.fromEntries(COLLECTIVES.map((c, i) => [c, i]))) as Readonly<Record<CollectiveName, number>>;
+/** The nccl-tests binary of each collective, in COLLECTIVES' order: the Makefile's bin/ links, the bundle's
+ *  launchers and the usage lines all come from this list (each descriptor's `program` equals its entry). */
+export const PROGRAMS: readonly string[] = Object.freeze(COLLECTIVES.map((c) => `${c}_perf`));
 
 /** Communication libraries, in order of preference when none is asked for (bench/backends/registry.ts). */
 export const BACKEND_NAMES = ['nccl', 'mpi', 'gloo'] as const;

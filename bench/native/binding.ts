@@ -88,7 +88,15 @@ export interface NativeBackend {
     dtype: Record<string, number>; op: Record<string, number>; coll: Record<string, number>;
     segmentKind: Record<string, number>;
   };
+  /** The fields the native readers accept (native/src/addon/spec_fields.cc): per object, each field's kind and whether
+   *  it is required; anything else, missing or mistyped is refused (CORE_BAD_SPEC). test/native/spec-fields.test.ts
+   *  compares them with HalfSpec, Segment, PeerCounts (bench/core/types.ts) and SequenceOptions. */
+  specFields(): Record<'halfSpec' | 'segment' | 'peerCounts' | 'sequenceOptions', Record<string, SpecField>>;
 }
+
+/** One field of an object the native layer reads: its kind (int32, uint64, number, boolean, string, uint64[],
+ *  number[], object, object[]) and whether it must be given. */
+export interface SpecField { kind: string; required: boolean }
 
 /** A native failure as JS sees it: Status {backend, code, message, site} (status.h). */
 export interface NativeError extends Error {

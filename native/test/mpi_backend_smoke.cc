@@ -293,6 +293,25 @@ void runErrors(Ctx& c) {
     a.coll = Coll::HyperCube;
     expectCode(c, "hypercube on a non-power-of-two", c.b->enqueue(a), "CORE_BAD_SPEC");
   }
+  // In place with send and recv in different buffers: every collective refuses it with its layout rule's message
+  // (core/op_checks.cc checkInPlace, from collectives.def's in-place column; the Gloo backend calls the same check).
+  PeerCounts ones;
+  for (int k = 0; k < c.n; ++k) {
+    ones.sendCounts.push_back(1);
+    ones.sendDispls.push_back(static_cast<uint64_t>(k));
+    ones.recvCounts.push_back(1);
+    ones.recvDispls.push_back(static_cast<uint64_t>(k));
+  }
+  for (int ci = 0; ci < kCollCount; ++ci) {
+    const Coll coll = static_cast<Coll>(ci);
+    if (coll == Coll::HyperCube && (c.n & (c.n - 1)) != 0) continue;  // refused earlier, above
+    const OpArgs ip{coll, DType::Float32, RedOp::Sum, 0, s, r, 1, true, &ones};
+    const std::string what = std::string(kCollNames[ci].name) + " in place with send and recv apart";
+    const Status st = c.b->enqueue(ip);
+    expectCode(c, what.c_str(), st, "CORE_BAD_SPEC");
+    if (!st.ok && st.message().rfind(std::string(kCollNames[ci].name) + " in-place needs ", 0) != 0)
+      fail(c, what + ": message '" + st.message() + "'");
+  }
   expectCode(c, "zero past the end", c.b->zero(BufId::Recv, 60, 8), "CORE_BAD_SPEC");
   expectCode(c, "fill past the end",
              c.b->fill(DType::Float32, RedOp::Sum, 1, {seg(BufId::Send, SegKind::Copy, 10, 7, 0, 0)}),

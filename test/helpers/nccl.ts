@@ -34,6 +34,8 @@ export interface NcclModule {
   devices(): { count: number; cudaError: number; errorName: string; errorText: string; runtimeVersion: number; driverVersion: number };
   uniqueId(o: { lib?: string }): number[];
   init(config: object): Promise<unknown>;
+  /** The fields init() reads (native/src/addon/addon_nccl.cc kInitFields): kind and whether required. */
+  initFields(): Record<string, { kind: string; required: boolean }>;
   finalize(): void;
   memoryUsage(): unknown;
   allocate(a: number, b: number): void;

@@ -14,7 +14,9 @@ import type {
 import { parseTrafficMatrix } from '../../bench/collectives/alltoallv-plan.js';
 import { collectiveFromProgram } from '../../bench/config/parse.js';
 import { UsageError } from '../../bench/core/errors.js';
-import { COLLECTIVES, DTYPES, DTYPE_BYTES, OPS, type CollectiveName, type Segment } from '../../bench/core/types.js';
+import {
+  COLL_ID, COLLECTIVES, DTYPES, DTYPE_BYTES, OPS, PROGRAMS, type CollectiveName, type Segment,
+} from '../../bench/core/types.js';
 
 const RANK_COUNTS = [1, 2, 3, 8, 64];
 const SIZES = [0, 1, 7, 8, 15, 16, 17, 31, 100, 1000, 1024, 4095, 65536, 1_000_003, 2 ** 33 + 5];
@@ -88,6 +90,10 @@ describe('registry', () => {
     assert.equal(findCollective('allreduce'), null);
     assert.equal(findCollective('all_reduce_perf'), null);
     assert.ok(!isCollectiveName('toString'));
+  });
+  it('derives the program names (bin/ links, bundle launchers) and native ids from the same list', () => {
+    assert.deepEqual(PROGRAMS, ALL_COLLECTIVES.map((d) => d.program));
+    assert.deepEqual(COLLECTIVES.map((c) => COLL_ID[c]), COLLECTIVES.map((_, i) => i));
   });
 
   it('maps program names (paths, NAME_SUFFIX, script extensions) to collectives', () => {

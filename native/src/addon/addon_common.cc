@@ -13,108 +13,10 @@
 #include "../core/timed_loop.h"
 #include "executor.h"
 #include "loop_cpu.h"
-#include "loop_cpu.h"
+#include "spec_fields.h"
 
 namespace collbench::addon {
 namespace {
-
-uint64_t u64(const Napi::Object& o, const char* key, uint64_t fallback = 0) {
-  Napi::Value v = o.Get(key);
-  if (!v.IsNumber()) return fallback;
-  const double d = v.As<Napi::Number>().DoubleValue();
-  return d <= 0 ? 0 : static_cast<uint64_t>(d);
-}
-
-int i32(const Napi::Object& o, const char* key, int fallback = 0) {
-  Napi::Value v = o.Get(key);
-  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : fallback;
-}
-
-std::vector<uint64_t> u64Array(const Napi::Object& o, const char* key) {
-  std::vector<uint64_t> out;
-  Napi::Value v = o.Get(key);
-  if (!v.IsArray()) return out;
-  Napi::Array a = v.As<Napi::Array>();
-  out.reserve(a.Length());
-  for (uint32_t i = 0; i < a.Length(); ++i) {
-    const double d = a.Get(i).As<Napi::Number>().DoubleValue();
-    out.push_back(d <= 0 ? 0 : static_cast<uint64_t>(d));
-  }
-  return out;
-}
-
-SegKind segKind(const std::string& name) {
-  for (const EnumName& k : kSegKindNames)
-    if (name == k.name) return static_cast<SegKind>(k.value);
-  return SegKind::Zero;
-}
-
-std::vector<Segment> segments(const Napi::Object& o, const char* key) {
-  std::vector<Segment> out;
-  Napi::Value v = o.Get(key);
-  if (!v.IsArray()) return out;
-  Napi::Array a = v.As<Napi::Array>();
-  for (uint32_t i = 0; i < a.Length(); ++i) {
-    Napi::Object s = a.Get(i).As<Napi::Object>();
-    Segment seg;
-    seg.buf = s.Get("buf").As<Napi::String>().Utf8Value() == "send" ? BufId::Send : BufId::Recv;
-    seg.kind = segKind(s.Get("kind").As<Napi::String>().Utf8Value());
-    seg.offset = u64(s, "offset");
-    seg.count = u64(s, "count");
-    seg.indexBase = u64(s, "indexBase");
-    seg.stream = u64(s, "stream");
-    seg.rank = i32(s, "rank");
-    out.push_back(seg);
-  }
-  return out;
-}
-
-HalfSpec parseSpec(const Napi::Object& o) {
-  HalfSpec s;
-  s.coll = static_cast<Coll>(i32(o, "coll"));
-  s.dtype = static_cast<DType>(i32(o, "dtype"));
-  s.op = static_cast<RedOp>(i32(o, "op"));
-  s.root = i32(o, "root");
-  s.inPlace = o.Get("inPlace").ToBoolean().Value();
-  s.count = u64(o, "count");
-  s.sendOffset = u64(o, "sendOffset");
-  s.recvOffset = u64(o, "recvOffset");
-  s.rotateBytes = u64(o, "rotateBytes");
-  s.maxBytes = u64(o, "maxBytes");
-  Napi::Value peers = o.Get("peers");
-  if (peers.IsObject()) {
-    Napi::Object p = peers.As<Napi::Object>();
-    s.peers.sendCounts = u64Array(p, "sendCounts");
-    s.peers.sendDispls = u64Array(p, "sendDispls");
-    s.peers.recvCounts = u64Array(p, "recvCounts");
-    s.peers.recvDispls = u64Array(p, "recvDispls");
-  }
-  s.fill = segments(o, "fill");
-  s.expect = segments(o, "expect");
-  s.iters = i32(o, "iters", 20);
-  s.aggIters = i32(o, "aggIters", 1);
-  s.blocking = i32(o, "blocking");
-  s.perIter = o.Get("perIter").ToBoolean().Value();
-  s.checkRounds = i32(o, "checkRounds", 1);
-  s.checkSeed = u64(o, "checkSeed", 1);
-  s.average = static_cast<Combine>(i32(o, "average", 1));
-  s.unalignElems = u64(o, "unalignElems");
-  s.graphLaunches = i32(o, "graphLaunches");
-  s.arrivals = o.Get("arrivals").ToBoolean().Value();
-  return s;
-}
-
-// One spec, or an array of them (one per local rank of a process that drives several).
-std::vector<HalfSpec> parseSpecs(const Napi::Value& v) {
-  std::vector<HalfSpec> out;
-  if (v.IsArray()) {
-    Napi::Array a = v.As<Napi::Array>();
-    for (uint32_t i = 0; i < a.Length(); ++i) out.push_back(parseSpec(a.Get(i).As<Napi::Object>()));
-  } else {
-    out.push_back(parseSpec(v.As<Napi::Object>()));
-  }
-  return out;
-}
 
 Napi::Array numbers(Napi::Env env, const std::vector<double>& v, size_t from = 0, size_t n = SIZE_MAX) {
   if (n == SIZE_MAX) n = v.size() - from;
@@ -291,30 +193,26 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     return info.Env().Undefined();
   }));
   exports.Set("warmup", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    std::vector<HalfSpec> specs = readSpecs(info[0], "warmup");
+    if (!info[1].IsNumber()) throw Napi::TypeError::New(info.Env(), "warmup: expected the iteration count as a number");
     Backend& b = requireBackend(info.Env(), slot);
-    return queueHalf(info.Env(), &b, parseSpecs(info[0]), info[1].As<Napi::Number>().Int32Value());
+    return queueHalf(info.Env(), &b, std::move(specs), info[1].As<Napi::Number>().Int32Value());
   }));
   exports.Set("runHalf", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+    std::vector<HalfSpec> specs = readSpecs(info[0], "runHalf");
     Backend& b = requireBackend(info.Env(), slot);
-    return queueHalf(info.Env(), &b, parseSpecs(info[0]), -1);
+    return queueHalf(info.Env(), &b, std::move(specs), -1);
   }));
   // runSequence(ops, {iters, warmupIters, gapUs, check}): ops[k] is one spec or one per local rank (timed_loop.h
   // benchSequence); resolves {stepUs (rank 0), gapUs, wrong, ranksWithWrong, firstWrongOp, firstWrong?}.
   exports.Set("runSequence", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend* b = &requireBackend(info.Env(), slot);
+    if (!info[0].IsArray()) throw Napi::TypeError::New(info.Env(), "runSequence: expected an array of ops");
     Napi::Array list = info[0].As<Napi::Array>();
     auto specs = std::make_shared<std::vector<std::vector<HalfSpec>>>();
-    for (uint32_t k = 0; k < list.Length(); ++k) specs->push_back(parseSpecs(list.Get(k)));
-    const Napi::Object o = info[1].As<Napi::Object>();
-    SequenceSpec seq;
-    seq.iters = i32(o, "iters", 1);
-    seq.warmupIters = i32(o, "warmupIters", 1);
-    seq.check = o.Get("check").ToBoolean().Value();
-    Napi::Value gaps = o.Get("gapUs");
-    if (gaps.IsArray()) {
-      Napi::Array g = gaps.As<Napi::Array>();
-      for (uint32_t k = 0; k < g.Length(); ++k) seq.gapUs.push_back(g.Get(k).As<Napi::Number>().DoubleValue());
-    }
+    for (uint32_t k = 0; k < list.Length(); ++k)
+      specs->push_back(readSpecs(list.Get(k), ("runSequence op " + std::to_string(k)).c_str()));
+    const SequenceSpec seq = readSequenceOptions(info[1], "runSequence options");
+    Backend* b = &requireBackend(info.Env(), slot);
     auto result = std::make_shared<SequenceResult>();
     return queueTask(
         info.Env(),
@@ -457,6 +355,10 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
     o.Set("coll", enumObject(info.Env(), kCollNames));
     o.Set("segmentKind", enumObject(info.Env(), kSegKindNames));
     return o;
+  }));
+  // The field tables the spec readers use (spec_fields.h); test/native/spec-fields.test.ts compares them with TS.
+  exports.Set("specFields", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    return specFieldsObject(info.Env());
   }));
 }
 

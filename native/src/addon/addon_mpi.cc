@@ -7,10 +7,23 @@
 
 #include "../backends/mpi/mpi_backend.h"
 #include "addon_common.h"
+#include "field_reader.h"
 
 namespace {
 
 collbench::addon::BackendSlot gSlot;
+
+// bench/backends/mpi.ts's init({ initTimeoutSec }) (addon/field_reader.h: a missing, unknown or mistyped field is
+// CORE_BAD_SPEC naming it).
+struct InitConfig {
+  int timeoutSec = 0;
+};
+const collbench::addon::Field<InitConfig> kInitFields[] = {
+    {"initTimeoutSec", collbench::addon::Kind::Int32, true,
+     [](const Napi::Value& v, const collbench::addon::Where& w, InitConfig* c) {
+       c->timeoutSec = collbench::addon::asInt32(v, w);
+     }},
+};
 
 collbench::MpiBackend* mpi() { return static_cast<collbench::MpiBackend*>(gSlot.backend.get()); }
 
@@ -18,11 +31,10 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!gSlot.backend) {
     // init({ initTimeoutSec }): MPI_Init under the watchdog (bench/backends/mpi.ts passes -T or the default).
+    // Without an argument (the tests' singleton MPI), no watchdog; an argument is read through its field table.
     int initTimeoutSec = 0;
-    if (info.Length() > 0 && info[0].IsObject()) {
-      const Napi::Value v = info[0].As<Napi::Object>().Get("initTimeoutSec");
-      if (v.IsNumber()) initTimeoutSec = std::max(0, std::min(v.As<Napi::Number>().Int32Value(), 1 << 30));
-    }
+    if (info.Length() > 0 && !info[0].IsUndefined())
+      initTimeoutSec = std::max(0, std::min(collbench::addon::readObject(info[0], {"init", ""}, kInitFields).timeoutSec, 1 << 30));
     std::unique_ptr<collbench::MpiBackend> b;
     collbench::addon::throwIfError(env, collbench::MpiBackend::create(&b, initTimeoutSec));
     gSlot.backend = std::move(b);

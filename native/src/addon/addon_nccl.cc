@@ -14,6 +14,7 @@
 
 #include "../backends/nccl/nccl_backend.h"
 #include "addon_common.h"
+#include "field_reader.h"
 
 namespace {
 
@@ -36,10 +37,57 @@ std::string optString(const Napi::Value& v, const char* key) {
   return s.IsString() ? s.As<Napi::String>().Utf8Value() : "";
 }
 
-int optInt(const Napi::Object& o, const char* key, int fallback) {
-  Napi::Value v = o.Get(key);
-  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : fallback;
-}
+// bench/backends/nccl.ts NcclInitConfig, read through one table (addon/field_reader.h): every field but lib and
+// controlPlane is required; init({lib, uniqueId}) alone is refused naming the first missing field. initFields()
+// hands the table to test/native/nccl-module.test.ts, which compares it with the TypeScript type.
+struct InitConfig {
+  collbench::NcclOptions options;
+  int localRank = 0, localSize = 1;
+};
+using collbench::addon::Field;
+using collbench::addon::Kind;
+using collbench::addon::Where;
+using collbench::addon::asInt32;
+using IC = InitConfig;
+const Field<IC> kInitFields[] = {
+    {"lib", Kind::String, false,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.libPath = collbench::addon::asString(v, w); }},
+    {"procRank", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.procRank = asInt32(v, w); }},
+    {"nprocs", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nprocs = asInt32(v, w); }},
+    {"localRank", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->localRank = asInt32(v, w); }},
+    {"localSize", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->localSize = asInt32(v, w); }},
+    {"nThreads", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nThreads = asInt32(v, w); }},
+    {"nGpus", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nGpus = asInt32(v, w); }},
+    {"firstDevice", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.firstDevice = asInt32(v, w); }},
+    {"uniqueId", Kind::Uint64s, true,
+     [](const Napi::Value& v, const Where& w, IC* c) {
+       for (const uint64_t b : collbench::addon::asUint64s(v, w)) {
+         if (b > 255) collbench::addon::refuse(v, w, "must hold bytes (0 to 255), not " + std::to_string(b));
+         c->options.uniqueId.push_back(static_cast<char>(b));
+       }
+     }},
+    {"splitColor", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.splitColor = asInt32(v, w); }},
+    {"streamNull", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.streamNull = asInt32(v, w) != 0; }},
+    {"ctaPolicy", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.ctaPolicy = asInt32(v, w); }},
+    {"localRegister", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.localRegister = asInt32(v, w); }},
+    {"timeoutSec", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.timeoutSec = asInt32(v, w); }},
+    {"deviceImpl", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.deviceImpl = asInt32(v, w); }},
+    {"deviceCtaCount", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.deviceCtaCount = asInt32(v, w); }},
+    {"controlPlane", Kind::External, false,
+     [](const Napi::Value& v, const Where& w, IC* c) {
+       c->options.control = collbench::addon::borrowControlPlane(v);
+       if (c->options.control == nullptr)
+         collbench::addon::refuse(v, w, "must be another collbench module's controlPlane(), not " +
+                                            collbench::addon::shown(v));
+     }},
+};
 
 Napi::Object libraryObject(Napi::Env env, const collbench::NcclLibrary& lib) {
   const collbench::ncclapi::Api& a = lib.api;
@@ -222,36 +270,8 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
                                     CB_SITE("init")));
   if (!info[0].IsObject())
     throwIfError(env, Status::Error("core", "CORE_BAD_SPEC", "init needs a configuration object", CB_SITE("init")));
-  Napi::Object c = info[0].As<Napi::Object>();
-  collbench::NcclOptions o;
-  o.libPath = optString(c, "lib");
-  o.procRank = optInt(c, "procRank", 0);
-  o.nprocs = optInt(c, "nprocs", 1);
-  o.nThreads = optInt(c, "nThreads", 1);
-  o.nGpus = optInt(c, "nGpus", 1);
-  o.firstDevice = optInt(c, "firstDevice", 0);
-  o.splitColor = optInt(c, "splitColor", -1);
-  o.streamNull = optInt(c, "streamNull", 0) != 0;
-  o.ctaPolicy = optInt(c, "ctaPolicy", -1);
-  o.localRegister = optInt(c, "localRegister", 0);
-  o.timeoutSec = optInt(c, "timeoutSec", 0);
-  o.deviceImpl = optInt(c, "deviceImpl", 0);
-  o.deviceCtaCount = optInt(c, "deviceCtaCount", 16);
-  Napi::Value id = c.Get("uniqueId");
-  if (id.IsArray()) {
-    Napi::Array a = id.As<Napi::Array>();
-    for (uint32_t i = 0; i < a.Length(); ++i)
-      o.uniqueId.push_back(static_cast<char>(a.Get(i).As<Napi::Number>().Uint32Value() & 0xff));
-  }
-  Napi::Value cp = c.Get("controlPlane");
-  if (!cp.IsUndefined() && !cp.IsNull()) {
-    o.control = collbench::addon::borrowControlPlane(cp);
-    if (o.control == nullptr)
-      throwIfError(env, Status::Error("core", "CORE_BAD_SPEC",
-                                      "controlPlane must be another collbench module's controlPlane()",
-                                      CB_SITE("init")));
-  }
-  auto* w = new InitWorker(env, std::move(o), optInt(c, "localRank", 0), optInt(c, "localSize", 1));
+  InitConfig c = collbench::addon::readObject(info[0], {"init", ""}, kInitFields);
+  auto* w = new InitWorker(env, std::move(c.options), c.localRank, c.localSize);
   Napi::Promise p = w->promise();
   gInitInFlight.store(true);
   w->Queue();
@@ -290,6 +310,9 @@ Napi::Object ModuleInit(Napi::Env env, Napi::Object exports) {
   exports.Set("devices", Napi::Function::New(env, Devices));
   exports.Set("uniqueId", Napi::Function::New(env, UniqueId));
   exports.Set("memoryUsage", Napi::Function::New(env, MemoryUsage));
+  exports.Set("initFields", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    return collbench::addon::tableObject(info.Env(), kInitFields);
+  }));
   // finalize destroys the backend: NcclBackend's destructor only frees what finalize left.
   collbench::addon::registerModule(env, exports, &gSlot, {Init, Abort, true});
   return exports;

@@ -1,5 +1,5 @@
-// Shared enums of the native layer: datatypes, reduction ops and collectives, each with its table of
-// names. Datatype and op values equal NCCL's ncclDataType_t / ncclRedOp_t so the NCCL backend can pass
+// Shared enums of the native layer: datatypes, reduction ops and collectives (from collectives.def), each with its
+// table of names. Datatype and op values equal NCCL's ncclDataType_t / ncclRedOp_t so the NCCL backend can pass
 // them through; the TypeScript mirror is bench/core/types.ts: every module's enumIds() hands the tables
 // to JS, and test/native/enum-ids.test.ts fails when the two differ.
 #pragma once
@@ -47,21 +47,36 @@ inline constexpr EnumName kRedOpNames[] = {
 };
 static_assert(static_cast<int>(sizeof kRedOpNames / sizeof kRedOpNames[0]) == kRedOpCount && enumTableInOrder(kRedOpNames));
 
-// Order and names follow nccl-tests' binaries (all_reduce_perf, ...).
+// The collectives, their names and traits, all from collectives.def (one line per collective).
 enum class Coll : int {
-  AllReduce = 0, AllGather = 1, ReduceScatter = 2, Broadcast = 3, Reduce = 4, AllToAll = 5,
-  AllToAllV = 6, Gather = 7, Scatter = 8, SendRecv = 9, HyperCube = 10,
+#define CB_COLL(Enum, ...) Enum,
+#include "collectives.def"
+#undef CB_COLL
 };
-constexpr int kCollCount = 11;
 inline constexpr EnumName kCollNames[] = {
-    {"all_reduce", static_cast<int>(Coll::AllReduce)}, {"all_gather", static_cast<int>(Coll::AllGather)},
-    {"reduce_scatter", static_cast<int>(Coll::ReduceScatter)}, {"broadcast", static_cast<int>(Coll::Broadcast)},
-    {"reduce", static_cast<int>(Coll::Reduce)},         {"alltoall", static_cast<int>(Coll::AllToAll)},
-    {"alltoallv", static_cast<int>(Coll::AllToAllV)},   {"gather", static_cast<int>(Coll::Gather)},
-    {"scatter", static_cast<int>(Coll::Scatter)},       {"sendrecv", static_cast<int>(Coll::SendRecv)},
-    {"hypercube", static_cast<int>(Coll::HyperCube)},
+#define CB_COLL(Enum, name, ...) {name, static_cast<int>(Coll::Enum)},
+#include "collectives.def"
+#undef CB_COLL
 };
-static_assert(static_cast<int>(sizeof kCollNames / sizeof kCollNames[0]) == kCollCount && enumTableInOrder(kCollNames));
+constexpr int kCollCount = static_cast<int>(sizeof kCollNames / sizeof kCollNames[0]);
+static_assert(enumTableInOrder(kCollNames));
+
+// Where an in-place op's pointers must sit (nccl-tests' layouts; core/op_checks.h checks them): send == recv; this
+// rank's chunk of a count*nranks recv buffer (send == recv + rank*count); or of the send buffer (recv == send + rank*count).
+enum class InPlace : int { Same, SendInRecv, RecvInSend };
+struct CollTraits {
+  InPlace inPlace;
+  bool rooted;    // has a root rank (-r)
+  bool reducing;  // takes a reduction op (-o)
+};
+inline constexpr CollTraits kCollTraits[] = {
+#define CB_COLL(Enum, name, method, inPlace, rooted, reducing) {InPlace::inPlace, rooted, reducing},
+#include "collectives.def"
+#undef CB_COLL
+};
+constexpr bool collValid(Coll c) { return static_cast<int>(c) >= 0 && static_cast<int>(c) < kCollCount; }
+constexpr bool collReducing(Coll c) { return collValid(c) && kCollTraits[static_cast<int>(c)].reducing; }
+constexpr bool collRooted(Coll c) { return collValid(c) && kCollTraits[static_cast<int>(c)].rooted; }
 
 #if defined(__CUDACC__)
 #define CB_HD __host__ __device__ inline

@@ -38,6 +38,7 @@
 
 #include "backends/gloo/gloo_types.h"
 #include "core/backend_errors.h"
+#include "core/op_checks.h"
 #include "core/pattern.h"
 
 namespace collbench {
@@ -442,29 +443,12 @@ bool GlooBackend::runPrepared(uint64_t shiftBytes) {
 
 Status GlooBackend::enqueue(const OpArgs& a) {
   CB_TRY(alive("enqueue"));
-  const int d = static_cast<int>(a.dtype);
-  if (d < 0 || d >= kDTypeCount) return badSpec("unknown datatype " + std::to_string(d), "GlooBackend::enqueue");
-  if (a.coll == Coll::AllReduce || a.coll == Coll::Reduce || a.coll == Coll::ReduceScatter) {
-    const int o = static_cast<int>(a.op);
-    if (o < 0 || o >= kRedOpCount) return badSpec("unknown op " + std::to_string(o), "GlooBackend::enqueue");
-  }
-  if ((a.coll == Coll::Broadcast || a.coll == Coll::Reduce || a.coll == Coll::Gather || a.coll == Coll::Scatter) &&
-      (a.root < 0 || a.root >= config_.size))
-    return badSpec(std::string(collName(a.coll)) + ": root " + std::to_string(a.root) + " is not a rank of " +
-                       std::to_string(config_.size),
-                   "GlooBackend::enqueue");
-  switch (a.coll) {
-    case Coll::AllReduce: return track(allReduce(a));
-    case Coll::AllGather: return track(allGather(a));
-    case Coll::ReduceScatter: return track(reduceScatter(a));
-    case Coll::Broadcast: return track(broadcast(a));
-    case Coll::Reduce: return track(reduce(a));
-    case Coll::AllToAll: return track(allToAll(a));
-    case Coll::AllToAllV: return track(allToAllV(a));
-    case Coll::Gather: return track(gatherColl(a));
-    case Coll::Scatter: return track(scatter(a));
-    case Coll::SendRecv: return track(sendRecv(a));
-    case Coll::HyperCube: return track(hyperCube(a));
+  CB_TRY(checkOpArgs(a, config_.size, "GlooBackend::enqueue"));
+  switch (a.coll) {  // one member function per line of core/collectives.def
+#define CB_COLL(Enum, name, method, ...) \
+  case Coll::Enum: return track(method(a));
+#include "core/collectives.def"
+#undef CB_COLL
   }
   return badSpec("unknown collective " + std::to_string(static_cast<int>(a.coll)), "GlooBackend::enqueue");
 }
@@ -472,7 +456,7 @@ Status GlooBackend::enqueue(const OpArgs& a) {
 Status GlooBackend::allReduce(const OpArgs& a) {
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("all_reduce in-place needs send == recv", "gloo::allreduce");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::allreduce"));
   switch (config_.algo) {
     case GlooAlgo::LegacyRing: case GlooAlgo::LegacyRingChunked: case GlooAlgo::LegacyHalvingDoubling:
     case GlooAlgo::LegacyBcube:
@@ -543,13 +527,12 @@ Status GlooBackend::allReduceLegacy(const OpArgs& a) {
 }
 
 Status GlooBackend::allGather(const OpArgs& a) {
-  const uint64_t ts = dtypeSize(a.dtype), n = config_.size;
+  const uint64_t n = config_.size;
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count * n, "recv"));
   // In place, this rank's chunk already sits at recv + rank·count (nccl-tests' layout), which is
   // what Gloo's allgather expects when no input is given.
-  if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
-    return badSpec("all_gather in-place needs send == recv + rank*count", "gloo::allgather");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::allgather"));
   if (a.count == 0) return nothingToDo();
   if (planning_) return plan(PlannedPath::Call);
   return allGatherCall(a);
@@ -568,11 +551,10 @@ Status GlooBackend::allGatherCall(const OpArgs& a) {
 }
 
 Status GlooBackend::reduceScatter(const OpArgs& a) {
-  const uint64_t ts = dtypeSize(a.dtype), total = a.count * config_.size;
+  const uint64_t total = a.count * config_.size;
   CB_TRY(region(a, a.send, total, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
-    return badSpec("reduce_scatter in-place needs recv == send + rank*count", "gloo reduce_scatter");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo reduce_scatter"));
   if (a.count == 0) return nothingToDo();
   if (planning_) return plan(PlannedPath::Call);
   return reduceScatterCall(a);
@@ -630,7 +612,7 @@ Status GlooBackend::broadcast(const OpArgs& a) {
   const bool isRoot = config_.rank == a.root;
   if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "gloo::broadcast");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::broadcast"));
   if (a.count == 0) return nothingToDo();
   if (planning_) return plan(PlannedPath::Call);
   return broadcastCall(a);
@@ -656,7 +638,7 @@ Status GlooBackend::reduce(const OpArgs& a) {
   const uint64_t ts = dtypeSize(a.dtype), bytes = a.count * ts;
   CB_TRY(region(a, a.send, a.count, "send"));
   if (isRoot) CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("reduce in-place needs send == recv", "gloo::reduce");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::reduce"));
   if (a.count == 0) return nothingToDo();
   if (planning_) return Status::Ok();  // Generic: non-roots reduce into the scratch buffer
   // Gloo's ring reduce writes partial results into every rank's output, but a non-root's recv
@@ -690,7 +672,7 @@ Status GlooBackend::allToAll(const OpArgs& a) {
   const uint64_t n = config_.size;
   CB_TRY(region(a, a.send, a.count * n, "send"));
   CB_TRY(region(a, a.recv, a.count * n, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("alltoall in-place needs send == recv", "gloo::alltoall");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::alltoall"));
   if (a.count == 0) return nothingToDo();
   if (planning_) return plan(PlannedPath::Call);
   return allToAllCall(a);
@@ -732,7 +714,7 @@ Status GlooBackend::allToAllV(const OpArgs& a) {
   }
   CB_TRY(region(a, a.send, sendEnd, "send"));
   CB_TRY(region(a, a.recv, recvEnd, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("alltoallv in-place needs send == recv", "gloo::alltoallv");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::alltoallv"));
   if (planning_) return Status::Ok();  // Generic: per-peer byte counts
   // Every rank takes part even with nothing to move: Gloo still exchanges empty messages.
   CB_GLOO("gloo::alltoallv", {
@@ -747,11 +729,9 @@ Status GlooBackend::allToAllV(const OpArgs& a) {
 
 Status GlooBackend::gatherColl(const OpArgs& a) {
   const bool isRoot = config_.rank == a.root;
-  const uint64_t ts = dtypeSize(a.dtype);
   CB_TRY(region(a, a.send, a.count, "send"));
   if (isRoot) CB_TRY(region(a, a.recv, a.count * config_.size, "recv"));
-  if (a.inPlace && a.send != bytesAt(a.recv, a.count * config_.rank, ts))
-    return badSpec("gather in-place needs send == recv + rank*count", "gloo::gather");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::gather"));
   if (a.count == 0) return nothingToDo();
   if (planning_) return plan(PlannedPath::Call);
   return gatherCall(a);
@@ -776,8 +756,7 @@ Status GlooBackend::scatter(const OpArgs& a) {
   const uint64_t ts = dtypeSize(a.dtype), bytes = a.count * ts;
   if (isRoot) CB_TRY(region(a, a.send, a.count * config_.size, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.recv != bytesAt(a.send, a.count * config_.rank, ts))
-    return badSpec("scatter in-place needs recv == send + rank*count", "gloo::scatter");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::scatter"));
   if (a.count == 0) return nothingToDo();
   if (planning_) return Status::Ok();  // Generic: the root's chunk list
   CB_GLOO("gloo::scatter", {
@@ -799,7 +778,7 @@ Status GlooBackend::sendRecv(const OpArgs& a) {
   const uint64_t bytes = a.count * dtypeSize(a.dtype);
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "gloo::UnboundBuffer");
+  CB_TRY(checkInPlace(a, config_.rank, "gloo::UnboundBuffer"));
   if (bytes == 0) return nothingToDo();
   if (planning_) return plan(PlannedPath::Call);
   return sendRecvCall(a);
@@ -833,8 +812,7 @@ Status GlooBackend::hyperCube(const OpArgs& a) {
   CB_TRY(region(a, a.send, b, "send"));
   CB_TRY(region(a, a.recv, b * size, "recv"));
   char* mine = bytesAt(a.recv, b * rank, ts);
-  if (a.inPlace && a.send != mine)
-    return badSpec("hypercube in-place needs send == recv + rank*count", "GlooBackend::hyperCube");
+  CB_TRY(checkInPlace(a, config_.rank, "GlooBackend::hyperCube"));
   if (planning_) return Status::Ok();  // Generic: log2(nranks) rounds
   if (!a.inPlace && b > 0) {
     std::memmove(mine, a.send, b * ts);

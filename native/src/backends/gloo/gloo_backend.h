@@ -156,19 +156,12 @@ class GlooBackend : public HostMemoryBackend {
   Status reduceScatterCall(const OpArgs& a);
   Status sendRecvCall(const OpArgs& a);
 
-  Status allReduce(const OpArgs& a);
+  // One per line of core/collectives.def (allReduce, allGather, ..., gatherColl, ..., hyperCube), called by enqueue().
+#define CB_COLL(Enum, name, method, ...) Status method(const OpArgs& a);
+#include "core/collectives.def"
+#undef CB_COLL
   Status allReduceLegacy(const OpArgs& a);
-  Status allGather(const OpArgs& a);
-  Status reduceScatter(const OpArgs& a);
   Status reduceScatterLegacy(const OpArgs& a);
-  Status broadcast(const OpArgs& a);
-  Status reduce(const OpArgs& a);
-  Status allToAll(const OpArgs& a);
-  Status allToAllV(const OpArgs& a);
-  Status gatherColl(const OpArgs& a);
-  Status scatter(const OpArgs& a);
-  Status sendRecv(const OpArgs& a);
-  Status hyperCube(const OpArgs& a);
 
   GlooConfig config_;
   bool finalized_ = false;

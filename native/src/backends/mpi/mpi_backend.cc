@@ -14,6 +14,7 @@
 
 #include "backends/mpi/mpi_types.h"
 #include "core/backend_errors.h"
+#include "core/op_checks.h"
 #include "core/pattern.h"
 
 namespace collbench {
@@ -70,14 +71,7 @@ void* piece(void* p, uint64_t bytes) { return p == MPI_IN_PLACE ? p : static_cas
     if (cb_mpi_rc_ != MPI_SUCCESS) return ::collbench::mpiErrorStatus(cb_mpi_rc_, CB_SITE(name)); \
   } while (0)
 
-bool isReducing(Coll c) {
-  return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter;
-}
-
 char* bytesAt(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
-const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
-  return static_cast<const char*>(p) + elems * ts;
-}
 
 }  // namespace
 
@@ -310,30 +304,12 @@ Status MpiBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elem
 
 Status MpiBackend::enqueue(const OpArgs& a) {
   CB_TRY(alive("enqueue"));
-  const int d = static_cast<int>(a.dtype);
-  if (d < 0 || d >= kDTypeCount) return badSpec("unknown datatype " + std::to_string(d), "MpiBackend::enqueue");
-  if (isReducing(a.coll)) {
-    const int o = static_cast<int>(a.op);
-    if (o < 0 || o >= kRedOpCount) return badSpec("unknown op " + std::to_string(o), "MpiBackend::enqueue");
-  }
-  if ((a.coll == Coll::Broadcast || a.coll == Coll::Reduce || a.coll == Coll::Gather ||
-       a.coll == Coll::Scatter) &&
-      (a.root < 0 || a.root >= size_))
-    return badSpec(std::string(collName(a.coll)) + ": root " + std::to_string(a.root) +
-                       " is not a rank of " + std::to_string(size_),
-                   "MpiBackend::enqueue");
-  switch (a.coll) {
-    case Coll::AllReduce: return allReduce(a);
-    case Coll::AllGather: return allGather(a);
-    case Coll::ReduceScatter: return reduceScatter(a);
-    case Coll::Broadcast: return broadcast(a);
-    case Coll::Reduce: return reduce(a);
-    case Coll::AllToAll: return allToAll(a);
-    case Coll::AllToAllV: return allToAllV(a);
-    case Coll::Gather: return gatherColl(a);
-    case Coll::Scatter: return scatter(a);
-    case Coll::SendRecv: return sendRecv(a);
-    case Coll::HyperCube: return hyperCube(a);
+  CB_TRY(checkOpArgs(a, size_, "MpiBackend::enqueue"));
+  switch (a.coll) {  // one member function per line of core/collectives.def
+#define CB_COLL(Enum, name, method, ...) \
+  case Coll::Enum: return method(a);
+#include "core/collectives.def"
+#undef CB_COLL
   }
   return badSpec("unknown collective " + std::to_string(static_cast<int>(a.coll)), "MpiBackend::enqueue");
 }
@@ -454,7 +430,7 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
 Status MpiBackend::allReduce(const OpArgs& a) {
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("all_reduce in-place needs send == recv", "MPI_Allreduce");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Allreduce"));
   if (planning_) {
     if (a.op == RedOp::MulSum || a.op == RedOp::Avg) return Status::Ok();  // Generic
     return plan(Planned::Call::Allreduce, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, a.count, mpiDatatype(a.dtype),
@@ -472,14 +448,12 @@ Status MpiBackend::allReduce(const OpArgs& a) {
 }
 
 Status MpiBackend::allGather(const OpArgs& a) {
-  const uint64_t ts = dtypeSize(a.dtype);
   int n = 0;
   CB_TRY(toInt(a.count, "count", a.coll, &n));
   CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count * size_, "recv"));
   // In place, this rank's chunk already sits at recv + rank·count (nccl-tests' layout).
-  if (a.inPlace && a.send != bytesAt(a.recv, a.count * rank_, ts))
-    return badSpec("all_gather in-place needs send == recv + rank*count", "MPI_Allgather");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Allgather"));
   const MPI_Datatype t = mpiDatatype(a.dtype);
   if (planning_) return plan(Planned::Call::Allgather, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, n, t, MPI_OP_NULL);
   CB_MPI(MPI_Allgather(a.inPlace ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, comm_));
@@ -494,8 +468,7 @@ Status MpiBackend::reduceScatter(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   const MPI_Datatype t = mpiDatatype(a.dtype);
   const MPI_Op op = mpiReduceOp(a.dtype, a.op);
-  if (a.inPlace && a.recv != bytesAt(a.send, a.count * rank_, ts))
-    return badSpec("reduce_scatter in-place needs recv == send + rank*count", "MPI_Reduce_scatter_block");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Reduce_scatter_block"));
   if (planning_) {
     // Generic: avg, mulsum, and in place on ranks > 0 (the result moves to the slice afterwards).
     if (a.op == RedOp::MulSum || a.op == RedOp::Avg || (a.inPlace && a.recv != a.send)) return Status::Ok();
@@ -521,7 +494,7 @@ Status MpiBackend::broadcast(const OpArgs& a) {
   const bool isRoot = rank_ == a.root;
   if (isRoot) CB_TRY(region(a, a.send, a.count, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("broadcast in-place needs send == recv", "MPI_Bcast");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Bcast"));
   if (planning_) {
     // The root copies send to recv first (BcastFromSend), as below.
     return plan(isRoot && a.send != a.recv ? Planned::Call::BcastFromSend : Planned::Call::Bcast, a.send, a.recv,
@@ -539,7 +512,7 @@ Status MpiBackend::reduce(const OpArgs& a) {
   const bool isRoot = rank_ == a.root;
   CB_TRY(region(a, a.send, a.count, "send"));
   if (isRoot) CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("reduce in-place needs send == recv", "MPI_Reduce");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Reduce"));
   // Only the root's in-place input is overwritten by the result; a non-root's must stay unchanged
   // (nccl-tests checks it), so its mulsum input is scaled into the scratch buffer.
   const bool rootInPlace = a.inPlace && isRoot;
@@ -565,7 +538,7 @@ Status MpiBackend::allToAll(const OpArgs& a) {
   CB_TRY(toInt(a.count, "count", a.coll, &n));
   CB_TRY(region(a, a.send, total, "send"));
   CB_TRY(region(a, a.recv, total, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("alltoall in-place needs send == recv", "MPI_Alltoall");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Alltoall"));
   const MPI_Datatype t = mpiDatatype(a.dtype);
   if (planning_) return plan(Planned::Call::Alltoall, a.inPlace ? MPI_IN_PLACE : a.send, a.recv, n, t, MPI_OP_NULL);
   CB_MPI(MPI_Alltoall(a.inPlace ? MPI_IN_PLACE : a.send, n, t, a.recv, n, t, comm_));
@@ -594,7 +567,7 @@ Status MpiBackend::allToAllV(const OpArgs& a) {
   }
   CB_TRY(region(a, a.send, sendEnd, "send"));
   CB_TRY(region(a, a.recv, recvEnd, "recv"));
-  if (a.inPlace && a.send != a.recv) return badSpec("alltoallv in-place needs send == recv", "MPI_Alltoallv");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Alltoallv"));
   const void* sendArg = a.send;
   if (planning_) {
     const bool sameLayout = vCounts_[0] == vCounts_[2] && vCounts_[1] == vCounts_[3];
@@ -627,13 +600,11 @@ Status MpiBackend::allToAllV(const OpArgs& a) {
 
 Status MpiBackend::gatherColl(const OpArgs& a) {
   const bool isRoot = rank_ == a.root;
-  const uint64_t ts = dtypeSize(a.dtype);
   int n = 0;
   CB_TRY(toInt(a.count, "count", a.coll, &n));
   CB_TRY(region(a, a.send, a.count, "send"));
   if (isRoot) CB_TRY(region(a, a.recv, a.count * size_, "recv"));
-  if (a.inPlace && a.send != bytesAt(a.recv, a.count * rank_, ts))
-    return badSpec("gather in-place needs send == recv + rank*count", "MPI_Gather");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Gather"));
   const MPI_Datatype t = mpiDatatype(a.dtype);
   // In place, the root's own chunk already sits at recv + root·count.
   if (planning_)
@@ -644,13 +615,11 @@ Status MpiBackend::gatherColl(const OpArgs& a) {
 
 Status MpiBackend::scatter(const OpArgs& a) {
   const bool isRoot = rank_ == a.root;
-  const uint64_t ts = dtypeSize(a.dtype);
   int n = 0;
   CB_TRY(toInt(a.count, "count", a.coll, &n));
   if (isRoot) CB_TRY(region(a, a.send, a.count * size_, "send"));
   CB_TRY(region(a, a.recv, a.count, "recv"));
-  if (a.inPlace && a.recv != bytesAt(a.send, a.count * rank_, ts))
-    return badSpec("scatter in-place needs recv == send + rank*count", "MPI_Scatter");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Scatter"));
   const MPI_Datatype t = mpiDatatype(a.dtype);
   // In place, the root's chunk is already at send + root·count = recv: MPI_IN_PLACE keeps it there.
   if (planning_)
@@ -664,7 +633,7 @@ Status MpiBackend::sendRecv(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   const int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
   const MPI_Datatype t = mpiDatatype(a.dtype);
-  if (a.inPlace && a.send != a.recv) return badSpec("sendrecv in-place needs send == recv", "MPI_Sendrecv_replace");
+  CB_TRY(checkInPlace(a, rank_, "MPI_Sendrecv_replace"));
   if (planning_) {
     CB_TRY(plan(a.inPlace ? Planned::Call::SendrecvReplace : Planned::Call::Sendrecv, a.send, a.recv, a.count, t,
                 MPI_OP_NULL));
@@ -697,8 +666,7 @@ Status MpiBackend::hyperCube(const OpArgs& a) {
   CB_TRY(region(a, a.recv, b * size_, "recv"));
   char* recv = static_cast<char*>(a.recv);
   char* mine = bytesAt(recv, b * rank_, ts);
-  if (a.inPlace && a.send != mine)
-    return badSpec("hypercube in-place needs send == recv + rank*count", "MpiBackend::hyperCube");
+  CB_TRY(checkInPlace(a, rank_, "MpiBackend::hyperCube"));
   if (planning_) return Status::Ok();  // Generic: log2(nranks) rounds
   if (!a.inPlace) std::memmove(mine, a.send, b * ts);
   const MPI_Datatype t = mpiDatatype(a.dtype);

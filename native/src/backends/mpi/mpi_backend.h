@@ -102,17 +102,10 @@ class MpiBackend : public HostMemoryBackend {
                      const void** out);
   Status freeComms();
 
-  Status allReduce(const OpArgs& a);
-  Status allGather(const OpArgs& a);
-  Status reduceScatter(const OpArgs& a);
-  Status broadcast(const OpArgs& a);
-  Status reduce(const OpArgs& a);
-  Status allToAll(const OpArgs& a);
-  Status allToAllV(const OpArgs& a);
-  Status gatherColl(const OpArgs& a);
-  Status scatter(const OpArgs& a);
-  Status sendRecv(const OpArgs& a);
-  Status hyperCube(const OpArgs& a);
+  // One per line of core/collectives.def (allReduce, allGather, ..., gatherColl, ..., hyperCube), called by enqueue().
+#define CB_COLL(Enum, name, method, ...) Status method(const OpArgs& a);
+#include "core/collectives.def"
+#undef CB_COLL
 
   MPI_Comm comm_ = MPI_COMM_NULL;  // data: collectives only
   MPI_Comm ctrl_ = MPI_COMM_NULL;  // control plane: barrier, combines, gathers
