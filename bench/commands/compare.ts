@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { selectBackend } from '../backends/registry.js';
+import { backendRecord, selectBackend } from '../backends/registry.js';
 import { tokenize, type OptionSpec } from '../config/parse.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
 import type { BackendName } from '../core/types.js';
@@ -180,7 +180,7 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
       throw UsageError.forFlag('--tuner-csv', `NCCL's example tuner plugin does not tune ${program.collective}; it takes ${Object.keys(TUNER_COLLECTIVE).join(', ')}`);
     }
     const ncclAxis = opts.axes.some((a) => a.kind === 'env' && /^NCCL_/.test(a.name));
-    if (!ncclAxis && backend !== 'nccl') {
+    if (!ncclAxis && (backend === null || !backendRecord(backend).tuningLog)) {
       throw UsageError.forFlag('--tuner-csv', 'writes NCCL algorithm/protocol choices; compare NCCL settings (--env NCCL_ALGO=…, NCCL_PROTO=…) on the nccl backend');
     }
   }
@@ -313,7 +313,7 @@ export async function compareCommand(argv: string[], scriptPath: string, io: Com
   process.on('SIGINT', session.onSignal);
   process.on('SIGTERM', session.onSignal);
   try {
-    if (plan.backend === 'nccl' && !session.interrupted) await session.runNcclProbe();
+    if (plan.backend !== null && backendRecord(plan.backend).tuningLog && !session.interrupted) await session.runNcclProbe();
     await session.runCombinations();
     const doc = session.buildDoc(session.interrupted ? 'interrupted' : 'complete');
     await session.writeFiles(doc, true);

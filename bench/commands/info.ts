@@ -100,7 +100,7 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
   try { module = requireBackend(name); } catch (e) { r.reason = firstLine(e); return r; }
   r.loadable = true;
   r.libraries = mappedLibraries(system.stems);
-  if (name === 'nccl') {
+  if (backendRecord(name).gpu) {
     const p = (module as unknown as { probe(o: { lib?: string }): NcclProbe }).probe({ lib: ncclLib });
     const d = p.devices;
     r.cuda = { devices: d.count, driverVersion: d.driverVersion, runtimeVersion: d.runtimeVersion,
@@ -115,7 +115,7 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
     if (!p.usable) r.reason = p.reason ?? 'not usable here';
     return r;
   }
-  if (name === 'mpi') {
+  if (backendRecord(name).versionFromInit) {
     if (underMpiLauncher()) { r.usable = true; r.version = null; return r; } // init would be collective
     // An srun task without PMIx: Open MPI would abort this process in MPI_Init.
     const refusal = slurmMpiRefusal();

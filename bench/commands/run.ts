@@ -5,7 +5,7 @@
 import { randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Adjusted, BackendDriver } from '../backends/driver.js';
-import { selectBackend } from '../backends/registry.js';
+import { findBackendRecord, selectBackend } from '../backends/registry.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
 import { UsageError } from '../core/errors.js';
@@ -127,7 +127,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: RunIO, hooks:
 async function placeLoop(native: NativeBackend, info: BackendInfo, dog: Watchdog, io: RunIO,
   env: NodeJS.ProcessEnv): Promise<void> {
   try {
-    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, backend: info.backend, env });
+    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, gpu: findBackendRecord(info.backend)?.gpu ?? false, env });
     if ('cpu' in plan) await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
   } catch (e) {
     io.err(`# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +

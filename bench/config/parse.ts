@@ -8,7 +8,7 @@
 // options).
 import { UsageError } from '../core/errors.js';
 import { ACTIONS, FLAGS, GROUPS, flagName, type FlagSpec, type OptionField, type ValueFlag } from '../core/flags.js';
-import { COLLECTIVES, type CollectiveName } from '../core/types.js';
+import { BACKEND_LABELS, COLLECTIVES, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { asText, DEFAULTS, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
 import { formatSize } from './sizes.js';
@@ -184,7 +184,7 @@ export function helpText(program: string, collective: CollectiveName | null): st
     for (const spec of [...FLAGS, ...ACTIONS].filter((f) => f.group === group)) {
       const head = `  ${spec.short ? `-${spec.short}, ` : '    '}--${spec.long}${spec.value ? ` ${spec.value}` : ''}`;
       const def = defaultText(spec);
-      const only = spec.backends ? ` [${spec.backends.map((b) => (b === 'nccl' ? 'NCCL' : b)).join(', ')}]` : '';
+      const only = spec.backends ? ` [${spec.backends.map((b) => BACKEND_LABELS[b]).join(', ')}]` : '';
       const body = `${spec.help}${only}${def !== null ? ` (default: ${def})` : ''}`;
       const pad = head.length + 2 <= HELP_COLUMN ? ' '.repeat(HELP_COLUMN - head.length) : `\n${' '.repeat(HELP_COLUMN)}`;
       out.push(`${head}${pad}${wrap(body, HELP_COLUMN, HELP_WIDTH)}`);

@@ -250,12 +250,9 @@ function crossCheck(o: ResolvedOptions, input: OptionInput, name: (f: OptionFiel
   // collbench's backend-specific flags need that backend named (nccl-tests' GPU letters are refused by the
   // backend that runs, unsupportedFlag(), since nccl-tests' users expect them to parse everywhere).
   for (const f of FLAGS) {
-    if (!f.backends || f.short || given(input, f.field) === undefined || o.backend === null) continue;
-    if ((f.backends as readonly string[]).includes(o.backend)) continue;
-    fail(f.field, f.field === 'ncclLib' ? `needs the nccl backend, not ${o.backend}` : `needs ${name('backend')} ${f.backends.join(' or ')}`);
-  }
-  for (const field of ['glooAlgo', 'glooStore', 'glooIface'] as const) {
-    if (given(input, field) !== undefined && o.backend !== 'gloo') fail(field, `needs ${name('backend')} gloo`);
+    if (!f.backends || f.short || given(input, f.field) === undefined) continue;
+    if (o.backend === null ? f.preference : (f.backends as readonly string[]).includes(o.backend)) continue;
+    fail(f.field, f.preference ? `needs the ${f.backends.join(' or ')} backend, not ${o.backend}` : `needs ${name('backend')} ${f.backends.join(' or ')}`);
   }
   // Gloo's legacy classes (all_reduce legacy_*, reduce_scatter's ReduceScatterHalvingDoubling) keep byte
   // counts in an `int`.

@@ -43,6 +43,9 @@ interface FlagCommon {
   backends?: readonly BackendName[];
   /** How a refusal names what the flag does, e.g. "CUDA graphs". */
   about?: string;
+  /** A long-only backend flag that needs no --backend: a preference that a fallback to another backend ignores
+   *  (--nccl-lib). Other long-only backend flags need their backend named. */
+  preference?: boolean;
 }
 
 /** A flag that sets field F of the options to a value of type V. */
@@ -218,7 +221,7 @@ export const FLAGS = Object.freeze([
   text(undefined, 'gloo-iface', 'glooIface', LAUNCH, 'network interface name or local address for Gloo\'s TCP transport',
     { value: '<iface|address>', defaultText: 'loopback on one host, else the host name', backends: GLOO }),
   text(undefined, 'nccl-lib', 'ncclLib', LAUNCH, 'libnccl.so.2 (or its directory) for the nccl backend',
-    { value: '<path>', backends: NCCL,
+    { value: '<path>', backends: NCCL, preference: true,
       defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' }),
 ] as const);
 
