@@ -4,8 +4,9 @@
 import { appendFileSync } from 'node:fs';
 import { deviceArrivalsOnHost } from '../core/device-arrivals.js';
 import type { HalfResult } from '../core/types.js';
+import { ENV } from '../core/environment.js';
 
-export const ARRIVAL_TRACE_ENV = 'COLLBENCH_ARRIVAL_TRACE';
+export const ARRIVAL_TRACE_ENV = ENV.ARRIVAL_TRACE;
 
 export function arrivalTracePath(env: Readonly<Record<string, string | undefined>> | undefined): string | null {
   const path = env?.[ARRIVAL_TRACE_ENV];

@@ -16,6 +16,7 @@ import { modulePath, nativeDir, packageRoot } from '../native/loader.js';
 import { filterEnv } from '../report/provenance.js';
 import { VERSION } from '../version.js';
 import { BUNDLE_MANIFEST, type BundleManifest } from './bundle.js';
+import { ENV } from '../core/environment.js';
 
 export interface BackendReport {
   name: BackendName;
@@ -153,7 +154,7 @@ function gpuList(): string[] | null {
 export function collectInfo(ncclLib?: string): InfoReport {
   const manifest = readManifest();
   const env = filterEnv(process.env); // before probing: MPI_Init adds OMPI_* variables of its own
-  const backends = BACKENDS.map((b) => probeBackend(b.name, ncclLib ?? process.env.COLLBENCH_NCCL_LIB));
+  const backends = BACKENDS.map((b) => probeBackend(b.name, ncclLib ?? process.env[ENV.NCCL_LIB]));
   return {
     collbench: VERSION,
     installation: { root: packageRoot, kind: manifest ? 'bundle' : 'source', bundle: manifest, nativeDir: nativeDir() },
@@ -177,7 +178,7 @@ export function formatInfo(info: InfoReport): string[] {
   out.push(`  runtime       Node.js ${info.node.version} ${info.node.platform}-${info.node.arch} (${info.node.execPath}), glibc ${info.node.glibc ?? 'unknown'}`);
   if (b?.glibc && info.node.glibc && compareVersions(info.node.glibc, b.glibc) < 0)
     out.push(`  WARNING       this glibc ${info.node.glibc} is older than the build machine's ${b.glibc}: modules may fail to load`);
-  out.push(`  modules       ${info.installation.nativeDir}${process.env.COLLBENCH_NATIVE_DIR ? ' (COLLBENCH_NATIVE_DIR)' : ''}`);
+  out.push(`  modules       ${info.installation.nativeDir}${process.env[ENV.NATIVE_DIR] ? ` (${ENV.NATIVE_DIR})` : ''}`);
   out.push(`backends (in order of preference; default here: ${info.defaultBackend ?? 'none usable'})`);
   for (const r of info.backends) {
     const state = !r.built ? 'not built' : !r.loadable ? 'UNAVAILABLE' : r.usable ? 'usable' : 'loaded, not usable here';
@@ -191,7 +192,7 @@ export function formatInfo(info: InfoReport): string[] {
     if (r.built && !r.usable) out.push(`        needs: ${r.needs}`);
   }
   if (info.gpus) { out.push('GPUs (nvidia-smi)'); for (const g of info.gpus) out.push(`  ${g}`); }
-  const env = Object.entries(info.env).filter(([k]) => k !== 'COLLBENCH_ARGV');
+  const env = Object.entries(info.env).filter(([k]) => k !== ENV.ARGV);
   if (env.length > 0) { out.push('environment'); for (const [k, v] of env) out.push(`  ${k}=${v}`); }
   return out;
 }

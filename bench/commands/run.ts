@@ -29,6 +29,7 @@ import { COMBINE, type BackendInfo, type NativeBackend } from '../native/binding
 import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import type { CycleRecord, Reporter, RowHalfRecord, RowRecord, RunSummary } from '../report/reporter.js';
 import { VERSION } from '../version.js';
+import { ENV } from '../core/environment.js';
 
 /** Where a command's lines go: plain functions (passed around on their own, never called as methods). */
 export interface RunIO {
@@ -208,7 +209,7 @@ async function alignProcessClocks(run: RunContext, ranks: RankLineInfo[]): Promi
   const samples = await dog.watch('the start-up clock alignment', 0, native.clockSamplesAsync(CLOCK_ROUNDS));
   if (!ids || !samples) return null;
   // COLLBENCH_CLOCK_ALIGN=barrier estimates offsets even on one kernel (to see the estimate's accuracy: truly 0 there).
-  const forced = (run.hooks.env ?? process.env).COLLBENCH_CLOCK_ALIGN === 'barrier';
+  const forced = (run.hooks.env ?? process.env)[ENV.CLOCK_ALIGN] === 'barrier';
   const sameClock = !forced && ids.every((id) => id !== '' && id === ids[0]);
   return { clock: alignClocks(samples, sameClock), ranks, localRanks };
 }
@@ -351,7 +352,7 @@ async function measureHalf(run: RunContext, queued: QueuedHalf):
   };
   const target = options.targetRsdPct;
   let iters = options.iters;
-  const budgetSec = Number(run.hooks.env?.COLLBENCH_TARGET_RSD_BUDGET_S ?? process.env.COLLBENCH_TARGET_RSD_BUDGET_S) || TARGET_RSD_BUDGET_SEC;
+  const budgetSec = Number(run.hooks.env?.[ENV.TARGET_RSD_BUDGET_S] ?? process.env[ENV.TARGET_RSD_BUDGET_S]) || TARGET_RSD_BUDGET_SEC;
   const started = Date.now();
   let runStarted = started;
   let result = await once(iters, queued.result);

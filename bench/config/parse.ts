@@ -191,6 +191,7 @@ export function helpText(program: string, collective: CollectiveName | null): st
     }
   }
   out.push('', '[NCCL] = NCCL (GPU) backend only, [gloo] = gloo backend only; other backends refuse it.');
+  if (!isPerf) out.push(`Other commands: ${base} help <command> (${base} help x lists them); environment variables: ${base} help env.`);
   return `${out.join('\n')}\n`;
 }
 

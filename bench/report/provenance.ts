@@ -7,12 +7,13 @@ import { findBackendRecord } from '../backends/registry.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { HostInfo, LibraryVersions, Provenance, ReportRank } from './schema.js';
+import { ENV } from '../core/environment.js';
 
 /** The only environment variables a report records. */
 export const ENV_PREFIXES = ['NCCL_', 'CUDA_', 'OMPI_', 'UCX_', 'GLOO_', 'COLLBENCH_'] as const;
 
 /** Set by `--np` before it re-executes the command under mpirun: the command line the user typed. */
-export const ARGV_ENV = 'COLLBENCH_ARGV';
+export const ARGV_ENV = ENV.ARGV;
 
 /** Names of variables that hold credentials (COLLBENCH_GLOO_REDIS_PASSWORD, a *_TOKEN): never recorded, whatever the prefix. */
 export const SECRET_NAME = /PASS(WORD|WD)?|SECRET|TOKEN|CREDENTIAL|AUTH|PRIVATE|_KEY$/i;
