@@ -4,7 +4,8 @@
 // first on a new node; the answer to "why did it pick that backend".
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { tokenize } from '../config/parse.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { flag, helpFlag } from '../core/flags.js';
 import type { RunIO } from './run.js';
 import { UsageError } from '../core/errors.js';
 import { prepareSingletonMpi, underMpiLauncher } from '../launch/environment.js';
@@ -206,26 +207,29 @@ function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-export const INFO_HELP = `usage: collbench info [--json] [--nccl-lib PATH]
-  Prints collbench's version, the Node.js runtime, each backend module (built, loadable, usable here, and why
-  not), the libraries they load (libmpi, libgloo, the libnccl the nccl backend would use) and the GPUs.
-  --json           one JSON object instead of text
-  --nccl-lib PATH  the libnccl.so.2 (or its directory) to try, as for a benchmark run (else COLLBENCH_NCCL_LIB)`;
+const INFO_FLAGS = [
+  flag.toggle('json', 'json', 'Options', 'one JSON object instead of text'),
+  flag.text(undefined, 'nccl-lib', 'ncclLib', 'Options', 'the libnccl.so.2 (or its directory) to try, as for a benchmark run',
+    { value: '<path>', defaultText: ENV.NCCL_LIB, check: (v) => (v === '' ? 'needs a path' : null) }),
+  helpFlag('Options'),
+] as const;
+
+export const INFO_OPTIONS: CommandOptions<typeof INFO_FLAGS> = {
+  command: 'info',
+  usage: 'collbench info [--json] [--nccl-lib PATH]',
+  about: '  Prints collbench\'s version, the Node.js runtime, each backend module (built, loadable, usable here, and why\n' +
+    '  not), the libraries they load (libmpi, libgloo, the libnccl the nccl backend would use) and the GPUs.',
+  groups: ['Options'],
+  flags: INFO_FLAGS,
+  footer: '',
+};
 
 export async function infoCommand(argv: string[], io: RunIO): Promise<number> {
-  const tokens = tokenize(argv, [
-    { long: 'json', key: 'json', takesValue: false },
-    { long: 'nccl-lib', key: 'ncclLib', takesValue: true, value: 'PATH' },
-    { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
-  ], 'info: ');
-  if (tokens.stop === 'help') { io.out(INFO_HELP); return 0; }
-  if (tokens.positionals.length > 0) throw new UsageError(`info: unknown argument '${tokens.positionals[0]}' (try collbench info --help)`);
-  const json = tokens.values.get('json') === true;
-  const given = tokens.values.get('ncclLib');
-  if (given === '') throw new UsageError('info: --nccl-lib needs a path');
-  const ncclLib = typeof given === 'string' ? given : undefined;
-  const info = collectInfo(ncclLib);
-  if (json) io.out(JSON.stringify(info, null, 2));
+  const { stop, positionals, values } = parseOptions(argv, INFO_OPTIONS);
+  if (stop === 'help') { io.out(commandHelp(INFO_OPTIONS)); return 0; }
+  if (positionals.length > 0) throw new UsageError(`info: unknown argument '${positionals[0]}' (try collbench info --help)`);
+  const info = collectInfo(values.ncclLib ?? undefined);
+  if (values.json) io.out(JSON.stringify(info, null, 2));
   else for (const line of formatInfo(info)) io.out(line);
   return 0;
 }

@@ -16,10 +16,11 @@ import { reportErrors, type ReportDocument } from '../report/schema.js';
 import type { GroupSamples } from '../locate/decide.js';
 import { renderLocateText, type LocateJob } from '../locate/document.js';
 import { runLocate, type GroupSpec, type MeasureStep, type Measurer } from '../locate/flow.js';
-import { DEFAULT_RUN_ARGS, LOCATE_USAGE, parseLocateArgs, type LocateOptions, type PlanRequest } from '../locate/options.js';
+import { DEFAULT_RUN_ARGS, LOCATE_OPTIONS, parseLocateArgs, type LocateOptions, type PlanRequest } from '../locate/options.js';
 import { fitSchedule, locatePlan } from '../locate/schedule.js';
 import { BUDGET_SLACK } from '../locate/budget.js';
 import { formatSeconds } from '../locate/document.js';
+import { commandHelp } from '../config/options.js';
 
 export interface LocateIO { out: (line: string) => void; err: (line: string) => void }
 
@@ -247,7 +248,7 @@ function renderPlan(p: PlanRequest): string[] {
 
 export async function locateCommand(argv: string[], scriptPath: string, io: LocateIO): Promise<number> {
   const parsed = parseLocateArgs(argv);
-  if (parsed.kind === 'help') { io.out(LOCATE_USAGE); return EXIT.OK; }
+  if (parsed.kind === 'help') { io.out(commandHelp(LOCATE_OPTIONS)); return EXIT.OK; }
   if (parsed.kind === 'plan') { for (const l of renderPlan(parsed.plan)) io.out(l); return EXIT.OK; }
   const given = parsed.options;
   await checkResolvable(given.hosts);

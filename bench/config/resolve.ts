@@ -93,13 +93,16 @@ export function parseCollective(name: string): CollectiveName {
   throw new UsageError(`unknown collective '${name}'; valid: ${COLLECTIVES.join(', ')}`);
 }
 
+/** The check of every option that names an output file (- = stdout). */
+export const outputFileCheck = (v: string): string | null => (v.trim() === '' ? 'output file name is empty' : null);
+
 /** Per-field value checks beyond the kind's own (a text flag's syntax). */
 const TEXT_CHECKS: Partial<Record<OptionField, (v: string) => string | null>> = {
-  jsonFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  csvFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  mdFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  junitFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  htmlFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
+  jsonFile: outputFileCheck,
+  csvFile: outputFileCheck,
+  mdFile: outputFileCheck,
+  junitFile: outputFileCheck,
+  htmlFile: outputFileCheck,
   glooStore: (v) => (/^redis:\/\/.*@/.test(v) ? REDIS_PASSWORD_IN_URL : /^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
     : `invalid store ${shown(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`),
   glooIface: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${shown(v)}`),
@@ -124,8 +127,9 @@ export function parseDuration(text: string): number {
   return typeof millis === 'number' ? millis / 1000 : NaN;
 }
 
-/** The value of one flag from `input` (its default when absent), parsed and range-checked by its kind. */
-function parseField(f: ValueFlag, given: unknown, name: string): unknown {
+/** The value of one flag (its default when absent), parsed and range-checked by its kind: the one value parser of
+ *  every command's options. `name` is how messages call the flag (`-b`, `compare: --repeats`). */
+export function parseField(f: ValueFlag, given: unknown, name: string): unknown {
   const fail = (detail: string): never => { throw UsageError.forFlag(name, detail); };
   if (given === undefined || given === null) return f.default;
   switch (f.kind) {
@@ -163,15 +167,21 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
     }
     case 'real': {
       const n = typeof given === 'number' ? given : /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(asText(given)) ? Number(given) : NaN;
-      if (!Number.isFinite(n) || n <= f.min! || (f.max !== undefined && n > f.max)) {
-        fail(`${f.what} must be a number above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}, got ${shown(given)}`);
+      const low = f.min ?? -Infinity;
+      if (!Number.isFinite(n) || (f.above ? n <= low : n < low) || (f.max !== undefined && n > f.max)) {
+        const range = f.above ? `above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}`
+          : f.max !== undefined ? `from ${f.min} to ${f.max}` : `≥ ${f.min}`;
+        fail(`${f.what} must be a number ${range}, got ${shown(given)}`);
       }
       return n;
     }
     case 'duration': {
       const seconds = typeof given === 'number' ? given : parseDuration(asText(given));
-      if (!Number.isFinite(seconds) || seconds <= 0) {
-        fail(`duration must be a time above 0: seconds, or with a unit (90s, 30m, 2h, 1d), got ${shown(given)}`);
+      const inRange = f.min === undefined ? seconds > 0 : seconds >= f.min;
+      if (!Number.isFinite(seconds) || !inRange || (f.max !== undefined && seconds > f.max) || (f.integer && !Number.isInteger(seconds))) {
+        const range = f.min === undefined ? 'above 0' : f.max !== undefined ? `from ${f.min} to ${f.max} s` : `of at least ${f.min} s`;
+        fail(`${f.what} must be ${f.integer ? 'whole seconds' : 'a time'} ${range}: seconds, or with a unit (90s, 30m, 2h, 1d), ` +
+          `got ${shown(given)}`);
       }
       return seconds;
     }
@@ -195,7 +205,7 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
       return Object.freeze(out);
     }
     case 'text': {
-      const problem = TEXT_CHECKS[f.field as OptionField]?.(asText(given));
+      const problem = (f.check ?? TEXT_CHECKS[f.field as OptionField])?.(asText(given));
       if (problem) fail(problem);
       return given;
     }
