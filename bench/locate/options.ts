@@ -1,4 +1,4 @@
-// `collbench locate`'s command line: its own flags before `--` (tokenize(), the one getopt-style parser), the host
+// `collbench locate`'s command line: its own flags before `--` (LOCATE_OPTIONS, read by config/options.ts like every command's), the host
 // list (--hosts or an Open MPI / Slurm-style hostfile), and the run arguments after `--`, checked here with the run
 // command's own parser so that a typo fails before any job starts. Pure apart from reading the hostfile.
 import { readFileSync } from 'node:fs';
