@@ -16,6 +16,7 @@ import { isNativeError, type BackendInfo, type NativeBackend } from '../native/b
 import { slurmStep } from '../launch/slurm.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
+import { ENV } from '../core/environment.js';
 
 type Env = NodeJS.ProcessEnv;
 
@@ -55,8 +56,8 @@ export function glooWorld(env: Env = process.env): GlooWorld {
     }
     return w;
   };
-  const explicitRunId = env.COLLBENCH_GLOO_RUN_ID;
-  if (env.COLLBENCH_GLOO_LAUNCHER === 'collbench') {
+  const explicitRunId = env[ENV.GLOO_RUN_ID];
+  if (env[ENV.GLOO_LAUNCHER] === 'collbench') {
     const rank = intVar(env, 'RANK') ?? 0, size = intVar(env, 'WORLD_SIZE') ?? 1;
     return check({
       launcher: 'collbench', rank, size, localRank: intVar(env, 'LOCAL_RANK') ?? rank,
@@ -109,10 +110,11 @@ export interface GlooStorePlan {
 
 export function glooStorePlan(world: GlooWorld, option: string | null, env: Env = process.env): GlooStorePlan {
   if (option !== null) return { store: option, ownedDir: null };
-  if (env.COLLBENCH_GLOO_STORE && /^redis:\/\/.*@/.test(env.COLLBENCH_GLOO_STORE)) {
-    throw new UsageError(`COLLBENCH_GLOO_STORE: ${REDIS_PASSWORD_IN_URL}`);
+  const store = env[ENV.GLOO_STORE];
+  if (store && /^redis:\/\/.*@/.test(store)) {
+    throw new UsageError(`${ENV.GLOO_STORE}: ${REDIS_PASSWORD_IN_URL}`);
   }
-  if (env.COLLBENCH_GLOO_STORE) return { store: env.COLLBENCH_GLOO_STORE, ownedDir: null };
+  if (store) return { store, ownedDir: null };
   if (world.size === 1) return { store: null, ownedDir: null };
   if (world.localSize < world.size) {
     throw new UsageError(`--gloo-store: ${world.size} ranks on several hosts (${world.launcher} launch) need a store ` +
@@ -176,11 +178,11 @@ export const GLOO_DEFAULT_TIMEOUT_MS = 30_000;
 
 /** COLLBENCH_GLOO_TIMEOUT_MS: milliseconds, a positive integer (unset or empty: 30000). */
 function glooTimeoutMs(env: Env): number {
-  const v = env.COLLBENCH_GLOO_TIMEOUT_MS;
+  const v = env[ENV.GLOO_TIMEOUT_MS];
   if (v === undefined || v === '') return GLOO_DEFAULT_TIMEOUT_MS;
   const ms = /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
   if (!(ms >= 1 && ms <= 2 ** 30)) {
-    throw new UsageError(`--backend gloo: COLLBENCH_GLOO_TIMEOUT_MS=${v} is not a timeout in milliseconds (an integer from 1 to 2^30)`);
+    throw new UsageError(`--backend gloo: ${ENV.GLOO_TIMEOUT_MS}=${v} is not a timeout in milliseconds (an integer from 1 to 2^30)`);
   }
   return ms;
 }
@@ -191,16 +193,16 @@ function glooTimeoutMs(env: Env): number {
  * either variable (report/provenance.ts leaves out every variable whose name says password, secret, token or auth).
  */
 export function redisPassword(env: Env = process.env): string | null {
-  const v = env.COLLBENCH_GLOO_REDIS_PASSWORD || env.REDISCLI_AUTH;
+  const v = env[ENV.GLOO_REDIS_PASSWORD] || env.REDISCLI_AUTH;
   return v ? v : null;
 }
 
 /** COLLBENCH_GLOO_FLOAT16: gloo (default) or collbench. */
 function glooFloat16(env: Env): GlooFloat16 {
-  const v = env.COLLBENCH_GLOO_FLOAT16;
+  const v = env[ENV.GLOO_FLOAT16];
   if (v === undefined) return 'gloo';
   if (v !== 'gloo' && v !== 'collbench') {
-    throw new UsageError(`--backend gloo: COLLBENCH_GLOO_FLOAT16=${v} must be gloo or collbench`);
+    throw new UsageError(`--backend gloo: ${ENV.GLOO_FLOAT16}=${v} must be gloo or collbench`);
   }
   return v;
 }

@@ -14,6 +14,7 @@ import { moduleBuilt, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
 import { watchdogFloorSec } from '../core/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
+import { ENV } from '../core/environment.js';
 
 type Env = NodeJS.ProcessEnv;
 
@@ -225,9 +226,9 @@ interface World {
 const RENDEZVOUS_TIMEOUT_S = 300;
 
 function rendezvousTimeoutMs(env: Env): number {
-  const t = env.COLLBENCH_RENDEZVOUS_TIMEOUT;
+  const t = env[ENV.RENDEZVOUS_TIMEOUT];
   if (t === undefined || t.trim() === '') return RENDEZVOUS_TIMEOUT_S * 1000;
-  if (!/^\s*\d+(\.\d+)?\s*$/.test(t)) throw new UsageError(`COLLBENCH_RENDEZVOUS_TIMEOUT: '${t}' is not a number of seconds`);
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(t)) throw new UsageError(`${ENV.RENDEZVOUS_TIMEOUT}: '${t}' is not a number of seconds`);
   return Number(t) * 1000;
 }
 

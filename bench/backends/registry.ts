@@ -33,6 +33,17 @@ export interface BackendRecord {
   hangView?: (env: NodeJS.ProcessEnv, info: BackendInfo) => Promise<LibraryHangView>;
   /** What its bring-up waits for, named in the watchdog's line when that wait expires. */
   bringUp: string;
+  /** Runs on GPUs: the launcher places its processes (collbench pins no loop thread), its module's probe() reports
+   *  the CUDA devices and the libnccl it would load (`collbench info`), and it needs libnccl at run time. */
+  gpu: boolean;
+  /** Its library says, under NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING, which algorithm and protocol it chose per
+   *  call: `compare` records that, and --tuner-csv can write it. */
+  tuningLog: boolean;
+  /** Its library's version is only known after init() (MPI): `collbench info` starts it alone, as a singleton,
+   *  to read it. */
+  versionFromInit: boolean;
+  /** The report's libraryVersions key that holds the library's version (nccl's come from its own version fields). */
+  reportVersionAs: 'mpi' | 'gloo' | null;
 }
 
 export const BACKENDS: readonly BackendRecord[] = Object.freeze([
@@ -49,6 +60,7 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     createDriver: createNcclDriver,
     hangView: (env, info) => askNcclRas(env, info.libraryVersionShort.split(' ').slice(0, 2).join(' ')),
     bringUp: 'the NCCL bring-up (unique-id exchange, device choice, communicator init)',
+    gpu: true, tuningLog: true, versionFromInit: false, reportVersionAs: null,
   },
   {
     name: 'mpi',
@@ -61,6 +73,7 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     launcher: 'mpirun',
     createDriver: createMpiDriver,
     bringUp: 'the MPI bring-up',
+    gpu: false, tuningLog: false, versionFromInit: true, reportVersionAs: 'mpi',
   },
   {
     name: 'gloo',
@@ -73,11 +86,17 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     launcher: 'local-processes',
     createDriver: createGlooDriver,
     bringUp: 'the Gloo bring-up (store rendezvous, connections)',
+    gpu: false, tuningLog: false, versionFromInit: false, reportVersionAs: 'gloo',
   },
 ] satisfies BackendRecord[]);
 
 export function backendRecord(name: BackendName): BackendRecord {
   return BACKENDS.find((b) => b.name === name)!;
+}
+
+/** The record of a name read from outside (a native module's info, another program's options), or null. */
+export function findBackendRecord(name: string): BackendRecord | null {
+  return BACKENDS.find((b) => b.name === name) ?? null;
 }
 
 /** Backends whose module is built, in order of preference. */

@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { runCommand } from '../commands/run.js';
 import { PlanError } from '../collectives/alltoallv-plan.js';
-import { collectiveFromProgram, programBase } from '../config/parse.js';
+import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
+import { environmentText } from '../core/environment.js';
 import { EnvironmentError, EXIT, UsageError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { launchedRankLabel } from '../launch/environment.js';
@@ -48,6 +49,20 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   locate: async (args, script, io) => (await import('../commands/locate.js')).locateCommand(args, script, io),
   // the self-contained tarball for nodes without Node.js
   bundle: async (args, _script, io) => (await import('../commands/bundle.js')).bundleCommand(args, io),
+  // `help` (the run's flags), `help env` (the environment variables), `help <command>` (as `<command> --help`)
+  help: async (args, script, io) => {
+    if (args.length > 1) throw new UsageError(`help: one word at most: env or a command, got '${args.join(' ')}'`);
+    const word = args[0];
+    if (word === 'env') { io.out(environmentText().replace(/\n$/, '')); return EXIT.OK; }
+    const command = word === undefined || word === 'run' ? undefined : SUBCOMMANDS[word];
+    if (word !== undefined && word !== 'run' && (command === undefined || word === 'help')) {
+      throw new UsageError(`help: unknown topic '${word}'; valid: env, run, ${Object.keys(SUBCOMMANDS).filter((k) => k !== 'help').join(', ')}`);
+    }
+    if (command) return command(['--help'], script, io);
+    const parsed = parseCommandLine(['--help'], programBase(script));
+    if (parsed.kind === 'help') io.out(parsed.text);
+    return EXIT.OK;
+  },
 };
 
 export async function main(argv: string[], scriptPath: string, io: IO = stdio): Promise<number> {

@@ -16,10 +16,11 @@ import {
   ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
   type AcceptDocument, type Verdict,
 } from '../accept/verdict.js';
-import { tokenize, type OptionSpec } from '../config/parse.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { asText, outputFileCheck } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS } from '../core/flags.js';
+import { FLAGS, flag, helpFlag } from '../core/flags.js';
 import { AcceptChecks } from '../engine/accept-checks.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
@@ -36,31 +37,44 @@ export const DEFAULT_TOLERANCE = 3;
 /** Family-wise error rate of the baseline comparisons of one verdict (Bonferroni over every size compared). */
 export const ALPHA = 0.05;
 
-export const ACCEPT_USAGE = `USAGE: collbench accept --profile FILE [options] [launch options]
-  Runs every check of an acceptance profile (YAML or JSON, schema/collbench-profile.v1.schema.json): one benchmark
+/** The run flags accept passes on to every run: how ranks are launched, never what is measured. */
+type LaunchFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' | 'nGpus' | 'nThreads' }>;
+const LAUNCH_FLAGS = FLAGS.filter((f): f is LaunchFlag => f.group === 'collbench launch' || f.long === 'ngpus' || f.long === 'nthreads');
+const LAUNCH_GROUP = 'Launch options, passed to every run (as for runs)';
+const OPTIONS = 'Options';
+const ACCEPT_FLAGS = [
+  flag.text(undefined, 'profile', 'profile', OPTIONS, 'the acceptance profile (required)', { value: '<file>' }),
+  flag.text(undefined, 'baseline', 'baseline', OPTIONS, 'compare with a baseline saved by --save-baseline (same profile, rank ' +
+    'count and backend)', { value: '<file>' }),
+  flag.text(undefined, 'save-baseline', 'saveBaseline', OPTIONS, 'save this run\'s per-iteration samples as a baseline',
+    { value: '<file>', check: outputFileCheck }),
+  flag.number('tolerance', 'tolerance', DEFAULT_TOLERANCE, 'tolerance', 0, 100, OPTIONS, 'a slowdown within 1 + X times the ' +
+    'baseline is never a regression (0.5 = 50% slower)', { value: '<X>' }),
+  flag.text('J', 'json', 'json', OPTIONS, 'the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); ' +
+    '- = stdout', { value: '<file>', check: outputFileCheck }),
+  flag.text(undefined, 'junit', 'junit', OPTIONS, 'the verdict as JUnit XML, one test case per check row; - = stdout',
+    { value: '<file>', check: outputFileCheck }),
+  flag.timeout(600, OPTIONS, 'how long one run may take before it is killed'),
+  flag.toggle('force', 'force', OPTIONS, 'replace output files that already exist (without it they are refused before any run)'),
+  flag.toggle('quiet', 'quiet', OPTIONS, 'no progress lines on stderr'),
+  helpFlag(OPTIONS),
+] as const;
+
+const ACCEPT_TABLE = [...ACCEPT_FLAGS, ...LAUNCH_FLAGS.map((f) => ({ ...f, group: LAUNCH_GROUP }))] as const;
+
+export const ACCEPT_OPTIONS: CommandOptions<typeof ACCEPT_TABLE> = {
+  command: 'accept',
+  usage: 'collbench accept --profile FILE [options] [launch options]',
+  about: `  Runs every check of an acceptance profile (YAML or JSON, schema/collbench-profile.v1.schema.json): one benchmark
   run per attempt of each check (collective and size range, -I 1), judges its thresholds (minimum busbw, maximum
   time, maximum cv% of the per-iteration times, zero #wrong, "k of n attempts must pass") and, with --baseline,
   compares every size with a saved baseline (bootstrap interval of the ratio of median times; a regression must be
-  significant and beyond --tolerance). Prints a verdict table naming the late rank and host where one was found.
-Options:
-  --profile FILE        the profile (required)
-  --baseline FILE       compare with a baseline saved by --save-baseline (same profile, rank count and backend)
-  --save-baseline FILE  save this run's per-iteration samples as a baseline
-  --tolerance X         a slowdown within 1 + X times the baseline is never a regression (default ${DEFAULT_TOLERANCE})
-  -J, --json FILE       the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); - = stdout
-  --junit FILE          the verdict as JUnit XML, one test case per check row; - = stdout
-  --timeout S           seconds one run may take before it is killed (default 600; 0 = no limit)
-  --force               replace output files that already exist (without it they are refused before any run)
-  --quiet               no progress lines on stderr
-Launch options, passed to every run: ${launchFlags().map((f) => `--${f.long}`).join(', ')}
-Exit status: 0 every check passed, 7 a check failed, 2 bad input (profile, baseline, options), and as for runs
-when a run could not finish: 3 backend error, 4 timeout, 5 environment (no backend, mpirun missing), 1 internal.`;
-
-/** The run flags accept passes on to every run: how ranks are launched, never what is measured. */
-function launchFlags(): { short?: string; long: string; takesValue: boolean }[] {
-  return FLAGS.filter((f) => f.group === 'collbench launch' || f.long === 'ngpus' || f.long === 'nthreads')
-    .map((f) => ({ short: f.short, long: f.long, takesValue: f.kind !== 'switch' }));
-}
+  significant and beyond --tolerance). Prints a verdict table naming the late rank and host where one was found.`,
+  groups: [OPTIONS, LAUNCH_GROUP],
+  flags: ACCEPT_TABLE,
+  footer: `Exit status: 0 every check passed, 7 a check failed, 2 bad input (profile, baseline, options), and as for runs
+when a run could not finish: 3 backend error, 4 timeout, 5 environment (no backend, mpirun missing), 1 internal.`,
+};
 
 interface AcceptOptions {
   profile: string;
@@ -76,51 +90,25 @@ interface AcceptOptions {
   np: number | null;
 }
 
-const OWN: readonly OptionSpec[] = [
-  ...['profile', 'baseline', 'save-baseline', 'tolerance', 'junit', 'timeout'].map((long): OptionSpec => ({ long, key: long, takesValue: true })),
-  { short: 'J', long: 'json', key: 'json', takesValue: true },
-  { long: 'quiet', key: 'quiet', takesValue: false },
-  { long: 'force', key: 'force', takesValue: false },
-  { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
-];
-
 export function parseAcceptArgs(args: string[]): AcceptOptions | 'help' {
-  const launch = launchFlags().map((f): OptionSpec => ({ ...f, key: `launch:${f.long}` }));
-  const tokens = tokenize(args, [...OWN, ...launch], 'accept: ');
-  if (tokens.stop === 'help') return 'help';
-  if (tokens.positionals.length > 0) throw new UsageError(`accept: unexpected argument '${tokens.positionals[0]}' (see collbench accept --help)`);
-  const v = (key: string): string | null => {
-    const value = tokens.values.get(key);
-    return value === undefined || value === true ? null : value;
-  };
-  const profile = v('profile');
-  if (profile === null) throw UsageError.forFlag('accept: --profile', 'missing: name the acceptance profile (profiles/cpu-smoke.yaml, …)');
-  const tolText = v('tolerance');
-  const tolerance = tolText === null ? DEFAULT_TOLERANCE : Number(tolText);
-  if (!(tolerance >= 0 && tolerance <= 100) || tolText?.trim() === '') {
-    throw UsageError.forFlag('--tolerance', `expected a number from 0 to 100 (0.5 = 50% slower), got '${tolText}'`);
-  }
-  const toText = v('timeout');
-  if (toText !== null && !/^\d+$/.test(toText)) throw UsageError.forFlag('--timeout', `expected whole seconds, got '${toText}'`);
-  const launchArgs: string[] = [];
-  for (const t of tokens.ordered) {
-    if (!t.key.startsWith('launch:')) continue;
-    const long = t.key.slice('launch:'.length);
-    launchArgs.push(t.value === true ? `--${long}` : `--${long}=${t.value}`);
-  }
-  const npText = v('launch:np');
-  const np = npText !== null && /^\d+$/.test(npText) ? Number(npText) : null;
+  const { stop, positionals, values, ordered } = parseOptions(args, ACCEPT_OPTIONS);
+  if (stop === 'help') return 'help';
+  if (positionals.length > 0) throw new UsageError(`accept: unexpected argument '${positionals[0]}' (see collbench accept --help)`);
+  if (values.profile === null) throw UsageError.forFlag('accept: --profile', 'missing: name the acceptance profile (profiles/cpu-smoke.yaml, …)');
+  const launch = ordered.flatMap((t) => {
+    const f = LAUNCH_FLAGS.find((x) => x.field === t.field);
+    return f ? [`--${f.long}=${asText(t.value)}`] : [];
+  });
   return {
-    profile, baseline: v('baseline'), saveBaseline: v('save-baseline'), json: v('json'), junit: v('junit'), tolerance,
-    timeoutSec: toText === null ? 600 : Number(toText), quiet: tokens.values.get('quiet') === true,
-    force: tokens.values.get('force') === true, launch: launchArgs, np,
+    profile: values.profile, baseline: values.baseline, saveBaseline: values.saveBaseline, json: values.json, junit: values.junit,
+    tolerance: values.tolerance, timeoutSec: values.timeoutSec, quiet: values.quiet, force: values.force, launch, np: values.np,
   };
 }
 
 
 export async function acceptCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const opts = parseAcceptArgs(argv);
-  if (opts === 'help') { io.out(ACCEPT_USAGE); return EXIT.OK; }
+  if (opts === 'help') { io.out(commandHelp(ACCEPT_OPTIONS)); return EXIT.OK; }
   const outputs = [
     { flag: '-J', path: opts.json, render: renderVerdictJson },
     { flag: '--junit', path: opts.junit, render: renderVerdictJunit },

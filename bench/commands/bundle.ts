@@ -9,7 +9,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
-import { tokenize } from '../config/parse.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { flag, helpFlag } from '../core/flags.js';
 import type { IO } from '../core/io.js';
 import { UsageError } from '../core/errors.js';
 import { PROGRAMS } from '../core/types.js';
@@ -38,11 +39,24 @@ export interface BundleManifest {
   dependencies: string[];
 }
 
-export const BUNDLE_HELP = `usage: collbench bundle [-o FILE] [--force]
-  Writes collbench-${VERSION}-linux-<arch>.tar.xz (or FILE): this Node.js runtime, the compiled JavaScript,
-  production dependencies, every built native module, launchers for collbench and the *_perf programs, and a
-  README. Extract it anywhere and run <dir>/bin/all_reduce_perf; no Node.js or npm needed there.
-  An existing FILE is refused (before anything is staged) unless --force is given.`;
+const BUNDLE_FLAGS = [
+  flag.text('o', 'output', 'output', 'Options', 'the tarball to write', {
+    value: '<file>', defaultText: `collbench-${VERSION}-linux-<arch>.tar.xz`, check: (v) => (v === '' ? 'needs a file name' : null),
+  }),
+  flag.toggle('force', 'force', 'Options', 'replace an existing file (without it, it is refused before anything is staged)'),
+  helpFlag('Options'),
+] as const;
+
+export const BUNDLE_OPTIONS: CommandOptions<typeof BUNDLE_FLAGS> = {
+  command: 'bundle',
+  usage: 'collbench bundle [-o FILE] [--force]',
+  about: '  Writes a tarball of this Node.js runtime, the compiled JavaScript, production dependencies, every built native\n' +
+    '  module, launchers for collbench and the *_perf programs, and a README. Extract it anywhere and run\n' +
+    '  <dir>/bin/all_reduce_perf; no Node.js or npm needed there.',
+  groups: ['Options'],
+  flags: BUNDLE_FLAGS,
+  footer: '',
+};
 
 export function bundleName(arch: string = process.arch): string {
   return `collbench-${VERSION}-linux-${arch}`;
@@ -201,17 +215,11 @@ export function writeBundle(output: string, io: IO): number {
 }
 
 export async function bundleCommand(argv: string[], io: IO): Promise<number> {
-  const tokens = tokenize(argv, [
-    { short: 'o', long: 'output', key: 'output', takesValue: true, value: 'FILE' },
-    { long: 'force', key: 'force', takesValue: false },
-    { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
-  ], 'bundle: ');
-  if (tokens.stop === 'help') { io.out(BUNDLE_HELP); return 0; }
-  if (tokens.positionals.length > 0) throw new UsageError(`bundle: unknown argument '${tokens.positionals[0]}' (usage: collbench bundle [-o FILE] [--force])`);
-  const output = tokens.values.get('output');
-  if (output === '') throw UsageError.forFlag('bundle: --output', 'needs a file name');
-  const file = resolve(typeof output === 'string' ? output : `${bundleName()}.tar.xz`);
-  if (existsSync(file) && tokens.values.get('force') !== true) {
+  const { stop, positionals, values } = parseOptions(argv, BUNDLE_OPTIONS);
+  if (stop === 'help') { io.out(commandHelp(BUNDLE_OPTIONS)); return 0; }
+  if (positionals.length > 0) throw new UsageError(`bundle: unknown argument '${positionals[0]}' (usage: collbench bundle [-o FILE] [--force])`);
+  const file = resolve(values.output ?? `${bundleName()}.tar.xz`);
+  if (existsSync(file) && !values.force) {
     throw new UsageError(`bundle: ${file} already exists; refusing to overwrite it (give --force to replace it)`);
   }
   const size = writeBundle(file, io);

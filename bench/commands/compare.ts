@@ -5,10 +5,12 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { selectBackend } from '../backends/registry.js';
-import { tokenize, type OptionSpec } from '../config/parse.js';
+import { backendRecord, selectBackend } from '../backends/registry.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { outputFileCheck } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
+import { flag, helpFlag } from '../core/flags.js';
 import type { BackendName } from '../core/types.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
@@ -23,36 +25,55 @@ import { CompareRuns } from '../engine/compare-runs.js';
 import { combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
 import { renderTunerCsv, TUNER_COLLECTIVE } from '../compare/tuner-csv.js';
 
-export const COMPARE_USAGE = `USAGE: collbench compare SETTINGS… [options] -- <program> <args…>
-  Runs <program> (all_reduce_perf … or collbench <collective>, with nccl-tests' flags) once per combination of
+const PLACEMENTS = ['out-of-place', 'in-place'] as const;
+
+const SETTINGS = 'Settings (at least one; values separated by commas, \\, for a comma inside a value)';
+const OPTIONS = 'Options';
+const OUT = { value: '<file>', check: outputFileCheck };
+const COMPARE_FLAGS = [
+  flag.repeated('env', 'env', SETTINGS, 'an environment variable (NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple,LL,LL128, …)',
+    { value: '<NAME=v1,v2>' }),
+  flag.repeated('mca', 'mca', SETTINGS, 'an Open MPI MCA parameter, passed as OMPI_MCA_NAME; coll_tuned_* parameters also get ' +
+    'coll_tuned_use_dynamic_rules=1 (e.g. --mca coll_tuned_allreduce_algorithm=0,1,2,3,4,5,6)', { value: '<NAME=v1,v2>' }),
+  flag.repeated('gloo-algo', 'glooAlgo', SETTINGS, 'the gloo backend\'s all_reduce algorithm (--gloo-algo of the program; needs ' +
+    '--backend gloo)', { value: '<a,b>' }),
+  flag.int(undefined, 'repeats', 'repeats', 5, 'repeat count', 1, 1000, OPTIONS, 'runs per combination, interleaved run by run (odd ' +
+    'runs in order, even runs reversed); the gain over the default gets a bootstrap interval and a rank-test verdict',
+  { value: '<R>' }),
+  flag.int(undefined, 'runs', 'runs', 5, 'repeat count', 1, 1000, OPTIONS, 'the older spelling of --repeats', { value: '<R>' }),
+  flag.timeout(600, OPTIONS, 'how long one run may take before it is killed and reported'),
+  flag.choice('placement', 'placement', PLACEMENTS, 'out-of-place', 'placement', OPTIONS, 'the half whose busbw is compared',
+    { value: '<out-of-place|in-place>' }),
+  flag.text(undefined, 'json', 'json', OPTIONS, 'the comparison as JSON (kind "collbench-compare"); - = stdout, for every output', OUT),
+  flag.text(undefined, 'csv', 'csv', OPTIONS, 'one line per size × combination', OUT),
+  flag.text(undefined, 'md', 'md', OPTIONS, 'Markdown tables', OUT),
+  flag.text(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: the verdict tables and busbw/time charts, one line per ' +
+    'combination', OUT),
+  flag.text(undefined, 'junit', 'junit', OPTIONS, 'JUnit XML, one test case per combination (failed, rejected, timed out or wrong ' +
+    'results fail)', OUT),
+  flag.text(undefined, 'tuner-csv', 'tunerCsv', OPTIONS, 'the winners in the format of NCCL\'s example tuner plugin ' +
+    '(NCCL_TUNER_CONFIG_FILE)', OUT),
+  flag.text(undefined, 'reports-dir', 'reportsDir', OPTIONS, 'keep every run\'s own JSON report (and the NCCL log) in DIR',
+    { value: '<dir>', defaultText: 'a temporary folder, removed' }),
+  flag.toggle('quiet', 'quiet', OPTIONS, 'no progress lines on stderr'),
+  flag.toggle('force', 'force', OPTIONS, 'replace output files that already exist (without it they are refused before any run)'),
+  helpFlag(OPTIONS),
+] as const;
+
+export const COMPARE_OPTIONS: CommandOptions<typeof COMPARE_FLAGS> = {
+  command: 'compare',
+  usage: 'collbench compare SETTINGS… [options] -- <program> <args…>',
+  about: `  Runs <program> (all_reduce_perf … or collbench <collective>, with nccl-tests' flags) once per combination of
   the settings (their cartesian product) plus the default (no setting) as baseline, each in its own process, and
   prints per size the median busbw of every combination [min-max over runs], the best one, its gain over the
-  default, the sizes where the best changes (crossovers) and #wrong per combination.
-Settings (at least one; values separated by commas, \\, for a comma inside a value):
-  --env NAME=v1,v2      an environment variable (NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple,LL,LL128, …)
-  --mca NAME=v1,v2      an Open MPI MCA parameter, passed as OMPI_MCA_NAME; coll_tuned_* parameters also get
-                        coll_tuned_use_dynamic_rules=1 (e.g. --mca coll_tuned_allreduce_algorithm=0,1,2,3,4,5,6)
-  --gloo-algo a,b       the gloo backend's all_reduce algorithm (--gloo-algo of the program; needs --backend gloo)
-Options:
-  --repeats R           runs per combination, interleaved run by run (odd runs in order, even runs reversed); the gain
-                        over the default gets a bootstrap interval and a rank-test verdict (default 5; --runs R too)
-  --timeout S           seconds one run may take before it is killed and reported (default 600; 0 = no limit)
-  --placement P         out-of-place (default) or in-place: the half whose busbw is compared
-  --json FILE           the comparison as JSON (kind "collbench-compare")      - = stdout, for every output
-  --csv FILE            one line per size × combination
-  --md FILE             Markdown tables
-  --html FILE           self-contained HTML page: the verdict tables and busbw/time charts, one line per combination
-  --junit FILE          JUnit XML, one test case per combination (failed, rejected, timed out or wrong results fail)
-  --tuner-csv FILE      the winners in the format of NCCL's example tuner plugin (NCCL_TUNER_CONFIG_FILE)
-  --reports-dir DIR     keep every run's own JSON report (and the NCCL log) in DIR (default: a temporary folder, removed)
-  --quiet               no progress lines on stderr
-  --force               replace output files that already exist (without it they are refused before any run)
-On the NCCL backend an extra default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING records which algorithm and
+  default, the sizes where the best changes (crossovers) and #wrong per combination.`,
+  groups: [SETTINGS, OPTIONS],
+  flags: COMPARE_FLAGS,
+  footer: `On the NCCL backend an extra default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING records which algorithm and
 protocol NCCL chose per size (the "NCCL chose" column); its timings are not used.
 Exit status: 0 all clean, 7 a combination gave wrong results, 3 a combination failed or was rejected, 4 a run
-timed out, 2 bad input (nothing was run).`;
-
-const PLACEMENTS = ['out-of-place', 'in-place'] as const;
+timed out, 2 bad input (nothing was run).`,
+};
 
 interface CompareOptions {
   axes: Axis[];
@@ -65,64 +86,34 @@ interface CompareOptions {
   force: boolean;
 }
 
-/** --repeats R (or its older spelling --runs R): runs per combination; 5 by default, the fewest with which a rank test
- *  can call a gain significant after a correction over a few sizes (3 against 3 never can). */
-function repeatsFlag(repeats: string | undefined, runs: string | undefined): number {
-  if (repeats !== undefined && runs !== undefined) throw UsageError.forFlag('--repeats', 'give --repeats or --runs (the same setting), not both');
-  return repeats !== undefined ? intFlag('--repeats', repeats, 5, 1, 1000) : intFlag('--runs', runs, 5, 1, 1000);
-}
-
-function intFlag(flag: string, text: string | undefined, dflt: number, min: number, max: number): number {
-  if (text === undefined) return dflt;
-  if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
-    throw UsageError.forFlag(flag, `expected an integer from ${min} to ${max}, got '${text}'`);
-  }
-  return Number(text);
-}
-
-/** Compare's own options (before --). */
-const COMPARE_OPTIONS: readonly OptionSpec[] = [
-  ...['env', 'mca', 'gloo-algo', 'runs', 'repeats', 'timeout', 'placement', 'json', 'csv', 'md', 'html', 'junit', 'tuner-csv', 'reports-dir']
-    .map((long): OptionSpec => ({ long, key: long, takesValue: true })),
-  { long: 'quiet', key: 'quiet', takesValue: false },
-  { long: 'force', key: 'force', takesValue: false },
-  { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
-];
-
 /** Compare's own flags (before --) → options; the axes keep the order they were given in. */
 export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
-  const tokens = tokenize(args, COMPARE_OPTIONS, 'compare: ');
-  if (tokens.stop === 'help') return 'help';
-  if (tokens.positionals.length > 0) {
-    throw new UsageError(`compare: unexpected argument '${tokens.positionals[0]}' (the program goes after --; see collbench compare --help)`);
+  const { stop, positionals, values, given, ordered } = parseOptions(args, COMPARE_OPTIONS);
+  if (stop === 'help') return 'help';
+  if (positionals.length > 0) {
+    throw new UsageError(`compare: unexpected argument '${positionals[0]}' (the program goes after --; see collbench compare --help)`);
   }
-  const v = (key: string): string | undefined => {
-    const value = tokens.values.get(key);
-    return value === undefined || value === true ? undefined : value;
-  };
+  // --repeats R (or its older spelling --runs R): runs per combination; 5 by default, the fewest with which a rank test
+  // can call a gain significant after a correction over a few sizes (3 against 3 never can).
+  if (given.has('repeats') && given.has('runs')) throw UsageError.forFlag('compare: --repeats', 'give --repeats or --runs (the same setting), not both');
   const axes: Axis[] = [];
-  for (const t of tokens.ordered) {
-    if (t.value === true) continue;
-    if (t.key === 'env' || t.key === 'mca') axes.push(parseAxis(t.key, t.value));
-    if (t.key === 'gloo-algo') axes.push(parseGlooAxis(t.value));
+  for (const t of ordered) {
+    if (t.field === 'env' || t.field === 'mca') axes.push(parseAxis(t.field, t.value as string));
+    if (t.field === 'glooAlgo') axes.push(parseGlooAxis(t.value as string));
   }
-  const placement = (v('placement') ?? 'out-of-place') as CompareOptions['placement'];
-  if (!PLACEMENTS.includes(placement)) throw UsageError.forFlag('--placement', `expected out-of-place or in-place, got '${v('placement')}'`);
   const outputs: CompareOptions['outputs'] = [];
-  const add = (flag: string, render: CompareOptions['outputs'][number]['render']): void => {
-    const path = v(flag.slice(2));
-    if (path !== undefined) outputs.push({ flag, path, render });
+  const add = (flag: string, path: string | null, render: CompareOptions['outputs'][number]['render']): void => {
+    if (path !== null) outputs.push({ flag, path, render });
   };
-  add('--json', renderCompareJson);
-  add('--csv', renderCompareCsv);
-  add('--md', renderCompareMarkdown);
-  add('--html', renderCompareHtml);
-  add('--junit', renderCompareJunit);
-  add('--tuner-csv', renderTunerCsv);
+  add('--json', values.json, renderCompareJson);
+  add('--csv', values.csv, renderCompareCsv);
+  add('--md', values.md, renderCompareMarkdown);
+  add('--html', values.html, renderCompareHtml);
+  add('--junit', values.junit, renderCompareJunit);
+  add('--tuner-csv', values.tunerCsv, renderTunerCsv);
   return {
-    axes, placement, outputs, quiet: tokens.values.get('quiet') === true, force: tokens.values.get('force') === true, reportsDir: v('reports-dir') ?? null,
-    runs: repeatsFlag(v('repeats'), v('runs')),
-    timeoutSec: intFlag('--timeout', v('timeout'), 600, 0, 7 * 24 * 3600),
+    axes, placement: values.placement, outputs, quiet: values.quiet, force: values.force, reportsDir: values.reportsDir,
+    runs: given.has('runs') ? values.runs : values.repeats, timeoutSec: values.timeoutSec,
   };
 }
 
@@ -161,7 +152,7 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
       throw UsageError.forFlag('--tuner-csv', `NCCL's example tuner plugin does not tune ${program.collective}; it takes ${Object.keys(TUNER_COLLECTIVE).join(', ')}`);
     }
     const ncclAxis = opts.axes.some((a) => a.kind === 'env' && /^NCCL_/.test(a.name));
-    if (!ncclAxis && backend !== 'nccl') {
+    if (!ncclAxis && (backend === null || !backendRecord(backend).tuningLog)) {
       throw UsageError.forFlag('--tuner-csv', 'writes NCCL algorithm/protocol choices; compare NCCL settings (--env NCCL_ALGO=…, NCCL_PROTO=…) on the nccl backend');
     }
   }
@@ -213,7 +204,7 @@ async function writeFiles(plan: ComparePlan, doc: CompareDocument, final: boolea
 
 export async function compareCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const plan = planCompare(argv);
-  if (plan === 'help') { io.out(COMPARE_USAGE); return EXIT.OK; }
+  if (plan === 'help') { io.out(commandHelp(COMPARE_OPTIONS)); return EXIT.OK; }
   const { dir, keep } = reportsDirectory(plan.opts);
   const startTime = new Date();
   const session = new CompareRuns({ combos: plan.combos, program: plan.program, runs: plan.opts.runs, timeoutSec: plan.opts.timeoutSec,
@@ -221,7 +212,7 @@ export async function compareCommand(argv: string[], scriptPath: string, io: IO)
   process.on('SIGINT', session.onSignal);
   process.on('SIGTERM', session.onSignal);
   try {
-    if (plan.backend === 'nccl' && !session.interrupted) await session.runNcclProbe();
+    if (plan.backend !== null && backendRecord(plan.backend).tuningLog && !session.interrupted) await session.runNcclProbe();
     // the files are rewritten after every run, so an interrupted comparison leaves what it measured
     await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, startTime, 'incomplete'), false));
     const doc = buildDoc(plan, session, startTime, session.interrupted ? 'interrupted' : 'complete');

@@ -4,7 +4,8 @@
 // first on a new node; the answer to "why did it pick that backend".
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { tokenize } from '../config/parse.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { flag, helpFlag } from '../core/flags.js';
 import type { IO } from '../core/io.js';
 import { UsageError } from '../core/errors.js';
 import { prepareSingletonMpi, underMpiLauncher } from '../launch/environment.js';
@@ -16,6 +17,7 @@ import { modulePath, nativeDir, packageRoot } from '../native/loader.js';
 import { filterEnv } from '../report/provenance.js';
 import { VERSION } from '../version.js';
 import { BUNDLE_MANIFEST, type BundleManifest } from './bundle.js';
+import { ENV } from '../core/environment.js';
 
 export interface BackendReport {
   name: BackendName;
@@ -100,7 +102,7 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
   try { module = requireBackend(name); } catch (e) { r.reason = firstLine(e); return r; }
   r.loadable = true;
   r.libraries = mappedLibraries(system.stems);
-  if (name === 'nccl') {
+  if (backendRecord(name).gpu) {
     const p = (module as unknown as { probe(o: { lib?: string }): NcclProbe }).probe({ lib: ncclLib });
     const d = p.devices;
     r.cuda = { devices: d.count, driverVersion: d.driverVersion, runtimeVersion: d.runtimeVersion,
@@ -115,7 +117,7 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
     if (!p.usable) r.reason = p.reason ?? 'not usable here';
     return r;
   }
-  if (name === 'mpi') {
+  if (backendRecord(name).versionFromInit) {
     if (underMpiLauncher()) { r.usable = true; r.version = null; return r; } // init would be collective
     // An srun task without PMIx: Open MPI would abort this process in MPI_Init.
     const refusal = slurmMpiRefusal();
@@ -153,7 +155,7 @@ function gpuList(): string[] | null {
 export function collectInfo(ncclLib?: string): InfoReport {
   const manifest = readManifest();
   const env = filterEnv(process.env); // before probing: MPI_Init adds OMPI_* variables of its own
-  const backends = BACKENDS.map((b) => probeBackend(b.name, ncclLib ?? process.env.COLLBENCH_NCCL_LIB));
+  const backends = BACKENDS.map((b) => probeBackend(b.name, ncclLib ?? process.env[ENV.NCCL_LIB]));
   return {
     collbench: VERSION,
     installation: { root: packageRoot, kind: manifest ? 'bundle' : 'source', bundle: manifest, nativeDir: nativeDir() },
@@ -177,7 +179,7 @@ export function formatInfo(info: InfoReport): string[] {
   out.push(`  runtime       Node.js ${info.node.version} ${info.node.platform}-${info.node.arch} (${info.node.execPath}), glibc ${info.node.glibc ?? 'unknown'}`);
   if (b?.glibc && info.node.glibc && compareVersions(info.node.glibc, b.glibc) < 0)
     out.push(`  WARNING       this glibc ${info.node.glibc} is older than the build machine's ${b.glibc}: modules may fail to load`);
-  out.push(`  modules       ${info.installation.nativeDir}${process.env.COLLBENCH_NATIVE_DIR ? ' (COLLBENCH_NATIVE_DIR)' : ''}`);
+  out.push(`  modules       ${info.installation.nativeDir}${process.env[ENV.NATIVE_DIR] ? ` (${ENV.NATIVE_DIR})` : ''}`);
   out.push(`backends (in order of preference; default here: ${info.defaultBackend ?? 'none usable'})`);
   for (const r of info.backends) {
     const state = !r.built ? 'not built' : !r.loadable ? 'UNAVAILABLE' : r.usable ? 'usable' : 'loaded, not usable here';
@@ -191,7 +193,7 @@ export function formatInfo(info: InfoReport): string[] {
     if (r.built && !r.usable) out.push(`        needs: ${r.needs}`);
   }
   if (info.gpus) { out.push('GPUs (nvidia-smi)'); for (const g of info.gpus) out.push(`  ${g}`); }
-  const env = Object.entries(info.env).filter(([k]) => k !== 'COLLBENCH_ARGV');
+  const env = Object.entries(info.env).filter(([k]) => k !== ENV.ARGV);
   if (env.length > 0) { out.push('environment'); for (const [k, v] of env) out.push(`  ${k}=${v}`); }
   return out;
 }
@@ -205,26 +207,29 @@ function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-export const INFO_HELP = `usage: collbench info [--json] [--nccl-lib PATH]
-  Prints collbench's version, the Node.js runtime, each backend module (built, loadable, usable here, and why
-  not), the libraries they load (libmpi, libgloo, the libnccl the nccl backend would use) and the GPUs.
-  --json           one JSON object instead of text
-  --nccl-lib PATH  the libnccl.so.2 (or its directory) to try, as for a benchmark run (else COLLBENCH_NCCL_LIB)`;
+const INFO_FLAGS = [
+  flag.toggle('json', 'json', 'Options', 'one JSON object instead of text'),
+  flag.text(undefined, 'nccl-lib', 'ncclLib', 'Options', 'the libnccl.so.2 (or its directory) to try, as for a benchmark run',
+    { value: '<path>', defaultText: ENV.NCCL_LIB, check: (v) => (v === '' ? 'needs a path' : null) }),
+  helpFlag('Options'),
+] as const;
+
+export const INFO_OPTIONS: CommandOptions<typeof INFO_FLAGS> = {
+  command: 'info',
+  usage: 'collbench info [--json] [--nccl-lib PATH]',
+  about: '  Prints collbench\'s version, the Node.js runtime, each backend module (built, loadable, usable here, and why\n' +
+    '  not), the libraries they load (libmpi, libgloo, the libnccl the nccl backend would use) and the GPUs.',
+  groups: ['Options'],
+  flags: INFO_FLAGS,
+  footer: '',
+};
 
 export async function infoCommand(argv: string[], io: IO): Promise<number> {
-  const tokens = tokenize(argv, [
-    { long: 'json', key: 'json', takesValue: false },
-    { long: 'nccl-lib', key: 'ncclLib', takesValue: true, value: 'PATH' },
-    { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
-  ], 'info: ');
-  if (tokens.stop === 'help') { io.out(INFO_HELP); return 0; }
-  if (tokens.positionals.length > 0) throw new UsageError(`info: unknown argument '${tokens.positionals[0]}' (try collbench info --help)`);
-  const json = tokens.values.get('json') === true;
-  const given = tokens.values.get('ncclLib');
-  if (given === '') throw new UsageError('info: --nccl-lib needs a path');
-  const ncclLib = typeof given === 'string' ? given : undefined;
-  const info = collectInfo(ncclLib);
-  if (json) io.out(JSON.stringify(info, null, 2));
+  const { stop, positionals, values } = parseOptions(argv, INFO_OPTIONS);
+  if (stop === 'help') { io.out(commandHelp(INFO_OPTIONS)); return 0; }
+  if (positionals.length > 0) throw new UsageError(`info: unknown argument '${positionals[0]}' (try collbench info --help)`);
+  const info = collectInfo(values.ncclLib ?? undefined);
+  if (values.json) io.out(JSON.stringify(info, null, 2));
   else for (const line of formatInfo(info)) io.out(line);
   return 0;
 }

@@ -13,10 +13,11 @@ import { writeFileAtomic } from '../report/atomic-write.js';
 import { OutputError } from '../report/outputs.js';
 import { renderLocateText } from '../locate/document.js';
 import { runLocate } from '../locate/flow.js';
-import { LOCATE_USAGE, parseLocateArgs, type LocateOptions, type PlanRequest } from '../locate/options.js';
+import { LOCATE_OPTIONS, parseLocateArgs, type LocateOptions, type PlanRequest } from '../locate/options.js';
 import { fitSchedule, locatePlan } from '../locate/schedule.js';
 import { BUDGET_SLACK } from '../locate/budget.js';
 import { formatSeconds } from '../locate/document.js';
+import { commandHelp } from '../config/options.js';
 
 
 /** Names that do not resolve are typos (exit 2). */
@@ -46,7 +47,7 @@ function renderPlan(p: PlanRequest): string[] {
 
 export async function locateCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const parsed = parseLocateArgs(argv);
-  if (parsed.kind === 'help') { io.out(LOCATE_USAGE); return EXIT.OK; }
+  if (parsed.kind === 'help') { io.out(commandHelp(LOCATE_OPTIONS)); return EXIT.OK; }
   if (parsed.kind === 'plan') { for (const l of renderPlan(parsed.plan)) io.out(l); return EXIT.OK; }
   const given = parsed.options;
   await checkResolvable(given.hosts);

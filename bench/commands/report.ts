@@ -3,8 +3,10 @@
 // and/or a Markdown comparison. Reads only the report document (docs/architecture.md, "report/"); runs nothing.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { tokenize, type OptionSpec } from '../config/parse.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { outputFileCheck } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
+import { flag, helpFlag } from '../core/flags.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import {
   chartRunFromNcclTests, chartRunFromReport, isNcclTestsJson, meanBySeriesAndSize, renderHtml, type ChartRun,
@@ -14,15 +16,27 @@ import { adaptiveFloat } from '../report/format.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
 import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
 
-export const REPORT_USAGE = `USAGE: collbench report FILE.json [FILE.json …] [--html OUT.html] [--md OUT.md] [--label NAME …] [--title TEXT]
-  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).
-  --html FILE   self-contained HTML page: busbw vs size, time vs size (log2 size axis, one line per run and
-                placement), and per run with -I 1 per-rank samples a rank × size heatmap of time / median rank
-  --md FILE     Markdown: the runs, and busbw and time per size side by side
-  --label NAME  name of the next run in the legend (repeat, in file order; default: the file name)
-  --title TEXT  page title
-  --force       replace output files that already exist (without it they are refused)
-  At least one of --html and --md is needed; - writes it to stdout.`;
+const OPTIONS = 'Options';
+const REPORT_FLAGS = [
+  flag.text(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: busbw vs size, time vs size (log2 size axis, one line ' +
+    'per run and placement), and per run with -I 1 per-rank samples a rank × size heatmap of time / median rank',
+  { value: '<file>', check: outputFileCheck }),
+  flag.text(undefined, 'md', 'md', OPTIONS, 'Markdown: the runs, and busbw and time per size side by side', { value: '<file>', check: outputFileCheck }),
+  flag.repeated('label', 'label', OPTIONS, 'name of the next run in the legend (repeat, in file order; default: the file name)',
+    { value: '<name>' }),
+  flag.text(undefined, 'title', 'title', OPTIONS, 'page title', { value: '<text>', defaultText: 'collbench report: the labels' }),
+  flag.toggle('force', 'force', OPTIONS, 'replace output files that already exist (without it they are refused)'),
+  helpFlag(OPTIONS),
+] as const;
+
+export const REPORT_OPTIONS: CommandOptions<typeof REPORT_FLAGS> = {
+  command: 'report',
+  usage: 'collbench report FILE.json [FILE.json …] [--html OUT.html] [--md OUT.md] [--label NAME …] [--title TEXT]',
+  about: '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).',
+  groups: [OPTIONS],
+  flags: REPORT_FLAGS,
+  footer: '  At least one of --html and --md is needed; - writes it to stdout.',
+};
 
 export interface LoadedRun { file: string; run: ChartRun; doc: ReportDocument | null }
 
@@ -88,31 +102,18 @@ export function renderComparisonMarkdown(runs: ChartRun[], title: string): strin
   return `${lines.join('\n')}\n`;
 }
 
-const REPORT_OPTIONS: readonly OptionSpec[] = [
-  ...['html', 'md', 'label', 'title'].map((long): OptionSpec => ({ long, key: long, takesValue: true })),
-  { long: 'force', key: 'force', takesValue: false },
-  { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
-];
-
 export async function reportCommand(args: string[], io: { out(line: string): void; err(line: string): void }): Promise<number> {
-  const tokens = tokenize(args, REPORT_OPTIONS, 'report: ');
-  if (tokens.stop === 'help') { io.out(REPORT_USAGE); return EXIT.OK; }
-  const files = tokens.positionals;
-  const text = (key: string): string | undefined => {
-    const v = tokens.values.get(key);
-    return typeof v === 'string' ? v : undefined;
-  };
-  const values = {
-    html: text('html'), md: text('md'), title: text('title'),
-    label: tokens.ordered.filter((t) => t.key === 'label').map((t) => String(t.value)),
-  };
+  const parsed = parseOptions(args, REPORT_OPTIONS);
+  if (parsed.stop === 'help') { io.out(commandHelp(REPORT_OPTIONS)); return EXIT.OK; }
+  const files = parsed.positionals;
+  const values = parsed.values;
   if (files.length === 0) throw new UsageError('report: no input file; give one or more report JSON files (see --help)');
-  const html = values.html ?? null, md = values.md ?? null;
+  const html = values.html, md = values.md;
   if (html === null && md === null) throw new UsageError('report: nothing to write; give --html FILE and/or --md FILE');
-  const given = values.label ?? [];
-  if (given.length > files.length) throw UsageError.forFlag('--label', `${given.length} labels for ${files.length} files`);
+  const given = values.label;
+  if (given.length > files.length) throw UsageError.forFlag('report: --label', `${given.length} labels for ${files.length} files`);
   const outputs = [...(html !== null ? [{ flag: '--html', path: html }] : []), ...(md !== null ? [{ flag: '--md', path: md }] : [])];
-  checkOutputPaths(outputs, { force: tokens.values.get('force') === true });
+  checkOutputPaths(outputs, { force: values.force });
 
   const labels = labelsFor(files, given);
   const runs = files.map((f, i) => loadRun(f, labels[i]!).run);

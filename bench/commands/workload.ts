@@ -4,9 +4,11 @@
 // compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
 import { readFileSync } from 'node:fs';
-import { tokenize, parseCommandLine, type OptionSpec } from '../config/parse.js';
+import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/options.js';
+import { parseCommandLine } from '../config/parse.js';
+import { asText, outputFileCheck } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, type ResolvedOptions } from '../core/flags.js';
+import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../core/flags.js';
 import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
 import { launcherRank } from '../launch/environment.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
@@ -24,69 +26,73 @@ import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
 import { timeWorkload } from '../engine/workload.js';
 
-export const WORKLOAD_USAGE = `USAGE: collbench workload ddp|fsdp (--params N | --param-sizes FILE) [options] [run options]
-  Times the collectives one training step issues, back to back through the native timed loop, for several
+/** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
+type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
+  'timeoutSec' | 'nThreads' | 'nGpus' }>;
+const RUN_GROUP = 'Run options (as for runs)';
+const RUN_FLAGS = FLAGS.filter((f): f is RunFlag =>
+  ['np', 'hosts', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec', 'nThreads', 'nGpus'].includes(f.field));
+const byField = <F extends (typeof FLAGS)[number]['field']>(field: F): Extract<(typeof FLAGS)[number], { field: F }> =>
+  FLAGS.find((f) => f.field === field) as Extract<(typeof FLAGS)[number], { field: F }>;
+const MODEL = 'Model', CONFIGS = 'Configurations', MEASURE = 'Measurement', OUTPUT = 'Output';
+const DTYPE_NAMES = ['bf16', 'fp16', 'fp32', 'fp64', ...DTYPES] as const;
+const WORKLOAD_FLAGS = [
+  flag.text(undefined, 'params', 'params', MODEL, 'parameter count of a synthetic decoder-only transformer (7e9, 7B, 125M)',
+    { value: '<count>' }),
+  { ...flag.int(undefined, 'layers', 'layers', 0, 'block count', 1, undefined, MODEL, 'its block count',
+    { value: '<blocks>', defaultText: 'cbrt(N)/60: 1e9 -> 17, 7e9 -> 32' }), default: null as number | null },
+  flag.text(undefined, 'param-sizes', 'paramSizes', MODEL, 'the model\'s own parameters instead (JSON, ' +
+    'schema/collbench-param-sizes.v1.schema.json)', { value: '<file>' }),
+  flag.choice('dtype', 'dtype', DTYPE_NAMES, 'bf16', 'datatype', MODEL, 'gradient/parameter datatype: bf16, fp16, fp32, fp64 or a -d name',
+    { value: '<type>' }),
+  flag.text(undefined, 'bucket-mb', 'bucketMb', CONFIGS, 'ddp bucket caps in MB (bucket_cap_mb)',
+    { value: '<list>', defaultText: `10,${DDP_DEFAULT_CAP_MB},50,100,256` }),
+  { ...flag.real('first-bucket-mb', 'firstBucketMb', 'first bucket cap (MB)', 0, undefined, CONFIGS, 'ddp first bucket cap',
+    { value: '<MB>' }), default: DDP_FIRST_BUCKET_BYTES / 2 ** 20 as number },
+  flag.text(undefined, 'unit-layers', 'unitLayers', CONFIGS, 'fsdp blocks per unit', { value: '<list>', defaultText: '1,2,4' }),
+  { ...flag.int(undefined, 'world', 'world', 0, 'world size', 1, undefined, CONFIGS, 'fsdp sharding world (the only value ' +
+    'allowed for a run: the job\'s rank count; any value with --dry-run)', { value: '<ranks>', defaultText: 'the job\'s rank count' }),
+  default: null as number | null },
+  flag.int(undefined, 'repeats', 'repeats', 5, 'repeat count', 2, undefined, MEASURE, 'interleaved repeats of every configuration',
+    { value: '<count>' }),
+  { ...byField('iters'), default: 10, group: MEASURE, help: 'timed steps per repeat' },
+  { ...byField('warmupIters'), default: 2, group: MEASURE, help: 'untimed steps before them' },
+  flag.number('compute-ms', 'computeMs', 0, 'compute time (ms)', 0, undefined, MEASURE, 'stand-in compute per step (busy wait ' +
+    'spread over the calls in proportion to their bytes); also times the step with it and reports how much communication it hid',
+  { value: '<ms>' }),
+  { ...byField('check'), group: MEASURE, help: 'count wrong elements once per call of the first repeat (0 = no check)' },
+  flag.toggle('dry-run', 'dryRun', MEASURE, 'print the sequences (calls, sizes) and exit; runs nothing'),
+  flag.text('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-workload", schema/collbench-workload.v1.schema.json); ' +
+    '- = stdout', { value: '<file>', check: outputFileCheck }),
+  flag.text(undefined, 'csv', 'csv', OUTPUT, 'one line per configuration; - = stdout', { value: '<file>', check: outputFileCheck }),
+  flag.text(undefined, 'html', 'html', OUTPUT, 'one page with the time-per-step chart', { value: '<file>', check: outputFileCheck }),
+  flag.toggle('force', 'force', OUTPUT, 'replace output files that already exist'),
+  flag.toggle('quiet', 'quiet', OUTPUT, 'no progress lines on stderr'),
+  helpFlag(OUTPUT),
+] as const;
+const WORKLOAD_TABLE = [...WORKLOAD_FLAGS, ...RUN_FLAGS.map((f) => ({ ...f, group: RUN_GROUP }))] as const;
+
+export const WORKLOAD_OPTIONS: CommandOptions<typeof WORKLOAD_TABLE> = {
+  command: 'workload',
+  usage: 'collbench workload ddp|fsdp (--params N | --param-sizes FILE) [options] [run options]',
+  about: `  Times the collectives one training step issues, back to back through the native timed loop, for several
   configurations interleaved over --repeats, and recommends the fastest with its margin over each other one
   (bootstrap interval of the ratio of medians, one-sided Mann-Whitney, Holm-corrected).
   ddp:  one all_reduce per gradient bucket, buckets filled in reverse parameter order up to the cap, the first
         bucket capped at --first-bucket-mb (PyTorch's reducer: compute_bucket_assignment_by_size).
   fsdp: FULL_SHARD: all_gather of every unit forward; backward, all_gather again (prefetched) and reduce_scatter
-        per unit, last first; a unit = --unit-layers consecutive blocks, plus the root (embedding, final norm).
-Model:
-  --params N            parameter count of a synthetic decoder-only transformer (7e9, 7B, 125M)
-  --layers L            its block count (default cbrt(N)/60: 1e9 -> 17, 7e9 -> 32)
-  --param-sizes FILE    the model's own parameters instead (JSON, schema/collbench-param-sizes.v1.schema.json)
-  --dtype T             gradient/parameter datatype: bf16 (default), fp16, fp32, fp64 or a -d name
-Configurations:
-  --bucket-mb LIST      ddp bucket caps in MB (bucket_cap_mb; default 10,25,50,100,256)
-  --first-bucket-mb X   ddp first bucket cap (default ${DDP_FIRST_BUCKET_BYTES / 2 ** 20})
-  --unit-layers LIST    fsdp blocks per unit (default 1,2,4)
-  --world N             fsdp sharding world (default and only allowed value for a run: the job's rank count;
-                        any value with --dry-run)
-Measurement:
-  --repeats R           interleaved repeats of every configuration (default 5; at least 2)
-  -n, --iters S         timed steps per repeat (default 10)
-  -w, --warmup_iters W  untimed steps before them (default 2)
-  --compute-ms T        stand-in compute per step (busy wait spread over the calls in proportion to their bytes);
-                        also times the step with it and reports how much communication it hid (default 0)
-  -c, --check 0|1       count wrong elements once per call of the first repeat (default 1)
-  --dry-run             print the sequences (calls, sizes) and exit; runs nothing
-Output:
-  -J, --json FILE       the result as JSON (kind "collbench-workload", schema/collbench-workload.v1.schema.json); - = stdout
-  --csv FILE            one line per configuration; - = stdout
-  --html FILE           one page with the time-per-step chart
-  --force               replace output files that already exist
-  --quiet               no progress lines on stderr
-Run options: --backend, --np, --hosts, --gloo-*, --nccl-lib, -T, -t, -g as for runs.
-Exit status: 0, 7 wrong elements found, 2 bad input, and as for runs: 3 backend error, 4 timeout, 5 environment.`;
+        per unit, last first; a unit = --unit-layers consecutive blocks, plus the root (embedding, final norm).`,
+  groups: [MODEL, CONFIGS, MEASURE, OUTPUT, RUN_GROUP],
+  flags: WORKLOAD_TABLE,
+  footer: 'Exit status: 0, 7 wrong elements found, 2 bad input, and as for runs: 3 backend error, 4 timeout, 5 environment.',
+};
 
-/** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
-const RUN_FIELDS = new Set(['np', 'hosts', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec', 'check',
-  'iters', 'warmupIters', 'nThreads', 'nGpus']);
-const OWN: readonly OptionSpec[] = [
-  { long: 'params', takesValue: true, key: 'params', value: '<count>' },
-  { long: 'layers', takesValue: true, key: 'layers', value: '<blocks>' },
-  { long: 'param-sizes', takesValue: true, key: 'paramSizes', value: '<file>' },
-  { long: 'dtype', takesValue: true, key: 'dtype', value: '<type>' },
-  { long: 'bucket-mb', takesValue: true, key: 'bucketMb', value: '<list>' },
-  { long: 'first-bucket-mb', takesValue: true, key: 'firstBucketMb', value: '<MB>' },
-  { long: 'unit-layers', takesValue: true, key: 'unitLayers', value: '<list>' },
-  { long: 'world', takesValue: true, key: 'world', value: '<ranks>' },
-  { long: 'repeats', takesValue: true, key: 'repeats', value: '<count>' },
-  { long: 'compute-ms', takesValue: true, key: 'computeMs', value: '<ms>' },
-  { long: 'dry-run', takesValue: false, key: 'dryRun' },
-  { short: 'J', long: 'json', takesValue: true, key: 'json', value: '<file>' },
-  { long: 'csv', takesValue: true, key: 'csv', value: '<file>' },
-  { long: 'html', takesValue: true, key: 'html', value: '<file>' },
-  { long: 'force', takesValue: false, key: 'force' },
-  { long: 'quiet', takesValue: false, key: 'quiet' },
-  { short: 'h', long: 'help', takesValue: false, key: 'help', stops: true },
-];
-const OWN_KEYS = new Set(OWN.map((o) => o.key));
-const SPECS: readonly OptionSpec[] = [
-  ...OWN,
-  ...FLAGS.filter((f) => RUN_FIELDS.has(f.field)).map((f): OptionSpec => ({ short: f.short, long: f.long, takesValue: f.kind !== 'switch', value: f.value, key: f.field })),
-];
+/** One item of --bucket-mb (a cap in MB, above 0) and of --unit-layers (a block count, at least 1). */
+const BUCKET_MB = flag.real('bucket-mb', 'bucketMb', 'bucket cap (MB)', 0, undefined, CONFIGS, '');
+const UNIT_LAYERS = flag.int(undefined, 'unit-layers', 'unitLayers', 1, 'blocks per unit', 1, undefined, CONFIGS, '');
+/** The workload's own fields; the others (-n, -w, -c among them) are run flags, handed to the run's parser. */
+const RUN_FIELDS = new Set<string>(FLAGS.map((f) => f.field));
+const OWN_FIELDS = new Set<string>(WORKLOAD_FLAGS.flatMap((f) => (f.kind === 'action' || RUN_FIELDS.has(f.field) ? [] : [f.field])));
 
 const DTYPE_ALIASES: Record<string, DTypeName> = { bf16: 'bfloat16', fp16: 'half', fp32: 'float', fp64: 'double' };
 
@@ -126,73 +132,45 @@ export function parseCount(text: string, flag: string): number {
   return Math.round(n);
 }
 
-/** A number from the command line: a whole number >= `min` (default 1), or a number above 0 (>= `min` when given). */
-function positive(text: string, flag: string, integer: boolean, min?: number): number {
-  const n = Number(text);
-  const low = min ?? (integer ? 1 : 0);
-  const ok = text.trim() !== '' && Number.isFinite(n) && (integer ? Number.isInteger(n) : true) && (min === undefined && !integer ? n > 0 : n >= low);
-  if (!ok) throw UsageError.forFlag(flag, `expected ${integer ? 'a whole number' : 'a number'} ${min === undefined && !integer ? 'above 0' : `>= ${low}`}, got '${text}'`);
-  return n;
-}
-
-function numberList(text: string, flag: string, integer: boolean): number[] {
-  const items = text.split(',').map((t) => positive(t, flag, integer));
-  if (new Set(items).size !== items.length) throw UsageError.forFlag(flag, `lists a value twice: '${text}'`);
-  return items;
-}
-
 export function parseWorkloadArgs(argv: readonly string[]): WorkloadArgs | 'help' {
-  const t = tokenize(argv, SPECS, 'workload: ');
-  if (t.stop === 'help') return 'help';
-  const [kind, ...extra] = t.positionals;
+  const { stop, positionals, values: v, given, ordered } = parseOptions(argv, WORKLOAD_OPTIONS);
+  if (stop === 'help') return 'help';
+  const [kind, ...extra] = positionals;
   if (kind !== 'ddp' && kind !== 'fsdp') throw new UsageError(`workload: expected ddp or fsdp, got ${kind === undefined ? 'nothing' : `'${kind}'`} (see --help)`);
   if (extra.length) throw new UsageError(`workload: unexpected argument '${extra[0]}'`);
-  const get = (k: string): string | null => { const v = t.values.get(k); return typeof v === 'string' ? v : null; };
-  const has = (k: string): boolean => t.values.has(k);
+  const has = (field: string): boolean => given.has(field);
   if (has('params') === has('paramSizes')) throw new UsageError('workload: give the model as --params N or --param-sizes FILE (one of them)');
-  if (has('layers') && !has('params')) throw UsageError.forFlag('--layers', 'applies to the synthetic model (--params) only');
-  const only = (k: string, flag: string, wanted: WorkloadKind): void => {
-    if (has(k) && kind !== wanted) throw UsageError.forFlag(flag, `applies to workload ${wanted} only`);
+  if (has('layers') && !has('params')) throw UsageError.forFlag('workload: --layers', 'applies to the synthetic model (--params) only');
+  const only = (field: string, flagName: string, wanted: WorkloadKind): void => {
+    if (has(field) && kind !== wanted) throw UsageError.forFlag(`workload: ${flagName}`, `applies to workload ${wanted} only`);
   };
   only('bucketMb', '--bucket-mb', 'ddp');
   only('firstBucketMb', '--first-bucket-mb', 'ddp');
   only('unitLayers', '--unit-layers', 'fsdp');
   only('world', '--world', 'fsdp');
-  const dtypeText = get('dtype') ?? 'bf16';
-  const dtype = DTYPE_ALIASES[dtypeText] ?? (DTYPES as readonly string[]).find((d) => d === dtypeText) as DTypeName | undefined;
-  if (!dtype) throw UsageError.forFlag('--dtype', `unknown datatype '${dtypeText}' (bf16, fp16, fp32, fp64, or ${DTYPES.join(', ')})`);
-  // The run flags go through the run's own parser, so they mean exactly what they mean for a run.
-  const runWords: string[] = [];
-  for (const { key, value } of t.ordered) {
-    if (OWN_KEYS.has(key)) continue;
-    const flag = FLAGS.find((f) => f.field === key)!;
-    runWords.push(value === true ? `--${flag.long}` : `--${flag.long}=${value}`);
-  }
-  const parsed = parseCommandLine(['all_reduce', ...runWords], 'collbench');
+  const dtype = DTYPE_ALIASES[v.dtype] ?? v.dtype as DTypeName;
+  // The run flags go through the run's own parser too, so that they are cross-checked exactly as for a run.
+  const words = (own: boolean): string[] => ordered.filter((t) => OWN_FIELDS.has(t.field) === own).map((t) => {
+    const f = WORKLOAD_TABLE.find((x) => x.kind !== 'action' && x.field === t.field)!;
+    return t.value === true ? `--${f.long}` : `--${f.long}=${asText(t.value)}`;
+  });
+  const parsed = parseCommandLine(['all_reduce', ...words(false)], 'collbench');
   if (parsed.kind !== 'run') throw new UsageError('workload: see --help');
-  const run = parsed.options;
-  const repeats = get('repeats') === null ? 5 : positive(get('repeats')!, '--repeats', true, 2);
-  const own: string[] = [kind];
-  for (const { key, value } of t.ordered) {
-    if (!OWN_KEYS.has(key)) continue;
-    const spec = OWN.find((o) => o.key === key)!;
-    own.push(value === true ? `--${spec.long}` : `--${spec.long}=${value}`);
-  }
   return {
-    kind, dtype, repeats, own, run,
-    params: has('params') ? parseCount(get('params')!, '--params') : null,
-    layers: has('layers') ? positive(get('layers')!, '--layers', true) : null,
-    paramSizes: get('paramSizes'),
-    bucketMb: has('bucketMb') ? numberList(get('bucketMb')!, '--bucket-mb', false) : [10, DDP_DEFAULT_CAP_MB, 50, 100, 256],
-    firstBucketMb: has('firstBucketMb') ? positive(get('firstBucketMb')!, '--first-bucket-mb', false) : DDP_FIRST_BUCKET_BYTES / 2 ** 20,
-    unitLayers: has('unitLayers') ? numberList(get('unitLayers')!, '--unit-layers', true) : [1, 2, 4],
-    world: has('world') ? positive(get('world')!, '--world', true) : null,
-    steps: has('iters') ? run.iters : 10,
-    warmupSteps: has('warmupIters') ? run.warmupIters : 2,
-    computeMs: has('computeMs') ? positive(get('computeMs')!, '--compute-ms', false, 0) : 0,
-    check: run.check > 0,
-    dryRun: has('dryRun'), force: has('force'), quiet: has('quiet'),
-    json: get('json'), csv: get('csv'), html: get('html'),
+    kind, dtype, repeats: v.repeats, own: [kind, ...words(true)], run: parsed.options,
+    params: v.params === null ? null : parseCount(v.params, 'workload: --params'),
+    layers: v.layers,
+    paramSizes: v.paramSizes,
+    bucketMb: v.bucketMb === null ? [10, DDP_DEFAULT_CAP_MB, 50, 100, 256] : valueList(BUCKET_MB, v.bucketMb, 'workload: --bucket-mb') as number[],
+    firstBucketMb: v.firstBucketMb,
+    unitLayers: v.unitLayers === null ? [1, 2, 4] : valueList(UNIT_LAYERS, v.unitLayers, 'workload: --unit-layers') as number[],
+    world: v.world,
+    steps: v.iters,
+    warmupSteps: v.warmupIters,
+    computeMs: v.computeMs,
+    check: v.check > 0,
+    dryRun: v.dryRun, force: v.force, quiet: v.quiet,
+    json: v.json, csv: v.csv, html: v.html,
   };
 }
 
@@ -242,7 +220,7 @@ function outputs(a: WorkloadArgs): { flag: string; path: string }[] {
 /** `onTimeout`: what ends the process when -T expires and the backend has no job-wide abort (cli/main.ts decides). */
 export async function workloadCommand(argv: string[], scriptPath: string, io: IO, onTimeout?: () => never): Promise<number> {
   const a = parseWorkloadArgs(argv);
-  if (a === 'help') { io.out(WORKLOAD_USAGE); return EXIT.OK; }
+  if (a === 'help') { io.out(commandHelp(WORKLOAD_OPTIONS)); return EXIT.OK; }
   if (a.dryRun) {
     const world = a.world ?? a.run.np ?? 1;
     for (const line of planLines(buildPlan(a, world))) io.out(line);

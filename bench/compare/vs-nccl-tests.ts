@@ -7,9 +7,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { findBackendRecord } from '../backends/registry.js';
 import { aFirst, analyseSize, markBeyondNoise, type Goal, type SizeResult } from '../core/side-by-side.js';
 import { COLLECTIVES, type CollectiveName } from '../core/types.js';
 import { parseSize } from '../config/sizes.js';
+import { ENV } from '../core/environment.js';
 
 /** One kind of run: its extra flags; each run gives an out-of-place and an in-place column. */
 export const RUNS = {
@@ -276,7 +278,7 @@ function collbenchNcclLib(collbenchDir: string, env: NodeJS.ProcessEnv): string 
   const r = spawnSync(join(collbenchDir, 'collbench'), ['info', '--json'], { encoding: 'utf8', env, timeout: 60_000 });
   try {
     const info = JSON.parse(r.stdout) as { backends: { name: string; nccl?: { path?: string } }[] };
-    return info.backends.find((b) => b.name === 'nccl')?.nccl?.path ?? null;
+    return info.backends.find((b) => b.nccl?.path)?.nccl?.path ?? null;
   } catch {
     return null;
   }
@@ -285,8 +287,8 @@ function collbenchNcclLib(collbenchDir: string, env: NodeJS.ProcessEnv): string 
 /** Runs the comparison with real programs; the exit code (0, 1 when a run failed or --strict and a goal missed). */
 export function main(o: Options, out: (s: string) => void): number {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  if (o.ncclLib) env.COLLBENCH_NCCL_LIB = o.ncclLib;
-  const lib = o.backend === 'nccl' ? (o.ncclLib ?? collbenchNcclLib(o.collbench, env)) : null;
+  if (o.ncclLib) env[ENV.NCCL_LIB] = o.ncclLib;
+  const lib = findBackendRecord(o.backend)?.gpu ? (o.ncclLib ?? collbenchNcclLib(o.collbench, env)) : null;
   const ntEnv: NodeJS.ProcessEnv = { ...env };
   // nccl-tests links libnccl.so.2 and libcudart.so.13 by name: the libnccl collbench loads, CUDA's own lib64 last.
   const cudaLib = join(env.CUDA_HOME ?? '/usr/local/cuda', 'lib64');

@@ -1,119 +1,15 @@
-// The command-line parser of every collbench command: a getopt_long work-alike driven by a table of option
-// specs (the run flags come from the flag table, bench/core/flags.ts; subcommands pass their own), and the
-// run command's parse: program name → collective, tokens → resolveOptions(), -h → help text. Pure: no I/O.
-//
-// Why not yargs: nccl-tests users type getopt syntax, and yargs-parser splits `-dfloat` or `-Jout.json` into
-// single-letter flags, treats `-J -x.json` as two flags and coerces values; this parser is short and exact
-// (`-b8`, `-b 8`, `--minbytes=8`, `--minbytes 8`, `--min 8`, `-r -1`, options after positionals, `--` ends
-// options).
+// The run command's parse: program name → collective, the flag table's tokens (config/options.ts, the parser of every
+// command) → resolveOptions(), -h → help text; and the command line of a child that reruns the same options.
+// Pure: no I/O.
 import { UsageError } from '../core/errors.js';
-import { ACTIONS, FLAGS, GROUPS, flagName, type FlagSpec, type OptionField, type ValueFlag } from '../core/flags.js';
+import { ACTIONS, FLAGS, GROUPS, flagName, type OptionField, type ValueFlag } from '../core/flags.js';
 import { COLLECTIVES, PROGRAMS, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
-import { asText, DEFAULTS, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
-import { formatSize } from './sizes.js';
-
-/** One option a command takes: its letter and long name, whether it takes a value, the key it is stored under. */
-export interface OptionSpec {
-  short?: string;
-  long: string;
-  /** false: a switch (`--quiet`); true: takes a value (`-b 8`, `-b8`, `--minbytes=8`, `--minbytes 8`). */
-  takesValue: boolean;
-  /** Placeholder shown in a "missing value" message. */
-  value?: string;
-  key: string;
-  /** Ends parsing (-h, --version): the rest of the command line is not read. */
-  stops?: boolean;
-}
-
-export interface Tokens {
-  /** The key of the option that ended parsing (-h, --version), if any. */
-  stop?: string;
-  /** Last value per key. */
-  values: Map<string, string | true>;
-  /** Every option in the order given (for repeatable options). */
-  ordered: { key: string; value: string | true }[];
-  positionals: string[];
-}
-
-/**
- * getopt_long over `specs`, with GNU permutation (options may follow positionals): switches may be grouped
- * (`-qh`); a letter that takes a value ends its cluster with the rest of the word (`-b8`, `-r-1`) or, if
- * nothing is left, the next word, even one starting with '-'; a long name may be any unambiguous prefix.
- * `what` prefixes error messages (`compare: `).
- */
-export function tokenize(argv: readonly string[], specs: readonly OptionSpec[], what = ''): Tokens {
-  const byShort = new Map(specs.filter((f) => f.short).map((f) => [f.short!, f]));
-  const byLong = new Map(specs.map((f) => [f.long, f]));
-  const tokens: Tokens = { values: new Map(), ordered: [], positionals: [] };
-  const take = (spec: OptionSpec, value: string | true): boolean => {
-    if (spec.stops) { tokens.stop = spec.key; return true; }
-    tokens.values.set(spec.key, value);
-    tokens.ordered.push({ key: spec.key, value });
-    return false;
-  };
-  const missing = (flag: string, spec: OptionSpec): UsageError =>
-    UsageError.forFlag(`${what}${flag}`, `missing value ${spec.value ?? ''}`.trimEnd());
-
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      tokens.positionals.push(...argv.slice(i + 1));
-      break;
-    }
-    if (arg.startsWith('--')) {
-      const eq = arg.indexOf('=');
-      const typed = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
-      let spec = byLong.get(typed);
-      if (!spec) {
-        const matches = typed === '' ? [] : specs.filter((f) => f.long.startsWith(typed));
-        if (matches.length > 1) {
-          throw new UsageError(`${what}ambiguous option '--${typed}': could be ${matches.map((f) => `--${f.long}`).join(', ')}`);
-        }
-        if (matches.length === 0) throw new UsageError(`${what}unknown option '--${typed}' (see --help)`);
-        spec = matches[0]!;
-      }
-      let value: string | true = true;
-      if (!spec.takesValue) {
-        if (eq >= 0) throw UsageError.forFlag(`${what}--${spec.long}`, 'takes no value');
-      } else if (eq >= 0) {
-        value = arg.slice(eq + 1);
-      } else if (i + 1 < argv.length) {
-        value = argv[++i]!;
-      } else {
-        throw missing(`--${spec.long}`, spec);
-      }
-      if (take(spec, value)) return tokens;
-      continue;
-    }
-    if (arg.startsWith('-') && arg.length > 1) {
-      for (let j = 1; j < arg.length; j++) {
-        const letter = arg[j]!;
-        const spec = byShort.get(letter);
-        if (!spec) throw new UsageError(`${what}unknown option '-${letter}' (see --help)`);
-        if (!spec.takesValue) {
-          if (take(spec, true)) return tokens;
-          continue;
-        }
-        let value: string;
-        if (j + 1 < arg.length) value = arg.slice(j + 1);
-        else if (i + 1 < argv.length) value = argv[++i]!;
-        else throw missing(`-${letter}`, spec);
-        if (take(spec, value)) return tokens;
-        break;
-      }
-      continue;
-    }
-    tokens.positionals.push(arg);
-  }
-  return tokens;
-}
+import { flagHelp, optionSpecs, tokenize, type OptionSpec } from './options.js';
+import { asText, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
 
 /** The run command's options: every flag of the table, then -h and --version. */
-export const RUN_OPTIONS: readonly OptionSpec[] = Object.freeze([
-  ...FLAGS.map((f): OptionSpec => ({ short: f.short, long: f.long, takesValue: f.kind !== 'switch', value: f.value, key: f.field })),
-  ...ACTIONS.map((f): OptionSpec => ({ short: f.short, long: f.long, takesValue: false, key: f.action, stops: true })),
-]);
+export const RUN_OPTIONS: readonly OptionSpec[] = Object.freeze(optionSpecs([...FLAGS, ...ACTIONS]));
 
 export type ParsedCommand =
   | { kind: 'help'; text: string }
@@ -140,34 +36,6 @@ export function collectiveFromProgram(program: string): CollectiveName | null {
   throw new UsageError(`unknown collective binary '${programBase(program)}'; valid: ${PROGRAMS.join(', ')}`);
 }
 
-function defaultText(spec: FlagSpec): string | null {
-  if (spec.defaultText !== undefined) return spec.defaultText;
-  if (spec.kind === 'action' || spec.kind === 'switch') return null;
-  const value = DEFAULTS[spec.field as OptionField];
-  if (spec.kind === 'size') return formatSize(value as number);
-  if (Array.isArray(value)) return value.join(',');
-  if (typeof value === 'boolean') return value ? '1' : '0';
-  return value === null ? null : String(value);
-}
-
-const HELP_WIDTH = 100;
-const HELP_COLUMN = 44;
-
-function wrap(text: string, indent: number, width: number): string {
-  const lines: string[] = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    if (line !== '' && indent + line.length + 1 + word.length > width) {
-      lines.push(line);
-      line = word;
-    } else {
-      line = line === '' ? word : `${line} ${word}`;
-    }
-  }
-  lines.push(line);
-  return lines.join(`\n${' '.repeat(indent)}`);
-}
-
 /** --help text: nccl-tests' flags with their letters and long names, grouped, with defaults. */
 export function helpText(program: string, collective: CollectiveName | null): string {
   const base = programBase(program);
@@ -179,18 +47,9 @@ export function helpText(program: string, collective: CollectiveName | null): st
   if (!isPerf && collective === null) out.push(`  collectives: ${COLLECTIVES.join(' ')} (or their *_perf names)`);
   out.push('  Flags are those of nccl-tests (getopt syntax: -b8, -b 8, --minbytes=8, --minbytes 8).');
   out.push('  Sizes take a K, M or G suffix, 1024-based (128K, 1.5G, 1GB); integers may be 0x hex.');
-  for (const group of GROUPS) {
-    out.push('', `${group}:`);
-    for (const spec of [...FLAGS, ...ACTIONS].filter((f) => f.group === group)) {
-      const head = `  ${spec.short ? `-${spec.short}, ` : '    '}--${spec.long}${spec.value ? ` ${spec.value}` : ''}`;
-      const def = defaultText(spec);
-      const only = spec.backends ? ` [${spec.backends.map((b) => (b === 'nccl' ? 'NCCL' : b)).join(', ')}]` : '';
-      const body = `${spec.help}${only}${def !== null ? ` (default: ${def})` : ''}`;
-      const pad = head.length + 2 <= HELP_COLUMN ? ' '.repeat(HELP_COLUMN - head.length) : `\n${' '.repeat(HELP_COLUMN)}`;
-      out.push(`${head}${pad}${wrap(body, HELP_COLUMN, HELP_WIDTH)}`);
-    }
-  }
+  out.push(...flagHelp([...FLAGS, ...ACTIONS], GROUPS));
   out.push('', '[NCCL] = NCCL (GPU) backend only, [gloo] = gloo backend only; other backends refuse it.');
+  if (!isPerf) out.push(`Other commands: ${base} help <command>; environment variables: ${base} help env.`);
   return `${out.join('\n')}\n`;
 }
 

@@ -93,13 +93,16 @@ export function parseCollective(name: string): CollectiveName {
   throw new UsageError(`unknown collective '${name}'; valid: ${COLLECTIVES.join(', ')}`);
 }
 
+/** The check of every option that names an output file (- = stdout). */
+export const outputFileCheck = (v: string): string | null => (v.trim() === '' ? 'output file name is empty' : null);
+
 /** Per-field value checks beyond the kind's own (a text flag's syntax). */
 const TEXT_CHECKS: Partial<Record<OptionField, (v: string) => string | null>> = {
-  jsonFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  csvFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  mdFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  junitFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
-  htmlFile: (v) => (v.trim() === '' ? 'output file name is empty' : null),
+  jsonFile: outputFileCheck,
+  csvFile: outputFileCheck,
+  mdFile: outputFileCheck,
+  junitFile: outputFileCheck,
+  htmlFile: outputFileCheck,
   glooStore: (v) => (/^redis:\/\/.*@/.test(v) ? REDIS_PASSWORD_IN_URL : /^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
     : `invalid store ${shown(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`),
   glooIface: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${shown(v)}`),
@@ -124,8 +127,9 @@ export function parseDuration(text: string): number {
   return typeof millis === 'number' ? millis / 1000 : NaN;
 }
 
-/** The value of one flag from `input` (its default when absent), parsed and range-checked by its kind. */
-function parseField(f: ValueFlag, given: unknown, name: string): unknown {
+/** The value of one flag (its default when absent), parsed and range-checked by its kind: the one value parser of
+ *  every command's options. `name` is how messages call the flag (`-b`, `compare: --repeats`). */
+export function parseField(f: ValueFlag, given: unknown, name: string): unknown {
   const fail = (detail: string): never => { throw UsageError.forFlag(name, detail); };
   if (given === undefined || given === null) return f.default;
   switch (f.kind) {
@@ -163,15 +167,21 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
     }
     case 'real': {
       const n = typeof given === 'number' ? given : /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(asText(given)) ? Number(given) : NaN;
-      if (!Number.isFinite(n) || n <= f.min! || (f.max !== undefined && n > f.max)) {
-        fail(`${f.what} must be a number above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}, got ${shown(given)}`);
+      const low = f.min ?? -Infinity;
+      if (!Number.isFinite(n) || (f.above ? n <= low : n < low) || (f.max !== undefined && n > f.max)) {
+        const range = f.above ? `above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}`
+          : f.max !== undefined ? `from ${f.min} to ${f.max}` : `≥ ${f.min}`;
+        fail(`${f.what} must be a number ${range}, got ${shown(given)}`);
       }
       return n;
     }
     case 'duration': {
       const seconds = typeof given === 'number' ? given : parseDuration(asText(given));
-      if (!Number.isFinite(seconds) || seconds <= 0) {
-        fail(`duration must be a time above 0: seconds, or with a unit (90s, 30m, 2h, 1d), got ${shown(given)}`);
+      const inRange = f.min === undefined ? seconds > 0 : seconds >= f.min;
+      if (!Number.isFinite(seconds) || !inRange || (f.max !== undefined && seconds > f.max) || (f.integer && !Number.isInteger(seconds))) {
+        const range = f.min === undefined ? 'above 0' : f.max !== undefined ? `from ${f.min} to ${f.max} s` : `of at least ${f.min} s`;
+        fail(`${f.what} must be ${f.integer ? 'whole seconds' : 'a time'} ${range}: seconds, or with a unit (90s, 30m, 2h, 1d), ` +
+          `got ${shown(given)}`);
       }
       return seconds;
     }
@@ -195,7 +205,7 @@ function parseField(f: ValueFlag, given: unknown, name: string): unknown {
       return Object.freeze(out);
     }
     case 'text': {
-      const problem = TEXT_CHECKS[f.field as OptionField]?.(asText(given));
+      const problem = (f.check ?? TEXT_CHECKS[f.field as OptionField])?.(asText(given));
       if (problem) fail(problem);
       return given;
     }
@@ -250,12 +260,9 @@ function crossCheck(o: ResolvedOptions, input: OptionInput, name: (f: OptionFiel
   // collbench's backend-specific flags need that backend named (nccl-tests' GPU letters are refused by the
   // backend that runs, unsupportedFlag(), since nccl-tests' users expect them to parse everywhere).
   for (const f of FLAGS) {
-    if (!f.backends || f.short || given(input, f.field) === undefined || o.backend === null) continue;
-    if ((f.backends as readonly string[]).includes(o.backend)) continue;
-    fail(f.field, f.field === 'ncclLib' ? `needs the nccl backend, not ${o.backend}` : `needs ${name('backend')} ${f.backends.join(' or ')}`);
-  }
-  for (const field of ['glooAlgo', 'glooStore', 'glooIface'] as const) {
-    if (given(input, field) !== undefined && o.backend !== 'gloo') fail(field, `needs ${name('backend')} gloo`);
+    if (!f.backends || f.short || given(input, f.field) === undefined) continue;
+    if (o.backend === null ? f.preference : (f.backends as readonly string[]).includes(o.backend)) continue;
+    fail(f.field, f.preference ? `needs the ${f.backends.join(' or ')} backend, not ${o.backend}` : `needs ${name('backend')} ${f.backends.join(' or ')}`);
   }
   // Gloo's legacy classes (all_reduce legacy_*, reduce_scatter's ReduceScatterHalvingDoubling) keep byte
   // counts in an `int`.

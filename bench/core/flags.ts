@@ -36,13 +36,17 @@ interface FlagCommon {
   value?: string;
   /** Meaning, one sentence (nccl-tests' usage wording where it has one). */
   help: string;
-  group: FlagGroup;
+  /** The --help section it is listed in (a run's: GROUPS; another command's: that command's own groups). */
+  group: string;
   /** Default as --help shows it when it is not simply the default value. */
   defaultText?: string;
   /** Backends that implement it (absent: every backend). Others refuse a value other than the default. */
   backends?: readonly BackendName[];
   /** How a refusal names what the flag does, e.g. "CUDA graphs". */
   about?: string;
+  /** A long-only backend flag that needs no --backend: a preference that a fallback to another backend ignores
+   *  (--nccl-lib). Other long-only backend flags need their backend named. */
+  preference?: boolean;
 }
 
 /** A flag that sets field F of the options to a value of type V. */
@@ -50,12 +54,21 @@ export interface ValueFlag<F extends string = string, V = unknown> extends FlagC
   kind: Exclude<FlagKind, 'action'>;
   field: F;
   default: V;
-  /** int: the value's name in messages and its range (max absent: INT_MAX, the native side's `int`). */
+  /** int, real, duration: the value's name in messages and its range (int max absent: INT_MAX, the native side's
+   *  `int`; duration min absent: above 0). */
   what?: string;
   min?: number;
   max?: number;
+  /** real: the value must be above `min` (not equal to it). */
+  above?: boolean;
+  /** duration: whole seconds only. */
+  integer?: boolean;
   /** choice / list: the valid names. */
   choices?: readonly string[];
+  /** May be given several times; every value is kept, in order (compare's --env, report's --label). */
+  repeat?: boolean;
+  /** text: the value's own syntax check; returns what is wrong, or null. */
+  check?: (text: string) => string | null;
 }
 
 export interface ActionFlag extends FlagCommon {
@@ -65,32 +78,63 @@ export interface ActionFlag extends FlagCommon {
 
 export type FlagSpec = ValueFlag | ActionFlag;
 
-type Extra = Omit<FlagCommon, 'long' | 'help' | 'group'>;
+type Extra = Omit<FlagCommon, 'long' | 'help' | 'group'> & Pick<ValueFlag, 'check' | 'choices' | 'min' | 'max'>;
 const int = <F extends string>(short: string | undefined, long: string, field: F, dflt: number,
-  what: string, min: number, max: number | undefined, group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, number> =>
+  what: string, min: number, max: number | undefined, group: string, help: string, extra: Extra = {}): ValueFlag<F, number> =>
   ({ kind: 'int', short, long, field, default: dflt, what, min, max, group, help, ...extra });
-const bool = <F extends string>(short: string, long: string, field: F, what: string, group: FlagGroup, help: string,
+const bool = <F extends string>(short: string, long: string, field: F, what: string, group: string, help: string,
   extra: Extra = {}): ValueFlag<F, boolean> =>
   ({ kind: 'bool', short, long, field, default: false, what, group, help, ...extra });
-const size = <F extends string>(short: string, long: string, field: F, dflt: number, group: FlagGroup, help: string,
+const size = <F extends string>(short: string, long: string, field: F, dflt: number, group: string, help: string,
   extra: Extra = {}): ValueFlag<F, number> =>
   ({ kind: 'size', short, long, field, default: dflt, group, help, ...extra });
 const choice = <F extends string, C extends string>(long: string, field: F, choices: readonly C[], dflt: C, what: string,
-  group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, C> =>
+  group: string, help: string, extra: Extra = {}): ValueFlag<F, C> =>
   ({ kind: 'choice', long, field, choices, default: dflt, what, group, help, ...extra });
 const list = <F extends string, C extends string>(short: string, long: string, field: F, choices: readonly C[], dflt: C,
-  what: string, group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, C[]> =>
+  what: string, group: string, help: string, extra: Extra = {}): ValueFlag<F, C[]> =>
   ({ kind: 'list', short, long, field, choices, default: Object.freeze([dflt]) as C[], what, group, help, ...extra });
-const text = <F extends string>(short: string | undefined, long: string, field: F, group: FlagGroup, help: string,
+const text = <F extends string>(short: string | undefined, long: string, field: F, group: string, help: string,
   extra: Extra = {}): ValueFlag<F, string | null> =>
   ({ kind: 'text', short, long, field, default: null, group, help, ...extra });
-const real = <F extends string>(long: string, field: F, what: string, min: number, max: number | undefined, group: FlagGroup,
+const real = <F extends string>(long: string, field: F, what: string, min: number, max: number | undefined, group: string,
   help: string, extra: Extra = {}): ValueFlag<F, number | null> =>
-  ({ kind: 'real', long, field, default: null, what, min, max, group, help, ...extra });
-const duration = <F extends string>(long: string, field: F, group: FlagGroup, help: string, extra: Extra = {}): ValueFlag<F, number | null> =>
+  ({ kind: 'real', long, field, default: null, what, min, max, above: true, group, help, ...extra });
+const duration = <F extends string>(long: string, field: F, group: string, help: string, extra: Extra = {}): ValueFlag<F, number | null> =>
   ({ kind: 'duration', long, field, default: null, what: 'duration', group, help, ...extra });
-const toggle = <F extends string>(long: string, field: F, group: FlagGroup, help: string): ValueFlag<F, boolean> =>
-  ({ kind: 'switch', long, field, default: false, group, help });
+const toggle = <F extends string>(long: string, field: F, group: string, help: string, extra: Extra = {}): ValueFlag<F, boolean> =>
+  ({ kind: 'switch', long, field, default: false, group, help, ...extra });
+/** A number from `min` to `max` (both included) with a default: the other commands' thresholds and counts. */
+const number = <F extends string>(long: string, field: F, dflt: number, what: string, min: number, max: number | undefined,
+  group: string, help: string, extra: Extra = {}): ValueFlag<F, number> =>
+  ({ kind: 'real', long, field, default: dflt, what, min, max, group, help, ...extra });
+/** A text option that may be repeated; every value is kept, in order. */
+const repeated = <F extends string>(long: string, field: F, group: string, help: string, extra: Extra = {}): ValueFlag<F, string[]> =>
+  ({ kind: 'text', long, field, default: Object.freeze([]) as unknown as string[], repeat: true, group, help, ...extra });
+/** The constructors of option records, for every command's table: the run's below, the subcommands' beside their code. */
+export const flag = Object.freeze({ int, bool, size, choice, list, text, real, number, duration, toggle, repeated, timeout: timeoutFlag });
+
+/** Longest --timeout: 7 days, well inside what a Node.js timer can wait (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMEOUT_SEC = 7 * 24 * 3600;
+
+/**
+ * The one --timeout of every command that has one: a duration (seconds, or 90s, 30m, 2h, 1d), whole seconds, 0 = no
+ * limit, at most 7 days. Each command says what it limits and its default.
+ */
+export function timeoutFlag<V extends number | null>(dflt: V, group: string, help: string,
+  extra: Omit<Extra, 'backends' | 'about' | 'preference'> = {}): ValueFlag<'timeoutSec', V extends number ? number : number | null> {
+  return { kind: 'duration', long: 'timeout', field: 'timeoutSec', default: dflt, what: 'timeout', min: 0,
+    max: MAX_TIMEOUT_SEC, integer: true, value: '<time>', group, help: `${help}; seconds or with a unit (90s, 30m, 2h), 0 = no limit`,
+    ...extra } as unknown as ValueFlag<'timeoutSec', V extends number ? number : number | null>;
+}
+
+/** -h/--help of a command: prints its help and exits (the rest of the command line is not read). */
+export function helpFlag(group: string): ActionFlag {
+  return { kind: 'action', short: 'h', long: 'help', action: 'help', group, help: 'print this help and exit' };
+}
+
+/** An option record of a command's own table, typed by its field and value (the flag table's shape). */
+export const option = <F extends string, V>(f: ValueFlag<F, V>): ValueFlag<F, V> => f;
 
 const MIB = 1024 * 1024;
 const NCCL: readonly BackendName[] = ['nccl'];
@@ -133,10 +177,9 @@ export const FLAGS = Object.freeze([
     '3 = wait + barrier after each iteration (-n), timing only the part before the barrier', { value: '<0/1/2/3>' }) as ValueFlag<'blocking', 0 | 1 | 2 | 3>,
   int('y', 'stream_null', 'streamNull', 0, 'stream_null', 0, 1, RANKS,
     'use the default (NULL) CUDA stream instead of created non-blocking streams', { value: '<0/1>', backends: NCCL, about: 'CUDA streams' }),
-  { ...int('T', 'timeout', 'timeoutSec', 0, 'timeout in seconds (0 = off)', 0, undefined, TIMING,
-    'abort and fail when one wait for completion takes longer; 0 = no limit; not given = a default watchdog: ' +
+  timeoutFlag<number | null>(null, TIMING, 'abort and fail when one wait for completion takes longer; not given: a default watchdog, ' +
     'max(120 s, 10 × the wait\'s expected time from its size and the slowest bandwidth measured)',
-    { value: '<time in seconds>', defaultText: 'default watchdog' }), default: null } as ValueFlag<'timeoutSec', number | null>,
+  { short: 'T', defaultText: 'default watchdog' }),
   int('G', 'cudagraph', 'cudaGraph', 0, 'CUDA graph launch count', 0, undefined, RANKS,
     'capture the timed operations in a CUDA graph and launch it this many times; 0 = no graph',
     { value: '<num graph launches>', backends: NCCL, about: 'CUDA graphs' }),
@@ -218,7 +261,7 @@ export const FLAGS = Object.freeze([
   text(undefined, 'gloo-iface', 'glooIface', LAUNCH, 'network interface name or local address for Gloo\'s TCP transport',
     { value: '<iface|address>', defaultText: 'loopback on one host, else the host name', backends: GLOO }),
   text(undefined, 'nccl-lib', 'ncclLib', LAUNCH, 'libnccl.so.2 (or its directory) for the nccl backend',
-    { value: '<path>', backends: NCCL,
+    { value: '<path>', backends: NCCL, preference: true,
       defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' }),
 ] as const);
 

@@ -37,6 +37,8 @@ export const PROGRAMS: readonly string[] = Object.freeze(COLLECTIVES.map((c) => 
 /** Communication libraries, in order of preference when none is asked for (bench/backends/registry.ts). */
 export const BACKEND_NAMES = ['nccl', 'mpi', 'gloo'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
+/** How help text names a backend beside a flag only it implements (`[NCCL]`, `[gloo]`). */
+export const BACKEND_LABELS: Readonly<Record<BackendName, string>> = Object.freeze({ nccl: 'NCCL', mpi: 'mpi', gloo: 'gloo' });
 
 /** Gloo all_reduce algorithms: new API (default = Gloo's choice, ring; ring; bcube) and legacy classes. */
 export const GLOO_ALGOS = [

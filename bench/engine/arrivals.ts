@@ -4,6 +4,7 @@
 // delay move the device arrival while the host enqueue times stay (scripts/gpu-check/40-arrival.sh; not a report).
 import { appendFileSync } from 'node:fs';
 import { deviceArrivalsOnHost, rankClock } from '../core/device-arrivals.js';
+import { ENV } from '../core/environment.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { HalfResult } from '../core/types.js';
@@ -35,7 +36,7 @@ export async function alignProcessClocks(run: RunContext, ranks: RankLineInfo[])
   const samples = await dog.watch('the start-up clock alignment', 0, native.clockSamplesAsync(CLOCK_ROUNDS));
   if (!ids || !samples) return null;
   // COLLBENCH_CLOCK_ALIGN=barrier estimates offsets even on one kernel (to see the estimate's accuracy: truly 0 there).
-  const forced = run.env.COLLBENCH_CLOCK_ALIGN === 'barrier';
+  const forced = run.env[ENV.CLOCK_ALIGN] === 'barrier';
   const sameClock = !forced && ids.every((id) => id !== '' && id === ids[0]);
   return { clock: alignClocks(samples, sameClock), ranks, localRanks };
 }
@@ -63,7 +64,7 @@ export function arrivalRecord(arrival: ArrivalContext | null, result: HalfResult
   };
 }
 
-export const ARRIVAL_TRACE_ENV = 'COLLBENCH_ARRIVAL_TRACE';
+export const ARRIVAL_TRACE_ENV = ENV.ARRIVAL_TRACE;
 
 export function arrivalTracePath(env: Readonly<Record<string, string | undefined>> | undefined): string | null {
   const path = env?.[ARRIVAL_TRACE_ENV];

@@ -2,7 +2,7 @@
 // watchdog, the timed loop placed on its CPU, the device limits agreed; finalized afterwards, or left at once when
 // the process failed and has peers (they would wait for it in a finalize that never ends).
 import type { Adjusted, BackendDriver } from '../backends/driver.js';
-import { selectBackend } from '../backends/registry.js';
+import { findBackendRecord, selectBackend } from '../backends/registry.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { IO } from '../core/io.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
@@ -66,7 +66,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: Su
 async function placeLoop(native: NativeBackend, info: BackendInfo, dog: Watchdog, io: IO,
   env: NodeJS.ProcessEnv): Promise<void> {
   try {
-    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, backend: info.backend, env });
+    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, gpu: findBackendRecord(info.backend)?.gpu ?? false, env });
     if ('cpu' in plan) await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
   } catch (e) {
     io.err(`# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +

@@ -1,6 +1,7 @@
 // Measuring: one row-half timed (once, or doubled until --target-rsd is met), and one row's two halves turned into
 // the record the reporters print (bandwidths, #wrong, who arrived last).
 import type { SweepCase } from '../core/plan.js';
+import { ENV } from '../core/environment.js';
 import { algBwGBps, busBwGBps } from '../core/metrics.js';
 import { iterStats } from '../core/iter-stats.js';
 import type { HalfResult } from '../core/types.js';
@@ -40,7 +41,7 @@ export async function measureHalf(run: RunContext, queued: QueuedHalf):
   };
   const target = options.targetRsdPct;
   let iters = options.iters;
-  const budgetSec = Number(run.env.COLLBENCH_TARGET_RSD_BUDGET_S) || TARGET_RSD_BUDGET_SEC;
+  const budgetSec = Number(run.env[ENV.TARGET_RSD_BUDGET_S]) || TARGET_RSD_BUDGET_SEC;
   const started = Date.now();
   let runStarted = started;
   let result = await once(iters, queued.result);

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { signalStatus } from './mpirun.js';
+import { ENV } from '../core/environment.js';
 
 export interface LocalRanksPlan {
   np: number;
@@ -25,9 +26,9 @@ export function localRanksPlan(opts: { np: number; program: string[]; args: read
 export function localRankEnv(base: NodeJS.ProcessEnv, rank: number, np: number, storeDir: string, runId: string): NodeJS.ProcessEnv {
   return {
     ...base,
-    COLLBENCH_GLOO_LAUNCHER: 'collbench',
+    [ENV.GLOO_LAUNCHER]: 'collbench',
     RANK: String(rank), WORLD_SIZE: String(np), LOCAL_RANK: String(rank), LOCAL_WORLD_SIZE: String(np),
-    COLLBENCH_GLOO_STORE: `file:${storeDir}`, COLLBENCH_GLOO_RUN_ID: runId,
+    [ENV.GLOO_STORE]: `file:${storeDir}`, [ENV.GLOO_RUN_ID]: runId,
   };
 }
 

@@ -4,6 +4,7 @@
 // dies, mpirun's notice is read from its stderr and collbench names the rank and host in one line of its own.
 import { spawn } from 'node:child_process';
 import { availableParallelism, constants } from 'node:os';
+import { ENV } from '../core/environment.js';
 
 export interface MpirunPlan {
   command: string;
@@ -26,7 +27,7 @@ export function mpirunPlan(opts: {
   args.push('-np', String(opts.np));
   if (opts.hosts) args.push('--host', opts.hosts);
   args.push(...opts.program, ...opts.args);
-  return { command: env.COLLBENCH_MPIRUN ?? 'mpirun', args };
+  return { command: env[ENV.MPIRUN] ?? 'mpirun', args };
 }
 
 /** Open MPI's MCA setting that lets mpirun place more ranks on a host than it has slots (env or --mca). */

@@ -7,6 +7,7 @@
 import { createServer, Socket, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Answer, Position } from '../core/hung.js';
+import { ENV } from '../core/environment.js';
 
 /** One rank's board address: IPv4 as an unsigned 32-bit number, and the port. */
 export interface BoardAddress { ipv4: number; port: number }
@@ -61,7 +62,7 @@ function allRanksHere(env: NodeJS.ProcessEnv): boolean {
  * host needs to reach it); else the first non-internal IPv4 address; else loopback.
  */
 export function boardBindAddress(env: NodeJS.ProcessEnv = process.env): string {
-  const chosen = env.COLLBENCH_BOARD_ADDR?.trim();
+  const chosen = env[ENV.BOARD_ADDR]?.trim();
   if (chosen) return chosen;
   if (allRanksHere(env)) return '127.0.0.1';
   for (const list of Object.values(networkInterfaces())) {

@@ -1,52 +1,15 @@
-// `collbench locate`'s command line: its own flags before `--` (tokenize(), the one getopt-style parser), the host
+// `collbench locate`'s command line: its own flags before `--` (LOCATE_OPTIONS, read by config/options.ts like every command's), the host
 // list (--hosts or an Open MPI / Slurm-style hostfile), and the run arguments after `--`, checked here with the run
 // command's own parser so that a typo fails before any job starts. Pure apart from reading the hostfile.
 import { readFileSync } from 'node:fs';
 import { slurmAllocationHosts } from '../launch/slurm.js';
-import { parseCommandLine, tokenize, RUN_OPTIONS, type OptionSpec } from '../config/parse.js';
-import { parseDuration } from '../config/resolve.js';
+import { parseOptions, tokenize, type CommandOptions } from '../config/options.js';
+import { parseCommandLine, RUN_OPTIONS } from '../config/parse.js';
+import { outputFileCheck, parseField } from '../config/resolve.js';
+import { flag, helpFlag, MAX_TIMEOUT_SEC } from '../core/flags.js';
 import { UsageError } from '../core/errors.js';
 import { DEFAULT_RULE, type DecisionRule } from './decide.js';
 import { PAIR_SCHEDULES, type PairSchedule } from './schedule.js';
-
-export const LOCATE_USAGE = `USAGE: collbench locate (--hosts h1,h2,… | --hostfile FILE) [options] [-- run arguments]
-       collbench locate --plan 8,64,512,1024 [--np-per-host K] [--repeats R] [--pairs all|ring] [--job-seconds S]
-  Finds the host or link that slows a job down. Stages, each a set of all_reduce_perf jobs started with mpirun:
-    whole-job    every host together (the symptom; busbw compared with the pairs' reference)
-    host-groups  each host alone with its --np-per-host ranks, all hosts at once (only when K > 1)
-    pairs        every pair of hosts, in rounds of disjoint pairs that run at the same time (round-robin)
-    retest       each suspect again with a known-good partner, beside a control pair of two good hosts
-  Each stage runs --repeats times; a group is slow when its median busbw is below (1 − margin) × the reference AND
-  a one-sided Mann-Whitney test over its per-iteration samples gives p < alpha. A host whose every pair is slow is
-  a host suspect; a slow pair between otherwise good hosts is a link suspect; only a suspect slow again in its
-  re-test is named. A host every pair of which is slower than every pair without it, within the margin, is
-  degraded (host-level rank test, corrected over hosts). Every job has a time budget (1.5 × a healthy job's
-  duration, measured in this run): a slow job is stopped there and keeps the sizes it finished.
-Options:
-  --hosts LIST          host names, comma-separated (at least 2, no duplicates)
-  --hostfile FILE       one host per line (Open MPI "host slots=N" or "host:N" lines; # comments)
-  --np-per-host K       ranks per host (default 1)
-  -J, --json FILE       the verdict as JSON (kind "collbench-locate", schema/collbench-locate.v2.schema.json); - = stdout
-  --repeats R           times each stage is measured, at least 2 (default 2)
-  --margin PCT          how much slower than the reference a group must be, in percent (default 25)
-  --alpha P             significance level of the rank test (default 0.01)
-  --max-noise PCT       above this repeat-to-repeat change of a good pair's busbw, in percent, a run without a
-                        confirmed suspect is inconclusive rather than healthy (default 50)
-  --pairs all|ring      all pairs (n−1 rounds), or neighbour pairs only (2-3 rounds, for many hosts) (default all)
-  --parallel N          at most N jobs of a round at once (default 0 = the whole round: its pairs share no host);
-                        1 when the hosts share something the jobs compete for (CPUs of one machine, a shared uplink)
-  --timeout S           seconds one job may take before it is stopped and counted as failed (default 600)
-  --max-time DURATION   the whole run at most this long (90s, 30m, 2h; default 1h): the schedule is shortened to
-                        fit before anything runs (fewer repeats, then ring pairs), and a run stopped there reports
-                        what it found so far (verdict marked partial, the stages not run listed)
-  --plan COUNTS         print the schedule and its cost for these host counts, run nothing
-  --job-seconds S       the time one job takes, start-up included, for --plan and to fit --max-time (default 10)
-  --quiet               no progress lines on stderr
-Run arguments (after --) go to every job: flags of all_reduce_perf (-b, -e, -f, -n, -w, -d, --backend, …), not
-  --np, --hosts, -J, -I or -N. Default sizes 4 MiB to 64 MiB (-b 4M -e 64M -f 4), -n 20 -w 2, -c 0.
-Open MPI's own configuration comes from its environment (OMPI_MCA_plm_rsh_agent, OMPI_MCA_btl, …) and is honoured.
-Exit status: 0 healthy, 7 a suspect named, 8 degraded (a host slower within the margin), 6 inconclusive (the
-  reason and what to run are printed), 2 bad input, 5 a host cannot be reached (named).`;
 
 /** Sizes that are bandwidth-bound on every fabric from TCP to NVLink, and short enough per job (docs/locate.md, "Sizes"). */
 export const DEFAULT_RUN_ARGS: readonly string[] = ['-b', '4M', '-e', '64M', '-f', '4', '-n', '20', '-w', '2', '-c', '0'];
@@ -79,22 +42,65 @@ export const DEFAULT_MAX_TIME_SEC = 3600;
 
 export interface PlanRequest { counts: number[]; npPerHost: number; repeats: number; schedule: PairSchedule; jobSeconds: number }
 
-const OPTIONS: readonly OptionSpec[] = [
-  ...['hosts', 'hostfile', 'np-per-host', 'repeats', 'margin', 'alpha', 'max-noise', 'pairs', 'parallel', 'timeout', 'plan', 'job-seconds', 'max-time']
-    .map((long): OptionSpec => ({ long, key: long, takesValue: true })),
-  { short: 'J', long: 'json', key: 'json', takesValue: true, value: 'FILE' },
-  { long: 'quiet', key: 'quiet', takesValue: false },
-  { short: 'h', long: 'help', key: 'help', takesValue: false, stops: true },
-];
+const OPTIONS = 'Options';
+const LOCATE_FLAGS = [
+  flag.text(undefined, 'hosts', 'hosts', OPTIONS, 'host names, comma-separated (at least 2, no duplicates)', { value: '<list>' }),
+  flag.text(undefined, 'hostfile', 'hostfile', OPTIONS, 'one host per line (Open MPI "host slots=N" or "host:N" lines; # comments)',
+    { value: '<file>' }),
+  flag.int(undefined, 'np-per-host', 'npPerHost', 1, 'ranks per host', 1, 1024, OPTIONS, 'ranks per host', { value: '<K>' }),
+  flag.text('J', 'json', 'json', OPTIONS, 'the verdict as JSON (kind "collbench-locate", schema/collbench-locate.v2.schema.json); ' +
+    '- = stdout', { value: '<file>', check: outputFileCheck }),
+  flag.int(undefined, 'repeats', 'repeats', 2, 'repeat count', 2, 100, OPTIONS, 'times each stage is measured', { value: '<R>' }),
+  flag.number('margin', 'margin', DEFAULT_RULE.margin * 100, 'margin (%)', 1, 95, OPTIONS, 'how much slower than the reference a ' +
+    'group must be, in percent', { value: '<pct>' }),
+  flag.number('alpha', 'alpha', DEFAULT_RULE.alpha, 'significance level', 1e-4, 0.5, OPTIONS, 'significance level of the rank test',
+    { value: '<p>' }),
+  flag.number('max-noise', 'maxNoise', DEFAULT_RULE.maxNoise * 100, 'noise limit (%)', 1, 1000, OPTIONS, 'above this ' +
+    'repeat-to-repeat change of a good pair\'s busbw, in percent, a run without a confirmed suspect is inconclusive rather than ' +
+    'healthy', { value: '<pct>' }),
+  flag.choice('pairs', 'pairs', PAIR_SCHEDULES, 'all', 'pair schedule', OPTIONS, 'all pairs (n−1 rounds), or neighbour pairs only ' +
+    '(2-3 rounds, for many hosts)', { value: '<all|ring>' }),
+  flag.int(undefined, 'parallel', 'parallel', 0, 'jobs at once', 0, 1_000_000, OPTIONS, 'at most N jobs of a round at once (0 = the ' +
+    'whole round: its pairs share no host); 1 when the hosts share something the jobs compete for (CPUs of one machine, a ' +
+    'shared uplink)', { value: '<N>' }),
+  flag.timeout(600, OPTIONS, 'how long one job may take before it is stopped and counted as failed'),
+  flag.duration('max-time', 'maxTimeSec', OPTIONS, 'the whole run at most this long: the schedule is shortened to fit before ' +
+    'anything runs (fewer repeats, then ring pairs), and a run stopped there reports what it found so far (verdict marked ' +
+    'partial, the stages not run listed)', { value: '<time>', min: 1, defaultText: '1h' }),
+  flag.text(undefined, 'plan', 'plan', OPTIONS, 'print the schedule and its cost for these host counts, run nothing',
+    { value: '<counts>' }),
+  flag.number('job-seconds', 'jobSeconds', 10, 'job time (s)', 0.01, 86400, OPTIONS, 'the time one job takes, start-up included, ' +
+    'for --plan and to fit --max-time', { value: '<S>' }),
+  flag.toggle('quiet', 'quiet', OPTIONS, 'no progress lines on stderr'),
+  helpFlag(OPTIONS),
+] as const;
 
-function number(flag: string, text: string | undefined, dflt: number, min: number, max: number, integer: boolean): number {
-  if (text === undefined) return dflt;
-  const v = Number(text.trim());
-  if (text.trim() === '' || !Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
-    throw UsageError.forFlag(`locate: ${flag}`, `expected ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, got '${text}'`);
-  }
-  return v;
-}
+export const LOCATE_OPTIONS: CommandOptions<typeof LOCATE_FLAGS> = {
+  command: 'locate',
+  usage: `collbench locate (--hosts h1,h2,… | --hostfile FILE) [options] [-- run arguments]
+       collbench locate --plan 8,64,512,1024 [--np-per-host K] [--repeats R] [--pairs all|ring] [--job-seconds S]`,
+  about: `  Finds the host or link that slows a job down. Stages, each a set of all_reduce_perf jobs started with mpirun:
+    whole-job    every host together (the symptom; busbw compared with the pairs' reference)
+    host-groups  each host alone with its --np-per-host ranks, all hosts at once (only when K > 1)
+    pairs        every pair of hosts, in rounds of disjoint pairs that run at the same time (round-robin)
+    retest       each suspect again with a known-good partner, beside a control pair of two good hosts
+  Each stage runs --repeats times; a group is slow when its median busbw is below (1 − margin) × the reference AND
+  a one-sided Mann-Whitney test over its per-iteration samples gives p < alpha. A host whose every pair is slow is
+  a host suspect; a slow pair between otherwise good hosts is a link suspect; only a suspect slow again in its
+  re-test is named. A host every pair of which is slower than every pair without it, within the margin, is
+  degraded (host-level rank test, corrected over hosts). Every job has a time budget (1.5 × a healthy job's
+  duration, measured in this run): a slow job is stopped there and keeps the sizes it finished.`,
+  groups: [OPTIONS],
+  flags: LOCATE_FLAGS,
+  footer: `Run arguments (after --) go to every job: flags of all_reduce_perf (-b, -e, -f, -n, -w, -d, --backend, …), not
+  --np, --hosts, -J, -I or -N. Default sizes 4 MiB to 64 MiB (-b 4M -e 64M -f 4), -n 20 -w 2, -c 0.
+Open MPI's own configuration comes from its environment (OMPI_MCA_plm_rsh_agent, OMPI_MCA_btl, …) and is honoured.
+Exit status: 0 healthy, 7 a suspect named, 8 degraded (a host slower within the margin), 6 inconclusive (the
+  reason and what to run are printed), 2 bad input, 5 a host cannot be reached (named).`,
+};
+
+/** One host count of --plan, read as any int option is. */
+const PLAN_COUNT = flag.int(undefined, 'plan', 'plan', 2, 'host count', 2, 1_000_000, OPTIONS, '');
 
 const HOST_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
@@ -146,35 +152,21 @@ export function parseLocateArgs(argv: string[], readFile: (path: string) => stri
   const dash = argv.indexOf('--');
   const own = dash < 0 ? argv : argv.slice(0, dash);
   const runArgs = dash < 0 ? [] : argv.slice(dash + 1);
-  const tokens = tokenize(own, OPTIONS, 'locate: ');
-  if (tokens.stop === 'help') return { kind: 'help' };
-  if (tokens.positionals.length) throw new UsageError(`locate: unexpected argument '${tokens.positionals[0]}' (run arguments go after --)`);
-  const v = (key: string): string | undefined => {
-    const value = tokens.values.get(key);
-    return value === undefined || value === true ? undefined : value;
-  };
-  const npPerHost = number('--np-per-host', v('np-per-host'), 1, 1, 1024, true);
-  const repeats = number('--repeats', v('repeats'), 2, 2, 100, true);
-  const schedule = (v('pairs') ?? 'all') as PairSchedule;
-  if (!PAIR_SCHEDULES.includes(schedule)) throw UsageError.forFlag('locate: --pairs', `expected all or ring, got '${v('pairs')}'`);
-  const planText = v('plan');
-  if (planText !== undefined) {
-    const counts = planText.split(',').map((c) => number('--plan', c, 0, 2, 1_000_000, true));
-    return { kind: 'plan', plan: { counts, npPerHost, repeats, schedule, jobSeconds: number('--job-seconds', v('job-seconds'), 10, 0.01, 86400, false) } };
+  const { stop, positionals, values: v } = parseOptions(own, LOCATE_OPTIONS);
+  if (stop === 'help') return { kind: 'help' };
+  if (positionals.length) throw new UsageError(`locate: unexpected argument '${positionals[0]}' (run arguments go after --)`);
+  const { npPerHost, repeats, pairs: schedule, jobSeconds } = v;
+  if (v.plan !== null) {
+    const counts = v.plan.split(',').map((c) => parseField(PLAN_COUNT, c, 'locate: --plan') as number);
+    return { kind: 'plan', plan: { counts, npPerHost, repeats, schedule, jobSeconds } };
   }
-  const jobSeconds = number('--job-seconds', v('job-seconds'), 10, 0.01, 86400, false);
-  let maxTimeSec = DEFAULT_MAX_TIME_SEC;
-  const maxTime = v('max-time');
-  if (maxTime !== undefined) {
-    maxTimeSec = parseDuration(maxTime);
-    if (!(maxTimeSec >= 1)) throw UsageError.forFlag('locate: --max-time', `expected a duration of at least 1 s (90s, 30m, 2h), got '${maxTime}'`);
-  }
+  const maxTimeSec = v.maxTimeSec ?? DEFAULT_MAX_TIME_SEC;
   let hosts: string[];
-  const list = v('hosts'), file = v('hostfile');
-  if (list !== undefined && file !== undefined) throw new UsageError('locate: give --hosts or --hostfile, not both');
-  if (list !== undefined) {
+  const list = v.hosts, file = v.hostfile;
+  if (list !== null && file !== null) throw new UsageError('locate: give --hosts or --hostfile, not both');
+  if (list !== null) {
     hosts = checkHosts(list.split(',').map((h) => h.trim()), '--hosts');
-  } else if (file !== undefined) {
+  } else if (file !== null) {
     let text: string;
     try {
       text = readFile(file);
@@ -189,16 +181,14 @@ export function parseLocateArgs(argv: string[], readFile: (path: string) => stri
     hosts = checkHosts(allocated, 'the Slurm allocation (SLURM_JOB_NODELIST)');
   }
   const run = checkRunArgs(runArgs);
-  const margin = number('--margin', v('margin'), DEFAULT_RULE.margin * 100, 1, 95, false) / 100;
-  const alpha = number('--alpha', v('alpha'), DEFAULT_RULE.alpha, 1e-4, 0.5, false);
   return {
     kind: 'run',
     options: {
       hosts, npPerHost, repeats, schedule, runArgs: run.args, iterations: run.iterations, maxTimeSec, scheduleNote: null, jobSeconds,
-      jsonFile: v('json') ?? null, quiet: tokens.values.get('quiet') === true,
-      rule: { ...DEFAULT_RULE, margin, alpha, maxNoise: number('--max-noise', v('max-noise'), DEFAULT_RULE.maxNoise * 100, 1, 1000, false) / 100 },
-      timeoutSec: number('--timeout', v('timeout'), 600, 1, 7 * 24 * 3600, true),
-      parallel: number('--parallel', v('parallel'), 0, 0, 1_000_000, true),
+      jsonFile: v.json, quiet: v.quiet, parallel: v.parallel,
+      rule: { ...DEFAULT_RULE, margin: v.margin / 100, alpha: v.alpha, maxNoise: v.maxNoise / 100 },
+      // 0 = no limit, as for every --timeout: the longest one allowed.
+      timeoutSec: v.timeoutSec === 0 ? MAX_TIMEOUT_SEC : v.timeoutSec,
     },
   };
 }

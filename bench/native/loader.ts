@@ -5,13 +5,14 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ENV } from '../core/environment.js';
 
 /** The package root: two levels above this file, in bench/ (tsx) and in dist/ (compiled) alike. */
 export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The folder of the built modules. */
 export function nativeDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.COLLBENCH_NATIVE_DIR ?? join(packageRoot, 'build', 'Release');
+  return env[ENV.NATIVE_DIR] ?? join(packageRoot, 'build', 'Release');
 }
 
 export function modulePath(name: string, env: NodeJS.ProcessEnv = process.env): string {

@@ -3,15 +3,17 @@
 // the whole environment: nccl-tests' JSON dumps it all, secrets included), and a command to rerun the run.
 import { readFileSync } from 'node:fs';
 import { arch, cpus, hostname, platform, release, totalmem } from 'node:os';
+import { findBackendRecord } from '../backends/registry.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { HostInfo, LibraryVersions, Provenance, ReportRank } from './schema.js';
+import { ENV } from '../core/environment.js';
 
 /** The only environment variables a report records. */
 export const ENV_PREFIXES = ['NCCL_', 'CUDA_', 'OMPI_', 'UCX_', 'GLOO_', 'COLLBENCH_'] as const;
 
 /** Set by `--np` before it re-executes the command under mpirun: the command line the user typed. */
-export const ARGV_ENV = 'COLLBENCH_ARGV';
+export const ARGV_ENV = ENV.ARGV;
 
 /** Names of variables that hold credentials (COLLBENCH_GLOO_REDIS_PASSWORD, a *_TOKEN): never recorded, whatever the prefix. */
 export const SECRET_NAME = /PASS(WORD|WD)?|SECRET|TOKEN|CREDENTIAL|AUTH|PRIVATE|_KEY$/i;
@@ -42,9 +44,9 @@ export interface VersionFields {
 
 export function libraryVersions(info: BackendInfo & VersionFields): LibraryVersions {
   const v: LibraryVersions = {};
-  if (info.backend === 'mpi') v.mpi = info.libraryVersionShort || info.libraryVersion;
-  if (info.backend === 'gloo') v.gloo = info.glooVersion ?? info.libraryVersionShort;
-  else if (info.glooVersion) v.gloo = info.glooVersion;
+  const key = findBackendRecord(info.backend)?.reportVersionAs ?? null;
+  if (key !== null) v[key] = info.glooVersion ?? (info.libraryVersionShort || info.libraryVersion);
+  if (v.gloo === undefined && info.glooVersion) v.gloo = info.glooVersion;
   const int = (x: unknown): number | undefined => (Number.isInteger(x) && (x as number) > 0 ? (x as number) : undefined);
   const nccl = int(info.ncclVersion ?? info.library?.versionCode), headers = int(info.ncclHeadersVersion);
   const rt = int(info.cudaRuntimeVersion), drv = int(info.cudaDriverVersion);

@@ -39,7 +39,7 @@ describe('collbench compare: bad input exits 2 with one line and runs nothing', 
     ['tuner CSV of MPI settings', ['--mca', 'pml=ob1', '--tuner-csv', 't.conf', '--', 'all_reduce_perf', '--backend', 'mpi'], /^collbench: --tuner-csv: writes NCCL/],
     ['tuner CSV of alltoall', ['--env', 'NCCL_ALGO=Ring', '--tuner-csv', 't.conf', '--', 'alltoall_perf'], /^collbench: --tuner-csv: NCCL's example tuner plugin does not tune alltoall/],
     ['unknown compare flag', ['--envs', 'A=1', '--', 'all_reduce_perf'], /^collbench: compare: unknown option '--envs'/],
-    ['bad --runs', ['--env', 'A=1', '--runs', '0', '--', 'all_reduce_perf'], /^collbench: --runs: expected an integer/],
+    ['bad --runs', ['--env', 'A=1', '--runs', '0', '--', 'all_reduce_perf'], /^collbench: compare: --runs: repeat count must be an integer between 1 and 1000, got 0/],
   ];
   for (const [what, args, re] of cases) {
     it(what, () => {
@@ -57,7 +57,7 @@ describe('collbench compare: bad input exits 2 with one line and runs nothing', 
     const r = runProgram('collbench', ['compare', '--help']);
     assert.equal(r.code, 0);
     assert.match(r.stdout, /^USAGE: collbench compare SETTINGS… \[options\] -- <program> <args…>/);
-    assert.match(r.stdout, /--tuner-csv FILE/);
+    assert.match(r.stdout, /--tuner-csv <file>/);
   });
 });
 

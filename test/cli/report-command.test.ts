@@ -118,7 +118,7 @@ describe('collbench report', () => {
       [[f('not-json.json'), '--md', f('x.md')], /^collbench: report: .*not-json.json is not JSON/],
       [[f('other.json'), '--md', f('x.md')], /is neither a collbench report .* nor nccl-tests JSON/],
       [[f('bad-schema.json'), '--md', f('x.md')], /does not match the collbench report schema: \/rows\/0\/outOfPlace\/timeUs: must be number,null/],
-      [[f('a.json'), '--label', 'x', '--label', 'y', '--md', f('x.md')], /^collbench: --label: 2 labels for 1 files$/],
+      [[f('a.json'), '--label', 'x', '--label', 'y', '--md', f('x.md')], /^collbench: report: --label: 2 labels for 1 files$/],
       [[f('a.json'), '--html', '/nonexistent-dir/x.html'], /^collbench: --html: cannot write/],
       [[f('a.json'), '--bogus', '--md', f('x.md')], /^collbench: report: unknown option '--bogus'/],
     ];

@@ -149,9 +149,9 @@ describe('collbench workload', () => {
     writeFileSync(bad, JSON.stringify([{ name: 'w', numel: 0 }]));
     const cases: [string[], RegExp][] = [
       [['ddp', '--backend', 'mpi'], /give the model as --params N or --param-sizes FILE/],
-      [['ddp', '--params', '7e9', '--dtype', 'bf17'], /^collbench: --dtype: unknown datatype 'bf17'/],
-      [['ddp', '--params', 'lots'], /^collbench: --params: expected a parameter count/],
-      [['ddp', '--params', '1e7', '--bucket-mb', '25,0'], /^collbench: --bucket-mb: expected a number above 0, got '0'/],
+      [['ddp', '--params', '7e9', '--dtype', 'bf17'], /^collbench: workload: --dtype: unknown datatype bf17; valid: bf16, fp16, fp32, fp64, int8/],
+      [['ddp', '--params', 'lots'], /^collbench: workload: --params: expected a parameter count/],
+      [['ddp', '--params', '1e7', '--bucket-mb', '25,0'], /^collbench: workload: --bucket-mb: bucket cap \(MB\) must be a number above 0, got 0\n$/],
       [['fsdp', '--params', '1e7', '--bucket-mb', '25'], /--bucket-mb: applies to workload ddp only/],
       [['fsdp', '--params', '1e7', '--world', '4', '--backend', 'mpi', '--np', '2'], /--world: 4 differs from --np 2/],
       [['ddp', '--param-sizes', bad], /--param-sizes: .*bad-sizes.json: \/0\/numel: must be >= 1/],

@@ -257,7 +257,7 @@ describe('command line', () => {
     assert.equal(o.force, false);
     assert.equal((parseAcceptArgs(['--profile', 'p', '--force']) as { force: boolean }).force, true);
     assert.throws(() => parseAcceptArgs(['--np', '2']), /accept: --profile: missing/);
-    assert.throws(() => parseAcceptArgs(['--profile', 'p', '--tolerance', 'x']), /--tolerance: expected a number/);
+    assert.throws(() => parseAcceptArgs(['--profile', 'p', '--tolerance', 'x']), /accept: --tolerance: tolerance must be a number from 0 to 100, got x$/);
     assert.throws(() => parseAcceptArgs(['--profile', 'p', '-b', '8']), /accept: unknown option '-b'/);
     assert.equal(parseAcceptArgs(['-h']), 'help');
   });

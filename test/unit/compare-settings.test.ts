@@ -136,10 +136,10 @@ describe('compare: its own flags', () => {
   });
 
   it('refuses bad values and unknown flags with one line', () => {
-    assert.throws(() => parseCompareArgs(['--runs', '0']), usage(/^--runs: expected an integer from 1/));
-    assert.throws(() => parseCompareArgs(['--runs', 'two']), usage(/^--runs:/));
+    assert.throws(() => parseCompareArgs(['--runs', '0']), usage(/^compare: --runs: repeat count must be an integer between 1 and 1000, got 0$/));
+    assert.throws(() => parseCompareArgs(['--runs', 'two']), usage(/^compare: --runs:/));
     assert.throws(() => parseCompareArgs(['--timeout', '-1']), usage(/^compare: .*--timeout|^--timeout:/));
-    assert.throws(() => parseCompareArgs(['--placement', 'both']), usage(/^--placement: expected out-of-place or in-place/));
+    assert.throws(() => parseCompareArgs(['--placement', 'both']), usage(/^compare: --placement: unknown placement both; valid: out-of-place, in-place$/));
     assert.throws(() => parseCompareArgs(['--bogus']), usage(/^compare: unknown option '--bogus'/));
     assert.throws(() => parseCompareArgs(['stray']), usage(/^compare: .*stray/));
   });
