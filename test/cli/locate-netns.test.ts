@@ -84,7 +84,7 @@ describe('collbench locate: bad input (no hosts needed)', () => {
     ['unknown host', ['--hosts', 'localhost,no-such-host.invalid'], /unknown host 'no-such-host\.invalid' \(does not resolve\)/],
     ['a run argument locate sets', ['--hosts', 'a,b', '--', '--np', '4'], /--np is set by locate itself/],
     ['a bad run argument', ['--hosts', 'a,b', '--', '-b', 'lots'], /-b/],
-    ['one repeat', ['--hosts', 'a,b', '--repeats', '1'], /--repeats: expected an integer from 2/],
+    ['one repeat', ['--hosts', 'a,b', '--repeats', '1'], /--repeats: repeat count must be an integer between 2 and 100, got 1/],
   ];
   for (const [name, args, message] of cases) {
     it(`${name} → one line, exit 2`, () => {
