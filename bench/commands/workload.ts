@@ -3,7 +3,6 @@
 // the native timed loop (benchSequence: the whole step back to back, optionally with busy gaps standing in for the
 // compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
-import { readFileSync } from 'node:fs';
 import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/options.js';
 import { parseCommandLine } from '../config/parse.js';
 import { asText, outputFileCheck } from '../config/resolve.js';
@@ -13,15 +12,14 @@ import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
 import { launcherRank } from '../launch/environment.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
-import { errorText, schemaErrors } from '../report/json-schemas.js';
 import { checkOutputPaths } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { VERSION } from '../version.js';
 import { recommend, summarize } from '../workload/analyze.js';
 import { DDP_DEFAULT_CAP_MB, DDP_FIRST_BUCKET_BYTES } from '../workload/ddp.js';
 import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument, type WorkloadSettings } from '../workload/document.js';
-import { modelFromEntries, syntheticModel, type Model, type ParamEntry } from '../workload/model.js';
-import { ddpPlan, fsdpPlan, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
+import { loadModel } from '../workload/model.js';
+import { ddpPlan, fsdpPlan, planLines, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
 import { timeWorkload } from '../engine/workload.js';
@@ -175,41 +173,11 @@ export function parseWorkloadArgs(argv: readonly string[]): WorkloadArgs | 'help
 }
 
 /** The model the arguments describe (the same on every rank). */
-export function loadModel(a: Pick<WorkloadArgs, 'params' | 'layers' | 'paramSizes'>): Model {
-  if (a.params !== null) return syntheticModel(a.params, a.layers ?? undefined);
-  const file = a.paramSizes!;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw UsageError.forFlag('--param-sizes', `${file}: ${(e as Error).message}`);
-  }
-  const errors = schemaErrors('collbench-param-sizes.v1', doc);
-  if (errors.length) {
-    // The deepest error says most (`/3/numel: must be >= 1` rather than `/3: must be integer` of the other branch).
-    const e = errors.filter((x) => x.keyword !== 'oneOf').sort((x, y) => y.instancePath.length - x.instancePath.length)[0] ?? errors[0]!;
-    throw UsageError.forFlag('--param-sizes', `${file}: ${e.instancePath || '/'}: ${errorText(e)} (schema/collbench-param-sizes.v1.schema.json)`);
-  }
-  const entries = Array.isArray(doc) ? doc as ParamEntry[] : (doc as { params: ParamEntry[] }).params;
-  return modelFromEntries(entries, file);
-}
-
 export function buildPlan(a: WorkloadArgs, world: number): WorkloadPlan {
-  const model = loadModel(a);
+  const model = loadModel(a.params, a.layers, a.paramSizes);
   const bytes = DTYPE_BYTES[a.dtype];
   return a.kind === 'ddp' ? ddpPlan(model, a.dtype, bytes, world, a.bucketMb, a.firstBucketMb)
     : fsdpPlan(model, a.dtype, bytes, world, a.unitLayers);
-}
-
-/** --dry-run: every configuration's sequence. */
-export function planLines(plan: WorkloadPlan): string[] {
-  const out = [`# collbench workload ${plan.kind}: ${plan.model.source}; ${plan.dtype}; world ${plan.world}`];
-  for (const c of plan.configurations) {
-    const total = c.ops.reduce((x, o) => x + o.bytes, 0);
-    out.push(`# ${plan.varies} ${c.label}: ${c.ops.length} calls, ${total} bytes per step`);
-    c.ops.forEach((o, i) => { out.push(`${String(i).padStart(5)}  ${o.collective.padEnd(14)} ${String(o.bytes).padStart(14)}  ${o.what}`); });
-  }
-  return out;
 }
 
 function outputs(a: WorkloadArgs): { flag: string; path: string }[] {
@@ -226,7 +194,7 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: IO
     for (const line of planLines(buildPlan(a, world))) io.out(line);
     return EXIT.OK;
   }
-  loadModel(a); // a bad model file fails here, once, before any rank starts
+  loadModel(a.params, a.layers, a.paramSizes); // a bad model file fails here, once, before any rank starts
   const env = process.env;
   if (a.run.np !== null) {
     if (a.world !== null && a.world !== a.run.np) throw UsageError.forFlag('--world', `${a.world} differs from --np ${a.run.np}: a run shards over its own ranks (use --dry-run to see other worlds)`);

@@ -1,7 +1,9 @@
 // The parameters of the model a workload stands for, in definition order (the order PyTorch's module.parameters()
 // yields them): a synthetic decoder-only transformer sized from --params (and --layers), or a user's own list of
 // per-parameter element counts (--param-sizes FILE). Every rank builds the same list, so nothing is exchanged.
+import { readFileSync } from 'node:fs';
 import { UsageError } from '../core/errors.js';
+import { errorText, schemaErrors } from '../report/json-schemas.js';
 
 export interface Param {
   name: string;
@@ -74,4 +76,24 @@ export function modelFromEntries(entries: readonly ParamEntry[], source: string)
   const layers = new Set(params.map((p) => p.layer).filter((l) => l !== null)).size;
   const total = params.reduce((a, p) => a + p.numel, 0);
   return { params, layers, totalParams: total, source: `${source}: ${params.length} parameters, ${layers} blocks, ${total.toExponential(3)} in all` };
+}
+
+/** The model of --params N [--layers L], or of --param-sizes FILE (checked against its schema; one-line UsageError). */
+export function loadModel(params: number | null, layers: number | null, paramSizes: string | null): Model {
+  if (params !== null) return syntheticModel(params, layers ?? undefined);
+  const file = paramSizes!;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw UsageError.forFlag('--param-sizes', `${file}: ${(e as Error).message}`);
+  }
+  const errors = schemaErrors('collbench-param-sizes.v1', doc);
+  if (errors.length) {
+    // The deepest error says most (`/3/numel: must be >= 1` rather than `/3: must be integer` of the other branch).
+    const e = errors.filter((x) => x.keyword !== 'oneOf').sort((x, y) => y.instancePath.length - x.instancePath.length)[0] ?? errors[0]!;
+    throw UsageError.forFlag('--param-sizes', `${file}: ${e.instancePath || '/'}: ${errorText(e)} (schema/collbench-param-sizes.v1.schema.json)`);
+  }
+  const entries = Array.isArray(doc) ? doc as ParamEntry[] : (doc as { params: ParamEntry[] }).params;
+  return modelFromEntries(entries, file);
 }

@@ -75,3 +75,14 @@ export function gapsFor(ops: readonly SequenceOp[], computeUs: number): number[]
   const total = ops.reduce((a, o) => a + o.bytes, 0);
   return ops.map((o) => (total > 0 ? (computeUs * o.bytes) / total : 0));
 }
+
+/** --dry-run: every configuration's sequence. */
+export function planLines(plan: WorkloadPlan): string[] {
+  const out = [`# collbench workload ${plan.kind}: ${plan.model.source}; ${plan.dtype}; world ${plan.world}`];
+  for (const c of plan.configurations) {
+    const total = c.ops.reduce((x, o) => x + o.bytes, 0);
+    out.push(`# ${plan.varies} ${c.label}: ${c.ops.length} calls, ${total} bytes per step`);
+    c.ops.forEach((o, i) => { out.push(`${String(i).padStart(5)}  ${o.collective.padEnd(14)} ${String(o.bytes).padStart(14)}  ${o.what}`); });
+  }
+  return out;
+}

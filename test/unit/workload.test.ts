@@ -3,7 +3,7 @@
 // synthetic model, the recommendation's statistics and the document's schema.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCount, parseWorkloadArgs, planLines } from '../../bench/commands/workload.js';
+import { parseCount, parseWorkloadArgs } from '../../bench/commands/workload.js';
 import { MIB } from '../../bench/config/sizes.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { recommend, summarize, type RepeatSamples } from '../../bench/workload/analyze.js';
@@ -11,7 +11,7 @@ import { capBytes, ddpBuckets, DDP_FIRST_BUCKET_BYTES } from '../../bench/worklo
 import { buildDocument, renderCsv, renderText } from '../../bench/workload/document.js';
 import { fsdpStep, fsdpUnits } from '../../bench/workload/fsdp.js';
 import { defaultLayers, layerOfName, modelFromEntries, syntheticModel } from '../../bench/workload/model.js';
-import { ddpPlan, fsdpPlan, gapsFor } from '../../bench/workload/plan.js';
+import { ddpPlan, fsdpPlan, gapsFor, planLines } from '../../bench/workload/plan.js';
 
 const params = (buckets: { params: number[] }[]): number[][] => buckets.map((b) => b.params);
 
