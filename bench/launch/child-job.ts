@@ -98,10 +98,13 @@ export function failureLine(o: ChildOutcome, timeoutSec: number): string {
   const how = o.exitCode !== null ? `exit ${o.exitCode}` : `killed by ${o.signal}`;
   const lines = meaningfulLines(o.stderrTail);
   const last = (re: RegExp): string | undefined => [...lines].reverse().find((l) => re.test(l));
-  // Open MPI's own process-tagged errors ("[host:pid] PML ucx cannot be selected"), not its help-aggregation notes.
+  // Open MPI's own process-tagged errors ("[host:pid] PML ucx cannot be selected"), not its help-aggregation notes;
+  // one that names only a source line of PMIx ("PMIX ERROR: ERROR in file …gds_ds21_lock_pthread.c at line 99", a
+  // rank torn down during start-up) says less than the error that tore it down, printed before it.
   const mpiError = /^\[[^\]\s]+:\d+\] (?!\d+ more process)(?!Set MCA parameter)/;
+  const sourceLineOnly = /ERROR in file \S+ at line \d+$/;
   const pick = last(/ failure [A-Z0-9_]+ at /) ?? last(/^(?:collbench|[a-z_]+_perf): /) ?? last(/^\w*Error\b/) ??
-    last(mpiError) ??
+    [...lines].reverse().find((l) => mpiError.test(l) && !sourceLineOnly.test(l)) ?? last(mpiError) ??
     lines[lines.length - 1] ?? meaningfulLines(o.stdoutTail).pop();
   return pick ? `${how}: ${pick.trim()}` : how;
 }

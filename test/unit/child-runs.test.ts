@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ChildRuns, readReport } from '../../bench/engine/child-runs.js';
+import { failureLine, type ChildOutcome } from '../../bench/launch/child-job.js';
 import { ARGV_ENV } from '../../bench/report/provenance.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'collbench-child-runs-'));
@@ -62,5 +63,27 @@ describe('child runs', () => {
       assert.equal(r.outcome.interrupted, true);
       assert.equal(r.report.error, 'the run wrote no report');
     }
+  });
+});
+
+describe('why a child failed, in one line', () => {
+  const failed = (stderrTail: string): ChildOutcome => ({
+    exitCode: 1, signal: null, timedOut: false, interrupted: false, durationSec: 1, stdoutTail: '', stderrTail, spawnError: null,
+  });
+
+  it('names collbench\'s own line first, then Open MPI\'s tagged error, not a PMIx source line printed after it', () => {
+    // stderr of an mpirun whose ranks could not select PML ucx (test/cli/compare.test.ts), as Open MPI 4.1 prints it
+    // when a rank is torn down during start-up
+    const ucx = [
+      '--------------------------------------------------------------------------',
+      '[vm:25870] PML ucx cannot be selected',
+      '[vm:25878] PMIX ERROR: ERROR in file ../../../../../../src/mca/gds/ds21/gds_ds21_lock_pthread.c at line 99',
+      '[vm:25865] 1 more process has sent help message help-mca-base.txt / find-available:none found',
+      '[vm:25865] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages',
+    ].join('\n');
+    assert.equal(failureLine(failed(ucx), 60), 'exit 1: [vm:25870] PML ucx cannot be selected');
+    assert.equal(failureLine(failed(`${ucx}\nall_reduce_perf: -b: bad size`), 60), 'exit 1: all_reduce_perf: -b: bad size');
+    const onlyPmix = '[vm:25878] PMIX ERROR: ERROR in file ../../../../../../src/mca/gds/ds21/gds_ds21_lock_pthread.c at line 99';
+    assert.equal(failureLine(failed(onlyPmix), 60), `exit 1: ${onlyPmix}`);
   });
 });
