@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
-import { REDIS_PASSWORD_IN_URL } from '../config/resolve.js';
+import { REDIS_PASSWORD_IN_URL } from '../core/flags.js';
 import { UsageError } from '../core/errors.js';
 import type { GlooAlgo } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';

@@ -3,9 +3,6 @@
 // of the profile (engine/accept-checks.ts: child runs with per-iteration samples), the rows are judged
 // (bench/accept/rows.ts) and the verdict written; exit 0 pass, 7 a check failed, the run's own code when a run could
 // not finish.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { baselineCheck, loadBaseline, matchBaseline, BASELINE_KIND, BASELINE_SCHEMA_VERSION,
   type BaselineDocument } from '../accept/baseline.js';
 import { judge, samplesBySize } from '../accept/evaluate.js';
@@ -17,11 +14,12 @@ import {
   type AcceptDocument, type Verdict,
 } from '../accept/verdict.js';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
-import { asText, outputFileCheck } from '../config/resolve.js';
+import { asText } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS, flag, helpFlag } from '../core/flags.js';
 import { AcceptChecks } from '../engine/accept-checks.js';
+import { withChildRuns } from '../engine/child-runs.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
@@ -46,17 +44,15 @@ const ACCEPT_FLAGS = [
   flag.text(undefined, 'profile', 'profile', OPTIONS, 'the acceptance profile (required)', { value: '<file>' }),
   flag.text(undefined, 'baseline', 'baseline', OPTIONS, 'compare with a baseline saved by --save-baseline (same profile, rank ' +
     'count and backend)', { value: '<file>' }),
-  flag.text(undefined, 'save-baseline', 'saveBaseline', OPTIONS, 'save this run\'s per-iteration samples as a baseline',
-    { value: '<file>', check: outputFileCheck }),
+  flag.output(undefined, 'save-baseline', 'saveBaseline', OPTIONS, 'save this run\'s per-iteration samples as a baseline'),
   flag.number('tolerance', 'tolerance', DEFAULT_TOLERANCE, 'tolerance', 0, 100, OPTIONS, 'a slowdown within 1 + X times the ' +
     'baseline is never a regression (0.5 = 50% slower)', { value: '<X>' }),
-  flag.text('J', 'json', 'json', OPTIONS, 'the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); ' +
-    '- = stdout', { value: '<file>', check: outputFileCheck }),
-  flag.text(undefined, 'junit', 'junit', OPTIONS, 'the verdict as JUnit XML, one test case per check row; - = stdout',
-    { value: '<file>', check: outputFileCheck }),
+  flag.output('J', 'json', 'json', OPTIONS, 'the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); ' +
+    '- = stdout'),
+  flag.output(undefined, 'junit', 'junit', OPTIONS, 'the verdict as JUnit XML, one test case per check row; - = stdout'),
   flag.timeout(600, OPTIONS, 'how long one run may take before it is killed'),
-  flag.toggle('force', 'force', OPTIONS, 'replace output files that already exist (without it they are refused before any run)'),
-  flag.toggle('quiet', 'quiet', OPTIONS, 'no progress lines on stderr'),
+  flag.force(OPTIONS),
+  flag.quiet(OPTIONS),
   helpFlag(OPTIONS),
 ] as const;
 
@@ -123,11 +119,8 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: IO):
     throw UsageError.forFlag('--baseline', `${baseline.path} was taken on ${baseline.doc.world.nranks} ranks; --np asks for ${opts.np}`);
   }
   const startTime = new Date();
-  const dir = mkdtempSync(join(tmpdir(), 'collbench-accept-'));
-  const session = new AcceptChecks(opts, dir, scriptPath, io, baseline);
-  process.on('SIGINT', session.onSignal);
-  process.on('SIGTERM', session.onSignal);
-  try {
+  return withChildRuns(scriptPath, { prefix: 'collbench-accept-' }, async (children) => {
+    const session = new AcceptChecks(opts, children, io, baseline);
     const all: CheckRuns[] = [];
     for (const [i, c] of profile.checks.entries()) {
       if (session.interrupted) break;
@@ -145,7 +138,7 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: IO):
     const errors: string[] = [];
     if (session.interrupted) errors.push('interrupted');
     const verdict: Verdict = session.interrupted || firstError ? 'error' : rows.every((r) => r.status === 'pass') ? 'pass' : 'fail';
-    const exitCode = session.interrupted ? session.signalExit : firstError ? firstError.exitCode : verdict === 'pass' ? EXIT.OK : EXIT.WRONG_RESULTS;
+    const exitCode = session.interrupted ? children.signalExit() ?? 130 : firstError ? firstError.exitCode : verdict === 'pass' ? EXIT.OK : EXIT.WRONG_RESULTS;
     const doc: AcceptDocument = {
       kind: ACCEPT_KIND, schemaVersion: ACCEPT_SCHEMA_VERSION, verdict, exitCode,
       startTime: isoLocal(startTime), endTime: isoLocal(new Date()), argv: ['collbench', 'accept', ...argv],
@@ -176,11 +169,7 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: IO):
       else write(o.flag, o.path, o.render(doc));
     }
     return exitCode;
-  } finally {
-    process.off('SIGINT', session.onSignal);
-    process.off('SIGTERM', session.onSignal);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 function write(flag: string, path: string, text: string): void {

@@ -43,7 +43,7 @@ const BUNDLE_FLAGS = [
   flag.text('o', 'output', 'output', 'Options', 'the tarball to write', {
     value: '<file>', defaultText: `collbench-${VERSION}-linux-<arch>.tar.xz`, check: (v) => (v === '' ? 'needs a file name' : null),
   }),
-  flag.toggle('force', 'force', 'Options', 'replace an existing file (without it, it is refused before anything is staged)'),
+  flag.force('Options', 'replace an existing file (without it, it is refused before anything is staged)'),
   helpFlag('Options'),
 ] as const;
 

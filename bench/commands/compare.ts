@@ -2,12 +2,10 @@
 // runs the program once per combination of settings (the cartesian product plus the default) and per
 // run, each in its own child process writing its own JSON report (-J), interleaved run by run, and
 // renders the verdict per size (bench/compare/). Replaces rerunning all_reduce_perf under NCCL_ALGO=… by hand.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { backendRecord, selectBackend } from '../backends/registry.js';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
-import { outputFileCheck } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
 import { flag, helpFlag } from '../core/flags.js';
@@ -21,6 +19,7 @@ import { checkCombination, parseProgram, type ProgramSpec } from '../compare/pro
 import {
   renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText,
 } from '../compare/render.js';
+import { withChildRuns, type ChildRuns } from '../engine/child-runs.js';
 import { CompareRuns } from '../engine/compare-runs.js';
 import { combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
 import { renderTunerCsv, TUNER_COLLECTIVE } from '../compare/tuner-csv.js';
@@ -29,7 +28,6 @@ const PLACEMENTS = ['out-of-place', 'in-place'] as const;
 
 const SETTINGS = 'Settings (at least one; values separated by commas, \\, for a comma inside a value)';
 const OPTIONS = 'Options';
-const OUT = { value: '<file>', check: outputFileCheck };
 const COMPARE_FLAGS = [
   flag.repeated('env', 'env', SETTINGS, 'an environment variable (NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple,LL,LL128, …)',
     { value: '<NAME=v1,v2>' }),
@@ -44,19 +42,19 @@ const COMPARE_FLAGS = [
   flag.timeout(600, OPTIONS, 'how long one run may take before it is killed and reported'),
   flag.choice('placement', 'placement', PLACEMENTS, 'out-of-place', 'placement', OPTIONS, 'the half whose busbw is compared',
     { value: '<out-of-place|in-place>' }),
-  flag.text(undefined, 'json', 'json', OPTIONS, 'the comparison as JSON (kind "collbench-compare"); - = stdout, for every output', OUT),
-  flag.text(undefined, 'csv', 'csv', OPTIONS, 'one line per size × combination', OUT),
-  flag.text(undefined, 'md', 'md', OPTIONS, 'Markdown tables', OUT),
-  flag.text(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: the verdict tables and busbw/time charts, one line per ' +
-    'combination', OUT),
-  flag.text(undefined, 'junit', 'junit', OPTIONS, 'JUnit XML, one test case per combination (failed, rejected, timed out or wrong ' +
-    'results fail)', OUT),
-  flag.text(undefined, 'tuner-csv', 'tunerCsv', OPTIONS, 'the winners in the format of NCCL\'s example tuner plugin ' +
-    '(NCCL_TUNER_CONFIG_FILE)', OUT),
+  flag.output('J', 'json', 'json', OPTIONS, 'the comparison as JSON (kind "collbench-compare"); - = stdout, for every output'),
+  flag.output(undefined, 'csv', 'csv', OPTIONS, 'one line per size × combination'),
+  flag.output(undefined, 'md', 'md', OPTIONS, 'Markdown tables'),
+  flag.output(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: the verdict tables and busbw/time charts, one line per ' +
+    'combination'),
+  flag.output(undefined, 'junit', 'junit', OPTIONS, 'JUnit XML, one test case per combination (failed, rejected, timed out or wrong ' +
+    'results fail)'),
+  flag.output(undefined, 'tuner-csv', 'tunerCsv', OPTIONS, 'the winners in the format of NCCL\'s example tuner plugin ' +
+    '(NCCL_TUNER_CONFIG_FILE)'),
   flag.text(undefined, 'reports-dir', 'reportsDir', OPTIONS, 'keep every run\'s own JSON report (and the NCCL log) in DIR',
     { value: '<dir>', defaultText: 'a temporary folder, removed' }),
-  flag.toggle('quiet', 'quiet', OPTIONS, 'no progress lines on stderr'),
-  flag.toggle('force', 'force', OPTIONS, 'replace output files that already exist (without it they are refused before any run)'),
+  flag.quiet(OPTIONS),
+  flag.force(OPTIONS),
   helpFlag(OPTIONS),
 ] as const;
 
@@ -159,19 +157,19 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
   return { argv, opts, combos, program, backend };
 }
 
-/** The folder every run's report goes to: --reports-dir (kept), or a temporary one (removed at the end). */
-function reportsDirectory(opts: CompareOptions): { dir: string; keep: boolean } {
-  const keep = opts.reportsDir !== null;
+/** --reports-dir, made and kept: every run's report goes there (without it, to a temporary folder removed at the end). */
+function keptReportsDirectory(opts: CompareOptions): string | null {
+  if (opts.reportsDir === null) return null;
   try {
-    if (keep) mkdirSync(opts.reportsDir!, { recursive: true });
-    return { dir: keep ? resolve(opts.reportsDir!) : mkdtempSync(join(tmpdir(), 'collbench-compare-')), keep };
+    mkdirSync(opts.reportsDir, { recursive: true });
+    return resolve(opts.reportsDir);
   } catch (e) {
     throw UsageError.forFlag('--reports-dir', `cannot create ${opts.reportsDir}: ${(e as Error).message}`);
   }
 }
 
 /** The comparison's document as it stands: every run so far analysed, the verdict per size. */
-function buildDoc(plan: ComparePlan, runs: CompareRuns, startTime: Date, status: CompareDocument['status']): CompareDocument {
+function buildDoc(plan: ComparePlan, runs: CompareRuns, children: ChildRuns, startTime: Date, status: CompareDocument['status']): CompareDocument {
   const { opts, combos, program, argv } = plan;
   const a = analyze(combos, runs.results, {
     placement: opts.placement, timeoutSec: opts.timeoutSec, collective: program.collective, probeEvents: runs.probeEvents,
@@ -185,7 +183,7 @@ function buildDoc(plan: ComparePlan, runs: CompareRuns, startTime: Date, status:
     backend: a.backend, nranks: a.nranks, nodes: a.nodes, judgedOn: a.judgedOn, combinations: a.combinations, cases: a.cases,
     probe: runs.probe, winners: a.winners,
     // the NCCL probe is a checked default run too: wrong results there are wrong results
-    exitCode: runs.interrupted ? 130 : a.exitCode === EXIT.OK && runs.probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
+    exitCode: runs.interrupted ? children.signalExit() ?? 130 : a.exitCode === EXIT.OK && runs.probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
   };
 }
 
@@ -205,25 +203,19 @@ async function writeFiles(plan: ComparePlan, doc: CompareDocument, final: boolea
 export async function compareCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const plan = planCompare(argv);
   if (plan === 'help') { io.out(commandHelp(COMPARE_OPTIONS)); return EXIT.OK; }
-  const { dir, keep } = reportsDirectory(plan.opts);
+  const kept = keptReportsDirectory(plan.opts);
   const startTime = new Date();
-  const session = new CompareRuns({ combos: plan.combos, program: plan.program, runs: plan.opts.runs, timeoutSec: plan.opts.timeoutSec,
-    quiet: plan.opts.quiet }, dir, keep, scriptPath, io);
-  process.on('SIGINT', session.onSignal);
-  process.on('SIGTERM', session.onSignal);
-  try {
+  return withChildRuns(scriptPath, kept !== null ? { dir: kept } : { prefix: 'collbench-compare-' }, async (children) => {
+    const session = new CompareRuns({ combos: plan.combos, program: plan.program, runs: plan.opts.runs, timeoutSec: plan.opts.timeoutSec,
+      quiet: plan.opts.quiet }, children, kept !== null, io);
     if (plan.backend !== null && backendRecord(plan.backend).tuningLog && !session.interrupted) await session.runNcclProbe();
     // the files are rewritten after every run, so an interrupted comparison leaves what it measured
-    await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, startTime, 'incomplete'), false));
-    const doc = buildDoc(plan, session, startTime, session.interrupted ? 'interrupted' : 'complete');
+    await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, children, startTime, 'incomplete'), false));
+    const doc = buildDoc(plan, session, children, startTime, session.interrupted ? 'interrupted' : 'complete');
     await writeFiles(plan, doc, true);
     const toStdout = plan.opts.outputs.some((o) => o.path === '-');
     for (const line of renderText(doc)) (toStdout ? io.err : io.out)(line);
     for (const o of plan.opts.outputs) if (o.path === '-') io.out((await o.render(doc)).replace(/\n$/, ''));
     return doc.exitCode;
-  } finally {
-    process.off('SIGINT', session.onSignal);
-    process.off('SIGTERM', session.onSignal);
-    if (!keep) rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }

@@ -3,9 +3,7 @@
 // an argument array, never a shell) writing its JSON report to a temporary file; the stages, the schedule and the
 // decision rule live in bench/locate/. Open MPI's configuration comes from the environment (OMPI_MCA_*), untouched.
 import { lookup } from 'node:dns/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { withChildRuns } from '../engine/child-runs.js';
 import { checkReachable, LocateJobs } from '../engine/locate-jobs.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
@@ -54,37 +52,33 @@ export async function locateCommand(argv: string[], scriptPath: string, io: IO):
   const fit = fitSchedule({ hosts: given.hosts.length, npPerHost: given.npPerHost, repeats: given.repeats, schedule: given.schedule,
     perJobSec: given.jobSeconds, maxSec: given.maxTimeSec });
   const opts: LocateOptions = { ...given, repeats: fit.repeats, schedule: fit.schedule, scheduleNote: fit.note };
-  const dir = mkdtempSync(join(tmpdir(), 'collbench-locate-'));
-  const s = new LocateJobs(opts, dir, scriptPath, io);
-  process.on('SIGINT', s.onSignal);
-  process.on('SIGTERM', s.onSignal);
-  try {
-    s.progress(`max time ${formatSeconds(opts.maxTimeSec)}${argv.some((a) => a.startsWith('--max-time')) ? '' : ' (the default; --max-time)'}` +
-      `; every job stopped at ${BUDGET_SLACK} × a healthy job's duration`);
-    if (fit.note) s.progress(fit.note);
-    s.startClock();
-    s.progress(`checking that mpirun reaches ${opts.hosts.length} hosts`);
-    await checkReachable(s, opts.hosts);
-    const doc = await runLocate(s, argv);
-    const toStdout = opts.jsonFile === '-';
-    for (const line of renderLocateText(doc)) (toStdout ? io.err : io.out)(line);
-    if (opts.jsonFile !== null) {
-      const text = `${JSON.stringify(doc, null, 2)}\n`;
-      if (toStdout) io.out(text.trimEnd());
-      else {
-        try {
-          writeFileAtomic(opts.jsonFile, text);
-        } catch (e) {
-          throw new OutputError(`locate: -J: cannot write ${opts.jsonFile}: ${(e as Error).message}`);
+  return withChildRuns(scriptPath, { prefix: 'collbench-locate-' }, async (children) => {
+    const s = new LocateJobs(opts, children, io);
+    try {
+      s.progress(`max time ${formatSeconds(opts.maxTimeSec)}${argv.some((a) => a.startsWith('--max-time')) ? '' : ' (the default; --max-time)'}` +
+        `; every job stopped at ${BUDGET_SLACK} × a healthy job's duration`);
+      if (fit.note) s.progress(fit.note);
+      s.startClock();
+      s.progress(`checking that mpirun reaches ${opts.hosts.length} hosts`);
+      await checkReachable(s, opts.hosts);
+      const doc = await runLocate(s, argv);
+      const toStdout = opts.jsonFile === '-';
+      for (const line of renderLocateText(doc)) (toStdout ? io.err : io.out)(line);
+      if (opts.jsonFile !== null) {
+        const text = `${JSON.stringify(doc, null, 2)}\n`;
+        if (toStdout) io.out(text.trimEnd());
+        else {
+          try {
+            writeFileAtomic(opts.jsonFile, text);
+          } catch (e) {
+            throw new OutputError(`locate: -J: cannot write ${opts.jsonFile}: ${(e as Error).message}`);
+          }
         }
       }
+      // Ctrl-C / SIGTERM: 128 + the signal as any interrupted command; stopped by --max-time: the (partial) verdict's own
+      return children.signalExit() ?? doc.exitCode;
+    } finally {
+      s.stopClock();
     }
-    // Ctrl-C / SIGTERM: 130 as any interrupted command; stopped by --max-time: the (partial) verdict's own status
-    return s.stopReason === 'interrupted' ? 130 : doc.exitCode;
-  } finally {
-    s.stopClock();
-    process.off('SIGINT', s.onSignal);
-    process.off('SIGTERM', s.onSignal);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }

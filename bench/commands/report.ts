@@ -4,7 +4,6 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
-import { outputFileCheck } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { flag, helpFlag } from '../core/flags.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
@@ -18,14 +17,13 @@ import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema
 
 const OPTIONS = 'Options';
 const REPORT_FLAGS = [
-  flag.text(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: busbw vs size, time vs size (log2 size axis, one line ' +
-    'per run and placement), and per run with -I 1 per-rank samples a rank × size heatmap of time / median rank',
-  { value: '<file>', check: outputFileCheck }),
-  flag.text(undefined, 'md', 'md', OPTIONS, 'Markdown: the runs, and busbw and time per size side by side', { value: '<file>', check: outputFileCheck }),
+  flag.output(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: busbw vs size, time vs size (log2 size axis, one line ' +
+    'per run and placement), and per run with -I 1 per-rank samples a rank × size heatmap of time / median rank'),
+  flag.output(undefined, 'md', 'md', OPTIONS, 'Markdown: the runs, and busbw and time per size side by side'),
   flag.repeated('label', 'label', OPTIONS, 'name of the next run in the legend (repeat, in file order; default: the file name)',
     { value: '<name>' }),
   flag.text(undefined, 'title', 'title', OPTIONS, 'page title', { value: '<text>', defaultText: 'collbench report: the labels' }),
-  flag.toggle('force', 'force', OPTIONS, 'replace output files that already exist (without it they are refused)'),
+  flag.force(OPTIONS, 'replace output files that already exist (without it they are refused)'),
   helpFlag(OPTIONS),
 ] as const;
 

@@ -5,7 +5,7 @@
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
 import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/options.js';
 import { parseCommandLine } from '../config/parse.js';
-import { asText, outputFileCheck } from '../config/resolve.js';
+import { asText } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../core/flags.js';
 import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
@@ -60,12 +60,12 @@ const WORKLOAD_FLAGS = [
   { value: '<ms>' }),
   { ...byField('check'), group: MEASURE, help: 'count wrong elements once per call of the first repeat (0 = no check)' },
   flag.toggle('dry-run', 'dryRun', MEASURE, 'print the sequences (calls, sizes) and exit; runs nothing'),
-  flag.text('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-workload", schema/collbench-workload.v1.schema.json); ' +
-    '- = stdout', { value: '<file>', check: outputFileCheck }),
-  flag.text(undefined, 'csv', 'csv', OUTPUT, 'one line per configuration; - = stdout', { value: '<file>', check: outputFileCheck }),
-  flag.text(undefined, 'html', 'html', OUTPUT, 'one page with the time-per-step chart', { value: '<file>', check: outputFileCheck }),
-  flag.toggle('force', 'force', OUTPUT, 'replace output files that already exist'),
-  flag.toggle('quiet', 'quiet', OUTPUT, 'no progress lines on stderr'),
+  flag.output('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-workload", schema/collbench-workload.v1.schema.json); ' +
+    '- = stdout'),
+  flag.output(undefined, 'csv', 'csv', OUTPUT, 'one line per configuration; - = stdout'),
+  flag.output(undefined, 'html', 'html', OUTPUT, 'one page with the time-per-step chart'),
+  flag.force(OUTPUT, 'replace output files that already exist'),
+  flag.quiet(OUTPUT),
   helpFlag(OUTPUT),
 ] as const;
 const WORKLOAD_TABLE = [...WORKLOAD_FLAGS, ...RUN_FLAGS.map((f) => ({ ...f, group: RUN_GROUP }))] as const;

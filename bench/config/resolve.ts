@@ -21,10 +21,7 @@ export type { OptionField, OptionValues };
  */
 export const MAX_SWEEP_SIZES = 1_000_000;
 
-const INT_MAX = 2 ** 31 - 1;
-/** A Redis password never comes from the command line (ps shows it, reports record argv). */
-export const REDIS_PASSWORD_IN_URL = 'a Redis user or password does not belong in the store address (ps and the reports show ' +
-  'the command line): give redis://HOST:PORT and put the password in COLLBENCH_GLOO_REDIS_PASSWORD (or REDISCLI_AUTH)'; // the native side holds these in C `int`s
+const INT_MAX = 2 ** 31 - 1; // the native side holds these in C `int`s
 
 type NumberLike = number | string;
 type BoolLike = boolean | number | string;
@@ -92,28 +89,6 @@ export function parseCollective(name: string): CollectiveName {
   if ((COLLECTIVES as readonly string[]).includes(bare)) return bare as CollectiveName;
   throw new UsageError(`unknown collective '${name}'; valid: ${COLLECTIVES.join(', ')}`);
 }
-
-/** The check of every option that names an output file (- = stdout). */
-export const outputFileCheck = (v: string): string | null => (v.trim() === '' ? 'output file name is empty' : null);
-
-/** Per-field value checks beyond the kind's own (a text flag's syntax). */
-const TEXT_CHECKS: Partial<Record<OptionField, (v: string) => string | null>> = {
-  jsonFile: outputFileCheck,
-  csvFile: outputFileCheck,
-  mdFile: outputFileCheck,
-  junitFile: outputFileCheck,
-  htmlFile: outputFileCheck,
-  glooStore: (v) => (/^redis:\/\/.*@/.test(v) ? REDIS_PASSWORD_IN_URL : /^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
-    : `invalid store ${shown(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`),
-  glooIface: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${shown(v)}`),
-  ncclLib: (v) => (v.trim() === '' ? 'library path is empty' : null),
-  // mpirun --host syntax: host[:slots],… (slots ≥ 1).
-  promFile: (v) => (v.trim() === '' ? 'output file name is empty' : v === '-' ? 'Prometheus metrics go to a file, not stdout' : null),
-  hosts: (v) => {
-    const bad = v.split(',').find((e) => !/^[^\s,:]+(?::[1-9]\d*)?$/.test(e));
-    return bad === undefined ? null : `invalid host entry ${shown(bad)} in ${shown(v)}; expected host[:slots],… e.g. h1,h2:4`;
-  },
-};
 
 /**
  * Seconds of a duration: a plain number is seconds (as a child reads back `--duration=7200`); otherwise the `ms`
@@ -205,7 +180,7 @@ export function parseField(f: ValueFlag, given: unknown, name: string): unknown 
       return Object.freeze(out);
     }
     case 'text': {
-      const problem = (f.check ?? TEXT_CHECKS[f.field as OptionField])?.(asText(given));
+      const problem = f.check?.(asText(given));
       if (problem) fail(problem);
       return given;
     }

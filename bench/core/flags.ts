@@ -111,15 +111,32 @@ const number = <F extends string>(long: string, field: F, dflt: number, what: st
 /** A text option that may be repeated; every value is kept, in order. */
 const repeated = <F extends string>(long: string, field: F, group: string, help: string, extra: Extra = {}): ValueFlag<F, string[]> =>
   ({ kind: 'text', long, field, default: Object.freeze([]) as unknown as string[], repeat: true, group, help, ...extra });
+/** `got X` text in a check's message: empty or spaced values quoted. */
+const quoted = (v: string): string => (v === '' || /\s/.test(v) ? `'${v}'` : v);
+/** An output file name: any path, or - for stdout where the command allows it; never empty. */
+export const outputFileCheck = (v: string): string | null => (v.trim() === '' ? 'output file name is empty' : null);
+/** A Redis password never comes from the command line (ps shows it, reports record argv). */
+export const REDIS_PASSWORD_IN_URL = 'a Redis user or password does not belong in the store address (ps and the reports show ' +
+  'the command line): give redis://HOST:PORT and put the password in COLLBENCH_GLOO_REDIS_PASSWORD (or REDISCLI_AUTH)';
+/** An output file of a command (-J, --csv, --md, --html, --junit, …): `<file>`, checked by outputFileCheck. */
+const output = <F extends string>(short: string | undefined, long: string, field: F, group: string, help: string,
+  extra: Extra = {}): ValueFlag<F, string | null> => text(short, long, field, group, help, { value: '<file>', check: outputFileCheck, ...extra });
+/** --force of a command that writes files: `what` says what it replaces and what happens without it. */
+const force = (group: string, what = 'replace output files that already exist (without it they are refused before any run)'):
+  ValueFlag<'force', boolean> => toggle('force', 'force', group, what);
+/** --quiet of a command that prints progress lines on stderr. */
+const quiet = (group: string, what = 'no progress lines on stderr'): ValueFlag<'quiet', boolean> => toggle('quiet', 'quiet', group, what);
 /** The constructors of option records, for every command's table: the run's below, the subcommands' beside their code. */
-export const flag = Object.freeze({ int, bool, size, choice, list, text, real, number, duration, toggle, repeated, timeout: timeoutFlag });
+export const flag = Object.freeze({ int, bool, size, choice, list, text, real, number, duration, toggle, repeated, output, force, quiet,
+  timeout: timeoutFlag });
 
-/** Longest --timeout: 7 days, well inside what a Node.js timer can wait (2^31 - 1 ms, about 24.8 days). */
+/** Longest --timeout of the subcommands (compare's limit before the shared table): 7 days. */
 export const MAX_TIMEOUT_SEC = 7 * 24 * 3600;
 
 /**
- * The one --timeout of every command that has one: a duration (seconds, or 90s, 30m, 2h, 1d), whole seconds, 0 = no
- * limit, at most 7 days. Each command says what it limits and its default.
+ * The one --timeout of the subcommands (compare, accept, locate, workload): a duration (seconds, or 90s, 30m, 2h, 1d),
+ * whole seconds, 0 = no limit, at most 7 days. Each command says what it limits and its default. A run's -T is
+ * nccl-tests' int (the flag table).
  */
 export function timeoutFlag<V extends number | null>(dflt: V, group: string, help: string,
   extra: Omit<Extra, 'backends' | 'about' | 'preference'> = {}): ValueFlag<'timeoutSec', V extends number ? number : number | null> {
@@ -177,9 +194,11 @@ export const FLAGS = Object.freeze([
     '3 = wait + barrier after each iteration (-n), timing only the part before the barrier', { value: '<0/1/2/3>' }) as ValueFlag<'blocking', 0 | 1 | 2 | 3>,
   int('y', 'stream_null', 'streamNull', 0, 'stream_null', 0, 1, RANKS,
     'use the default (NULL) CUDA stream instead of created non-blocking streams', { value: '<0/1>', backends: NCCL, about: 'CUDA streams' }),
-  timeoutFlag<number | null>(null, TIMING, 'abort and fail when one wait for completion takes longer; not given: a default watchdog, ' +
+  // nccl-tests' -T: an int read as strtol(…, 0) reads it (not --timeout's duration of the subcommands), any size.
+  { ...int('T', 'timeout', 'timeoutSec', 0, 'timeout in seconds (0 = off)', 0, undefined, TIMING,
+    'abort and fail when one wait for completion takes longer; 0 = no limit; not given = a default watchdog: ' +
     'max(120 s, 10 × the wait\'s expected time from its size and the slowest bandwidth measured)',
-  { short: 'T', defaultText: 'default watchdog' }),
+    { value: '<time in seconds>', defaultText: 'default watchdog' }), default: null } as ValueFlag<'timeoutSec', number | null>,
   int('G', 'cudagraph', 'cudaGraph', 0, 'CUDA graph launch count', 0, undefined, RANKS,
     'capture the timed operations in a CUDA graph and launch it this many times; 0 = no graph',
     { value: '<num graph launches>', backends: NCCL, about: 'CUDA graphs' }),
@@ -187,9 +206,9 @@ export const FLAGS = Object.freeze([
     'report host enqueue time (cputime) instead of completion time', { value: '<0/1>' }),
   bool('S', 'report_timestamps', 'reportTimestamps', 'report_timestamps', 'Output', 'append a local timestamp to each row',
     { value: '<0/1>' }),
-  text('J', 'output_file', 'jsonFile', 'Output',
+  output('J', 'output_file', 'jsonFile', 'Output',
     'also write the run as a JSON report to this file (collbench report schema, see --json-format), ' +
-    'rewritten atomically after every row; - = stdout', { value: '<file>', defaultText: 'none' }),
+    'rewritten atomically after every row; - = stdout', { defaultText: 'none' }),
   int('a', 'average', 'average', 1, 'average mode', 0, 3, TIMING,
     'combine per-rank times: 0 = rank 0, 1 = average, 2 = min, 3 = max', { value: '<0/1/2/3>' }) as ValueFlag<'average', 0 | 1 | 2 | 3>,
   int('R', 'local_register', 'localRegister', 0, 'registration mode', 0, 2, RANKS,
@@ -225,28 +244,32 @@ export const FLAGS = Object.freeze([
     'at the end if any was', { value: '<GB/s>', defaultText: 'off' }),
   text(undefined, 'prom', 'promFile', 'Output',
     'write Prometheus text-format metrics (node_exporter textfile collector), rewritten atomically after every cycle',
-    { value: '<file.prom>', defaultText: 'none' }),
+    { value: '<file.prom>', defaultText: 'none',
+      check: (v) => (v.trim() === '' ? 'output file name is empty' : v === '-' ? 'Prometheus metrics go to a file, not stdout' : null) }),
   { ...int(undefined, 'np', 'np', 0, 'rank count', 1, undefined, LAUNCH,
     're-run this command with N ranks: under mpirun, or (--backend gloo) as N local processes',
     { value: '<N>', defaultText: 'this process only' }), default: null } as ValueFlag<'np', number | null>,
   text(undefined, 'hosts', 'hosts', LAUNCH, 'mpirun host list, host[:slots],…; needs --np',
-    { value: '<h1,h2:4>', defaultText: 'local host' }),
+    { value: '<h1,h2:4>', defaultText: 'local host', check: (v) => { // mpirun --host syntax: host[:slots],… (slots ≥ 1)
+      const bad = v.split(',').find((e) => !/^[^\s,:]+(?::[1-9]\d*)?$/.test(e));
+      return bad === undefined ? null : `invalid host entry ${quoted(bad)} in ${quoted(v)}; expected host[:slots],… e.g. h1,h2:4`;
+    } }),
   { ...choice('backend', 'backend', BACKEND_NAMES, 'nccl', 'backend', LAUNCH, 'communication library to use',
     { value: `<${BACKEND_NAMES.join('|')}>`, defaultText: 'best available' }), default: null } as ValueFlag<'backend', BackendName | null>,
-  toggle('quiet', 'quiet', 'Output', 'no progress bar on stderr (it is drawn only when stderr is a terminal)'),
+  quiet('Output', 'no progress bar on stderr (it is drawn only when stderr is a terminal)'),
   choice('json-format', 'jsonFormat', JSON_FORMATS, 'collbench', 'JSON format', 'Output',
     'layout of the -J file: collbench (versioned schema, schema/collbench-report.v2.schema.json) or ' +
     'nccl-tests (its -J "version": 3 layout, for tools such as analyze_perf_json.py)', { value: '<collbench|nccl-tests>' }),
-  text(undefined, 'csv', 'csvFile', 'Output', 'write one CSV line per row half (columns with units); - = stdout',
-    { value: '<file>', defaultText: 'none' }),
-  text(undefined, 'md', 'mdFile', 'Output', 'write the run as a Markdown document; - = stdout', { value: '<file>', defaultText: 'none' }),
-  text(undefined, 'junit', 'junitFile', 'Output',
+  output(undefined, 'csv', 'csvFile', 'Output', 'write one CSV line per row half (columns with units); - = stdout',
+    { defaultText: 'none' }),
+  output(undefined, 'md', 'mdFile', 'Output', 'write the run as a Markdown document; - = stdout', { defaultText: 'none' }),
+  output(undefined, 'junit', 'junitFile', 'Output',
     'write JUnit XML: one test case per row half, failed by #wrong > 0 or a failed threshold; - = stdout',
-    { value: '<file>', defaultText: 'none' }),
-  text(undefined, 'html', 'htmlFile', 'Output',
+    { defaultText: 'none' }),
+  output(undefined, 'html', 'htmlFile', 'Output',
     'write a self-contained HTML page with busbw and time charts (per-rank heatmap with -I 1); - = stdout',
-    { value: '<file>', defaultText: 'none' }),
-  toggle('force', 'force', 'Output',
+    { defaultText: 'none' }),
+  force('Output',
     'replace output files that already exist (-J, --csv, --md, --junit, --html); without it an existing file is ' +
     'refused before the run starts (exit 2), so a run never silently overwrites an earlier result'),
   choice('format', 'format', TABLE_FORMATS, 'nccl-tests', 'table format', 'Output',
@@ -257,11 +280,14 @@ export const FLAGS = Object.freeze([
     'legacy_ring_chunked, legacy_halving_doubling, legacy_bcube (legacy classes); reduce_scatter takes ' +
     'default, ring, bcube or legacy_halving_doubling; needs --backend gloo', { value: '<algorithm>', backends: GLOO }),
   text(undefined, 'gloo-store', 'glooStore', LAUNCH, 'gloo rendezvous store: a directory every rank sees, or a Redis server',
-    { value: '<file:DIR|redis://HOST:PORT>', defaultText: 'a private directory (--np), else per launcher', backends: GLOO }),
+    { value: '<file:DIR|redis://HOST:PORT>', defaultText: 'a private directory (--np), else per launcher', backends: GLOO,
+      check: (v) => (/^redis:\/\/.*@/.test(v) ? REDIS_PASSWORD_IN_URL : /^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
+        : `invalid store ${quoted(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`) }),
   text(undefined, 'gloo-iface', 'glooIface', LAUNCH, 'network interface name or local address for Gloo\'s TCP transport',
-    { value: '<iface|address>', defaultText: 'loopback on one host, else the host name', backends: GLOO }),
+    { value: '<iface|address>', defaultText: 'loopback on one host, else the host name', backends: GLOO,
+      check: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${quoted(v)}`) }),
   text(undefined, 'nccl-lib', 'ncclLib', LAUNCH, 'libnccl.so.2 (or its directory) for the nccl backend',
-    { value: '<path>', backends: NCCL, preference: true,
+    { value: '<path>', backends: NCCL, preference: true, check: (v) => (v.trim() === '' ? 'library path is empty' : null),
       defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' }),
 ] as const);
 

@@ -9,7 +9,7 @@ import { EXIT } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { failureLine, type ChildOutcome } from '../launch/child-job.js';
 import type { ReportDocument } from '../report/schema.js';
-import { ChildRuns } from './child-runs.js';
+import type { ChildRuns } from './child-runs.js';
 
 /** What the runs take from accept's options. */
 export interface AcceptRunSettings {
@@ -29,22 +29,15 @@ function runExitCode(o: ChildOutcome): number {
 }
 
 export class AcceptChecks {
-  interrupted = false;
-  /** 130 (SIGINT) or 143 (SIGTERM), as a shell reports an interrupted command. */
-  signalExit = 130;
-  private readonly children: ChildRuns;
   world: { nranks: number; backend: string; host: string } | null = null;
 
-  constructor(private readonly opts: AcceptRunSettings, dir: string, scriptPath: string,
-    private readonly io: IO, private readonly baseline: LoadedBaseline | null) {
-    this.children = new ChildRuns(scriptPath, dir);
-  }
+  constructor(private readonly opts: AcceptRunSettings, private readonly children: ChildRuns,
+    private readonly io: IO, private readonly baseline: LoadedBaseline | null) {}
 
-  readonly onSignal = (signal: NodeJS.Signals): void => {
-    if (!this.interrupted) this.signalExit = signal === 'SIGTERM' ? 143 : 130;
-    this.interrupted = true;
-    this.children.stopAll();
-  };
+  /** A signal stopped the checks: the verdict is "error". */
+  get interrupted(): boolean {
+    return this.children.stopped;
+  }
 
   progress(line: string): void { if (!this.opts.quiet) this.io.err(`accept: ${line}`); }
 

@@ -2,7 +2,7 @@
 // watchdog, the timed loop placed on its CPU, the device limits agreed; finalized afterwards, or left at once when
 // the process failed and has peers (they would wait for it in a finalize that never ends).
 import type { Adjusted, BackendDriver } from '../backends/driver.js';
-import { findBackendRecord, selectBackend } from '../backends/registry.js';
+import { selectBackend } from '../backends/registry.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { IO } from '../core/io.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
@@ -47,7 +47,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: Su
     const hangView = record.hangView; // the library's own view of a hang (nccl: RAS), printed beside the verdict
     if (hangView) dog.hangView = () => hangView(env, info);
     native.setResultHoldMs(dog.resultHoldMs());
-    await placeLoop(native, info, dog, io, env);
+    await placeLoop(native, info, record.gpu, dog, io, env);
     const adjust = async (): Promise<Adjusted> => (driver.adjust
       ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
       : { options, reducedMaxBytes: null });
@@ -63,10 +63,10 @@ export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: Su
 
 /** Keeps the process's other threads off the timed loop's CPU where this process may decide it (core/loop-cpu.ts).
  *  A refusal (a container without sched_setaffinity, another system) is said once; the run goes on unplaced. */
-async function placeLoop(native: NativeBackend, info: BackendInfo, dog: Watchdog, io: IO,
+async function placeLoop(native: NativeBackend, info: BackendInfo, gpu: boolean, dog: Watchdog, io: IO,
   env: NodeJS.ProcessEnv): Promise<void> {
   try {
-    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, gpu: findBackendRecord(info.backend)?.gpu ?? false, env });
+    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, gpu, env });
     if ('cpu' in plan) await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
   } catch (e) {
     io.err(`# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +

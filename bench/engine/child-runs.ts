@@ -1,8 +1,9 @@
 // Benchmark runs as child processes that leave a JSON report (compare, locate and accept run theirs this way): each
 // child is this program again (node's flags, the script, the run's words, -J FILE) in its own process group under a
 // time limit (launch/child-job.ts); its report is read back and checked against the schema. The one place where a
-// command starts its runs, stops them all (Ctrl-C, --max-time) and reads what they measured.
-import { readFileSync, rmSync } from 'node:fs';
+// command starts its runs, stops them all (Ctrl-C, SIGTERM, --max-time) and reads what they measured.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
 import { ARGV_ENV } from '../report/provenance.js';
@@ -40,13 +41,18 @@ export interface ChildRunOptions {
   started?: (c: RunningChild) => void;
 }
 
-/** The children of one command: where their reports go, their environment, and those running now. */
+/** The children of one command: where their reports go, their environment, those running now, and why they were
+ *  stopped early, if they were. */
 export class ChildRuns {
   private readonly running = new Set<RunningChild>();
   /** This process's environment less the typed command line: each child records its own. */
   readonly env: NodeJS.ProcessEnv;
+  /** Why the command stopped its children early (`interrupted` for a signal, or its own reason); null while not. */
+  stopReason: string | null = null;
+  /** The signal that stopped them, if one did. */
+  private signal: NodeJS.Signals | null = null;
 
-  constructor(private readonly scriptPath: string, private readonly dir: string) {
+  constructor(private readonly scriptPath: string, readonly dir: string) {
     this.env = { ...process.env };
     delete this.env[ARGV_ENV];
   }
@@ -72,8 +78,38 @@ export class ChildRuns {
     }
   }
 
-  /** Stops every running child (its whole process group). */
-  stopAll(): void {
+  /** True once the children were stopped early: the command starts no more of them. */
+  get stopped(): boolean {
+    return this.stopReason !== null;
+  }
+
+  /** Stops every running child (its whole process group); the first reason given is the one kept. */
+  stop(why: string, signal: NodeJS.Signals | null = null): void {
+    if (this.stopReason === null) { this.stopReason = why; this.signal = signal; }
     for (const c of this.running) c.stop();
+  }
+
+  /** The exit status of a command whose user stopped it with a signal: 128 + its number, as a shell reports it (130
+   *  for SIGINT, 143 for SIGTERM); null when no signal stopped it. */
+  signalExit(): number | null {
+    return this.signal === null ? null : 128 + constants.signals[this.signal];
+  }
+}
+
+/** Runs `body` with the children of one command: their reports in `dir` (given: kept; else a temporary folder named
+ *  after `prefix`, removed afterwards), SIGINT and SIGTERM stopping every running child while it runs. */
+export async function withChildRuns<T>(scriptPath: string, place: { dir: string } | { prefix: string },
+  body: (children: ChildRuns) => Promise<T>): Promise<T> {
+  const dir = 'dir' in place ? place.dir : mkdtempSync(join(tmpdir(), place.prefix));
+  const children = new ChildRuns(scriptPath, dir);
+  const onSignal = (signal: NodeJS.Signals): void => { children.stop('interrupted', signal); };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await body(children);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    if (!('dir' in place)) rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -10,7 +10,7 @@ import { childWords, type ProgramSpec } from '../compare/program.js';
 import { shorten } from '../compare/render.js';
 import { childEnv, type Combination } from '../compare/settings.js';
 import type { IO } from '../core/io.js';
-import { ChildRuns } from './child-runs.js';
+import type { ChildRuns } from './child-runs.js';
 
 const NCCL_PROBE_ENV = { NCCL_DEBUG: 'INFO', NCCL_DEBUG_SUBSYS: 'TUNING' };
 
@@ -29,17 +29,17 @@ export class CompareRuns {
   readonly results: Map<string, RunResult[]>;
   probe: NcclProbe | null = null;
   probeEvents: NcclTuningEvent[] | null = null;
-  interrupted = false;
-  private readonly children: ChildRuns;
 
   /** `keep`: the reports folder is the user's (--reports-dir): the probe's NCCL logs stay listed in the document. */
-  constructor(private readonly plan: CompareRunPlan, private readonly dir: string, private readonly keep: boolean,
-    scriptPath: string, private readonly io: IO) {
+  constructor(private readonly plan: CompareRunPlan, private readonly children: ChildRuns, private readonly keep: boolean,
+    private readonly io: IO) {
     this.results = new Map(plan.combos.map((c) => [c.id, []]));
-    this.children = new ChildRuns(scriptPath, dir);
   }
 
-  readonly onSignal = (): void => { this.interrupted = true; this.children.stopAll(); };
+  /** A signal stopped the comparison: the runs so far are what it has. */
+  get interrupted(): boolean {
+    return this.children.stopped;
+  }
 
   progress(line: string): void { if (!this.plan.quiet) this.io.err(`compare: ${line}`); }
 
@@ -52,11 +52,11 @@ export class CompareRuns {
   /** NCCL: one extra default run logging NCCL's per-call choice (its timings are not used: logging costs time). */
   async runNcclProbe(): Promise<void> {
     const base = this.plan.combos.find((c) => c.baseline)!;
-    const env = { ...NCCL_PROBE_ENV, NCCL_DEBUG_FILE: join(this.dir, 'nccl-tuning.%h.%p.log') };
+    const env = { ...NCCL_PROBE_ENV, NCCL_DEBUG_FILE: join(this.children.dir, 'nccl-tuning.%h.%p.log') };
     this.progress(`NCCL probe: default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING`);
     const r = await this.runOne(base, 0, 'probe-C0', env);
     const { status, error } = classifyRun(r, this.plan.timeoutSec);
-    const files = readdirSync(this.dir).filter((f) => /^nccl-tuning\..*\.log$/.test(f)).map((f) => join(this.dir, f));
+    const files = readdirSync(this.children.dir).filter((f) => /^nccl-tuning\..*\.log$/.test(f)).map((f) => join(this.children.dir, f));
     const text = [...files.map((f) => readFileSync(f, 'utf8')), r.outcome?.stdoutTail ?? ''].join('\n');
     this.probeEvents = parseNcclTuningLog(text);
     this.probe = { ran: true, env, status, error, events: this.probeEvents.length, files: this.keep ? files : [] };

@@ -10,34 +10,30 @@ import { samplesOf, type GroupSamples } from '../locate/decide.js';
 import type { LocateJob } from '../locate/document.js';
 import type { GroupSpec, MeasureStep, Measurer } from '../locate/flow.js';
 import { DEFAULT_RUN_ARGS, type LocateOptions } from '../locate/options.js';
-import { ChildRuns } from './child-runs.js';
+import type { ChildRuns } from './child-runs.js';
 
 /** A host that resolves but where mpirun cannot start a process: exit 5, naming it. */
 export class UnreachableHostError extends EnvironmentError {}
 
-/** Progress lines and children's process groups; stop() ends every running job (Ctrl-C on locate). */
+/** locate's jobs: progress lines, rounds of child runs, --max-time (which stops every running job, as Ctrl-C does). */
 export class LocateJobs implements Measurer {
-  readonly children: ChildRuns;
-  interrupted = false;
-  stopReason: string | null = null;
   private deadline: NodeJS.Timeout | null = null;
-  constructor(readonly opts: LocateOptions, dir: string, scriptPath: string, readonly io: IO) {
-    this.children = new ChildRuns(scriptPath, dir);
+  constructor(readonly opts: LocateOptions, readonly children: ChildRuns, readonly io: IO) {}
+
+  /** Stopped early (a signal, or --max-time): no more jobs start. */
+  get interrupted(): boolean {
+    return this.children.stopped;
   }
 
-  readonly onSignal = (): void => { this.stop('interrupted'); };
-
-  stop(why: string): void {
-    if (!this.interrupted) this.stopReason = why;
-    this.interrupted = true;
-    this.children.stopAll();
+  get stopReason(): string | null {
+    return this.children.stopReason;
   }
 
   /** --max-time: from now on, the run stops after this many seconds (and reports what it found). */
   startClock(): void {
     this.deadline = setTimeout(() => {
       this.progress(`--max-time ${this.opts.maxTimeSec} s reached: stopping the running jobs`);
-      this.stop(`stopped at --max-time (${this.opts.maxTimeSec} s)`);
+      this.children.stop(`stopped at --max-time (${this.opts.maxTimeSec} s)`);
     }, this.opts.maxTimeSec * 1000).unref();
   }
 

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT } from '../core/errors.js';
 import type { IO } from '../core/io.js';
+import { setLongTimeout } from '../core/timers.js';
 import { notArrivedLine, type Answer } from '../core/hung.js';
 import { DEFAULT_MIN_SEC, watchdogFloorSec } from '../core/watchdog-floor.js';
 import { ask, survey, type BoardEntry, type ProgressBoard } from '../launch/progress-board.js';
@@ -114,11 +115,11 @@ export class Watchdog {
     if (seconds <= 0) return work;
     const how = this.explicitSec === null ? `${seconds}s, default watchdog; -T sets it, -T 0 disables it` : `${seconds}s`;
     const due = Date.now() + seconds * 1000;
-    const timer = setTimeout(() => { void this.expire(what, how, Date.now() - due); }, seconds * 1000);
+    const timer = setLongTimeout(() => { void this.expire(what, how, Date.now() - due); }, seconds * 1000);
     try {
       return await work;
     } finally {
-      clearTimeout(timer);
+      timer.clear();
     }
   }
 

@@ -3,6 +3,7 @@
 // the Gloo rank launcher, and their ranks) gets SIGTERM, then SIGKILL after a grace period. Mirrors how
 // the *_perf --np launchers forward signals to mpirun; a hung child never blocks the other combinations.
 import { spawn } from 'node:child_process';
+import { setLongTimeout } from '../core/timers.js';
 
 export interface ChildSpec {
   command: string;
@@ -58,12 +59,12 @@ export function startChild(spec: ChildSpec): RunningChild {
     killGroup(child.pid, 'SIGTERM');
     killTimer ??= setTimeout(() => killGroup(child.pid, 'SIGKILL'), graceMs);
   };
-  const limit = spec.timeoutMs > 0 ? setTimeout(() => { timedOut = true; terminate(); }, spec.timeoutMs) : null;
+  const limit = spec.timeoutMs > 0 ? setLongTimeout(() => { timedOut = true; terminate(); }, spec.timeoutMs) : null;
   const done = new Promise<ChildOutcome>((resolve) => {
     let spawnError: string | null = null;
     child.on('error', (e) => { spawnError = e.message; });
     child.on('close', (code, signal) => {
-      if (limit) clearTimeout(limit);
+      limit?.clear();
       if (killTimer) clearTimeout(killTimer);
       // Whatever the child left behind in its group (ranks of a killed launcher) goes with it.
       if (timedOut || interrupted) killGroup(child.pid, 'SIGKILL');

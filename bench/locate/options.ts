@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { slurmAllocationHosts } from '../launch/slurm.js';
 import { parseOptions, tokenize, type CommandOptions } from '../config/options.js';
 import { parseCommandLine, RUN_OPTIONS } from '../config/parse.js';
-import { outputFileCheck, parseField } from '../config/resolve.js';
+import { parseField } from '../config/resolve.js';
 import { flag, helpFlag, MAX_TIMEOUT_SEC } from '../core/flags.js';
 import { UsageError } from '../core/errors.js';
 import { DEFAULT_RULE, type DecisionRule } from './decide.js';
@@ -48,8 +48,8 @@ const LOCATE_FLAGS = [
   flag.text(undefined, 'hostfile', 'hostfile', OPTIONS, 'one host per line (Open MPI "host slots=N" or "host:N" lines; # comments)',
     { value: '<file>' }),
   flag.int(undefined, 'np-per-host', 'npPerHost', 1, 'ranks per host', 1, 1024, OPTIONS, 'ranks per host', { value: '<K>' }),
-  flag.text('J', 'json', 'json', OPTIONS, 'the verdict as JSON (kind "collbench-locate", schema/collbench-locate.v2.schema.json); ' +
-    '- = stdout', { value: '<file>', check: outputFileCheck }),
+  flag.output('J', 'json', 'json', OPTIONS, 'the verdict as JSON (kind "collbench-locate", schema/collbench-locate.v2.schema.json); ' +
+    '- = stdout'),
   flag.int(undefined, 'repeats', 'repeats', 2, 'repeat count', 2, 100, OPTIONS, 'times each stage is measured', { value: '<R>' }),
   flag.number('margin', 'margin', DEFAULT_RULE.margin * 100, 'margin (%)', 1, 95, OPTIONS, 'how much slower than the reference a ' +
     'group must be, in percent', { value: '<pct>' }),
@@ -71,7 +71,7 @@ const LOCATE_FLAGS = [
     { value: '<counts>' }),
   flag.number('job-seconds', 'jobSeconds', 10, 'job time (s)', 0.01, 86400, OPTIONS, 'the time one job takes, start-up included, ' +
     'for --plan and to fit --max-time', { value: '<S>' }),
-  flag.toggle('quiet', 'quiet', OPTIONS, 'no progress lines on stderr'),
+  flag.quiet(OPTIONS),
   helpFlag(OPTIONS),
 ] as const;
 

@@ -1,12 +1,12 @@
 // engine/child-runs.ts with real child processes: a stand-in script in place of collbench writes (or does not write)
-// the report named after -J, and the class reads it back as compare, locate and accept would; stopAll() ends a child
-// that would otherwise run for a minute.
+// the report named after -J, and the class reads it back as compare, locate and accept would; a real SIGINT or SIGTERM
+// to this process, or stop(), ends children that would otherwise run for a minute.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ChildRuns, readReport } from '../../bench/engine/child-runs.js';
+import { ChildRuns, readReport, withChildRuns } from '../../bench/engine/child-runs.js';
 import { failureLine, type ChildOutcome } from '../../bench/launch/child-job.js';
 import { ARGV_ENV } from '../../bench/report/provenance.js';
 
@@ -50,12 +50,12 @@ describe('child runs', () => {
     assert.deepEqual(readReport(join(dir, 'absent.json')), { doc: null, error: 'the run wrote no report' });
   });
 
-  it('stops every running child at once', async () => {
+  it('stops every running child at once, keeping the first reason; no signal, no signal exit', async () => {
     const t0 = Date.now();
     let started = 0;
     const both = [1, 2].map((i) => runs.run(`slow${i}`, (report) => ['--sleep', '60', '-J', report], {
       timeoutSec: 120, graceMs: 1000,
-      started: () => { if (++started === 2) setTimeout(() => runs.stopAll(), 300); },
+      started: () => { if (++started === 2) setTimeout(() => { runs.stop('stopped at --max-time'); runs.stop('later'); }, 300); },
     }));
     const done = await Promise.all(both);
     assert.ok(Date.now() - t0 < 20_000, `stopped after ${Date.now() - t0} ms`);
@@ -63,6 +63,39 @@ describe('child runs', () => {
       assert.equal(r.outcome.interrupted, true);
       assert.equal(r.report.error, 'the run wrote no report');
     }
+    assert.equal(runs.stopped, true);
+    assert.equal(runs.stopReason, 'stopped at --max-time');
+    assert.equal(runs.signalExit(), null);
+  });
+});
+
+describe('a command\'s children under signals', () => {
+  for (const [signal, exit] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    it(`${signal} to this process stops the running child; the command exits ${exit}; the temporary folder goes`, async () => {
+      let folder = '';
+      const t0 = Date.now();
+      const exitCode = await withChildRuns(script, { prefix: 'collbench-child-runs-test-' }, async (children) => {
+        folder = children.dir;
+        const r = await children.run('slow', (report) => ['--sleep', '60', '-J', report], {
+          timeoutSec: 120, graceMs: 1000, started: () => { setTimeout(() => process.kill(process.pid, signal), 300); },
+        });
+        assert.equal(r.outcome.interrupted, true);
+        assert.equal(children.stopReason, 'interrupted');
+        return children.signalExit();
+      });
+      assert.equal(exitCode, exit);
+      assert.ok(Date.now() - t0 < 20_000);
+      assert.equal(existsSync(folder), false, `${folder} left behind`);
+      assert.equal(process.listenerCount(signal), 0, 'the signal handler is removed afterwards');
+    });
+  }
+
+  it('keeps a folder it was given', async () => {
+    const kept = mkdtempSync(join(dir, 'kept-'));
+    await withChildRuns(script, { dir: kept }, async (children) => {
+      await children.run('one', (report) => ['--content', '{}', '-J', report], { timeoutSec: 30 });
+    });
+    assert.equal(existsSync(join(kept, 'one.json')), true);
   });
 });
 

@@ -35,17 +35,16 @@ describe('every command\'s table', () => {
       const help = commandHelp(c);
       assert.match(help, /^USAGE: collbench /);
       for (const f of c.flags) assert.ok(help.includes(`--${f.long}`), `${c.command} --help lacks --${f.long}`);
-      // The defaults shown are the values a command line without the flag gets.
-      const { values } = parseOptions([], c);
-      for (const f of c.flags.filter((x): x is ValueFlag => x.kind !== 'action')) assert.deepEqual(values[f.field], f.default);
     });
   }
 });
 
-describe('--timeout: one definition', () => {
-  const timeouts = COMMANDS.flatMap((c) => c.flags.filter((f: FlagSpec) => f.long === 'timeout').map((f) => ({ c, f: f as ValueFlag })));
-  it('the same kind, syntax and limits wherever it exists (run -T, compare, accept, locate, workload)', () => {
-    assert.deepEqual(timeouts.map((t) => t.c.command).sort(), ['accept', 'compare', 'locate', 'run', 'workload']);
+describe('--timeout: one definition for the subcommands, nccl-tests\' -T for runs', () => {
+  const all = COMMANDS.flatMap((c) => c.flags.filter((f: FlagSpec) => f.long === 'timeout').map((f) => ({ c, f: f as ValueFlag })));
+  const timeouts = all.filter((t) => t.f.short !== 'T');
+  it('the same kind, syntax and limits wherever a subcommand has it (compare, accept, locate); runs and workloads take -T', () => {
+    assert.deepEqual(timeouts.map((t) => t.c.command).sort(), ['accept', 'compare', 'locate']);
+    assert.deepEqual(all.filter((t) => t.f.short === 'T').map((t) => t.c.command).sort(), ['run', 'workload']);
     for (const { c, f } of timeouts) {
       assert.deepEqual([f.kind, f.field, f.min, f.max, f.integer, f.value], ['duration', 'timeoutSec', 0, MAX_TIMEOUT_SEC, true, '<time>'], c.command);
       assert.match(f.help, /0 = no limit/, c.command);
@@ -61,11 +60,15 @@ describe('--timeout: one definition', () => {
         assert.throws(() => read(bad), usage(new RegExp(`^${c.command}: --timeout: timeout must be whole seconds from 0 to 604800 s`)), `${c.command} ${bad}`);
       }
     }
+  });
+  it('-T reads an int as nccl-tests does (strtol base 0), any size: the watchdog\'s timer waits through it', () => {
     const run = (v: string): unknown => (parseCommandLine(['all_reduce', '-T', v], 'collbench') as { options: { timeoutSec: unknown } }).options.timeoutSec;
     assert.equal(run('30'), 30);
-    assert.equal(run('30m'), 1800);
-    // Above 2^31 - 1 ms a Node.js timer fires at once: -T 2200000 used to abort the run immediately.
-    assert.throws(() => run('2200000'), usage(/^-T: timeout must be whole seconds from 0 to 604800 s/));
+    assert.equal(run('0x10'), 16);
+    assert.equal(run('010'), 8);
+    assert.equal(run('2200000'), 2200000);
+    assert.throws(() => run('30m'), usage(/^-T: /));
+    assert.throws(() => run('-1'), usage(/^-T: /));
   });
   it('keeps each command\'s default and makes 0 a limit no job reaches in locate', () => {
     assert.equal((parseCompareArgs([]) as { timeoutSec: number }).timeoutSec, 600);
@@ -105,5 +108,14 @@ describe('collbench help', () => {
     const bad = await capture(['help', 'nope']);
     assert.equal(bad.code, 2);
     assert.match(bad.err, /^collbench: help: unknown topic 'nope'; valid: env, run, report, compare/);
+  });
+});
+
+describe('a run flag\'s check stays with the run flag', () => {
+  it('locate --hosts takes spaced host names (trimmed, its own rule), not mpirun\'s host[:slots] syntax', () => {
+    const loc = parseLocateArgs(['--hosts', 'a, b']);
+    assert.ok(loc.kind === 'run');
+    assert.deepEqual(loc.options.hosts, ['a', 'b']);
+    assert.throws(() => parseCommandLine(['all_reduce', '--np', '2', '--hosts', 'a, b'], 'collbench'), usage(/^--hosts: invalid host entry ' b'/));
   });
 });
