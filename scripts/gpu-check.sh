@@ -7,7 +7,7 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 usage() { echo "usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART]" >&2; exit 2; }
-GC_BUNDLE=""; GC_NCCL_LIB="${COLLBENCH_NCCL_LIB:-}"; GC_NCCL_TESTS=""; GC_OUT="gpu-check-report.md"; GC_BUDGET=290; GC_ONLY=""
+GC_BUNDLE=""; GC_NCCL_LIB="${COLLBENCH_NCCL_LIB:-}"; GC_NCCL_TESTS=""; GC_OUT="gpu-check-report.md"; GC_BUDGET=420; GC_ONLY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) GC_BUNDLE="${2:-}"; shift 2 || usage ;;

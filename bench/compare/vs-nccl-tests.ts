@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { findBackendRecord } from '../backends/registry.js';
 import { aFirst, analyseSize, markBeyondNoise, type Goal, type SizeResult } from '../core/side-by-side.js';
+import { splitTableRow } from '../report/reporters/nccl-table.js';
 import { COLLECTIVES, type CollectiveName } from '../core/types.js';
 import { parseSize } from '../config/sizes.js';
 import { ENV } from '../core/environment.js';
@@ -31,14 +32,11 @@ export interface PerfRow { size: number; oopUs: number; ipUs: number }
 export function parsePerfTable(text: string): PerfRow[] {
   const rows: PerfRow[] = [];
   for (const line of text.split('\n')) {
-    const t = line.trim().split(/\s+/);
-    if (t.length < 13 || !/^\d+$/.test(t[0]!) || !/^\d+$/.test(t[1]!)) continue;
-    // size count type redop root | time algbw busbw #wrong [i_min i_max i_p99 i_cv%] | the same in place
-    const half = (t.length - 5) / 2;
-    if (!Number.isInteger(half)) continue;
-    const oop = Number(t[5]), ip = Number(t[5 + half]);
+    const r = splitTableRow(line);
+    if (!r || !/^\d+$/.test(r.lead[0]!) || !/^\d+$/.test(r.lead[1]!)) continue;
+    const oop = Number(r.oop[0]), ip = Number(r.ip[0]);
     if (!Number.isFinite(oop) || !Number.isFinite(ip)) continue;
-    rows.push({ size: Number(t[0]), oopUs: oop, ipUs: ip });
+    rows.push({ size: Number(r.lead[0]), oopUs: oop, ipUs: ip });
   }
   return rows;
 }

@@ -34,7 +34,9 @@ else
     gc_skip "$name" "NCCL code $np_code: the refusal of fp8 avg was measured on 2.28; see the -d all -o all rows above"
   fi
 fi
-if [ -n "$np_code" ]; then # with a GPU, hidden; without one (a CPU machine with a libnccl), as it is
+if [ -n "$np_code" ] && ! { gc_usable mpi || gc_usable gloo; }; then
+  gc_skip "CUDA_VISIBLE_DEVICES= : the fallback" "no CPU backend usable here (collbench info): nothing to fall back to"
+elif [ -n "$np_code" ]; then # with a GPU, hidden; without one (a CPU machine with a libnccl), as it is
   CUDA_VISIBLE_DEVICES='' gc_check "CUDA_VISIBLE_DEVICES= : one stderr line saying why nccl is not used, the fallback runs, exit 0" \
     0 '^expect: all [0-9]+ met$' 30 -- bash "$GT_EXPECT" -s 1 -c -p '^# collbench version \S+ backend (mpi|gloo) ' \
     -p "^# Warning: nccl not used: nccl is built and its library was found \(2\.[0-9.]+, \S+\), but no GPU is visible \(.*CUDA_VISIBLE_DEVICES=''\); running on (mpi|gloo)$" \

@@ -7,10 +7,14 @@ if [ "$gpus" != 1 ]; then
   gc_skip "bring-up failure on rank 1 (--np 2)" "needs a machine with exactly one GPU (found ${gpus:-none})"
 else
   why='rank 1 on host [^:]+: .*(CUDA_TOO_FEW_DEVICES|Invalid number of GPUs)'
-  gc_check "--np 2 on one GPU: exit 5, rank 1's reason" 5 "$why" 15 -- \
-    "$GC_BIN/all_reduce_perf" --backend nccl --np 2 -b 8 -e 8
-  gc_check "--np 2 -T 10 on one GPU: exit 5, rank 1's reason" 5 "$why" 15 -- \
-    "$GC_BIN/all_reduce_perf" --backend nccl --np 2 -b 8 -e 8 -T 10
+  if command -v mpirun > /dev/null && gc_usable mpi; then # nccl --np starts its ranks with mpirun, and they meet over MPI
+    gc_check "--np 2 on one GPU: exit 5, rank 1's reason" 5 "$why" 15 -- \
+      "$GC_BIN/all_reduce_perf" --backend nccl --np 2 -b 8 -e 8
+    gc_check "--np 2 -T 10 on one GPU: exit 5, rank 1's reason" 5 "$why" 15 -- \
+      "$GC_BIN/all_reduce_perf" --backend nccl --np 2 -b 8 -e 8 -T 10
+  else
+    gc_skip "bring-up failure on rank 1 (--np 2)" "no mpirun or no usable mpi backend here (collbench info)"
+  fi
   port=$((20000 + RANDOM % 20000))
   rendezvous=(WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
   env "${rendezvous[@]}" RANK=1 LOCAL_RANK=1 "$GC_BIN/all_reduce_perf" --backend nccl -b 8 -e 8 > "$GC_WORK/bringup-rank1.out" 2>&1 &

@@ -5,7 +5,6 @@
 # client, the protocol and the parser against the real service (NCCL >= 2.28.7 answers JSON). A one-rank
 # communicator has no counts and nothing missing, so the view says so; missing ranks and MISMATCH need 2+ GPUs.
 # The second run has NCCL_RAS_ENABLE=0: one line says RAS is off, the rest of the expiry is unchanged.
-gc_part "NCCL RAS at a watchdog expiry (one GPU)"
 ras_json="$GC_WORK/ras-report.json"
 gc_check "expiry on nccl: RAS view printed and in the report" 4 '^# NCCL RAS at localhost:28028 \(NCCL [0-9.]+, (json|text)' 40 -- \
   sh -c '"$1/all_reduce_perf" --backend nccl -b 256M -e 256M -n 1000000 -w 1 -T 4 -J "$2"; c=$?

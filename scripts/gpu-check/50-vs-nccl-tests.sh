@@ -5,6 +5,8 @@
 # folder of nccl-tests 2.19.6: scripts/bench-gpu/build-nccl-tests.sh makes one); skipped without it.
 if [ -z "${GC_NCCL_TESTS:-}" ]; then
   gc_skip "collbench vs nccl-tests per op" "no --nccl-tests DIR (scripts/bench-gpu/build-nccl-tests.sh builds one)"
+elif [ -z "$GC_NODE" ]; then
+  gc_skip "collbench vs nccl-tests per op" "no node in the bundle or on PATH"
 else
   # The rounds stop in time for the whole call's budget (the earlier parts first); under 30 s left, say how to run it alone.
   vs_deadline=$(( $(gc_left) - 25 )); [ "$vs_deadline" -gt 100 ] && vs_deadline=100

@@ -29,6 +29,9 @@ trap 'rm -rf "$dir"' EXIT
 code=$?
 cat "$dir/out" "$dir/err" > "$dir/all"
 cat "$dir/all"
+# A table row (an awk pattern that sets lead: the leading columns, h: the columns of one half); other lines fail it.
+rows_awk='!/^#/ && /^ *[0-9]/ && (n = NF - ($(NF - 1) ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$/ ? 2 : 0)) &&
+  (lead = (n % 2 == 0) ? 4 : 5) && (h = (n - lead) / 2) && (h == 4 || h == 8)'
 missed=()
 for ((i = 0; i < ${#checks[@]}; i += 2)); do
   kind="${checks[i]}" arg="${checks[i + 1]}"
@@ -38,8 +41,9 @@ for ((i = 0; i < ${#checks[@]}; i += 2)); do
     -l) ere="${arg%|*}" want="${arg##*|}" got="$(grep -Ec -- "$ere" "$dir/all")"
         [ "$got" = "$want" ] || missed+=("$got lines match /$ere/, expected $want") ;;
     -s) got="$(grep -c . "$dir/err")"; [ "$got" = "$arg" ] || missed+=("stderr has $got lines, expected $arg") ;;
-    -c) # data rows: not comments, starting with a number; hypercube leaves the redop column empty (12 fields, not 13)
-        verdict="$(awk '!/^#/ && /^ *[0-9]/ { rows++; o = (NF == 12) ? 8 : 9; i = o + 4;
+    -c) # data rows as bench/report/reporters/nccl-table.ts splitTableRow splits them: -S's timestamp (2 fields) left
+        # out; hypercube prints no redop (an even count); each half time algbw busbw #wrong, plus 4 -I 1 columns
+        verdict="$(awk "$rows_awk"' { rows++; o = lead + 4; i = lead + h + 4;
                      if (!($o == "0" || $o == "N/A") || !($i == "0" || $i == "N/A")) bad++ }
                    END { printf "%d %d", rows, bad }' "$dir/out")"
         rows="${verdict% *}" bad="${verdict#* }"
@@ -48,7 +52,7 @@ for ((i = 0; i < ${#checks[@]}; i += 2)); do
         grep -Eq '^# Out of bounds values : 0 OK' "$dir/out" || missed+=("no '# Out of bounds values : 0 OK'") ;;
     -k) ran="$(awk '/^# Skipped [0-9]+ datatype x op pairs? that / { sub(/^[^)]*\): /, ""); n = split($0, p, ", ");
                      for (k = 1; k <= n; k++) skip[p[k]] = 1 }
-                   !/^#/ && /^ *[0-9]/ && NF == 13 && (($3 " " $4) in skip) { print $3 " " $4 }' "$dir/out" | sort -u)"
+                   '"$rows_awk"' && lead == 5 && (($3 " " $4) in skip) { print $3 " " $4 }' "$dir/out" | sort -u)"
         [ -z "$ran" ] || missed+=("skipped pairs in the table: $(echo $ran)") ;;
   esac
 done

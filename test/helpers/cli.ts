@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { splitTableRow } from '../../bench/report/reporters/nccl-table.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const binDir = join(repoRoot, 'bin');
@@ -42,19 +43,14 @@ export interface TableRow {
 export function parseRows(stdout: string): TableRow[] {
   const rows: TableRow[] = [];
   for (const line of stdout.split('\n')) {
-    // comments, blank lines and nccl-tests' un-commented skip line ("nRanks 3 is not a power of 2, …")
-    if (line.startsWith('#') || !/^\s*\d/.test(line)) continue;
-    const f = line.trim().split(/\s+/);
-    // hypercube prints an empty redop column: re-insert it so the columns line up.
-    if (f.length === 12) f.splice(3, 0, '');
-    const half = (i: number): HalfRow => ({
-      time: Number(f[i]), algbw: Number(f[i + 1]), busbw: Number(f[i + 2]),
-      wrong: f[i + 3] === 'N/A' ? null : Number(f[i + 3]),
+    // comments, blank lines and nccl-tests' un-commented skip line ("nRanks 3 is not a power of 2, …") are not rows
+    const r = splitTableRow(line);
+    if (!r) continue;
+    const half = (h: string[]): HalfRow => ({
+      time: Number(h[0]), algbw: Number(h[1]), busbw: Number(h[2]), wrong: h[3] === 'N/A' ? null : Number(h[3]),
     });
-    rows.push({
-      size: Number(f[0]), count: Number(f[1]), type: f[2], redop: f[3], root: Number(f[4]),
-      oop: half(5), ip: half(9), line,
-    });
+    const [size, count, type, redop, root] = r.lead as [string, string, string, string, string];
+    rows.push({ size: Number(size), count: Number(count), type, redop, root: Number(root), oop: half(r.oop), ip: half(r.ip), line });
   }
   return rows;
 }

@@ -143,6 +143,20 @@ export interface RowCells {
   timestamp?: Date;        // -S 1 (local time)
 }
 
+/** One data row of an nccl-tests table (nccl-tests' own or collbench's) split into its columns, as this file prints
+ *  them: `lead` = size count type redop root (redop '' for hypercube's empty column), then each half's time algbw
+ *  busbw #wrong [i_min i_max i_p99 i_cv% with -I 1]; -S's timestamp left out. Null for any other line. The one
+ *  reader of the table: the side-by-side with nccl-tests (compare/vs-nccl-tests.ts) and the tests use it. */
+export function splitTableRow(line: string): { lead: string[]; oop: string[]; ip: string[] } | null {
+  if (line.startsWith('#') || !/^\s*\d/.test(line)) return null;
+  let f = line.trim().split(/\s+/);
+  if (f.length > 2 && /^\d{4}-\d\d-\d\d$/.test(f[f.length - 2]!) && /^\d\d:\d\d:\d\d$/.test(f[f.length - 1]!)) f = f.slice(0, -2);
+  if (f.length % 2 === 0) f.splice(3, 0, ''); // hypercube prints no redop
+  const half = (f.length - 5) / 2;
+  if (half !== 4 && half !== 8) return null;
+  return { lead: f.slice(0, 5), oop: f.slice(5, 5 + half), ip: f.slice(5 + half) };
+}
+
 /** strftime("%Y-%m-%d %H:%M:%S") in local time. */
 export function formatTimestamp(d: Date): string {
   const p2 = (n: number): string => String(n).padStart(2, '0');
