@@ -2,19 +2,14 @@
 // the COLLBENCH_TEST_GPU_DELAY test hook's parsing.
 #include "device_arrivals.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <string>
 
 #include "core/backend_errors.h"
+#include "core/clock.h"
 
 namespace collbench {
 namespace {
-
-// The clock of the host arrivals and of clockSamples (timed_loop.cc): steady_clock, in µs since its epoch.
-double hostMicros() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Rounds of reference marks: the first pays for waking the stream; the last one's window is the one kept.
 constexpr int kReferenceRounds = 3;
@@ -61,9 +56,9 @@ Status DeviceArrivals::begin(Backend& backend) {
   refs_.assign(2 * static_cast<size_t>(locals), 0.0);
   for (int i = 0; i < locals; ++i) {
     for (int round = 0; round < kReferenceRounds; ++round) {
-      const double before = hostMicros();
+      const double before = clockMicros();
       CB_TRY(backend.arrivalReference(i));  // recorded on the idle stream and waited for
-      const double after = hostMicros();
+      const double after = clockMicros();
       refs_[2 * i] = (before + after) / 2;
       refs_[2 * i + 1] = (after - before) / 2;
     }

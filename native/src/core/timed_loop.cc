@@ -4,6 +4,7 @@
 // them), -G capture and replay, -a combination, -c check rounds; every local rank of the process per op.
 #include "timed_loop.h"
 
+#include "clock.h"
 #include "device_arrivals.h"
 
 #include <algorithm>
@@ -16,17 +17,11 @@
 namespace collbench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 std::atomic<int64_t> g_iteration{-1};  // loopIteration()
 inline void setIteration(int64_t i) { g_iteration.store(i, std::memory_order_relaxed); }
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double clockMicros(Clock::time_point t) {
-  return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
 }
 
 // Pointers for one op: in-place layouts send from the recv buffer; -u shifts both; rotation

@@ -201,6 +201,7 @@ class NcclBackend : public Backend {
   struct PreparedOp {
     bool direct = false;
     Coll coll = Coll::AllReduce;
+    const char* call = nullptr;  // the library call (libraryCallName), or null for sendrecv's group
     const char* send = nullptr;
     char* recv = nullptr;
     uint64_t count = 0;

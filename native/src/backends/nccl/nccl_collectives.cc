@@ -30,6 +30,44 @@ uint64_t mulSumScalarBits(DType t, int groupRank) {
   return dtypeIsFloat(t) ? encodeFromDouble(t, static_cast<double>(s)) : static_cast<uint64_t>(s);
 }
 
+// The collective's own NCCL call, where this library has one (nullptr: none, or a library too old for it: the caller
+// emulates it with a send/recv group, or it is hypercube's rounds). issue() and runPrepared() both call through it.
+const char* libraryCallName(const ncclapi::Api& api, Coll coll) {
+  switch (coll) {
+    case Coll::AllReduce: return "ncclAllReduce";
+    case Coll::AllGather: return "ncclAllGather";
+    case Coll::ReduceScatter: return "ncclReduceScatter";
+    case Coll::Broadcast: return "ncclBroadcast";
+    case Coll::Reduce: return "ncclReduce";
+    case Coll::AllToAll: return api.AlltoAll != nullptr ? "ncclAlltoAll" : nullptr;
+    case Coll::Gather: return api.Gather != nullptr ? "ncclGather" : nullptr;
+    case Coll::Scatter: return api.Scatter != nullptr ? "ncclScatter" : nullptr;
+    case Coll::AllToAllV: case Coll::SendRecv: case Coll::HyperCube: return nullptr;
+  }  // no default: a collective of core/collectives.def without its case here fails the build (-Wswitch -Werror)
+  return nullptr;
+}
+
+// Makes that call (only for a collective libraryCallName() names).
+Result libraryCall(const ncclapi::Api& api, Coll coll, const void* send, void* recv, size_t count, ncclapi::DataType dt,
+                   int op, int root, ncclapi::Comm comm, cudaStream_t stream) {
+  switch (coll) {
+    case Coll::AllReduce: return api.AllReduce(send, recv, count, dt, op, comm, stream);
+    case Coll::AllGather: return api.AllGather(send, recv, count, dt, comm, stream);
+    case Coll::ReduceScatter: return api.ReduceScatter(send, recv, count, dt, op, comm, stream);
+    case Coll::Broadcast: return api.Broadcast(send, recv, count, dt, root, comm, stream);
+    case Coll::Reduce: return api.Reduce(send, recv, count, dt, op, root, comm, stream);
+    case Coll::AllToAll: return api.AlltoAll(send, recv, count, dt, comm, stream);
+    case Coll::Gather: return api.Gather(send, recv, count, dt, root, comm, stream);
+    case Coll::Scatter: return api.Scatter(send, recv, count, dt, root, comm, stream);
+    case Coll::AllToAllV: case Coll::SendRecv: case Coll::HyperCube: break;
+  }
+  return ncclapi::InvalidUsage;
+}
+
+// sendrecv's ring shift (nccl-tests' SendRecvRunColl): send to rank+1, receive from rank-1.
+int ringNext(int me, int n) { return (me + 1) % n; }
+int ringPrev(int me, int n) { return (me - 1 + n) % n; }
+
 }  // namespace
 
 // -------------------------------------------------------------------------------------------------
@@ -100,9 +138,9 @@ Status NcclBackend::sendRecvGroup(const OpArgs& a, const char* call) {
         for (int p = 0; p < n; ++p) send(at(a.send, c * p, ts), c, p);
       recv(a.recv, c, a.root);
       break;
-    case Coll::SendRecv:  // ring shift: to rank+1, from rank-1
-      send(a.send, c, (me + 1) % n);
-      recv(a.recv, c, (me - 1 + n) % n);
+    case Coll::SendRecv:
+      send(a.send, c, ringNext(me, n));
+      recv(a.recv, c, ringPrev(me, n));
       break;
     default:
       first = badSpec(std::string(collName(a.coll)) + " is not a send/recv collective", call);
@@ -117,8 +155,7 @@ Status NcclBackend::checkOp(const OpArgs& a) const {
   CB_TRY(checkLocalIndex(a.local));
   if (locals_[a.local].data == nullptr)
     return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::issue"));
-  if (!collValid(a.coll))
-    return badSpec("unknown collective " + std::to_string(static_cast<int>(a.coll)), "NcclBackend::issue");
+  CB_TRY(checkOpArgs(a, groupSize_, "NcclBackend::issue"));  // collective, datatype, op, root: as every backend
   const size_t n = static_cast<size_t>(groupSize_);
   if ((a.coll == Coll::AllToAllV) &&
       (a.peers == nullptr || a.peers->sendCounts.size() != n || a.peers->sendDispls.size() != n ||
@@ -149,59 +186,14 @@ Status NcclBackend::issue(const OpArgs& a) {
   }
   Status s = Status::Ok();
   Result r = ncclapi::Success;
-  const char* call = "";
-  switch (a.coll) {
-    case Coll::AllReduce:
-      call = "ncclAllReduce";
-      r = api.AllReduce(a.send, a.recv, a.count, dt, op, l.data, l.stream);
-      break;
-    case Coll::AllGather:
-      call = "ncclAllGather";
-      r = api.AllGather(a.send, a.recv, a.count, dt, l.data, l.stream);
-      break;
-    case Coll::ReduceScatter:
-      call = "ncclReduceScatter";
-      r = api.ReduceScatter(a.send, a.recv, a.count, dt, op, l.data, l.stream);
-      break;
-    case Coll::Broadcast:
-      call = "ncclBroadcast";
-      r = api.Broadcast(a.send, a.recv, a.count, dt, a.root, l.data, l.stream);
-      break;
-    case Coll::Reduce:
-      call = "ncclReduce";
-      r = api.Reduce(a.send, a.recv, a.count, dt, op, a.root, l.data, l.stream);
-      break;
-    case Coll::AllToAll:
-      call = "ncclAlltoAll";
-      if (api.AlltoAll != nullptr)
-        r = api.AlltoAll(a.send, a.recv, a.count, dt, l.data, l.stream);
-      else
-        s = sendRecvGroup(a, "ncclGroupEnd (alltoall)");
-      break;
-    case Coll::AllToAllV:
-      s = sendRecvGroup(a, "ncclGroupEnd (alltoallv)");
-      break;
-    case Coll::Gather:
-      call = "ncclGather";
-      if (api.Gather != nullptr)
-        r = api.Gather(a.send, a.recv, a.count, dt, a.root, l.data, l.stream);
-      else
-        s = sendRecvGroup(a, "ncclGroupEnd (gather)");
-      break;
-    case Coll::Scatter:
-      call = "ncclScatter";
-      if (api.Scatter != nullptr)
-        r = api.Scatter(a.send, a.recv, a.count, dt, a.root, l.data, l.stream);
-      else
-        s = sendRecvGroup(a, "ncclGroupEnd (scatter)");
-      break;
-    case Coll::SendRecv:
-      s = sendRecvGroup(a, "ncclGroupEnd (sendrecv)");
-      break;
-    case Coll::HyperCube:
-      s = issueHyperCube(&a, 1);
-      break;
-  }  // no default: a collective of core/collectives.def without its case here fails the build (-Wswitch -Werror)
+  const char* call = libraryCallName(api, a.coll);
+  if (call != nullptr) {
+    r = libraryCall(api, a.coll, a.send, a.recv, a.count, dt, op, a.root, l.data, l.stream);
+  } else if (a.coll == Coll::HyperCube) {
+    s = issueHyperCube(&a, 1);
+  } else {  // alltoallv, sendrecv, and alltoall/gather/scatter where the library lacks them: one send/recv group
+    s = sendRecvGroup(a, (std::string("ncclGroupEnd (") + collName(a.coll) + ")").c_str());
+  }
   if (r != ncclapi::Success && r != ncclapi::InProgress && s.ok) s = ncclStatus(r, call, l.data);
   if (premul) {
     const Result d = api.RedOpDestroy(op, l.data);
@@ -230,15 +222,8 @@ Status NcclBackend::prepareSeries(const OpSeries& series) {
   // -D runs collbench's own device-API kernels (issueDevice), never the library call prepared below.
   if (localCount_ != 1 || opt_.deviceImpl > 0 || (collReducing(a.coll) && a.op == RedOp::MulSum)) return Status::Ok();
   PreparedOp p;
-  switch (a.coll) {
-    case Coll::AllReduce: case Coll::AllGather: case Coll::ReduceScatter: case Coll::Broadcast: case Coll::Reduce:
-    case Coll::SendRecv:
-      break;
-    case Coll::AllToAll: if (api.AlltoAll == nullptr) return Status::Ok(); break;
-    case Coll::Gather: if (api.Gather == nullptr) return Status::Ok(); break;
-    case Coll::Scatter: if (api.Scatter == nullptr) return Status::Ok(); break;
-    default: return Status::Ok();
-  }
+  p.call = libraryCallName(api, a.coll);
+  if (p.call == nullptr && a.coll != Coll::SendRecv) return Status::Ok();
   const int n = groupSize_, me = devices_[0].groupRank;
   p.direct = true;
   p.coll = a.coll;
@@ -248,8 +233,8 @@ Status NcclBackend::prepareSeries(const OpSeries& series) {
   p.dt = ncclType(a.dtype);
   p.op = static_cast<int>(a.op);
   p.root = a.root;
-  p.sendPeer = (me + 1) % n;  // sendrecv's ring shift, as sendRecvGroup
-  p.recvPeer = (me - 1 + n) % n;
+  p.sendPeer = ringNext(me, n);
+  p.recvPeer = ringPrev(me, n);
   prepared_ = p;
   return Status::Ok();
 }
@@ -264,32 +249,19 @@ bool NcclBackend::runPrepared(uint64_t shiftBytes) {
   const char* s = p.send + shiftBytes;
   char* r = p.recv + shiftBytes;
   Result res = ncclapi::Success;
-  const char* call = "";
-  switch (p.coll) {
-    case Coll::AllReduce: call = "ncclAllReduce"; res = api.AllReduce(s, r, p.count, p.dt, p.op, l.data, l.stream); break;
-    case Coll::AllGather: call = "ncclAllGather"; res = api.AllGather(s, r, p.count, p.dt, l.data, l.stream); break;
-    case Coll::ReduceScatter:
-      call = "ncclReduceScatter";
-      res = api.ReduceScatter(s, r, p.count, p.dt, p.op, l.data, l.stream);
-      break;
-    case Coll::Broadcast: call = "ncclBroadcast"; res = api.Broadcast(s, r, p.count, p.dt, p.root, l.data, l.stream); break;
-    case Coll::Reduce: call = "ncclReduce"; res = api.Reduce(s, r, p.count, p.dt, p.op, p.root, l.data, l.stream); break;
-    case Coll::AllToAll: call = "ncclAlltoAll"; res = api.AlltoAll(s, r, p.count, p.dt, l.data, l.stream); break;
-    case Coll::Gather: call = "ncclGather"; res = api.Gather(s, r, p.count, p.dt, p.root, l.data, l.stream); break;
-    case Coll::Scatter: call = "ncclScatter"; res = api.Scatter(s, r, p.count, p.dt, p.root, l.data, l.stream); break;
-    case Coll::SendRecv: {
-      // nccl-tests' SendRecvRunColl: one group of the send to rank+1 and the receive from rank-1.
-      res = api.GroupStart();
-      if (res != ncclapi::Success) return preparedFail(ncclStatus(res, "ncclGroupStart", nullptr));
-      const Result sr = api.Send(s, p.count, p.dt, p.sendPeer, l.data, l.stream);
-      const Result rr = api.Recv(r, p.count, p.dt, p.recvPeer, l.data, l.stream);
-      res = api.GroupEnd();
-      if (sr != ncclapi::Success && sr != ncclapi::InProgress) return preparedFail(ncclStatus(sr, "ncclSend", l.data));
-      if (rr != ncclapi::Success && rr != ncclapi::InProgress) return preparedFail(ncclStatus(rr, "ncclRecv", l.data));
-      call = "ncclGroupEnd (sendrecv)";
-      break;
-    }
-    default: return preparedFail(badSpec("unexpected prepared collective", "NcclBackend::runPrepared"));
+  const char* call = p.call;
+  if (p.coll != Coll::SendRecv) {
+    res = libraryCall(api, p.coll, s, r, p.count, p.dt, p.op, p.root, l.data, l.stream);
+  } else {
+    // nccl-tests' SendRecvRunColl: one group of the send to rank+1 and the receive from rank-1.
+    res = api.GroupStart();
+    if (res != ncclapi::Success) return preparedFail(ncclStatus(res, "ncclGroupStart", nullptr));
+    const Result sr = api.Send(s, p.count, p.dt, p.sendPeer, l.data, l.stream);
+    const Result rr = api.Recv(r, p.count, p.dt, p.recvPeer, l.data, l.stream);
+    res = api.GroupEnd();
+    if (sr != ncclapi::Success && sr != ncclapi::InProgress) return preparedFail(ncclStatus(sr, "ncclSend", l.data));
+    if (rr != ncclapi::Success && rr != ncclapi::InProgress) return preparedFail(ncclStatus(rr, "ncclRecv", l.data));
+    call = "ncclGroupEnd (sendrecv)";
   }
   if (res == ncclapi::Success || res == ncclapi::InProgress) return true;
   return preparedFail(ncclStatus(res, call, l.data));

@@ -191,12 +191,13 @@ Status NcclBackend::issueDevice(const OpArgs& a) {
   if (a.coll != Coll::AllReduce)
     return badSpec(implText(impl) + ": collbench's device-API kernels exist for all_reduce only, not " +
                        collName(a.coll), "issueDevice");
-  if (a.op != RedOp::Sum || !devApi_->supports(impl, a.dtype))
-    return badSpec(implText(impl) + ": no kernel for " + kDTypeNames[static_cast<int>(a.dtype)].name + " " + kRedOpNames[static_cast<int>(a.op)].name, "issueDevice");
   Local& l = locals_[a.local];
   if (devApi_ == nullptr || l.devComm == nullptr)
     return Status::Error("nccl", "NCCL_ABORTED", "no device communicator (aborted or never created)",
                          CB_SITE("issueDevice"));
+  // dtype and op are known values here: checkOp (checkOpArgs) ran before issue() came to this.
+  if (a.op != RedOp::Sum || !devApi_->supports(impl, a.dtype))
+    return badSpec(implText(impl) + ": no kernel for " + kDTypeNames[static_cast<int>(a.dtype)].name + " " + kRedOpNames[static_cast<int>(a.op)].name, "issueDevice");
   // The window and offset of a pointer into one of this rank's registered buffers.
   auto locate = [&l](const void* p, ncclapi::Window* win, size_t* offset) {
     for (const DeviceBuffer* b : {&l.send, &l.recv}) {

@@ -127,6 +127,7 @@ Status NcclBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
   for (int i = 0; i < localCount_; ++i) {
     Local& l = locals_[i];
     CB_TRY(setDevice(i));
+    CB_TRY(destroyDevComm(l));  // -D: a device communicator goes before the windows it was created over
     CB_TRY(freeBuffer(l, l.send));
     CB_TRY(freeBuffer(l, l.recv));
     if (l.freeBeforeAlloc == 0) l.freeBeforeAlloc = freeMemory();
