@@ -5,7 +5,8 @@
 import { hostname } from 'node:os';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import { BackendUnavailableError, UsageError } from '../core/errors.js';
-import { DTYPES, OPS, type DTypeName, type OpName } from '../core/types.js';
+import { givenAsAll } from '../core/plan.js';
+import type { DTypeName, OpName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
@@ -174,8 +175,7 @@ export function availableCases(options: Pick<ResolvedOptions, 'dtypes' | 'ops'>,
     if (o === 'mulsum' && !features.preMulSum) return `needs ncclRedOpCreatePreMulSum, NCCL 2.11 or newer (this is ${versionText})`;
     return null;
   };
-  const allTypes = options.dtypes.length === DTYPES.length;
-  const allOps = options.ops.length === OPS.length;
+  const { dtypes: allTypes, ops: allOps } = givenAsAll(options);
   const dtypes = options.dtypes.filter((t) => {
     const why = missingType(t);
     if (why && !allTypes) throw new UsageError(`-d: ${t} ${why}`);

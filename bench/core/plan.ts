@@ -49,9 +49,16 @@ export function planCases(options: Pick<ResolvedOptions, 'dtypes' | 'ops' | 'roo
  * lists (what the devices allow). A pair both of whose names were given explicitly is not probed: it runs, and the
  * library's refusal ends the run with its own error line, as it does in nccl-tests.
  */
+/** Which lists were given as `all` (-d all, -o all: every name, as the parser expands it), for those who treat the
+ *  names of `all` as "whatever the library takes" (availableCases in backends/nccl.ts, probedPairs). */
+export function givenAsAll(l: Lists): { dtypes: boolean; ops: boolean } {
+  return { dtypes: l.dtypes.length === DTYPES.length, ops: l.ops.length === OPS.length };
+}
+
 export function probedPairs(requested: Lists, planned: Lists, shape: CollectiveShape): CasePair[] {
-  const allTypes = requested.dtypes.length === DTYPES.length;
-  const allOps = shape.loopsOps && requested.ops.length === OPS.length;
+  const all = givenAsAll(requested);
+  const allTypes = all.dtypes;
+  const allOps = shape.loopsOps && all.ops;
   if (!allTypes && !allOps) return [];
   return planned.dtypes.flatMap((dtype) => opsOf(planned, shape).map((op) => ({ dtype, op })));
 }

@@ -3,20 +3,17 @@
 # skipped and named), the preamble, the modes, -I, -M, the memory cap, NCCL_TESTS_SPLIT, workload ddp/fsdp. Cases
 # that need two GPUs are skipped, saying so, on one. Budget: about 90 s on one H100 (small sizes); change this part
 # and the test file together.
-GT_EXPECT="$(dirname "${BASH_SOURCE[0]}")/expect.sh"
-gt_gpus="$("$GC_BIN/collbench" info 2>/dev/null | sed -n 's/^ *CUDA: \([0-9][0-9]*\) device(s).*/\1/p' | head -1)"
-gt_gpus="${gt_gpus:-0}"
 
 gt_case() { # NAME CHECKS... -- PROGRAM ARGS...: one test case, exit 0 and every expectation met
   local name="$1"; shift
   local checks=(); while [ "$1" != "--" ]; do checks+=("$1"); shift; done; shift
-  gc_check "$name" 0 '^expect: all [0-9]+ met$' 60 -- bash "$GT_EXPECT" "${checks[@]}" -- "$GC_BIN/$1" --backend nccl "${@:2}"
+  gc_check "$name" 0 '^expect: all [0-9]+ met$' 60 -- bash "$GC_EXPECT" "${checks[@]}" -- "$GC_BIN/$1" --backend nccl "${@:2}"
 }
 
-if [ "$gt_gpus" -eq 0 ]; then
+if [ "$GC_GPUS" -eq 0 ]; then
   gc_skip "test/gpu (every case)" "no GPU visible to collbench ('collbench info' shows 0 CUDA devices)"
 else
-  n="$gt_gpus"
+  n="$GC_GPUS"
   gt_case 'preamble: NCCL version and path, one rank line per GPU as nccl-tests prints it' \
     -p '^# collbench version \S+ backend nccl \(NCCL [0-9]+\.[0-9]+\.[0-9]+ /\S*libnccl\.so[.0-9]*\)$' \
     -l '^#  Rank +[0-9]+ Group  0 Pid +[0-9]+ on +\S+ device +[0-9]+ \[[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\] \S' "$n" \
@@ -79,7 +76,7 @@ if [ -s "$GC_WORK/torchrun.1.out" ]; then echo "rank 1 printed:"; cat "$GC_WORK/
 [ "$c0" = 0 ] && [ "$c1" = 0 ] && [ ! -s "$GC_WORK/torchrun.1.out" ]
 TORCHRUN
     gc_check "torchrun-style: one process per GPU joined by the TCP rendezvous" 0 '^expect: all [0-9]+ met$' 60 \
-      -- bash "$GC_WORK/torchrun.sh" "$GT_EXPECT"
+      -- bash "$GC_WORK/torchrun.sh" "$GC_EXPECT"
   fi
 
   cat > "$GC_WORK/workload.sh" <<'WORKLOAD'

@@ -2,9 +2,8 @@
 # with one GPU, `--np 2` gives rank 1 no device 1: it must say so (rank and host named) and the job exit 5 within
 # seconds, with or without -T, nothing left; it once printed nothing and ran past 40 s. Then a rank 0 whose peer
 # fails after the rendezvous waits in ncclCommInitRank for it: -T 5 must end it (exit 4) with the bring-up named.
-gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
-if [ "$gpus" != 1 ]; then
-  gc_skip "bring-up failure on rank 1 (--np 2)" "needs a machine with exactly one GPU (found ${gpus:-none})"
+if [ "$GC_GPUS" != 1 ]; then
+  gc_skip "bring-up failure on rank 1 (--np 2)" "needs a machine with exactly one GPU (found $GC_GPUS)"
 else
   why='rank 1 on host [^:]+: .*(CUDA_TOO_FEW_DEVICES|Invalid number of GPUs)'
   if command -v mpirun > /dev/null && gc_usable mpi; then # nccl --np starts its ranks with mpirun, and they meet over MPI

@@ -5,6 +5,10 @@ GC_START=$(date +%s)
 GC_WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")"
 GC_PASS=0; GC_FAIL=0; GC_SKIP=0
 GC_BIN="$GC_BUNDLE/bin"
+GC_EXPECT="$(dirname "${BASH_SOURCE[0]}")/expect.sh" # the parts' judge of several expectations at once
+# The GPUs CUDA shows collbench (its `info`: what the runs see, CUDA_VISIBLE_DEVICES applied); 0 without a driver.
+GC_GPUS="$("$GC_BIN/collbench" info 2>/dev/null | sed -n 's/^ *CUDA: \([0-9][0-9]*\) device(s).*/\1/p' | head -1)"
+GC_GPUS="${GC_GPUS:-0}"
 if [ -x "$GC_BUNDLE/node/bin/node" ]; then GC_NODE="$GC_BUNDLE/node/bin/node"; else GC_NODE="$(command -v node || true)"; fi
 export GC_BIN GC_NODE GC_WORK
 
