@@ -20,6 +20,7 @@ import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS, flag, helpFlag } from '../core/flags.js';
 import { AcceptChecks } from '../engine/accept-checks.js';
 import { withChildRuns } from '../engine/child-runs.js';
+import { crowdingRefusal } from '../launch/mpirun.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
@@ -36,7 +37,7 @@ export const DEFAULT_TOLERANCE = 3;
 export const ALPHA = 0.05;
 
 /** The run flags accept passes on to every run: how ranks are launched, never what is measured. */
-type LaunchFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' | 'nGpus' | 'nThreads' }>;
+type LaunchFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'oversubscribe' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' | 'nGpus' | 'nThreads' }>;
 const LAUNCH_FLAGS = FLAGS.filter((f): f is LaunchFlag => f.group === 'collbench launch' || f.long === 'ngpus' || f.long === 'nthreads');
 const LAUNCH_GROUP = 'Launch options, passed to every run (as for runs)';
 const OPTIONS = 'Options';
@@ -91,9 +92,11 @@ export function parseAcceptArgs(args: string[]): AcceptOptions | 'help' {
   if (stop === 'help') return 'help';
   if (positionals.length > 0) throw new UsageError(`accept: unexpected argument '${positionals[0]}' (see collbench accept --help)`);
   if (values.profile === null) throw UsageError.forFlag('accept: --profile', 'missing: name the acceptance profile (profiles/cpu-smoke.yaml, …)');
+  const crowded = crowdingRefusal(values); // once here, not once per run
+  if (crowded !== null) throw new UsageError(crowded, '--np');
   const launch = ordered.flatMap((t) => {
     const f = LAUNCH_FLAGS.find((x) => x.field === t.field);
-    return f ? [`--${f.long}=${asText(t.value)}`] : [];
+    return !f ? [] : f.kind === 'switch' ? (t.value === true ? [`--${f.long}`] : []) : [`--${f.long}=${asText(t.value)}`];
   });
   return {
     profile: values.profile, baseline: values.baseline, saveBaseline: values.saveBaseline, json: values.json, junit: values.junit,

@@ -25,11 +25,11 @@ import { launchRanks } from '../engine/launch-ranks.js';
 import { timeWorkload } from '../engine/workload.js';
 
 /** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
-type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
+type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'oversubscribe' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
   'timeoutSec' | 'nThreads' | 'nGpus' }>;
 const RUN_GROUP = 'Run options (as for runs)';
 const RUN_FLAGS = FLAGS.filter((f): f is RunFlag =>
-  ['np', 'hosts', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec', 'nThreads', 'nGpus'].includes(f.field));
+  ['np', 'hosts', 'oversubscribe', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec', 'nThreads', 'nGpus'].includes(f.field));
 const byField = <F extends (typeof FLAGS)[number]['field']>(field: F): Extract<(typeof FLAGS)[number], { field: F }> =>
   FLAGS.find((f) => f.field === field) as Extract<(typeof FLAGS)[number], { field: F }>;
 const MODEL = 'Model', CONFIGS = 'Configurations', MEASURE = 'Measurement', OUTPUT = 'Output';

@@ -7,6 +7,7 @@ import { UsageError } from '../core/errors.js';
 import { PROGRAMS, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
+import { crowdingRefusal } from '../launch/mpirun.js';
 import type { Combination } from './settings.js';
 
 export interface ProgramSpec {
@@ -69,6 +70,8 @@ export function parseProgram(words: readonly string[]): ProgramSpec {
     }
   }
   if (options.runCycles === 0) throw UsageError.forFlag('-N', 'compare needs runs that end; -N 0 runs forever');
+  const crowded = crowdingRefusal(options); // once here, not once per run
+  if (crowded !== null) throw new UsageError(crowded, '--np');
   return { words: [...words], collective, args, options };
 }
 

@@ -114,11 +114,11 @@ function flagArgument(f: ValueFlag, value: unknown): string | null {
 /**
  * The command line of a child that runs these very options (what --np starts under mpirun or as local
  * processes): the collective word (unless the program's name says it), then every flag that is not at its
- * default, in long form, leaving out the `omit` fields (the launch's own --np, --hosts). Built from the
- * parsed options, never by editing the typed words, so a child reads exactly what the parent resolved.
+ * default, in long form, leaving out the `omit` fields (the launch's own --np, --hosts, --oversubscribe). Built from
+ * the parsed options, never by editing the typed words, so a child reads exactly what the parent resolved.
  */
 export function childArguments(options: ResolvedOptions, programNamesCollective: boolean,
-  omit: readonly OptionField[] = ['np', 'hosts']): string[] {
+  omit: readonly OptionField[] = ['np', 'hosts', 'oversubscribe']): string[] {
   const out: string[] = programNamesCollective ? [] : [options.collective];
   for (const f of FLAGS) {
     if (omit.includes(f.field)) continue;

@@ -246,6 +246,7 @@ function crossCheck(o: ResolvedOptions, input: OptionInput, name: (f: OptionFiel
       `${o.collective === 'reduce_scatter' ? 'ReduceScatterHalvingDoubling' : o.glooAlgo} takes (2 GiB - 1)`);
   }
   if (o.hosts !== null && o.np === null) fail('hosts', `needs ${name('np')} N (the number of ranks to start on those hosts)`);
+  if (o.oversubscribe && o.np === null) fail('oversubscribe', `needs ${name('np')} N (it allows more ranks than cores)`);
 
   // ---- size sweep (nccl-tests: min > max is an error; a sweep that cannot advance loops forever)
   const maxNote = input.maxBytes === undefined ? ` (the default of ${name('maxBytes')}; give ${name('maxBytes')} too)` : '';

@@ -254,6 +254,8 @@ export const FLAGS = Object.freeze([
       const bad = v.split(',').find((e) => !/^[^\s,:]+(?::[1-9]\d*)?$/.test(e));
       return bad === undefined ? null : `invalid host entry ${quoted(bad)} in ${quoted(v)}; expected host[:slots],… e.g. h1,h2:4`;
     } }),
+  toggle('oversubscribe', 'oversubscribe', LAUNCH, 'start more --np ranks than this host has cores (or --hosts gives ' +
+    'slots); without it such a --np is refused (exit 2): every rank competes for the cores and the timings mean little'),
   { ...choice('backend', 'backend', BACKEND_NAMES, 'nccl', 'backend', LAUNCH, 'communication library to use',
     { value: `<${BACKEND_NAMES.join('|')}>`, defaultText: 'best available' }), default: null } as ValueFlag<'backend', BackendName | null>,
   quiet('Output', 'no progress bar on stderr (it is drawn only when stderr is a terminal)'),

@@ -7,7 +7,7 @@ import { UsageError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
-import { mpirunPlan, runUnderMpirun, slotsRefusal } from '../launch/mpirun.js';
+import { crowdingRefusal, mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
 import { removeOrphanedTemps } from '../report/atomic-write.js';
 import { checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
@@ -36,8 +36,9 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext):
     // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
     throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
   }
-  const tooFew = options.hosts === null ? null : slotsRefusal(options.np!, options.hosts, env);
-  if (tooFew !== null) throw new UsageError(tooFew, '--np');
+  // More ranks than this host's cores, or than --hosts' slots: refused unless --oversubscribe says it is meant.
+  const crowded = crowdingRefusal(options, env);
+  if (crowded !== null) throw new UsageError(crowded, '--np');
   // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
   const outputs = outputSpecs(options);
   checkOutputPaths(outputs, { force: options.force });
@@ -46,7 +47,8 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext):
   const np = options.np!;
   const code = localProcesses
     ? await runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv })
-    : await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, program: ctx.program, args, env }), childEnv);
+    : await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, oversubscribe: options.oversubscribe, program: ctx.program,
+      args, env }), childEnv);
   // The job is over: a rank killed while it replaced an output (SIGKILL between write and rename) leaves a temporary
   // file beside it that nothing else will remove (the outputs themselves stay valid: the old or the new document).
   for (const { path } of [...outputs, ...(ctx.outputs ?? [])]) removeOrphanedTemps(path);

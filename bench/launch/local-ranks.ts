@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { signalStatus } from './mpirun.js';
+import { signalStatus, STOP_GRACE_MS } from './mpirun.js';
 import { ENV } from '../core/environment.js';
 
 export interface LocalRanksPlan {
@@ -84,9 +84,16 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
         terminateRest('SIGKILL');
       }, graceMs);
     };
-    // SIGINT/SIGTERM to this launcher: every rank gets it; the launcher then exits 130/143 (as mpirun's does).
+    // SIGINT/SIGTERM to this launcher: every rank gets it; the launcher then exits 130/143 (as mpirun's does). A rank
+    // still there after STOP_GRACE_MS, or at a second signal, is killed (SIGKILL).
     let received: NodeJS.Signals | null = null;
-    const forward = (sig: NodeJS.Signals) => () => { received ??= sig; children.forEach((c) => c.kill(sig)); };
+    let stopTimer: NodeJS.Timeout | null = null;
+    const forward = (sig: NodeJS.Signals) => () => {
+      if (received !== null) { terminateRest('SIGKILL'); return; }
+      received = sig;
+      children.forEach((c) => c.kill(sig));
+      stopTimer = setTimeout(() => terminateRest('SIGKILL'), STOP_GRACE_MS);
+    };
     const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
@@ -95,6 +102,7 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
       if (graceTimer) clearTimeout(graceTimer);
+      if (stopTimer) clearTimeout(stopTimer);
       rmSync(storeDir, { recursive: true, force: true });
       const counted = status.filter((s, r) => s !== null && !terminatedByUs.has(r));
       if (received) resolvePromise(signalStatus(received));

@@ -1,7 +1,8 @@
 // `--np N [--hosts h1,h2:4]`: re-executes this very command under mpirun through child_process
 // (arguments as an array, never a shell), adding what this machine needs: --allow-run-as-root as root,
-// --oversubscribe when N exceeds the cores, the ob1 PML (UCX probing only slows start-up here). When a rank
-// dies, mpirun's notice is read from its stderr and collbench names the rank and host in one line of its own.
+// --oversubscribe when the user gave it (more ranks than cores are refused without it), the ob1 PML (UCX probing
+// only slows start-up here). When a rank dies, mpirun's notice is read from its stderr and collbench names the
+// rank and host in one line of its own; a signal stops mpirun, then its process group, then SIGKILLs it.
 import { spawn } from 'node:child_process';
 import { availableParallelism, constants } from 'node:os';
 import { ENV } from '../core/environment.js';
@@ -15,14 +16,15 @@ export function mpirunPlan(opts: {
   np: number; hosts: string | null; program: string[];
   /** The rank's arguments (built from the parsed options: no --np / --hosts). */
   args: readonly string[];
-  env?: NodeJS.ProcessEnv; cores?: number; isRoot?: boolean;
+  /** --oversubscribe was given: more ranks than cores (or than --hosts' slots) are meant. */
+  oversubscribe?: boolean;
+  env?: NodeJS.ProcessEnv; isRoot?: boolean;
 }): MpirunPlan {
   const env = opts.env ?? process.env;
-  const cores = opts.cores ?? availableParallelism();
   const isRoot = opts.isRoot ?? process.getuid?.() === 0;
   const args: string[] = [];
   if (isRoot) args.push('--allow-run-as-root');
-  if (opts.np > cores && !opts.hosts) args.push('--oversubscribe');
+  if (opts.oversubscribe) args.push('--oversubscribe');
   if (!env.OMPI_MCA_pml) args.push('--mca', 'pml', 'ob1');
   args.push('-np', String(opts.np));
   if (opts.hosts) args.push('--host', opts.hosts);
@@ -32,6 +34,19 @@ export function mpirunPlan(opts: {
 
 /** Open MPI's MCA setting that lets mpirun place more ranks on a host than it has slots (env or --mca). */
 const OVERSUBSCRIBE_ENV = 'OMPI_MCA_rmaps_base_oversubscribe';
+const oversubscribeAllowed = (env: NodeJS.ProcessEnv): boolean => /^(1|true|yes|on)$/i.test(env[OVERSUBSCRIBE_ENV] ?? '');
+
+/**
+ * Whether `--np` ranks on this host alone (no --hosts) fit its cores, as Open MPI's own default counts slots. Returns
+ * the one line that refuses it and names the fixes, or null (also with --oversubscribe or the MCA setting). Without
+ * it, --np 1000 on 2 cores started 1000 ranks and left the machine unusable for minutes.
+ */
+export function coresRefusal(np: number, oversubscribe: boolean, env: NodeJS.ProcessEnv = process.env,
+  cores: number = availableParallelism()): string | null {
+  if (np <= cores || oversubscribe || oversubscribeAllowed(env)) return null;
+  return `--np ${np}: this host has ${cores} core${cores === 1 ? '' : 's'}; add --oversubscribe to start ${np} ranks on it ` +
+    'anyway (slow, timings meaningless), or spread them with --hosts h1:N,h2:N';
+}
 
 /**
  * Whether `--np` fits the slots `--hosts` gives, counted as Open MPI counts them: host:N gives N, a plain name 1, a
@@ -39,7 +54,7 @@ const OVERSUBSCRIBE_ENV = 'OMPI_MCA_rmaps_base_oversubscribe';
  * when the user allows oversubscription: OMPI_MCA_rmaps_base_oversubscribe). mpirun's own refusal is 25 lines.
  */
 export function slotsRefusal(np: number, hosts: string, env: NodeJS.ProcessEnv = process.env): string | null {
-  if (/^(1|true|yes|on)$/i.test(env[OVERSUBSCRIBE_ENV] ?? '')) return null;
+  if (oversubscribeAllowed(env)) return null;
   const slots = new Map<string, number>();
   for (const entry of hosts.split(',')) {
     const [name, n] = entry.split(':');
@@ -50,7 +65,16 @@ export function slotsRefusal(np: number, hosts: string, env: NodeJS.ProcessEnv =
   const each = Math.ceil(np / slots.size);
   const fix = [...slots].map(([name, n]) => `${name}:${Math.max(n, each)}`).join(',');
   return `--np ${np}: --hosts ${hosts} gives ${total} slot${total === 1 ? '' : 's'} (a host without :N counts as 1, as ` +
-    `Open MPI counts it); give each host its ranks, e.g. --hosts ${fix} (or ${OVERSUBSCRIBE_ENV}=1 to oversubscribe)`;
+    `Open MPI counts it); give each host its ranks, e.g. --hosts ${fix} (or --oversubscribe to mean it)`;
+}
+
+/** More ranks than this host's cores (no --hosts) or than --hosts' slots, without --oversubscribe: the line that
+ *  refuses it, or null. The --np launcher checks it, and so do the commands that start runs (compare, accept) before
+ *  their first one. */
+export function crowdingRefusal(o: { np: number | null; hosts: string | null; oversubscribe: boolean },
+  env: NodeJS.ProcessEnv = process.env): string | null {
+  if (o.np === null || o.oversubscribe) return null;
+  return o.hosts === null ? coresRefusal(o.np, false, env) : slotsRefusal(o.np, o.hosts, env);
 }
 
 /** What mpirun's notices say about the rank that ended the job (Open MPI 4.1's wording), or null. */
@@ -78,21 +102,44 @@ export function deathLine(d: RankDeath): string {
   return `collbench: ${where} ${how}; mpirun ended the other ranks; report files keep the rows finished before ("status": "incomplete")`;
 }
 
+/** How long mpirun has to end its ranks after a forwarded signal before its process group gets it, and the group
+ *  after that before SIGKILL: mpirun ignores signals while it is still starting ranks. */
+export const STOP_GRACE_MS = 2000;
+
 /**
- * Runs the plan; resolves to the exit code. SIGINT and SIGTERM to this launcher are forwarded to mpirun (which
- * stops the ranks) and, once it has exited, give 128 + the signal's number (130, 143) as a shell reports an
- * interrupted command, whatever mpirun itself returns. mpirun's stderr passes through as it comes; when a rank
- * died or failed, collbench adds one line naming it (rank, host, signal or status) after mpirun's own notice.
+ * Runs the plan; resolves to the exit code. mpirun gets a process group of its own (its ranks stay in it), so that a
+ * stop reaches every process it started: SIGINT and SIGTERM to this launcher are forwarded to mpirun (which stops the
+ * ranks); if mpirun is still there `graceMs` later its whole group gets the signal, and `graceMs` after that SIGKILL
+ * (a second signal goes straight to SIGKILL; SIGHUP is forwarded alike). Once it has exited, the launcher gives 128 + the signal's number
+ * (130, 143) as a shell reports an interrupted command, whatever mpirun itself returns. mpirun's stderr passes through
+ * as it comes; when a rank died or failed, collbench adds one line naming it (rank, host, signal or status).
  */
 export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = process.env,
-  err: (line: string) => void = (line) => { process.stderr.write(line + '\n'); }): Promise<number> {
+  err: (line: string) => void = (line) => { process.stderr.write(line + '\n'); }, graceMs = STOP_GRACE_MS): Promise<number> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(plan.command, plan.args, { stdio: ['inherit', 'inherit', 'pipe'], env });
+    const child = spawn(plan.command, plan.args, { stdio: ['ignore', 'inherit', 'pipe'], env, detached: true });
+    const group = child.pid;
     let received: NodeJS.Signals | null = null;
-    const forward = (sig: NodeJS.Signals) => () => { received ??= sig; child.kill(sig); };
-    const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
+    let exited = false;
+    const timers: NodeJS.Timeout[] = [];
+    const signalGroup = (sig: NodeJS.Signals) => {
+      if (group === undefined) return;
+      try { process.kill(-group, sig); } catch { /* ESRCH: the group is gone already */ }
+    };
+    const killGroup = () => { timers.forEach(clearTimeout); signalGroup('SIGKILL'); };
+    const forward = (sig: NodeJS.Signals) => () => {
+      if (received !== null) { killGroup(); return; }
+      received = sig;
+      child.kill(sig);
+      timers.push(setTimeout(() => signalGroup(sig), graceMs), setTimeout(killGroup, 2 * graceMs));
+    };
+    const onInt = forward('SIGINT'), onTerm = forward('SIGTERM'), onHup = forward('SIGHUP');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
+    process.on('SIGHUP', onHup); // its own group no longer gets the terminal's hang-up
+    // The launcher itself ends (an uncaught error, process.exit): nothing it started may outlive it.
+    const onExit = () => { if (!exited) signalGroup('SIGKILL'); };
+    process.on('exit', onExit);
     // The last 64 KiB of mpirun's stderr: its notices come at the end.
     let tail = '';
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -100,13 +147,19 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
       tail = (tail + chunk.toString('utf8')).slice(-65536);
     });
     let status: number | null = null;
-    child.on('error', (e) => reject(e));
+    child.on('error', (e) => { process.off('exit', onExit); reject(e); });
     child.on('exit', (code, signal) => {
+      exited = true;
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
+      process.off('SIGHUP', onHup);
+      process.off('exit', onExit);
+      // Stopped by a signal: whatever mpirun left behind in its group (a rank still starting) goes too.
+      if (received) killGroup();
       status = received ? signalStatus(received) : code ?? (signal ? signalStatus(signal) : 1);
     });
-    // 'close': the process has exited and its stderr is drained, so the notice has been read.
+    // 'close': the process has exited and its stderr is drained, so the notice has been read. Its stderr may stay open
+    // in a rank that outlived it: that rank is killed above, so 'close' comes.
     child.on('close', () => {
       const death = status !== 0 && !received ? parseMpirunDeath(tail) : null;
       if (death) err(deathLine(death));

@@ -184,7 +184,7 @@ describe('collbench accept on 2 MPI ranks', () => {
     });
 
     it('a baseline of another world size, size set, kind or schema version', () => {
-      refused(['--profile', profile, '--np', '3', '--baseline', baseline], /baseline\.json was taken on 2 ranks; --np asks for 3$/m);
+      refused(['--profile', profile, '--np', '3', '--oversubscribe', '--baseline', baseline], /baseline\.json was taken on 2 ranks; --np asks for 3$/m);
       const other = join(dir, 'other.yaml');
       writeFileSync(other, PROFILE.replace('maxBytes: 1M', 'maxBytes: 4M'));
       refused(['--profile', other, '--np', '2', '--baseline', baseline],

@@ -163,7 +163,7 @@ describe('alltoallv matrix file', () => {
 
 describe('launch', () => {
   it('--np re-executes under mpirun', () => {
-    const r = runProgram('all_reduce_perf', ['-b', '8', '-e', '8', '--np', '3']);
+    const r = runProgram('all_reduce_perf', ['-b', '8', '-e', '8', '--np', '3', '--oversubscribe']);
     assert.equal(r.code, 0, r.stderr);
     assert.equal((r.stdout.match(/^#  Rank/gm) ?? []).length, 3);
     assert.equal((r.stdout.match(/Collective test concluded/g) ?? []).length, 1);

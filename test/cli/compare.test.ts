@@ -72,7 +72,7 @@ describe('collbench compare on Open MPI: coll_tuned_allreduce_algorithm 1–6 on
     r = runProgram('collbench', ['compare', '--mca', `coll_tuned_allreduce_algorithm=${values.join(',')}`, '--runs', '2',
       '--json', out('c.json'), '--csv', out('c.csv'), '--md', out('c.md'), '--html', out('c.html'), '--junit', out('c.xml'),
       '--reports-dir', out('reports'), '--',
-      'all_reduce_perf', '-b', '1K', '-e', '4M', '-f', '4', '--np', '4', '--backend', 'mpi'], { timeoutMs: 300_000 });
+      'all_reduce_perf', '-b', '1K', '-e', '4M', '-f', '4', '--np', '4', '--oversubscribe', '--backend', 'mpi'], { timeoutMs: 300_000 });
     doc = readJson<CompareDocument>(out('c.json'));
   });
 
@@ -206,7 +206,7 @@ describe('collbench compare: the correctness matrix catches a combination that c
     // The interposer flips one element on rank 1 when CORRUPT_RANK is set: only in combination C1.
     const r = runProgram('collbench', ['compare', '--env', `LD_PRELOAD=${lib}`, '--env', 'CORRUPT_RANK=1', '--runs', '2',
       '--json', join(dir, 'c.json'), '--junit', join(dir, 'c.xml'), '--',
-      'all_reduce_perf', '-b', '1K', '-e', '4K', '-f', '2', '--np', '3', '--backend', 'mpi', '-n', '3'],
+      'all_reduce_perf', '-b', '1K', '-e', '4K', '-f', '2', '--np', '3', '--oversubscribe', '--backend', 'mpi', '-n', '3'],
     { timeoutMs: 120_000, env: { CORRUPT_INDEX: '5' } });
     assert.equal(r.code, 7, `${r.stderr}\n${r.stdout}`);
     const doc = readJson<CompareDocument>(join(dir, 'c.json'));

@@ -10,7 +10,7 @@ const SIZES = ['-b', '8', '-e', '128K', '-f', '16384'];
 const OURS = { COLLBENCH_GLOO_FLOAT16: 'collbench' }; // keep the float16 defect out of the algorithm tests
 
 function gloo(program: string, np: number, args: string[], env: NodeJS.ProcessEnv = OURS) {
-  return runProgram(program, ['--backend', 'gloo', '--np', String(np), ...args], { env, timeoutMs: 300_000 });
+  return runProgram(program, ['--backend', 'gloo', '--np', String(np), '--oversubscribe', ...args], { env, timeoutMs: 300_000 });
 }
 
 describe('every all_reduce algorithm at 3 ranks', () => {

@@ -44,7 +44,7 @@ async function untilRows(get: () => string, rows: number, timeoutMs = 60_000): P
 
 describe('--np with the gloo backend (local processes, no MPI)', () => {
   it('starts N ranks that form one world: one table, N rank lines, busbw > 0', () => {
-    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '-b', '1K', '-e', '1M', '-f', '32']);
+    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '1K', '-e', '1M', '-f', '32']);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(rankLines(r.stdout), 3);
     assert.equal((r.stdout.match(/Collective test concluded/g) ?? []).length, 1, 'only rank 0 prints');
@@ -57,14 +57,14 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
   });
 
   it('refuses bad input once, before starting ranks (exit 2)', () => {
-    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '-G', '1']);
+    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-G', '1']);
     assert.equal(r.code, 2);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
     assert.match(r.stderr, /-G\/--cudagraph .* needs the nccl backend; the gloo backend runs on CPUs/);
   });
 
   it('a killed rank: the others fail at once with GLOO_IO, the launcher exits 137 (no hang)', async () => {
-    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '--np', '3', '-b', '64K', '-e', '64K', '-N', '0']);
+    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '64K', '-e', '64K', '-N', '0']);
     const c = collect(child);
     await untilRows(c.out, 3);
     const victim = ranksOf(child.pid!).get(1);
@@ -83,7 +83,7 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
   });
 
   it('a frozen rank (SIGSTOP): the others time out with GLOO_TIMEOUT (exit 3), the frozen one is killed', async () => {
-    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '--np', '3', '-b', '64K', '-e', '64K', '-N', '0'], {
+    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '64K', '-e', '64K', '-N', '0'], {
       env: { ...process.env, COLLBENCH_GLOO_TIMEOUT_MS: '2000' },
     });
     const c = collect(child);
@@ -190,7 +190,7 @@ describe('rendezvous stores and transport', () => {
         if (Date.now() - t0 > 10_000) throw new Error(`redis-server did not start:\n${log.out()}${log.err()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '-b', '1K', '-e', '64K', '-f', '8',
+      const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '1K', '-e', '64K', '-f', '8',
         '--gloo-store', `redis://127.0.0.1:${port}`]);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(rankLines(r.stdout), 3);

@@ -19,7 +19,7 @@ function alive(pid: number): boolean {
 
 async function stopOneRank(backend: 'mpi' | 'gloo', np: number, victim: number, limitSec: number, json: string) {
   const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', backend, '-b', '64K', '-e', '64K', '-N', '0',
-    '-T', String(limitSec), '--np', String(np), '-n', '20', '-J', json], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
+    '-T', String(limitSec), '--np', String(np), '--oversubscribe', '-n', '20', '-J', json], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
   let stdout = '', stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });
   child.stderr.on('data', (d) => { stderr += d; });
@@ -81,7 +81,7 @@ describe('a rank frozen during collbench workload is named on timeout', () => {
     const marker = `collbench-hung-workload-${process.pid}.json`;
     // 4e6 parameters (16 MB of gradients): 30-90 ms a step on 3 ranks of 2 cores, so each native call (warm-ups + 5 steps)
     // ends well within -T 3; with 2e7 a step took 250 ms on a slower VM and the first call alone reached the watchdog.
-    const child = spawn(join(binDir, 'collbench'), ['workload', 'ddp', '--params', '4e6', '--layers', '4', '--backend', 'mpi', '--np', '3',
+    const child = spawn(join(binDir, 'collbench'), ['workload', 'ddp', '--params', '4e6', '--layers', '4', '--backend', 'mpi', '--np', '3', '--oversubscribe',
       '--repeats', '50', '-n', '5', '-T', '3', '-J', join(tmpdir(), marker)], { env: { ...process.env, OMPI_MCA_mpi_yield_when_idle: '1' } });
     let stderr = '';
     child.stderr.on('data', (d) => { stderr += d; });

@@ -65,7 +65,7 @@ async function trial(backend: 'mpi' | 'gloo', n: number): Promise<Trial> {
   const dir = mkdtempSync(join(work, `${backend}-${n}-`));
   const json = join(dir, 'r.json');
   // -N 0: the sweep repeats until the kill, so the kill always lands inside the run
-  const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', backend, '--np', String(np), '-b', '1K', '-e', '16M', '-f', '4',
+  const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', backend, '--np', String(np), '--oversubscribe', '-b', '1K', '-e', '16M', '-f', '4',
     '-n', '5', '-w', '1', '-N', '0', '-T', String(TIMEOUT_S), '-J', json], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });

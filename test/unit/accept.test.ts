@@ -261,4 +261,10 @@ describe('command line', () => {
     assert.throws(() => parseAcceptArgs(['--profile', 'p', '-b', '8']), /accept: unknown option '-b'/);
     assert.equal(parseAcceptArgs(['-h']), 'help');
   });
+  test('more ranks than cores: refused once, before any run; --oversubscribe passed on as a switch', () => {
+    assert.throws(() => parseAcceptArgs(['--profile', 'p', '--np', '100000']), /^UsageError: --np 100000: this host has \d+ cores?; add --oversubscribe/);
+    const o = parseAcceptArgs(['--profile', 'p', '--np', '100000', '--oversubscribe']);
+    assert.ok(o !== 'help');
+    assert.deepEqual(o.launch, ['--np=100000', '--oversubscribe']);
+  });
 });

@@ -82,10 +82,12 @@ describe('compare settings: combinations', () => {
 
 describe('compare: the program after --', () => {
   it('accepts the *_perf names and collbench <collective>, parsed by the program\'s own option parser', () => {
-    const p = parseProgram(['all_reduce_perf', '-b', '1K', '-e', '16M', '-f', '4', '--np', '4']);
+    const p = parseProgram(['all_reduce_perf', '-b', '1K', '-e', '16M', '-f', '4', '--np', '4', '--oversubscribe']);
     assert.equal(p.collective, 'all_reduce');
-    assert.deepEqual(p.args, ['all_reduce', '-b', '1K', '-e', '16M', '-f', '4', '--np', '4']);
+    assert.deepEqual(p.args, ['all_reduce', '-b', '1K', '-e', '16M', '-f', '4', '--np', '4', '--oversubscribe']);
     assert.equal(p.options.np, 4);
+    // more ranks than cores without --oversubscribe: refused once, before any run
+    assert.throws(() => parseProgram(['all_reduce_perf', '--np', '100000']), /--np 100000: this host has \d+ cores?; add --oversubscribe/);
     const q = parseProgram(['/usr/local/bin/collbench', 'run', 'all_gather', '-b', '8']);
     assert.equal(q.collective, 'all_gather');
     assert.deepEqual(q.args, ['run', 'all_gather', '-b', '8']);

@@ -5,25 +5,41 @@ import { describe, it } from 'node:test';
 import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
 import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
 import { runLocalRanks } from '../../bench/launch/local-ranks.js';
-import { mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
+import { coresRefusal, mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
 import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/engine/watchdog.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 
 describe('mpirunPlan', () => {
   const base = { program: ['/usr/bin/node', '/x/bin/all_reduce_perf'], env: {} };
-  it('adds --allow-run-as-root as root and --oversubscribe beyond the cores', () => {
-    const p = mpirunPlan({ ...base, np: 4, hosts: null, args: ['-b', '8'], cores: 2, isRoot: true });
+  it('adds --allow-run-as-root as root and --oversubscribe when it was given', () => {
+    const p = mpirunPlan({ ...base, np: 4, hosts: null, args: ['-b', '8'], oversubscribe: true, isRoot: true });
     assert.equal(p.command, 'mpirun');
     assert.deepEqual(p.args, ['--allow-run-as-root', '--oversubscribe', '--mca', 'pml', 'ob1', '-np', '4',
       '/usr/bin/node', '/x/bin/all_reduce_perf', '-b', '8']);
   });
-  it('adds neither when not root and within the cores; passes --host', () => {
-    const p = mpirunPlan({ ...base, np: 2, hosts: 'h1,h2:4', args: ['-e', '1M'], cores: 8, isRoot: false });
+  it('adds neither when not root and not asked to oversubscribe; passes --host', () => {
+    const p = mpirunPlan({ ...base, np: 2, hosts: 'h1,h2:4', args: ['-e', '1M'], isRoot: false });
     assert.deepEqual(p.args, ['--mca', 'pml', 'ob1', '-np', '2', '--host', 'h1,h2:4', '/usr/bin/node', '/x/bin/all_reduce_perf', '-e', '1M']);
   });
   it("keeps the user's own PML choice", () => {
-    const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, args: [], cores: 8, isRoot: false });
+    const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, args: [], isRoot: false });
     assert.ok(!p.args.includes('pml'));
+  });
+});
+
+describe('--np against this host\'s cores (no --hosts)', () => {
+  it('more ranks than cores: one line naming --oversubscribe and --hosts', () => {
+    assert.equal(coresRefusal(2, false, {}, 2), null);
+    assert.equal(coresRefusal(1, false, {}, 1), null);
+    assert.equal(coresRefusal(3, false, {}, 2),
+      '--np 3: this host has 2 cores; add --oversubscribe to start 3 ranks on it anyway (slow, timings meaningless), ' +
+      'or spread them with --hosts h1:N,h2:N');
+    assert.match(coresRefusal(1000, false, {}, 1)!, /^--np 1000: this host has 1 core; /);
+  });
+  it('--oversubscribe, or Open MPI\'s own setting, means it', () => {
+    assert.equal(coresRefusal(1000, true, {}, 2), null);
+    assert.equal(coresRefusal(8, false, { OMPI_MCA_rmaps_base_oversubscribe: '1' }, 2), null);
+    assert.notEqual(coresRefusal(8, false, { OMPI_MCA_rmaps_base_oversubscribe: '0' }, 2), null);
   });
 });
 
@@ -58,10 +74,10 @@ describe('the ranks\' command line is built from the parsed options', () => {
     assert.ok(p.kind === 'run');
     return childArguments(p.options, program !== 'collbench');
   };
-  it('drops --np and --hosts in any spelling, prefixes included (--hos, --n=2)', () => {
+  it('drops --np, --hosts and --oversubscribe in any spelling, prefixes included (--hos, --n=2, --over)', () => {
     // The bug this replaces: the parent accepted `--hos` as --hosts, the ranks got the text `--hos` and failed.
     assert.deepEqual(child(['-b', '8', '--hos', 'h1,h2', '--np=2']), ['--minbytes=8']);
-    assert.deepEqual(child(['--np', '3', '--hosts=a,b', '-r', '-1', '-dfloat']), ['--root=-1']);
+    assert.deepEqual(child(['--np', '3', '--hosts=a,b', '-r', '-1', '-dfloat', '--over']), ['--root=-1']);
   });
   it('writes every non-default flag in long form, and the collective word for the collbench front end', () => {
     assert.deepEqual(child(['all_gather', '-b', '1K', '-e', '64M', '-f', '2', '-d', 'all', '-o', 'max', '--np', '2', '-I', '1', '--quiet',
