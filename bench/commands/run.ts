@@ -5,6 +5,7 @@ import { EXIT } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
 import { runSuite } from '../engine/suite.js';
+import { relayVerdict } from '../launch/verdict-relay.js';
 import { VERSION } from '../version.js';
 
 /** `onTimeout`: what ends the process when -T expires and the backend has no job-wide abort (cli/main.ts decides). */
@@ -22,5 +23,5 @@ export async function runCommand(argv: string[], scriptPath: string, io: IO, onT
     });
   }
   const outcome = await runSuite(options, io, { argv: [scriptPath, ...argv], onTimeout });
-  return outcome.exitCode;
+  return relayVerdict(outcome.exitCode); // a rank of collbench's --np: its launcher gives the verdict
 }

@@ -23,6 +23,7 @@ import { ddpPlan, fsdpPlan, planLines, type WorkloadKind, type WorkloadPlan } fr
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
 import { timeWorkload } from '../engine/workload.js';
+import { relayVerdict } from '../launch/verdict-relay.js';
 
 /** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
 type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'oversubscribe' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
@@ -206,7 +207,7 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: IO
   }
   const launched = launcherRank(env);
   if (launched === null || launched === 0) checkOutputPaths(outputs(a), { force: a.force });
-  return runWorkload(a, io, [scriptPath, 'workload', ...argv], env, onTimeout);
+  return relayVerdict(await runWorkload(a, io, [scriptPath, 'workload', ...argv], env, onTimeout), env);
 }
 
 /** One rank's part: the engine times every configuration (engine/workload.ts); rank 0 summarises, recommends and

@@ -8,6 +8,7 @@ import type { ResolvedOptions } from '../core/flags.js';
 import { underMpiLauncher } from '../launch/environment.js';
 import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
 import { crowdingRefusal, mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
+import { VERDICT_DIR_ENV, verdictFolder } from '../launch/verdict-relay.js';
 import { removeOrphanedTemps } from '../report/atomic-write.js';
 import { checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
@@ -42,13 +43,21 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext):
   // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
   const outputs = outputSpecs(options);
   checkOutputPaths(outputs, { force: options.force });
-  const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed) };
+  // A rank that finishes with a failing verdict leaves it here and exits 0: a verdict is not a crash (launch/verdict-relay.ts).
+  const verdicts = verdictFolder();
+  const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed), [VERDICT_DIR_ENV]: verdicts.dir };
   const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
   const np = options.np!;
-  const code = localProcesses
-    ? await runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv })
-    : await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, oversubscribe: options.oversubscribe, program: ctx.program,
-      args, env }), childEnv);
+  let code: number;
+  try {
+    code = localProcesses
+      ? await runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv })
+      : await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, oversubscribe: options.oversubscribe, program: ctx.program,
+        args, env }), childEnv);
+    if (code === 0) code = verdicts.verdict();
+  } finally {
+    verdicts.remove();
+  }
   // The job is over: a rank killed while it replaced an output (SIGKILL between write and rename) leaves a temporary
   // file beside it that nothing else will remove (the outputs themselves stay valid: the old or the new document).
   for (const { path } of [...outputs, ...(ctx.outputs ?? [])]) removeOrphanedTemps(path);

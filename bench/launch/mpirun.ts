@@ -4,12 +4,17 @@
 // only slows start-up here). When a rank dies, mpirun's notice is read from its stderr and collbench names the
 // rank and host in one line of its own; a signal stops mpirun, then its process group, then SIGKILLs it.
 import { spawn } from 'node:child_process';
+import { writeSync } from 'node:fs';
 import { availableParallelism, constants } from 'node:os';
 import { ENV } from '../core/environment.js';
+import { EXIT } from '../core/errors.js';
+import { daemonFailure, daemonFailureLine, MpirunNotices } from './mpirun-notices.js';
 
 export interface MpirunPlan {
   command: string;
   args: string[];
+  /** --hosts as given (messages name them), or null: this host only. */
+  hosts?: string | null;
 }
 
 export function mpirunPlan(opts: {
@@ -29,7 +34,7 @@ export function mpirunPlan(opts: {
   args.push('-np', String(opts.np));
   if (opts.hosts) args.push('--host', opts.hosts);
   args.push(...opts.program, ...opts.args);
-  return { command: env[ENV.MPIRUN] ?? 'mpirun', args };
+  return { command: env[ENV.MPIRUN] ?? 'mpirun', args, hosts: opts.hosts };
 }
 
 /** Open MPI's MCA setting that lets mpirun place more ranks on a host than it has slots (env or --mca). */
@@ -110,15 +115,19 @@ export const STOP_GRACE_MS = 2000;
  * Runs the plan; resolves to the exit code. mpirun gets a process group of its own (its ranks stay in it), so that a
  * stop reaches every process it started: SIGINT and SIGTERM to this launcher are forwarded to mpirun (which stops the
  * ranks); if mpirun is still there `graceMs` later its whole group gets the signal, and `graceMs` after that SIGKILL
- * (a second signal goes straight to SIGKILL; SIGHUP is forwarded alike). Once it has exited, the launcher gives 128 + the signal's number
- * (130, 143) as a shell reports an interrupted command, whatever mpirun itself returns. mpirun's stderr passes through
- * as it comes; when a rank died or failed, collbench adds one line naming it (rank, host, signal or status).
+ * (a second signal goes straight to SIGKILL; SIGHUP is forwarded alike). Once it has exited, the launcher gives 128 +
+ * the signal's number (130, 143) as a shell reports an interrupted command, whatever mpirun itself returns.
+ * mpirun's stdout passes through this launcher: a reader that went away (`| head -1`) stops the job and gives 141, as
+ * SIGPIPE ends a single process. Its stderr passes through as it comes, less the banners collbench explains in one
+ * line of its own (a rank that died or failed: rank, host, signal or status; daemons that could not start: exit 5);
+ * a rank that exited 7 ended its run with a failing verdict, which is not a crash.
  */
 export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = process.env,
   err: (line: string) => void = (line) => { process.stderr.write(line + '\n'); }, graceMs = STOP_GRACE_MS): Promise<number> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(plan.command, plan.args, { stdio: ['ignore', 'inherit', 'pipe'], env, detached: true });
+    const child = spawn(plan.command, plan.args, { stdio: ['ignore', 'pipe', 'pipe'], env, detached: true });
     const group = child.pid;
+    /** Why the launcher stopped the job (a signal it received, or SIGPIPE: its stdout reader went away). */
     let received: NodeJS.Signals | null = null;
     let exited = false;
     const timers: NodeJS.Timeout[] = [];
@@ -127,12 +136,13 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
       try { process.kill(-group, sig); } catch { /* ESRCH: the group is gone already */ }
     };
     const killGroup = () => { timers.forEach(clearTimeout); signalGroup('SIGKILL'); };
-    const forward = (sig: NodeJS.Signals) => () => {
+    const stop = (reason: NodeJS.Signals, sig: NodeJS.Signals) => {
       if (received !== null) { killGroup(); return; }
-      received = sig;
+      received = reason;
       child.kill(sig);
       timers.push(setTimeout(() => signalGroup(sig), graceMs), setTimeout(killGroup, 2 * graceMs));
     };
+    const forward = (sig: NodeJS.Signals) => () => stop(sig, sig);
     const onInt = forward('SIGINT'), onTerm = forward('SIGTERM'), onHup = forward('SIGHUP');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
@@ -140,12 +150,13 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
     // The launcher itself ends (an uncaught error, process.exit): nothing it started may outlive it.
     const onExit = () => { if (!exited) signalGroup('SIGKILL'); };
     process.on('exit', onExit);
-    // The last 64 KiB of mpirun's stderr: its notices come at the end.
-    let tail = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      process.stderr.write(chunk);
-      tail = (tail + chunk.toString('utf8')).slice(-65536);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (received === 'SIGPIPE') return;
+      if (!writeAll(1, chunk)) stop('SIGPIPE', 'SIGTERM');
     });
+    // After a broken stdout the ranks' deaths are the launcher's doing: nothing more to say.
+    const notices = new MpirunNotices((text) => { if (received !== 'SIGPIPE') process.stderr.write(text); });
+    child.stderr!.on('data', (chunk: Buffer) => notices.push(chunk.toString('utf8')));
     let status: number | null = null;
     child.on('error', (e) => { process.off('exit', onExit); reject(e); });
     child.on('exit', (code, signal) => {
@@ -158,14 +169,44 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
       if (received) killGroup();
       status = received ? signalStatus(received) : code ?? (signal ? signalStatus(signal) : 1);
     });
-    // 'close': the process has exited and its stderr is drained, so the notice has been read. Its stderr may stay open
-    // in a rank that outlived it: that rank is killed above, so 'close' comes.
+    // 'close': the process has exited and its output is drained, so the notices have been read. Its pipes may stay
+    // open in a rank that outlived it: that rank is killed above, so 'close' comes.
     child.on('close', () => {
-      const death = status !== 0 && !received ? parseMpirunDeath(tail) : null;
-      if (death) err(deathLine(death));
-      resolvePromise(status ?? 1);
+      notices.end();
+      resolvePromise(received || status === 0 ? status ?? 1 : explainFailure(status ?? 1, notices, plan.hosts ?? null, err));
     });
   });
+}
+
+/** collbench's line for a job mpirun ended with `status` (its banners were held back); the exit code to give. */
+function explainFailure(status: number, notices: MpirunNotices, hosts: string | null, err: (line: string) => void): number {
+  const death = parseMpirunDeath(notices.text);
+  if (death) {
+    // 7: a rank finished its run with a failing verdict (on a host where the verdict folder is not): no crash
+    if (death.exitCode !== EXIT.WRONG_RESULTS) err(deathLine(death));
+    return status;
+  }
+  const daemons = daemonFailure(notices.text);
+  if (daemons) {
+    err(daemonFailureLine(hosts, daemons.reason));
+    return EXIT.ENVIRONMENT;
+  }
+  if (notices.held) err(`collbench: mpirun ended the job with status ${status}`);
+  return status;
+}
+
+/** Writes all of `data` to `fd`; false when its reader has gone (EPIPE). */
+function writeAll(fd: number, data: Buffer): boolean {
+  for (let off = 0; off < data.length;) {
+    try {
+      off += writeSync(fd, data, off);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EPIPE') return false;
+      if (code !== 'EAGAIN') throw e;
+    }
+  }
+  return true;
 }
 
 /** 128 + the signal's number, as a shell reports a process ended by it (SIGINT 130, SIGTERM 143). */

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { launcherRank } from '../../bench/launch/environment.js';
 import { deathLine, parseMpirunDeath } from '../../bench/launch/mpirun.js';
+import { daemonFailure, daemonFailureLine, MpirunNotices } from '../../bench/launch/mpirun-notices.js';
 import { filterEnv } from '../../bench/report/provenance.js';
 
 const SIGNALLED = `--------------------------------------------------------------------------
@@ -41,6 +42,49 @@ describe('parseMpirunDeath / deathLine', () => {
   });
   it('no notice: null', () => {
     assert.equal(parseMpirunDeath('some other stderr\n'), null);
+  });
+});
+
+// Open MPI 4.1.4's text for --hosts nosuchhost:2 (ssh's line, then the banner), trimmed in the middle.
+const NO_DAEMONS = `ssh: Could not resolve hostname nosuchhost: Name or service not known\r
+--------------------------------------------------------------------------
+ORTE was unable to reliably start one or more daemons.
+This usually is caused by:
+
+* not finding the required libraries and/or binaries on
+  one or more nodes. Please check your PATH and LD_LIBRARY_PATH
+--------------------------------------------------------------------------
+`;
+
+describe('MpirunNotices: the banners collbench explains are held back, everything else passes', () => {
+  const passed = (chunks: string[]): { out: string; held: boolean } => {
+    let out = '';
+    const n = new MpirunNotices((t) => { out += t; });
+    for (const c of chunks) n.push(c);
+    n.end();
+    return { out, held: n.held };
+  };
+  it('a signalled rank: both banners held, the rank\'s own line kept, in chunks split anywhere', () => {
+    const text = 'rank 1 on host vm: gloo failure X\n' + SIGNALLED;
+    for (const cut of [0, 5, 40, 100, text.length - 3]) {
+      assert.deepEqual(passed([text.slice(0, cut), text.slice(cut)]), { out: 'rank 1 on host vm: gloo failure X\n', held: true });
+    }
+  });
+  it('the exit-code banner and the daemons banner are held; ssh\'s line is kept', () => {
+    assert.deepEqual(passed([EXITED]), { out: '', held: true });
+    assert.deepEqual(passed([NO_DAEMONS]), { out: 'ssh: Could not resolve hostname nosuchhost: Name or service not known\r\n', held: true });
+  });
+  it('a banner collbench does not explain passes whole; a banner that never closes, and a half line, pass at the end', () => {
+    const other = '-'.repeat(74) + '\nWARNING: something else\n' + '-'.repeat(74) + '\n';
+    assert.deepEqual(passed([other]), { out: other, held: false });
+    assert.deepEqual(passed(['-'.repeat(74) + '\nunfinished\n', 'tail']), { out: '-'.repeat(74) + '\nunfinished\ntail', held: false });
+  });
+  it('daemonFailure reads ssh\'s reason; its line names the hosts', () => {
+    const d = daemonFailure(NO_DAEMONS);
+    assert.deepEqual(d, { reason: 'ssh: Could not resolve hostname nosuchhost: Name or service not known' });
+    assert.match(daemonFailureLine('nosuchhost:2', d!.reason),
+      /^collbench: mpirun could not start its daemons on --hosts nosuchhost:2 \(ssh: Could not resolve hostname nosuchhost: /);
+    assert.equal(daemonFailure(SIGNALLED), null);
   });
 });
 
