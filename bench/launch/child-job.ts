@@ -89,8 +89,8 @@ function meaningfulLines(text: string): string[] {
 
 /**
  * One line saying why a child failed: collbench's own one-line error (`<program>: …` or
- * `<host>: <backend> failure <CODE> at …`) when there is one, else the MPI library's own tagged error
- * line, else the last line it printed.
+ * `<host>: <backend> failure <CODE> at …`, a rank's before the --np launcher's account of it) when there is one, else
+ * the MPI library's own tagged error line, else the last line it printed.
  */
 export function failureLine(o: ChildOutcome, timeoutSec: number): string {
   if (o.spawnError) return `could not start: ${o.spawnError}`;
@@ -104,7 +104,11 @@ export function failureLine(o: ChildOutcome, timeoutSec: number): string {
   // rank torn down during start-up) says less than the error that tore it down, printed before it.
   const mpiError = /^\[[^\]\s]+:\d+\] (?!\d+ more process)(?!Set MCA parameter)/;
   const sourceLineOnly = /ERROR in file \S+ at line \d+$/;
-  const pick = last(/ failure [A-Z0-9_]+ at /) ?? last(/^(?:collbench|[a-z_]+_perf): /) ?? last(/^\w*Error\b/) ??
+  // a rank's own reason ("all_reduce_perf: rank 1 on host vm: nccl backend unavailable …") says more than the --np
+  // launcher's account of its exit printed after it ("collbench: rank 1 exited with status 5; …")
+  const launcherSummary = /^collbench: rank \d+ .*(?:exited with status|was killed by signal) /;
+  const own = [...lines].reverse().find((l) => /^(?:collbench|[a-z_]+_perf): /.test(l) && !launcherSummary.test(l));
+  const pick = last(/ failure [A-Z0-9_]+ at /) ?? own ?? last(launcherSummary) ?? last(/^\w*Error\b/) ??
     [...lines].reverse().find((l) => mpiError.test(l) && !sourceLineOnly.test(l)) ?? last(mpiError) ??
     lines[lines.length - 1] ?? meaningfulLines(o.stdoutTail).pop();
   return pick ? `${how}: ${pick.trim()}` : how;

@@ -119,4 +119,11 @@ describe('why a child failed, in one line', () => {
     const onlyPmix = '[vm:25878] PMIX ERROR: ERROR in file ../../../../../../src/mca/gds/ds21/gds_ds21_lock_pthread.c at line 99';
     assert.equal(failureLine(failed(onlyPmix), 60), `exit 1: ${onlyPmix}`);
   });
+  it('a rank\'s own reason before the --np launcher\'s account of its exit (accept --backend nccl --np 2, no libnccl)', () => {
+    const reason = 'all_reduce_perf: rank 1 on host vm: nccl backend unavailable (NCCL_NOT_FOUND): libnccl not found; looked in: …';
+    const summary = 'collbench: rank 1 exited with status 5; mpirun ended the other ranks; report files keep the rows finished ' +
+      'before ("status": "incomplete")';
+    assert.equal(failureLine(failed(`${reason}\n${summary}`), 60), `exit 1: ${reason}`);
+    assert.equal(failureLine(failed(summary), 60), `exit 1: ${summary}`);
+  });
 });
