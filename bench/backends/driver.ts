@@ -4,6 +4,7 @@
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
 import type { ResolvedOptions } from '../core/flags.js';
+import type { CasePair } from '../core/plan.js';
 import type { CollectiveName } from '../core/types.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 
@@ -17,8 +18,8 @@ export interface BackendDriver {
   validate(options: ResolvedOptions): void;
   /** This process's line(s) under "# Using devices" (one per rank it drives). */
   rankLine(info: BackendInfo): RankLineInfo | RankLineInfo[];
-  /** Comment lines about known defects of the library that this run will meet. */
-  warnings(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo): string[];
+  /** Comment lines about known defects of the library that this run will meet (`cases`: the pairs it runs, when known). */
+  warnings(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo, cases?: readonly CasePair[]): string[];
   /** Wording of the -I preamble line: how per-iteration samples are taken. */
   perIterTimer: string;
   /** Arrivals come from the -I device marks (core/device-arrivals.ts), one row per rank: without -I there are none,
@@ -36,6 +37,9 @@ export interface BackendDriver {
   /** Native error codes by which the library refuses a datatype × op it lacks (a 1-element probe's answer,
    *  backends/refusals.ts): such pairs of -d all / -o all are skipped with a `#` line instead of ending the run. */
   refusals?: readonly string[];
+  /** Why the loaded library computes `pair` of `desc` wrongly (a known defect, probed at init), or null: such pairs of
+   *  -d all / -o all are skipped with a `#` line as the refused ones are; named explicitly, they run. */
+  knownWrong?(pair: CasePair, desc: CollectiveDescriptor, info: BackendInfo): string | null;
   /** -M: memory used, combined over the job (called on every rank). */
   memoryUsage?(native: NativeBackend): MemoryUsage;
   /** After native.finalize(): release what init took besides the module (nccl: the MPI module it used). `leave`: this

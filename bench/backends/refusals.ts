@@ -1,8 +1,9 @@
 // Which datatype × op pairs the loaded library refuses (issue 28: NCCL 2.28.9 refuses avg and mulsum on fp8 with
 // ncclInvalidArgument): one 1-element op per pair on the job's real communicator, after bring-up, every rank's
 // answers combined so that all ranks skip the same pairs. The pairs come from core/plan.ts (probedPairs); the codes
-// that mean "refused" from the driver (BackendDriver.refusals); run.ts supplies the op and the combine.
-import type { CasePair, Refusal } from '../core/plan.js';
+// that mean "refused" from the driver (BackendDriver.refusals); run.ts supplies the op and the combine. Pairs the
+// library is known to compute wrongly (BackendDriver.knownWrong: Open MPI's saturating int8 sum) are skipped alike.
+import { KNOWN_WRONG, type CasePair, type Refusal } from '../core/plan.js';
 import { isNativeError } from '../native/binding.js';
 
 export interface RefusalProbe {
@@ -11,6 +12,8 @@ export interface RefusalProbe {
   codes: readonly string[];
   /** One op of one element (or the fewest the collective takes) of `pair`, on every local rank, waited for. */
   runOne(pair: CasePair): Promise<void>;
+  /** Why this rank's library computes `pair` wrongly (a known defect), or null: skipped as a refusal is, without a probe. */
+  knownWrong?(pair: CasePair): string | null;
   /** Every rank's refusal flags (1 refused, 0 accepted) combined by maximum over the job. */
   agree(flags: number[]): Promise<number[]>;
 }
@@ -26,6 +29,8 @@ export async function findRefusals(probe: RefusalProbe): Promise<Refusal[]> {
   const mine: (Refusal | null)[] = [];
   let first: Error | null = null;
   for (const pair of probe.pairs) {
+    const wrong = probe.knownWrong?.(pair) ?? null;
+    if (wrong !== null) { mine.push({ ...pair, code: KNOWN_WRONG, message: wrong }); continue; }
     try {
       await probe.runOne(pair);
       mine.push(null);
@@ -38,7 +43,7 @@ export async function findRefusals(probe: RefusalProbe): Promise<Refusal[]> {
   const agreed = await probe.agree(mine.map((r) => (r ? 1 : 0)));
   const refused = probe.pairs.flatMap((pair, i) => (agreed[i] === 1
     ? [mine[i] ?? { ...pair, code: 'refused by another rank', message: 'another rank\'s library refused this pair' }] : []));
-  if (refused.length === probe.pairs.length) {
+  if (refused.length === probe.pairs.length && refused.some((r) => r.code !== KNOWN_WRONG)) {
     if (first !== null) throw first;
     throw new Error(`every datatype x op pair was refused by another rank's library (${refused[0]!.code})`);
   }

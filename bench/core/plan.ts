@@ -63,12 +63,20 @@ export function probedPairs(requested: Lists, planned: Lists, shape: CollectiveS
   return planned.dtypes.flatMap((dtype) => opsOf(planned, shape).map((op) => ({ dtype, op })));
 }
 
-/** The preamble's `#` line naming the pairs skipped because `library` refused them (none: no line). */
+/** The code of a pair skipped because the library is known to compute it wrongly (its message says why). */
+export const KNOWN_WRONG = 'known wrong';
+
+/** The preamble's `#` lines naming the pairs skipped because `library` refused them, and those it computes wrongly
+ *  (none: no line). */
 export function refusalLines(refused: readonly Refusal[], library: string, shape: CollectiveShape): string[] {
-  if (refused.length === 0) return [];
-  const codes = [...new Set(refused.map((r) => r.code))];
-  const names = refused.map((r) => (shape.loopsOps ? `${r.dtype} ${r.op}` : r.dtype));
-  const what = shape.loopsOps ? 'datatype x op pair' : 'datatype';
-  const plural = refused.length === 1 ? '' : 's';
-  return [`# Skipped ${refused.length} ${what}${plural} that ${library} refuses (${codes.join(', ')}): ${names.join(', ')}`];
+  const line = (pairs: readonly Refusal[], how: string, why: string): string[] => {
+    if (pairs.length === 0) return [];
+    const names = pairs.map((r) => (shape.loopsOps ? `${r.dtype} ${r.op}` : r.dtype));
+    const what = shape.loopsOps ? 'datatype x op pair' : 'datatype';
+    return [`# Skipped ${pairs.length} ${what}${pairs.length === 1 ? '' : 's'} that ${library} ${how} (${why}): ${names.join(', ')}`];
+  };
+  const refusals = refused.filter((r) => r.code !== KNOWN_WRONG);
+  const wrong = refused.filter((r) => r.code === KNOWN_WRONG);
+  return [...line(refusals, 'refuses', [...new Set(refusals.map((r) => r.code))].join(', ')),
+    ...line(wrong, 'computes wrongly', [...new Set(wrong.map((r) => r.message))].join('; '))];
 }

@@ -140,6 +140,7 @@ async function probeRefusals(run: RunContext, ctx: LayoutContext, shape: Collect
   };
   return findRefusals({
     pairs: probedPairs(run.requested, options, shape), codes: run.driver.refusals ?? [],
+    knownWrong: run.driver.knownWrong ? (p) => run.driver.knownWrong!(p, desc, info) : undefined,
     runOne: (p) => dog.watch(`the probe of ${options.collective} ${p.dtype} ${p.op}`, 0,
       native.warmup(localSpecs(options, desc, info, ctx, { ...p, root: 0 }, bytesFor(p), false, 0).specs, 1)),
     agree: (flags) => dog.watch('the start-up agreement on refused datatypes and ops', 0, native.allreduceAsync(flags, COMBINE.max)),
@@ -163,7 +164,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   const meta = {
     options, program: options.program, version: VERSION, backend: `${info.backend} (${info.libraryVersionShort})`,
     info, ranks: perProcess.flat(),
-    warnings: [...driver.warnings(options, desc, info), ...refusalLines(refused, info.libraryVersionShort, shape)],
+    warnings: [...driver.warnings(options, desc, info, cases), ...refusalLines(refused, info.libraryVersionShort, shape)],
     clock: arrival ? { ...arrival.clock } : null,
     perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,

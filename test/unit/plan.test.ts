@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { findRefusals } from '../../bench/backends/refusals.js';
-import { planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape } from '../../bench/core/plan.js';
+import { KNOWN_WRONG, planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape } from '../../bench/core/plan.js';
 import { DTYPES, OPS, type DTypeName, type OpName } from '../../bench/core/types.js';
 
 const reducing: CollectiveShape = { loopsOps: true, rooted: false };
@@ -86,6 +86,15 @@ describe('refusalLines', () => {
       ['# Skipped 1 datatype that Open MPI 4.1.4 refuses (MPI_ERR_OP): double']);
     assert.deepEqual(refusalLines([], 'Open MPI 4.1.4', reducing), []);
   });
+
+  it('pairs the library computes wrongly: their own line, with the reason', () => {
+    const wrong = [{ dtype: 'int8' as DTypeName, op: 'sum' as OpName, code: KNOWN_WRONG, message: 'saturates (ompi#8045)' },
+      { dtype: 'uint8' as DTypeName, op: 'avg' as OpName, code: KNOWN_WRONG, message: 'saturates (ompi#8045)' }];
+    const refused = [{ dtype: 'double' as DTypeName, op: 'prod' as OpName, code: 'MPI_ERR_OP', message: '' }];
+    assert.deepEqual(refusalLines([...refused, ...wrong], 'Open MPI 4.1.4', reducing), [
+      '# Skipped 1 datatype x op pair that Open MPI 4.1.4 refuses (MPI_ERR_OP): double prod',
+      '# Skipped 2 datatype x op pairs that Open MPI 4.1.4 computes wrongly (saturates (ompi#8045)): int8 sum, uint8 avg']);
+  });
 });
 
 describe('findRefusals: one op per pair, the answers combined over the job', () => {
@@ -128,6 +137,16 @@ describe('findRefusals: one op per pair, the answers combined over the job', () 
     const plain = probe([]);
     plain.p.runOne = async () => { throw new Error('not a native error'); };
     await assert.rejects(findRefusals(plain.p), /not a native error/);
+  });
+
+  it('a pair known to be computed wrongly is skipped without a probe, agreed as a refusal', async () => {
+    const t = probe([]);
+    const r = await findRefusals({ ...t.p, knownWrong: (c) => (c.op === 'mulsum' ? 'saturates' : null) });
+    assert.deepEqual(t.ran, ['float sum', 'f8e4m3 avg']);
+    assert.deepEqual(t.agreed(), [0, 0, 1]);
+    assert.deepEqual(r, [{ dtype: 'f8e4m3', op: 'mulsum', code: KNOWN_WRONG, message: 'saturates' }]);
+    // every pair known wrong: skipped, not thrown (nothing was refused)
+    assert.equal((await findRefusals({ ...probe([]).p, knownWrong: () => 'saturates' })).length, 3);
   });
 
   it('every pair refused: not a skip but the failure itself', async () => {
