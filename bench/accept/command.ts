@@ -13,11 +13,11 @@ import {
   ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
   type AcceptDocument, type Verdict,
 } from './verdict.js';
-import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
 import { asText } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag } from '../core/flags.js';
+import { FLAGS, flag, helpFlag } from '../config/flags.js';
 import { AcceptChecks } from './runs.js';
 import { withChildRuns } from '../engine/child-runs.js';
 import { writeFileAtomic } from '../report/atomic-write.js';

@@ -6,11 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { runCommand } from '../commands/run.js';
 import { PlanError } from '../collectives/alltoallv-plan.js';
-import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
+import { collectiveFromProgram, parseCommandLine, programBase } from '../config/run-options.js';
 import { environmentText } from '../core/environment.js';
 import { EnvironmentError, EXIT, UsageError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
-import { launchedRankLabel } from '../launch/environment.js';
+import { launchedRankLabel } from '../launch/launcher.js';
 import { isNativeError } from '../native/binding.js';
 
 /** One line to a file descriptor; a reader that went away (`| head`) ends the process quietly with 141, as

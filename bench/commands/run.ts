@@ -1,6 +1,6 @@
 // The run command (`all_reduce_perf …`, `collbench run …`): options from the command line, then the engine: the
 // ranks of --np/--hosts started (each re-enters here without --np), or this process's run of the sweep.
-import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
+import { collectiveFromProgram, parseCommandLine, programBase } from '../config/run-options.js';
 import { EXIT } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';

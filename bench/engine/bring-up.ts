@@ -2,10 +2,10 @@
 // init under the watchdog, the timed loop placed on its CPU, the device limits agreed; finalized afterwards, or left at once when
 // the process failed and has peers (they would wait for it in a finalize that never ends).
 import type { Adjusted, BackendDriver } from '../backends/driver.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from './loop-cpu.js';
-import { launcherRank } from '../launch/environment.js';
+import { launcherRank } from '../launch/launcher.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { SuiteHooks } from './context.js';
 import { preflight } from './preflight.js';

@@ -2,7 +2,7 @@
 // backend is up (bring-up.ts makes it, suite.ts drives it, measure.ts and half-queue.ts read it).
 import type { BackendDriver } from '../backends/driver.js';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { Reporter, RowRecord } from '../report/reporter.js';
@@ -35,7 +35,7 @@ export interface SuiteHooks {
 /** One run's state shared by the steps below (the backend is up; reporters exist on rank 0 only). */
 export interface RunContext {
   options: ResolvedOptions;
-  /** The options as given, before adjust(): which lists were `all` (core/plan.ts probedPairs). */
+  /** The options as given, before adjust(): which lists were `all` (config/cases.ts probedPairs). */
   requested: ResolvedOptions;
   io: IO;
   desc: CollectiveDescriptor;

@@ -1,8 +1,8 @@
 // `--np N [--hosts …]`: starts the ranks of one run. The backend registry says how (mpirun, or N local
 // processes of this command for gloo); what every rank would refuse is checked first (preflight.ts), so a bad
 // command fails once rather than N times; the children's command line is built from the parsed options.
-import { childArguments } from '../config/parse.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import { childArguments } from '../config/run-options.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
 import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
 import { removeOrphanedTemps } from '../report/atomic-write.js';

@@ -3,13 +3,13 @@
 // the native timed loop (benchSequence: the whole step back to back, optionally with busy gaps standing in for the
 // compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
-import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/options.js';
-import { parseCommandLine } from '../config/parse.js';
+import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/option-parser.js';
+import { parseCommandLine } from '../config/run-options.js';
 import { asText } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../core/flags.js';
+import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../config/flags.js';
 import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
-import { launcherRank } from '../launch/environment.js';
+import { launcherRank } from '../launch/launcher.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths } from '../report/outputs.js';

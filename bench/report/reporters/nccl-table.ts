@@ -2,12 +2,12 @@
 // line followed by '\n'): preamble, column header, data rows, footer. Format strings are copied from
 // nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writePerIterReport,
 // writeResultFooter, writeMemInfo, writeErrors) and src/hypercube.cu, so the layout is byte-identical.
-import type { ResolvedOptions } from '../../core/flags.js';
+import type { ResolvedOptions } from '../../config/flags.js';
 import type { IterStats } from '../../core/iter-stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';
 import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
 import { lateRankName, shortHost } from '../../core/ranks.js';
-import type { MinBwVerdict } from '../../core/verdict.js';
+import type { MinBwVerdict } from '../../core/run-verdict.js';
 import { formatLateUs, median } from '../../core/lateness.js';
 
 // ---------------------------------------------------------------------------------------------------
