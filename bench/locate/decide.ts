@@ -271,7 +271,14 @@ const confirmed = (e: PairEvidence): boolean => e.retest !== null && isBad(e.ret
 
 /** Why a host is named rather than its pairs as links. */
 export type HostReason = 'every pair slow' | 'no pair fine' | 'slower than the rest';
-export interface HostFinding { host: string; reason: HostReason; pairs: PairEvidence[]; degraded: DegradedFinding | null }
+/**
+ * `degraded`: the significant pattern of degradedHosts, when that is what named it; `separated`: the pairs stage's
+ * levels of its pairs and of the pairs without it, when every one of its pairs is below every pair without it.
+ */
+export interface HostFinding {
+  host: string; reason: HostReason; pairs: PairEvidence[]; degraded: DegradedFinding | null;
+  separated: { mine: number[]; others: number[] } | null;
+}
 /** A link: its pair, and each host's partners it was measured fine with (best-supported state ok). */
 export interface LinkFinding { pair: PairEvidence; fineWith: [string[], string[]] }
 export interface HostOrLink {
@@ -303,7 +310,9 @@ export function pairEvidence(pairs: readonly GroupResult[], retests: readonly (G
  * host is not reported as a set of links because one of its pairs happened to look better in the pairs stage:
  *  - a host with ≥ 2 pairs, one of them slow again in a re-test, is named when every pair with it is slow; or when
  *    none is fine and at least half are slow (the others below the margin, not consistently); or when every pair
- *    with it is slower than every pair without it (degradedHosts: a pattern, significant over the hosts tested);
+ *    with it is slower than every pair without it: significantly so (degradedHosts), or, with ≥ 2 of its pairs slow
+ *    again in a re-test, by the pairs stage's levels (≥ 2 pairs without it): one slow host explains that, two
+ *    independent slow links that share a host (and a third pair just below the rest by chance) hardly;
  *  - a link is a pair slow in the pairs stage and again in its re-test, neither host named, each of its hosts
  *    measured fine (best state ok) with at least one other host — the partners are kept so the report can say so;
  *  - a confirmed slow pair with a host that is fine with nobody and is not named is undecided (neither can be said).
@@ -322,10 +331,12 @@ export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: re
     const states = mine.map((e) => bestOf(e).state);
     const slow = states.filter((s) => s === 'slow' || s === 'failed').length;
     const d = degraded.find((x) => x.host === h) ?? null;
+    const separated = separation(evidence, h, explained);
+    const pattern = d !== null || (separated !== null && mine.filter(confirmed).length >= 2);
     const reason: HostReason | null = slow === mine.length ? 'every pair slow'
-      : !states.includes('ok') && slow * 2 >= mine.length ? 'no pair fine' : d ? 'slower than the rest' : null;
+      : !states.includes('ok') && slow * 2 >= mine.length ? 'no pair fine' : pattern ? 'slower than the rest' : null;
     if (reason === null) continue;
-    hosts.push({ host: h, reason, pairs: mine, degraded: d });
+    hosts.push({ host: h, reason, pairs: mine, degraded: d, separated });
     explained.add(h);
   }
   const links: LinkFinding[] = [];
@@ -340,6 +351,16 @@ export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: re
     else undecided.push({ pair: e, host: lonely });
   }
   return { hosts, links, undecided };
+}
+
+/** The pairs stage's levels of h's pairs and of the pairs without it, when each of its is below each of theirs (≥ 2 each). */
+function separation(evidence: readonly PairEvidence[], h: string, explained: ReadonlySet<string>): HostFinding['separated'] {
+  const levels = (mine: boolean): number[] => evidence
+    .filter((e) => e.hosts.includes(h) === mine && e.pairs !== null && e.pairs.ratio !== null && !e.hosts.some((x) => x !== h && explained.has(x)))
+    .map((e) => e.pairs!.ratio!).sort((a, b) => a - b);
+  const mine = levels(true);
+  const others = levels(false);
+  return mine.length >= 2 && others.length >= 2 && mine.at(-1)! < others[0]! ? { mine, others } : null;
 }
 
 /**

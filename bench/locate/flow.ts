@@ -182,13 +182,16 @@ function hostReasonText(f: HostFinding, rule: DecisionRule): string {
   const slow = f.pairs.filter((e) => isBad(bestOf(e))).length;
   if (f.reason === 'every pair slow') return `every pair with it is slow (each pair's re-test where it had one)`;
   if (f.reason === 'no pair fine') return `no pair with it is fine: ${slow} of its ${f.pairs.length} pairs slow, the others below the ${pct(rule.margin)} margin but not consistently`;
-  const d = f.degraded!;
-  const range = (gs: GroupResult[]): string => {
-    const r = gs.map((g) => g.ratio!).sort((a, b) => a - b);
-    return `${r[0]!.toFixed(2)}-${r.at(-1)!.toFixed(2)}`;
-  };
-  return `every pair with it slower than every pair without it, in every repeat of the pairs stage (its ${d.mine.length} pairs at ${range(d.mine)} of the reference, ` +
-    `the other ${d.others.length} at ${range(d.others)}; rank test p ${formatP(d.pValue)}, ${formatP(d.corrected)} corrected over the hosts tested), ${slow} of them slow`;
+  const range = (r: number[]): string => `${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)}`;
+  const d = f.degraded;
+  if (d) {
+    return `every pair with it slower than every pair without it, in every repeat of the pairs stage (its ${d.mine.length} pairs at ` +
+      `${range(d.mine.map((g) => g.ratio!))} of the reference, the other ${d.others.length} at ${range(d.others.map((g) => g.ratio!))}; ` +
+      `rank test p ${formatP(d.pValue)}, ${formatP(d.corrected)} corrected over the hosts tested), ${slow} of them slow`;
+  }
+  const { mine, others } = f.separated!;
+  return `every pair with it slower than every pair without it in the pairs stage (its ${mine.length} pairs at ${range(mine)} of the reference, ` +
+    `the other ${others.length} at ${range(others)}), ${slow} of them slow again in a re-test: one slow host, not ${slow} slow links`;
 }
 
 function confidenceOf(first: (number | null)[], second: number | null): number {
