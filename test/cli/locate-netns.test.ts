@@ -181,24 +181,37 @@ describe('collbench locate on network-namespace hosts', () => {
     await noLeftovers();
   });
 
-  /** locate with host i's eth0 throttled to `fraction` of the healthy busbw measured just before; its verdict document. */
-  async function throttledRun(i: number, fraction: number, rule: string[], tag: string, t: TestContext): Promise<{ doc: LocateDocument; out: string; code: number | null; note: string }> {
-    const busbw = await healthyBusbw(tag);
-    const rate = rateFor(busbw, fraction);
-    throttle(i, rate);
-    try {
-      const file = join(dir, `${tag}.json`);
-      const r = locate(['--hosts', FOUR, ...rule, '-J', file, '--quiet', ...RUN_ARGS]);
-      const note = `healthy busbw ${busbw.toFixed(3)} GB/s, tbf rate ${rate} on ${host(i)} (${fraction} of it), load ${load()}`;
-      assert.ok(r.code === 7 || r.code === 8 || r.code === 0 || r.code === 6, `${note}\n${r.stdout}\n${r.stderr}`);
+  /**
+   * locate with host i's eth0 throttled to `fraction` of the healthy busbw measured just before; its verdict document.
+   * The load on this machine can change the healthy busbw 2-3× within a minute, so a throttle calibrated a minute
+   * earlier may not bind at all by the time the pairs run: when the throttled host's pairs were not all below every
+   * pair without it in the pairs stage (the fault did not show in the data) and nothing was named, the throttle is
+   * calibrated again and the run repeated, once. A run in which the fault showed is judged as it is.
+   */
+  async function throttledRun(i: number, fraction: number, rule: string[], tag: string, t: TestContext): Promise<{ doc: LocateDocument; out: string; code: number | null }> {
+    for (let attempt = 1; ; attempt++) {
+      const busbw = await healthyBusbw(`${tag}-${attempt}`);
+      const rate = rateFor(busbw, fraction);
+      const loadBefore = load();
+      throttle(i, rate);
+      let r: ReturnType<typeof locate>;
+      const file = join(dir, `${tag}-${attempt}.json`);
+      try {
+        r = locate(['--hosts', FOUR, ...rule, '-J', file, '--quiet', ...RUN_ARGS]);
+      } finally {
+        throttle(i, null);
+      }
+      const note = `healthy busbw ${busbw.toFixed(3)} GB/s, tbf rate ${rate} on ${host(i)} (${fraction.toFixed(2)} of it), load ${loadBefore} before, ${load()} after`;
+      assert.ok([0, 6, 7, 8].includes(r.code ?? -1), `${note}\n${r.stdout}\n${r.stderr}`);
       const doc = verdict(file);
       // what the run saw, in the test's output whether it passes or not (the verdicts depend on the load)
       const pairs = doc.stages.find((st) => st.name === 'pairs')?.groups ?? [];
-      const ratios = (mine: boolean): string => pairs.filter((g) => g.hosts.includes(host(i)) === mine).map((g) => g.ratio?.toFixed(2) ?? 'failed').join(' ');
-      t.diagnostic(`${note}; pairs with it ${ratios(true)}, without ${ratios(false)}; load after ${load()}; ${doc.verdict}: ${doc.reason}`);
-      return { doc, out: `${note}\n${r.stdout}`, code: r.code, note };
-    } finally {
-      throttle(i, null);
+      const ratios = (mine: boolean): number[] => pairs.filter((g) => g.hosts.includes(host(i)) === mine).map((g) => g.ratio ?? 0);
+      const shown = Math.max(...ratios(true)) < Math.min(...ratios(false));
+      t.diagnostic(`attempt ${attempt}: ${note}; pairs with it ${ratios(true).map((x) => x.toFixed(2)).join(' ')}, without ${ratios(false).map((x) => x.toFixed(2)).join(' ')}; ` +
+        `${doc.verdict}: ${doc.reason}`);
+      const named = doc.suspects.length + doc.links.length + doc.degraded.length > 0;
+      if (shown || named || attempt === 2) return { doc, out: `${note}\n${r.stdout}`, code: r.code };
     }
   }
 
@@ -222,17 +235,18 @@ describe('collbench locate on network-namespace hosts', () => {
     await noLeftovers();
   });
 
-  it('tbf at 1/3 of the healthy busbw on h2 (mild: ≈3× slower) → h2 named as the host, not as links, exit 7', async (t) => {
+  // ≈3× when the load stays as it was calibrated; a busier or calmer minute makes it milder or stronger, and the
+  // host is named as a suspect (exit 7) or, within the 50 % margin, as degraded (exit 8): the host either way.
+  it('tbf at 0.3 of the healthy busbw on h2 (mild: ≈3× slower) → h2 named as the host, not as links', async (t) => {
     if (skipReason) { t.skip(skipReason); return; }
-    const { doc, out, code } = await throttledRun(2, 1 / 3, RULE, 'throttled-mild', t);
-    assert.equal(code, 7, out);
-    assert.equal(doc.verdict, 'suspect');
+    const { doc, out, code } = await throttledRun(2, 0.3, RULE, 'throttled-mild', t);
+    assert.ok(code === 7 || code === 8, out);
     namesTheHost(doc, 2, out);
     // re-tested and slow again, or so clearly slow in the pairs stage that no re-test was run
     const retest = doc.stages.find((s) => s.name === 'retest');
-    if (doc.suspects[0]!.confirmedBy === 'retest') {
+    if (doc.suspects[0] && doc.suspects[0].confirmedBy === 'retest') {
       assert.ok(retest!.groups.some((g) => g.hosts.includes(host(2)) && (g.state === 'slow' || g.state === 'failed')), 're-tested and slow again');
-    } else assert.equal(doc.suspects[0]!.confirmedBy, 'pairs');
+    } else if (doc.suspects[0]) assert.equal(doc.suspects[0].confirmedBy, 'pairs');
     withinBudgets(doc);
     await noLeftovers();
   });
