@@ -270,7 +270,7 @@ const pairKey = (a: string, b: string): string => [a, b].sort().join('\0');
 const confirmed = (e: PairEvidence): boolean => e.retest !== null && isBad(e.retest);
 
 /** Why a host is named rather than its pairs as links. */
-export type HostReason = 'every pair slow' | 'no pair fine' | 'slower than the rest';
+export type HostReason = 'every pair slow' | 'no pair fine' | 'most pairs slow' | 'slower than the rest';
 /**
  * `degraded`: the significant pattern of degradedHosts, when that is what named it; `separated`: the pairs stage's
  * levels of its pairs and of the pairs without it, when every one of its pairs is below every pair without it.
@@ -309,7 +309,9 @@ export function pairEvidence(pairs: readonly GroupResult[], retests: readonly (G
  * Host or link, on all the evidence (each pair's best-supported state: its re-test where it had one), so that a
  * host is not reported as a set of links because one of its pairs happened to look better in the pairs stage:
  *  - a host with ≥ 2 pairs, one of them slow again in a re-test, is named when every pair with it is slow; or when
- *    none is fine and at least half are slow (the others below the margin, not consistently); or when every pair
+ *    none is fine and at least half are slow (the others below the margin, not consistently); or when most of its
+ *    pairs, at least MOST_PAIRS_MIN, are slow again in their re-tests (one slow host, not that many slow links that
+ *    share it: the rest looked fine by luck or load, as in scripts/locate-sim.ts --unlucky); or when every pair
  *    with it is slower than every pair without it: significantly so (degradedHosts), or, with ≥ 2 of its pairs slow
  *    again in a re-test, by the pairs stage's levels (≥ 2 pairs without it): one slow host explains that, two
  *    independent slow links that share a host (and a third pair just below the rest by chance) hardly;
@@ -333,8 +335,10 @@ export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: re
     const d = degraded.find((x) => x.host === h) ?? null;
     const separated = separation(evidence, h, explained);
     const pattern = d !== null || (separated !== null && mine.filter(confirmed).length >= 2);
+    const again = mine.filter(confirmed).length;
     const reason: HostReason | null = slow === mine.length ? 'every pair slow'
-      : !states.includes('ok') && slow * 2 >= mine.length ? 'no pair fine' : pattern ? 'slower than the rest' : null;
+      : !states.includes('ok') && slow * 2 >= mine.length ? 'no pair fine'
+        : again >= MOST_PAIRS_MIN && again * 2 > mine.length ? 'most pairs slow' : pattern ? 'slower than the rest' : null;
     if (reason === null) continue;
     hosts.push({ host: h, reason, pairs: mine, degraded: d, separated });
     explained.add(h);
@@ -352,6 +356,9 @@ export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: re
   }
   return { hosts, links, undecided };
 }
+
+/** Confirmed slow pairs (more than half of a host's) that make it the host rather than so many links. */
+export const MOST_PAIRS_MIN = 3;
 
 /** The pairs stage's levels of h's pairs and of the pairs without it, when each of its is below each of theirs (≥ 2 each). */
 function separation(evidence: readonly PairEvidence[], h: string, explained: ReadonlySet<string>): HostFinding['separated'] {

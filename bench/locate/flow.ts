@@ -181,6 +181,10 @@ function pairText(e: PairEvidence, control: GroupResult | null): string {
 function hostReasonText(f: HostFinding, rule: DecisionRule): string {
   const slow = f.pairs.filter((e) => isBad(bestOf(e))).length;
   if (f.reason === 'every pair slow') return `every pair with it is slow (each pair's re-test where it had one)`;
+  if (f.reason === 'most pairs slow') {
+    return `most pairs with it are slow again in their re-tests (${f.pairs.filter((e) => e.retest !== null && isBad(e.retest)).length} of its ${f.pairs.length}): ` +
+      'one slow host, not that many slow links that share it';
+  }
   if (f.reason === 'no pair fine') return `no pair with it is fine: ${slow} of its ${f.pairs.length} pairs slow, the others below the ${pct(rule.margin)} margin but not consistently`;
   const range = (r: number[]): string => `${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)}`;
   const d = f.degraded;

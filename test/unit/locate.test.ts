@@ -466,6 +466,20 @@ test('host or link: issue #41\'s degraded host (pairs with h2 0.65 0.71 0.85, wi
   assert.deepEqual(dl.links.map((l) => [l.pair.hosts, l.fineWith]), [[['h2', 'h3'], [['h1', 'h4'], ['h1', 'h4']]]]);
 });
 
+test('host or link: most of a host\'s pairs (≥ 3) slow again in their re-tests make it the host, two of three do not', () => {
+  // 6 hosts: a's pairs with b, c, d slow in the pairs stage and again in their re-tests, with e and f fine (luck or load)
+  const others = ['b-c', 'b-d', 'b-e', 'b-f', 'c-d', 'c-e', 'c-f', 'd-e', 'd-f', 'e-f'].map((p, i) => result(p, 0.9 + 0.01 * i, 'ok', 0.5));
+  const pairs = [result('a-b', 0.5, 'slow', 1e-6), result('a-c', 0.5, 'slow', 1e-6), result('a-d', 0.5, 'slow', 1e-6), result('a-e', 0.95, 'ok', 0.5), result('a-f', 1, 'ok', 0.6), ...others];
+  const retests = [result('a-b', 0.5, 'slow', 1e-6), result('a-c', 0.5, 'slow', 1e-6), result('a-d', 0.5, 'slow', 1e-6), result('a-e', 0.9, 'ok', 0.3)];
+  const d = decideHostOrLink(pairEvidence(pairs, retests), [], new Set());
+  assert.deepEqual(d.hosts.map((h) => [h.host, h.reason]), [['a', 'most pairs slow']]);
+  assert.deepEqual(d.links, []);
+  // two of its five: links, each host fine with others
+  const two = decideHostOrLink(pairEvidence(pairs, retests.filter((g) => g.id !== 'a+d')), [], new Set());
+  assert.deepEqual(two.hosts, []);
+  assert.deepEqual(two.links.map((l) => l.pair.hosts), [['a', 'b'], ['a', 'c']]);
+});
+
 test('flow, issue #41: a slow host one of whose pairs is only uncertain in the pairs stage is named as the host, not as links', async () => {
   const hosts = ['h1', 'h2', 'h3', 'h4'];
   const rule = { ...DEFAULT_RULE, margin: 0.5 };
