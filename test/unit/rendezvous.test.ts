@@ -11,7 +11,7 @@ import {
   localRanksByHost, MAX_HELLO_BYTES, MAX_UNIDENTIFIED, rendezvous as meet, RendezvousError, rendezvousListenPlan, rendezvousNotes,
   StrayTally, torchrunEnv, type TorchrunEnv,
 } from '../../bench/launch/rendezvous.js';
-import { freePort } from '../helpers/net.js';
+import { floodWithoutNewline, freePort, refused, stray as strayTo } from '../helpers/net.js';
 
 const world = (rank: number, worldSize: number, port: number): TorchrunEnv =>
   ({ rank, worldSize, localRank: null, masterAddr: '127.0.0.1', masterPort: port });
@@ -98,30 +98,12 @@ describe('rendezvous over TCP', () => {
   });
 });
 
-/** A connection that is not a rank: `act` writes to it; resolves to what rank 0 answered and how the connection ended. */
-function stray(port: number, act: (s: Socket) => void): Promise<{ answer: string; how: string }> {
-  return new Promise((resolve) => {
-    const s = connect({ host: '127.0.0.1', port });
-    let answer = '';
-    let how = 'closed';
-    s.on('connect', () => act(s));
-    s.on('data', (d: Buffer) => { answer += d.toString('utf8'); });
-    s.on('error', (e: NodeJS.ErrnoException) => { how = e.code ?? e.message; });
-    s.on('close', () => resolve({ answer, how }));
-  });
-}
-
 const hello = (o: { token?: string; tokenFrom?: string; rank: number; worldSize: number }): string =>
   `${JSON.stringify({ token: o.token ?? '', tokenFrom: o.tokenFrom ?? '', rank: o.rank, worldSize: o.worldSize, payload: 'x' })}\n`;
 const tokenOf = (id: string) => launcherJobToken({ COLLBENCH_JOB_TOKEN: id })!;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const stray = (port: number, act: (s: Socket) => void) => strayTo('127.0.0.1', port, act);
 
-/** Whether a TCP connection to host:port is refused (nothing listens). */
-const refused = (host: string, port: number): Promise<boolean> => new Promise((resolve) => {
-  const s = connect({ host, port });
-  s.on('connect', () => { s.destroy(); resolve(false); });
-  s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
-});
 
 describe('strays at MASTER_PORT while the real ranks join late', () => {
   it('an HTTP probe, another WORLD_SIZE, another job, a rank out of range, 64 MiB without a newline, a slow-loris, a ' +
@@ -141,13 +123,7 @@ describe('strays at MASTER_PORT while the real ranks join late', () => {
     const range = await stray(port, (s) => s.write(hello({ token: token.token, rank: 7, worldSize: 3 })));
     assert.match(range.answer, /rank 7 is not one rank 0 waits for \(1\.\.2\)/);
     // 64 MiB without a newline: rank 0 stops reading at MAX_HELLO_BYTES and closes; the writer sees a reset or EPIPE.
-    const flood = await stray(port, (s) => {
-      const mib = Buffer.alloc(2 ** 20, 'a');
-      const more = (left: number): void => {
-        while (left > 0) { left--; if (!s.write(mib)) { s.once('drain', () => more(left)); return; } }
-      };
-      more(64);
-    });
+    const flood = await stray(port, (s) => floodWithoutNewline(s, 64));
     assert.equal(flood.answer, '');
     assert.match(flood.how, /^(ECONNRESET|EPIPE|closed)$/);
     // A slow-loris: one byte every 100 ms, never a newline; still open when the ranks meet.
