@@ -52,7 +52,7 @@ export const VARIABLES = Object.freeze([
     'TORCHELASTIC_RUN_ID, else SLURM_JOB_ID and SLURM_STEP_ID; with none of them the rendezvous is unauthenticated (the ' +
     'preamble says so)', ['bench/launch/job-token.ts']),
   v('PIN_LOOP', 'setting', '0 leaves the timed loop\'s thread where the system puts it instead of on a CPU of its own',
-    'pinned when this process decides placement (one CPU backend rank on the host, two or more CPUs)', ['bench/core/loop-cpu.ts']),
+    'pinned when this process decides placement (one CPU backend rank on the host, two or more CPUs)', ['bench/engine/loop-cpu.ts']),
   v('GLOO_STORE', 'setting', 'the gloo rendezvous store when --gloo-store is not given: file:DIR (a directory every rank sees) ' +
     'or redis://HOST:PORT; collbench --np sets it for its local ranks',
     'a private directory under --np, else per launcher', ['bench/backends/gloo.ts', 'bench/launch/local-ranks.ts']),
