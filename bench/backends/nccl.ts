@@ -9,7 +9,8 @@ import { givenAsAll } from '../config/cases.js';
 import type { DTypeName, OpName } from '../core/types.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { underMpiLauncher } from '../launch/launcher.js';
-import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
+import { launcherJobToken } from '../launch/job-token.js';
+import { localRanksByHost, rendezvous, RendezvousError, rendezvousNotes, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
 import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type SpecField } from '../native/binding.js';
 import { moduleBuilt, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
@@ -267,7 +268,8 @@ async function mpiWorld(native: NcclNative, lib: string | undefined, state: Driv
   };
 }
 
-async function torchrunWorld(native: NcclNative, lib: string | undefined, world: TorchrunEnv, env: Env): Promise<World> {
+async function torchrunWorld(native: NcclNative, lib: string | undefined, world: TorchrunEnv, env: Env, state: DriverState):
+  Promise<World> {
   const mine: { host: string; pid: number; uniqueId?: number[]; error?: string } = { host: hostname(), pid: process.pid };
   let failure: unknown = null;
   if (world.rank === 0) {
@@ -275,7 +277,10 @@ async function torchrunWorld(native: NcclNative, lib: string | undefined, world:
   }
   let all: (typeof mine)[];
   try {
-    all = (await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env))).map((s) => JSON.parse(s) as typeof mine);
+    const token = launcherJobToken(env);
+    const met = await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env), { token, env });
+    state.notes = rendezvousNotes(met, token);
+    all = met.all.map((s) => JSON.parse(s) as typeof mine);
   } catch (e) {
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw e;
@@ -298,6 +303,8 @@ interface DriverState {
   color: number;
   /** The job has other processes: a failed one leaves without MPI_Finalize, whose fence would wait for them. */
   peers: boolean;
+  /** The preamble's lines about the torchrun-style rendezvous (launch/rendezvous.ts rendezvousNotes). */
+  notes: string[];
 }
 
 /** Finalizes the MPI module the bootstrap used; after a failure with peers, leaves it (the exit ends the job). */
@@ -326,7 +333,7 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
     } else {
       const t = launchEnv(env);
       if (t) {
-        world = await torchrunWorld(native, lib, t, env);
+        world = await torchrunWorld(native, lib, t, env, state);
       } else if (underMpiLauncher(env) && Number(env.OMPI_COMM_WORLD_SIZE ?? env.PMI_SIZE ?? 1) > 1) {
         throw new NcclEnvironmentError('nccl backend: started by an MPI launcher, but collbench\'s mpi module is not built, ' +
           'so the processes cannot exchange the NCCL unique id; build it (apt install openmpi-bin libopenmpi-dev; make) or ' +
@@ -406,7 +413,7 @@ export function refuseDeviceApiCases(options: ResolvedOptions): void {
 
 /** The nccl driver of one run; `env` is where NCCL_TESTS_*, the launcher's and the rendezvous variables are read. */
 export function createNcclDriver(env: Env = process.env): BackendDriver {
-  const state: DriverState = { mpi: null, color: -1, peers: false };
+  const state: DriverState = { mpi: null, color: -1, peers: false, notes: [] };
   return {
     validate(options) {
       refuseDeviceApiCases(options);
@@ -423,7 +430,7 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
         bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name,
       }));
     },
-    warnings(_options, _desc: CollectiveDescriptor, _info) { return []; },
+    warnings(_options, _desc: CollectiveDescriptor, _info) { return state.notes; },
     memoryUsage(native) {
       const m = (native as NcclNative).memoryUsage();
       const [initialization, userAllocated, collective] = native.allreduce(

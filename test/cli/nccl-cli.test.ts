@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { binDir, mpirunArgs, runMpirun, runProgram, type CliResult } from '../helpers/cli.js';
-import { cachedNccl, ncclModulePath, ncclModule, visibleGpus } from '../helpers/nccl.js';
+import { assertNoDevice, cachedNccl, NO_NCCL_ENV, ncclModulePath, ncclModule, visibleGpus } from '../helpers/nccl.js';
 import { freePort } from '../helpers/net.js';
 
 const require = createRequire(import.meta.url);
@@ -20,11 +20,7 @@ const needLib = noModule || (nccl ? false : 'no libnccl: no cached NCCL wheel to
 const noGpuOnly = needLib || (gpus.count > 0 ? `this machine has ${gpus.count} GPU(s)` : false);
 for (const s of new Set([noModule, needLib, noGpuOnly])) if (s) console.log(`# skipping some nccl CLI tests: ${s}`);
 
-// An environment in which no libnccl can be found unless a test points at one.
-const clean: NodeJS.ProcessEnv = {
-  COLLBENCH_NCCL_LIB: '', VIRTUAL_ENV: '', CONDA_PREFIX: '', PYTHONPATH: '', LD_LIBRARY_PATH: '', HOME: '/nonexistent',
-  RANK: '', WORLD_SIZE: '', MASTER_ADDR: '', MASTER_PORT: '', LOCAL_RANK: '',
-};
+const clean = NO_NCCL_ENV;
 const oneLine = (r: CliResult) => r.stderr.trim().split('\n').length === 1;
 
 /** Does this machine have a libnccl the system loader or site-packages would find? */
@@ -46,14 +42,7 @@ function runAsync(program: string, args: string[], env: NodeJS.ProcessEnv): Prom
   });
 }
 
-const noDevice = (r: CliResult, program = 'all_reduce_perf') => {
-  assert.equal(r.code, 5, r.stderr + r.stdout);
-  assert.equal(r.stdout, '');
-  assert.ok(oneLine(r), r.stderr);
-  assert.match(r.stderr, new RegExp(`^${program}: (rank \\d on host \\S+: )?nccl backend unavailable \\(NCCL_UNHANDLED_CUDA_ERROR\\): no CUDA device: `));
-  assert.match(r.stderr, /CUDA driver version is insufficient for CUDA runtime version \(cudaGetDeviceCount: cudaErrorInsufficientDriver\)/);
-  assert.match(r.stderr, /ncclCommInitRank failed: ncclUnhandledCudaError/);
-};
+const noDevice = assertNoDevice;
 
 describe('nccl backend: finding libnccl', { skip: noModule }, () => {
   it('no libnccl anywhere: exit 5, one line listing where it looked and how to point at one', (t) => {
