@@ -131,6 +131,12 @@ function collectiveStep(k: number, here: Unit[], world: number, n: number): Repl
       if (splits.length !== c.group.size) throw new TraceError(`${c.where}: ${splits.length} splits for a group of ${c.group.size}`);
       for (let j = 0; j < n; j++) matrix[i * n + j] = splits[j]! * elem;
     });
+    // What rank j expects from rank i must be what rank i sends it, or a rank waits for data that never comes.
+    calls.forEach((c, j) => c.outSplits?.forEach((expect, i) => {
+      const sent = calls[i]?.inSplits?.[j];
+      if (sent !== undefined && sent !== expect) throw new TraceError(`step ${k}: rank ${i} sends ${sent} elements to rank ${j} ` +
+        `(${calls[i]!.where}) but rank ${j} expects ${expect} (${c.where}): replaying it would hang`);
+    }));
     return { ...base, collective: 'alltoallv', count, bytes: Math.max(...rowSums(matrix, n)), matrix };
   }
   const collective = first.collective as CollectiveName;
