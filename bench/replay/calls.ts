@@ -49,6 +49,10 @@ export type TraceFormat = 'nccl-log' | 'chakra-1.0' | 'chakra-1.1' | 'flight-rec
 /** Bad or unreadable input: one line naming the file and line or node; the command exits 2 with it. */
 export class TraceError extends Error {
   override name = 'TraceError';
+
+  constructor(message: string) {
+    super(message.replace(/\s*\n\s*/g, ' '));
+  }
 }
 
 /** PyTorch's c10::toString(ScalarType) names, NCCL's ncclDataType_t numbers and names, and Chakra's lower-case

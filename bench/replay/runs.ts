@@ -45,7 +45,8 @@ export interface ReplayMeasured {
 /** The recorded idle time before each step (µs): the time between consecutive calls' records, 0 before the first. */
 export function recordedGapsUs(steps: readonly ReplayStep[]): number[] | null {
   if (!steps.every((s) => s.timeNs !== undefined)) return null;
-  return steps.map((s, i) => (i === 0 ? 0 : Math.max(0, (s.timeNs! - steps[i - 1]!.timeNs!) / 1e3)));
+  // Whole µs: ns epochs past 2^53 arrive rounded (pickle and JSON alike), a fraction of a µs is noise.
+  return steps.map((s, i) => (i === 0 ? 0 : Math.max(0, Math.round((s.timeNs! - steps[i - 1]!.timeNs!) / 1e3))));
 }
 
 /** The traffic matrix of an all-to-all-v step as the alltoallv descriptor reads it. */
