@@ -2,7 +2,7 @@
 // src/enqueue.cc (read at v2.30: "%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p
 // [nranks=%d] stream %p") behind src/debug.cc's "[time] host:pid:tid [cudaDev] NCCL INFO " prefix. Streamed line by line.
 import { basename } from 'node:path';
-import { mapCollective, mapDtype, mapOp, TraceError, type ReplayCall } from './calls.js';
+import { mapCollective, mapDtype, mapOp, TraceError, type ReplayCall, type ReplayGroup } from './calls.js';
 import { fileLines } from './lines.js';
 
 // RCCL writes the same line with a timestamp after [dev] and " task T globalrank G" at the end (G: the process's rank).
@@ -13,7 +13,8 @@ const COLL = new RegExp('^(?:\\[[^\\]]*\\] ?)?(\\S+?):(\\d+):\\d+ (?:\\[\\d+\\] 
 const INIT = /(\S+?):(\d+):\d+ (?:\[\d+\] )?NCCL INFO .*\bcomm (0x[0-9a-f]+) rank (\d+) nranks (\d+)\b.*Init COMPLETE/i;
 
 /** One process of the log: its calls and, where INFO INIT was logged too, its rank in each communicator. */
-interface LogProcess { key: string; calls: ReplayCall[]; comms: Map<string, { id: string; nranks: number }>;
+interface LogComm { id: string; nranks: number; group: ReplayGroup }
+interface LogProcess { key: string; calls: ReplayCall[]; comms: Map<string, LogComm>;
   rankIn: Map<string, number>; order: number; globalRank: number | null }
 
 /** True when the head of a file looks like an NCCL log with call lines. */
@@ -31,16 +32,19 @@ export async function readNcclLogs(paths: readonly string[]): Promise<ReplayCall
   const processes = new Map<string, LogProcess>();
   let calls = 0;
   for (const path of paths) {
-    for await (const { line, lineNo } of fileLines(path)) {
+    const file = basename(path);
+    for await (const { lines, firstLineNo } of fileLines(path)) for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
       if (!line.includes('NCCL INFO')) continue;
-      const where = `${basename(path)}:${lineNo}`;
-      const m = COLL.exec(line);
+      const where = `${file}:${firstLineNo + i}`;
+      // Cheap substring tests first: most INFO lines are neither calls nor INIT's (the regular expressions cost more).
+      const m = line.includes(' opCount ') ? COLL.exec(line) : null;
       if (!m) {
-        const init = INIT.exec(line);
+        const init = line.includes('Init COMPLETE') ? INIT.exec(line) : null;
         if (init) {
           const p = processOf(processes, `${init[1]}:${init[2]}`);
           p.rankIn.set(init[3]!, Number(init[4]));
-          if (!p.comms.has(init[3]!)) p.comms.set(init[3]!, { id: `c${p.comms.size}`, nranks: Number(init[5]) });
+          if (!p.comms.has(init[3]!)) p.comms.set(init[3]!, logComm(p.comms.size, Number(init[5])));
         } else if (/NCCL INFO \w+: opCount /.test(line)) {
           throw new TraceError(`${where}: not an NCCL call line (count, datatype, op, root, comm expected): ${clip(line)}`);
         }
@@ -52,7 +56,7 @@ export async function readNcclLogs(paths: readonly string[]): Promise<ReplayCall
       let c = p.comms.get(comm!);
       if (!c) {
         if (nranks === undefined) throw new TraceError(`${where}: no [nranks=] on the line and no INFO INIT line for comm ${comm}: its size is unknown (NCCL before 2.8? log with NCCL_DEBUG_SUBSYS=INIT,COLL)`);
-        c = { id: `c${p.comms.size}`, nranks: Number(nranks) };
+        c = logComm(p.comms.size, Number(nranks));
         p.comms.set(comm!, c);
       }
       const mapped = mapDtype(Number(dtype));
@@ -60,7 +64,7 @@ export async function readNcclLogs(paths: readonly string[]): Promise<ReplayCall
       p.calls.push({
         rank: -1, name: name!, collective: mapCollective(name!), count: Number(count), dtype: mapped.dtype,
         dtypeName: mapped.dtype, dtypeScale: 1, op: mapOp(Number(op)), root: Number(root),
-        group: { id: c.id, size: c.nranks, ranks: null }, where,
+        group: c.group, where,
       });
       calls++;
     }
@@ -68,6 +72,9 @@ export async function readNcclLogs(paths: readonly string[]): Promise<ReplayCall
   if (calls === 0) throw new TraceError(`${paths.map((p) => basename(p)).join(', ')}: no NCCL call lines ("NCCL INFO AllReduce: opCount …"); log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL`);
   return ranked([...processes.values()]);
 }
+
+/** The k-th communicator of a process: one group object shared by all its calls. */
+const logComm = (k: number, nranks: number): LogComm => ({ id: `c${k}`, nranks, group: { id: `c${k}`, size: nranks, ranks: null } });
 
 function processOf(all: Map<string, LogProcess>, key: string): LogProcess {
   let p = all.get(key);
