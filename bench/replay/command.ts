@@ -39,7 +39,7 @@ const REPLAY_FLAGS = [
   { ...byField('check'), group: MEASURE, help: 'count wrong elements of every step once (0 = no check)' },
   flag.toggle('gaps', 'gaps', MEASURE, 'keep the recorded time between calls (flight-recorder dumps record it) as busy waits'),
   flag.toggle('dry-run', 'dryRun', MEASURE, 'read and check the trace, print its steps and exit; runs nothing'),
-  flag.output('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-replay", with ops[]); - = stdout'),
+  flag.output('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-replay", with ops[]; schema/collbench-replay.v1.schema.json); - = stdout'),
   flag.output(undefined, 'csv', 'csv', OUTPUT, 'one line per step; - = stdout'),
   flag.force(OUTPUT, 'replace output files that already exist'),
   flag.quiet(OUTPUT),

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ReplayDocument } from '../../bench/replay/document.js';
+import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { repoRoot, runProgram } from '../helpers/cli.js';
 import { buildFault } from '../helpers/faults.js';
 
@@ -23,6 +24,12 @@ describe('collbench replay', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
   const replay = (args: string[], env: Record<string, string> = {}) =>
     runProgram('collbench', ['replay', ...args], { env, timeoutMs: 240_000 });
+  /** The -J document, valid against its published schema. */
+  const load = (path: string): ReplayDocument => {
+    const doc = JSON.parse(readFileSync(path, 'utf8')) as ReplayDocument;
+    assert.deepEqual(schemaErrors('collbench-replay.v1', doc), []);
+    return doc;
+  };
   /** --dry-run's steps: [collective, bytes][]. */
   const dryRun = (trace: string[]): [string, number][] => {
     const r = replay([...trace, '--dry-run']);
@@ -40,7 +47,7 @@ describe('collbench replay', () => {
     const json = join(dir, 'fr.json'), csv = join(dir, 'fr.csv');
     const r = replay([...trace, '--backend', 'mpi', '-n', '3', '-w', '1', '--gaps', '-J', json, '--csv', csv]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const doc = JSON.parse(readFileSync(json, 'utf8')) as ReplayDocument;
+    const doc = load(json);
     assert.equal(doc.kind, 'collbench-replay');
     assert.equal(doc.nranks, 2);
     assert.equal(doc.backend.name, 'mpi');
@@ -68,7 +75,7 @@ describe('collbench replay', () => {
     const json = join(dir, 'log.json');
     const r = replay([join(FIX, 'nccl-log-merged'), '--backend', 'gloo', '-n', '2', '-w', '1', '-J', json]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const doc = JSON.parse(readFileSync(json, 'utf8')) as ReplayDocument;
+    const doc = load(json);
     assert.equal(doc.backend.name, 'gloo');
     assert.deepEqual(doc.ops.map((o) => o.collective),
       ['all_reduce', 'broadcast', 'all_reduce', 'all_gather', 'reduce_scatter', 'alltoallv', 'all_reduce']);
@@ -83,7 +90,7 @@ describe('collbench replay', () => {
     const json = join(dir, 'dlrm.json');
     const r = replay([trace, '--backend', 'mpi', '--np', '2', '--shrink', '-n', '2', '-w', '1', '-J', json]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const doc = JSON.parse(readFileSync(json, 'utf8')) as ReplayDocument;
+    const doc = load(json);
     assert.equal(doc.nranks, 2);
     assert.match(doc.notes[0]!, /^shrunk from 8 to 2 ranks/);
     assert.equal(doc.ops.filter((o) => o.collective === 'alltoallv').length, 4);
@@ -96,7 +103,7 @@ describe('collbench replay', () => {
       { LD_PRELOAD: corrupt, CORRUPT_RANK: '1', CORRUPT_INDEX: '5' });
     assert.equal(r.code, 7, r.stdout + r.stderr);
     assert.match(r.stdout, /^# Wrong result: step 0 \(all_reduce 48 B, nccl_trace_rank_0\.json entry 0\): rank \d+ element \d+: expected/m);
-    const doc = JSON.parse(readFileSync(json, 'utf8')) as ReplayDocument;
+    const doc = load(json);
     assert.ok(doc.ops[0]!.wrong! > 0);
   });
 
