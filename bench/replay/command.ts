@@ -3,14 +3,14 @@
 // inconsistent trace is one line, exit 2); the job is launched with the trace's rank count as --np would be, every
 // rank reads and plans the same steps, times them through the engine's timed call sequences (runs.ts), and rank 0
 // prints the per-step table and totals and writes -J / --csv.
-import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
-import { parseCommandLine } from '../config/parse.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
+import { parseCommandLine } from '../config/run-options.js';
 import { asText } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../core/flags.js';
+import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
-import { launcherRank } from '../launch/environment.js';
+import { launcherRank } from '../launch/launcher.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths } from '../report/outputs.js';

@@ -5,7 +5,7 @@
 import { getCollective } from '../collectives/index.js';
 import type { LayoutContext } from '../collectives/descriptor.js';
 import type { MatrixSource } from '../collectives/alltoallv-plan.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { shortHost } from '../core/ranks.js';
 import { DTYPE_BYTES, type HalfSpec } from '../core/types.js';
@@ -13,7 +13,7 @@ import type { BackendInfo } from '../native/binding.js';
 import { withBackend, type BackendUp } from '../engine/bring-up.js';
 import type { SuiteHooks } from '../engine/context.js';
 import { localSpecs } from '../engine/half-spec.js';
-import { attachProgressBoards } from '../engine/progress-boards.js';
+import { attachProgressBoards } from '../engine/attach-boards.js';
 import type { ReplayPlan, ReplayStep } from './steps.js';
 
 export interface ReplayTiming {
