@@ -93,6 +93,9 @@ const COLLECTIVE_OF: Record<string, ReplayCall['collective']> = {
   reducescatter: 'reduce_scatter', reducescattertensor: 'reduce_scatter', reducescatterbase: 'reduce_scatter',
   broadcast: 'broadcast', reduce: 'reduce', alltoall: 'alltoall', alltoallbase: 'alltoall',
   alltoallv: 'alltoallv', gather: 'gather', scatter: 'scatter', send: 'send', recv: 'recv',
+  // PyTorch's coalesced calls (one NCCL group of several tensors) replay as one call of their summed size.
+  allreducecoalesced: 'all_reduce', allgatherintotensorcoalesced: 'all_gather', allgathercoalesced: 'all_gather',
+  reducescattertensorcoalesced: 'reduce_scatter',
 };
 
 /** A recorded collective name (AllReduce, all_reduce, _allgather_base, nccl:send 0->1) as collbench's, or null. */

@@ -107,6 +107,8 @@ describe('replay readers: flight recorder and NCCL logs', () => {
     assert.equal(mapCollective('nccl:send 0->1'), 'send');
     assert.equal(mapCollective('_reduce_scatter_base'), 'reduce_scatter');
     assert.equal(mapCollective('nccl:coalesced'), null);
+    assert.equal(mapCollective('allgather_into_tensor_coalesced'), 'all_gather');
+    assert.equal(mapCollective('nccl:reduce_scatter_tensor_coalesced'), 'reduce_scatter');
   });
 });
 
