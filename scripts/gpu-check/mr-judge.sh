@@ -7,7 +7,7 @@
 #                     once; with JSON (the -J report): NCCL RAS's view printed and recorded there
 #   dead R S          kill -9 of rank R: every other rank exits non-zero within S s of the kill, none killed by the launcher
 #   bringup R T       rank R fails its bring-up: every rank exits non-zero with a reason line of its own, none killed by
-#                     the launcher, all within T + 10 s; R = 0: every rank exits 5 (no unique id for anyone)
+#                     the launcher, all within T + 10 s; R = 0: every other rank exits 5 (no unique id for anyone)
 #   late R [TRACE LATENESS]  rank R named late with its GPU by device arrivals and no other rank named; with TRACE:
 #                     collbench's rule on the trace's host enqueue times names nobody in any row-half
 #   choices           compare's table: a row per size, each with the algorithm/protocol NCCL chose ('?' is none)
@@ -22,6 +22,7 @@ trap 'rm -rf "$dir"' EXIT
 "$@" > "$dir/out" 2>&1
 code=$?
 cat "$dir/out"
+[ -n "$(tail -c 1 "$dir/out")" ] && echo # the verdict on a line of its own
 out="$dir/out"
 missed=(); notes=()
 # "mr: …" event times: event_at ERE -> the +S of the first matching line ('' when none)
@@ -39,9 +40,11 @@ case "$judge" in
     first="$(sed -nE "s/^mr: rank ([0-9]+) exit 4 at \+([0-9.]+) s.*/\1 \2/p" "$out" | awk -v r="$r" '$1 != r { print $2; exit }')"
     if [ -z "$stop" ]; then missed+=("rank $r was never stopped")
     elif [ -z "$first" ]; then missed+=("no peer exited 4 (-T's timeout)")
-    elif ! le "$first" "$(awk -v s="$stop" -v t="$t" 'BEGIN { print s + t + 5 }')"; then
-      missed+=("the first peer exited 4 at +$first s, later than T + 5 s after the stop at +$stop s")
-    else notes+=("stopped at +$stop s, first peer exit 4 at +$first s (T + 5 = $((t + 5)) s)"); fi
+    else
+      limit="$(awk -v s="$stop" -v t="$t" 'BEGIN { print s + t + 5 }')"
+      if ! le "$first" "$limit"; then missed+=("the first peer exited 4 at +$first s, later than T + 5 s after the stop at +$stop s")
+      else notes+=("stopped at +$stop s, first peer exit 4 at +$first s (limit +$limit s)"); fi
+    fi
     k="$(grep -cE "^timeout: rank $r \(host [^)]*\) did not arrive" "$out")"
     [ "$k" = 1 ] || missed+=("$k verdict lines naming rank $r, expected 1")
     if grep -E "^timeout: rank [0-9]+" "$out" | grep -qvE "^timeout: rank $r "; then missed+=("a verdict names another rank"); fi
@@ -79,8 +82,8 @@ case "$judge" in
         *"exit 0 "*) missed+=("rank $p exited 0") ;;
         *) at="$(sed -nE 's/.* at \+([0-9.]+) s.*/\1/p' <<<"$line")"; c="$(sed -nE 's/.* exit ([0-9]+) .*/\1/p' <<<"$line")"
            le "$at" $((t + 10)) || missed+=("rank $p ended at +$at s, after T + 10 s")
-           [ "$r" = 0 ] && [ "$c" != 5 ] && missed+=("rank $p exit $c, expected 5")
-           rank_lines "$p" | grep -qE '^\S+( on host \S+)?: ' || missed+=("rank $p printed no reason") ;;
+           [ "$r" = 0 ] && [ "$p" != 0 ] && [ "$c" != 5 ] && missed+=("rank $p exit $c, expected 5 (no unique id)")
+           rank_lines "$p" | grep -qE '^(rank [0-9]+ on host \S+|\S+): ' || missed+=("rank $p printed no reason") ;;
       esac
     done
     rank_lines "$r" | grep -qiE 'NCCL_SOCKET_IFNAME|socket interface|no interface|bootstrap' ||
@@ -118,6 +121,8 @@ case "$judge" in
     notes+=("$(grep -E '^# verdict: ' "$out" | head -1)") ;;
   *) echo "mr-judge: unknown judge '$judge'" >&2; exit 2 ;;
 esac
-if [ ${#missed[@]} -eq 0 ]; then echo "judge: ok: $judge: ${notes[*]:-met}"; exit 0; fi
+if [ ${#missed[@]} -eq 0 ]; then
+  line="judge: ok: $judge: ${notes[0]:-met}"; for m in "${notes[@]:1}"; do line+="; $m"; done; echo "$line"; exit 0
+fi
 line="judge: not met: $judge: ${missed[0]}"; for m in "${missed[@]:1}"; do line+="; $m"; done; echo "$line"
 exit 1

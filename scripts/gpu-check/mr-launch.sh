@@ -6,13 +6,14 @@
 # as "[rank R] …", then one line per event and rank ("mr: rank R exit C at +S s", "mr: signal STOP to rank R at +S s",
 # "mr: rank R killed by the launcher at +S s") and "mr: exit C": 0 when every rank exited 0, else the first non-zero
 # exit of a rank neither signalled nor killed by the launcher (1 when there is none).
-# Usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-g GRACE_S] -- PROGRAM ARGS...
+# Usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-w ERE] [-g GRACE_S] -- PROGRAM ARGS...
 #   -e  a variable for rank R only (R 'all': every rank)   -s  send SIGNAL to rank R AFTER_S s after the start
 #   -c  AFTER_S s after the start (or after -s's signal when -s is given), ask rank R's NCCL RAS for STATUS and
 #       VERBOSE STATUS, text and JSON, in parallel, into DIR/ras-{status,verbose}.{txt,json.txt} (NCCL's own exchange)
+#   -w  -s and -c count from the first line of rank 0's output that matches ERE (e.g. a table row: mid-run)
 set -u
-usage() { echo "usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-g GRACE_S] -- PROGRAM ARGS..." >&2; exit 2; }
-n=0; envs=(); sig=""; capture=""; grace=20
+usage() { echo "usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-w ERE] [-g GRACE_S] -- PROGRAM ARGS..." >&2; exit 2; }
+n=0; envs=(); sig=""; capture=""; grace=20; wait_for=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     -n) n="${2:-}"; shift 2 || usage ;;
@@ -20,6 +21,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     -s) sig="${2:-}"; shift 2 || usage ;;
     -c) capture="${2:-}"; shift 2 || usage ;;
     -g) grace="${2:-}"; shift 2 || usage ;;
+    -w) wait_for="${2:-}"; shift 2 || usage ;;
     *) echo "mr-launch: unknown option '$1'" >&2; usage ;;
   esac
 done
@@ -52,7 +54,7 @@ ras_query() { # PORT FORMAT(text|json) COMMAND OUTFILE: NCCL's client exchange (
   local port="$1" format="$2" cmd="$3" out="$4" line req
   local reqs=("CLIENT PROTOCOL 2" "TIMEOUT 5"); [ "$format" = json ] && reqs+=("SET FORMAT json")
   {
-    exec 3<>"/dev/tcp/127.0.0.1/$port" || { echo "# connect to 127.0.0.1:$port refused"; return; }
+    exec 3<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null || { echo "# connect to 127.0.0.1:$port refused"; return; }
     for req in "${reqs[@]}"; do
       echo "> $req"; printf '%s\n' "$req" >&3
       IFS= read -r -t 10 line <&3 || { echo "# no answer to '$req'"; exec 3<&-; return; }
@@ -77,9 +79,13 @@ events="$dir/events"; : > "$events"
 sig_at=""; [ -n "$sig" ] && sig_at="${sig##*:}"
 cap_at=""; [ -n "$capture" ] && cap_at="${capture%%:*}"
 [ -n "$sig" ] && [ -n "$capture" ] && cap_at=$(awk -v a="$sig_at" -v b="$cap_at" 'BEGIN { print a + b }')
-failed_at=""; done_ranks=0; declare -A ended=()
+failed_at=""; done_ranks=0; declare -A ended=(); base=0
+[ -n "$wait_for" ] && base=""
 while [ "$done_ranks" -lt "$n" ]; do
-  now=$(since)
+  if [ -z "$base" ] && grep -qE -- "$wait_for" "$dir/0.out" 2>/dev/null; then
+    base=$(since); echo "mr: rank 0 printed /$wait_for/ at +$base s" >> "$events"
+  fi
+  now=$(awk -v a="$(since)" -v b="${base:-1e9}" 'BEGIN { print a - b }')
   if [ -n "$sig_at" ] && awk -v a="$now" -v b="$sig_at" 'BEGIN { exit !(a >= b) }'; then
     r="${sig%%:*}"; s="${sig#*:}"; s="${s%%:*}"
     if [ -z "${ended[$r]:-}" ] && kill -s "$s" "${pids[$r]}" 2>/dev/null; then
