@@ -8,7 +8,8 @@ import { pathToFileURL } from 'node:url';
 const [trace, lateness] = process.argv.slice(2);
 if (!trace || !lateness) { console.error('usage: node mr-host-late.mjs TRACE LATENESS'); process.exit(2); }
 const { alignClocks, arrivalEvidence } = await import(pathToFileURL(lateness).href);
-const lines = existsSync(trace) ? readFileSync(trace, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+const text = existsSync(trace) ? readFileSync(trace, 'utf8') : '';
+const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 const named = (rows) => {
   if (!Array.isArray(rows) || rows.length < 2) return 'no rows';
   const ev = arrivalEvidence(rows, alignClocks(rows.map(() => []), true));
@@ -19,9 +20,11 @@ for (const l of lines) {
   const device = named(l.deviceUs), host = named(l.hostUs);
   count.device.set(device, (count.device.get(device) ?? 0) + 1);
   count.host.set(host, (count.host.get(host) ?? 0) + 1);
-  console.log(`${l.sizeBytes} B ${l.inPlace ? 'in-place' : 'out-of-place'}: device arrivals name ${device}; host enqueue names ${host}`);
+  const half = `${l.sizeBytes} B ${l.inPlace ? 'in-place' : 'out-of-place'}`;
+  console.log(`${half}: device arrivals name ${device}; host enqueue names ${host}`);
 }
 for (const [what, m] of Object.entries(count)) {
   const parts = [...m].sort((a, b) => b[1] - a[1]).map(([who, k]) => `${who} in ${k}`);
-  console.log(`${what === 'device' ? 'device arrivals' : 'host enqueue'}: ${lines.length} row-halves: ${parts.join(', ') || 'none'}`);
+  const label = what === 'device' ? 'device arrivals' : 'host enqueue';
+  console.log(`${label}: ${lines.length} row-halves: ${parts.join(', ') || 'none'}`);
 }

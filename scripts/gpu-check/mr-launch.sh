@@ -6,13 +6,19 @@
 # as "[rank R] …", then one line per event and rank ("mr: rank R exit C at +S s", "mr: signal STOP to rank R at +S s",
 # "mr: rank R killed by the launcher at +S s") and "mr: exit C": 0 when every rank exited 0, else the first non-zero
 # exit of a rank neither signalled nor killed by the launcher (1 when there is none).
-# Usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-w ERE] [-g GRACE_S] -- PROGRAM ARGS...
+# Usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-w ERE] [-g GRACE_S]
+#                     -- PROGRAM ARGS...
 #   -e  a variable for rank R only (R 'all': every rank)   -s  send SIGNAL to rank R AFTER_S s after the start
 #   -c  AFTER_S s after the start (or after -s's signal when -s is given), ask rank R's NCCL RAS for STATUS and
 #       VERBOSE STATUS, text and JSON, in parallel, into DIR/ras-{status,verbose}.{txt,json.txt} (NCCL's own exchange)
 #   -w  -s and -c count from the first line of rank 0's output that matches ERE (e.g. a table row: mid-run)
 set -u
-usage() { echo "usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-w ERE] [-g GRACE_S] -- PROGRAM ARGS..." >&2; exit 2; }
+usage() {
+  echo "usage: mr-launch.sh -n N [-e R:VAR=VALUE]... [-s R:SIGNAL:AFTER_S] [-c AFTER_S:R:DIR] [-w ERE] [-g GRACE_S]" \
+    "-- PROGRAM ARGS..." >&2
+  exit 2
+}
+bad() { echo "mr-launch: $*" >&2; exit 2; }
 n=0; envs=(); sig=""; capture=""; grace=20; wait_for=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
@@ -29,10 +35,10 @@ done
 shift
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "mr-launch: -n '$n' is not a rank count" >&2; exit 2; }
 [[ "$grace" =~ ^[0-9]+$ ]] || { echo "mr-launch: -g '$grace' is not a number of seconds" >&2; exit 2; }
-if [ -n "$sig" ] && ! [[ "$sig" =~ ^[0-9]+:[A-Z0-9]+:[0-9.]+$ ]]; then echo "mr-launch: -s '$sig' is not R:SIGNAL:AFTER_S" >&2; exit 2; fi
-if [ -n "$capture" ] && ! [[ "$capture" =~ ^[0-9.]+:[0-9]+:.+$ ]]; then echo "mr-launch: -c '$capture' is not AFTER_S:R:DIR" >&2; exit 2; fi
+if [ -n "$sig" ] && ! [[ "$sig" =~ ^[0-9]+:[A-Z0-9]+:[0-9.]+$ ]]; then bad "-s '$sig' is not R:SIGNAL:AFTER_S"; fi
+if [ -n "$capture" ] && ! [[ "$capture" =~ ^[0-9.]+:[0-9]+:.+$ ]]; then bad "-c '$capture' is not AFTER_S:R:DIR"; fi
 for e in "${envs[@]}"; do
-  [[ "$e" =~ ^(all|[0-9]+):[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || { echo "mr-launch: -e '$e' is not R:VAR=VALUE" >&2; exit 2; }
+  [[ "$e" =~ ^(all|[0-9]+):[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || bad "-e '$e' is not R:VAR=VALUE"
 done
 
 dir="$(mktemp -d "${TMPDIR:-/tmp}/mr-launch.XXXXXX")"
@@ -41,7 +47,8 @@ since() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }';
 port=$((20000 + RANDOM % 20000)); ras=$((port + 20000))
 pids=(); signalled=""
 for ((r = 0; r < n; r++)); do
-  mine=(RANK="$r" WORLD_SIZE="$n" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" NCCL_RAS_ADDR="127.0.0.1:$((ras + r))")
+  mine=(RANK="$r" WORLD_SIZE="$n" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port"
+    NCCL_RAS_ADDR="127.0.0.1:$((ras + r))")
   for e in "${envs[@]}"; do case "$e" in "all:"*|"$r:"*) mine+=("${e#*:}") ;; esac; done
   env "${mine[@]}" "$@" > "$dir/$r.out" 2>&1 &
   pids+=($!)
@@ -50,7 +57,8 @@ cleanup() { for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
-ras_query() { # PORT FORMAT(text|json) COMMAND OUTFILE: NCCL's client exchange (src/ras/client.cc), as the fixtures show it
+# PORT FORMAT(text|json) COMMAND OUTFILE: NCCL's client exchange (src/ras/client.cc), as test/fixtures/nccl-ras show it
+ras_query() {
   local port="$1" format="$2" cmd="$3" out="$4" line req
   local reqs=("CLIENT PROTOCOL 2" "TIMEOUT 5"); [ "$format" = json ] && reqs+=("SET FORMAT json")
   {
@@ -107,7 +115,7 @@ while [ "$done_ranks" -lt "$n" ]; do
   done
   # a stopped rank outlives its peers: once all others have ended, the launcher ends it at once
   if [ -n "$signalled" ] && [ -z "${ended[$signalled]:-}" ] && [ "$done_ranks" = $((n - 1)) ]; then
-    kill -CONT "${pids[$signalled]}" 2>/dev/null; kill -9 "${pids[$signalled]}" 2>/dev/null; wait "${pids[$signalled]}" 2>/dev/null
+    p="${pids[$signalled]}"; kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null
     ended[$signalled]=killed; done_ranks=$((done_ranks + 1))
     echo "mr: rank $signalled killed by the launcher at +$(since) s (its peers had ended)" >> "$events"
   fi
@@ -116,7 +124,8 @@ while [ "$done_ranks" -lt "$n" ]; do
       [ -n "${ended[$r]:-}" ] && continue
       kill -CONT "${pids[$r]}" 2>/dev/null; kill -9 "${pids[$r]}" 2>/dev/null; wait "${pids[$r]}" 2>/dev/null
       ended[$r]=killed; done_ranks=$((done_ranks + 1))
-      echo "mr: rank $r killed by the launcher at +$(since) s (still running ${grace} s after a peer failed)" >> "$events"
+      echo "mr: rank $r killed by the launcher at +$(since) s (still running ${grace} s after a peer failed)" \
+        >> "$events"
     done
   fi
   sleep 0.1
