@@ -98,6 +98,10 @@ export const VARIABLES = Object.freeze([
     'offsets are estimated only between ranks on different clocks', ['bench/engine/arrivals.ts']),
   v('TARGET_RSD_BUDGET_S', 'hook', 'seconds one row-half may spend doubling its iterations under --target-rsd', '10',
     ['bench/engine/measure.ts']),
+  v('NCCL_HOSTID_PER_RANK', 'setting', '1: each nccl process sets NCCL_HOSTID to <host>-rank<N> (N its process rank) before ' +
+    'NCCL starts, so that NCCL takes every process for a node of its own: several ranks on one GPU with any NCCL, also ' +
+    'under --np and compare (the network transport between them: set NCCL_SOCKET_IFNAME, e.g. lo)', 'off',
+  ['bench/backends/nccl-devices.ts', 'scripts/gpu-check/60-multirank.sh']),
   v('ARRIVAL_TRACE', 'hook', 'FILE: rank 0 appends one JSON line per row-half with its raw device arrivals (no schema)', 'off',
     ['bench/engine/arrivals.ts', 'scripts/gpu-check/40-arrival.sh']),
   v('TEST_GPU_DELAY', 'hook', 'MICROS:ITER[:RANK]: a device-side busy wait of MICROS µs on rank RANK\'s stream before iteration ITER ' +
