@@ -61,7 +61,8 @@ const colls = peer === 'gloo'
   : (argv.colls ?? 'allreduce,bcast,alltoall,allgather').split(',').map((c) => COLLS.find((k) => k.name === c) ??
     fail(`unknown collective '${c}' (${COLLS.map((k) => k.name).join(', ')})`));
 
-interface Run { us: number[]; cpuS: number; ops: number }  // us: the tool's time per op (collbench: oop, ip)
+// us: the tool's time per op (collbench: oop, ip); procs: processes timed (each CPU figure is rounded to 10 ms)
+interface Run { us: number[]; cpuS: number; ops: number; procs: number }
 
 /** Runs commands at once (the ranks of one tool), each under /usr/bin/time; resolves their stdout and total CPU. */
 async function timed(cmds: { command: string; args: string[] }[]): Promise<{ out: string[]; cpuS: number }> {
@@ -95,7 +96,7 @@ async function runCollbench(c: Coll, bytes: number, iters: number, warmup: numbe
   const row = r.out[0]!.split('\n').map(splitTableRow).find((x) => x !== null);
   if (!row) throw new Error(`${c.collbench} ${args.join(' ')} printed no result row:\n${r.out[0]}`);
   // Ops: the warm-up, then per half one untimed op and the timed ones.
-  return { us: [Number(row.oop[0]), Number(row.ip[0])], cpuS: r.cpuS, ops: warmup + 2 * (iters + 1) };
+  return { us: [Number(row.oop[0]), Number(row.ip[0])], cpuS: r.cpuS, ops: warmup + 2 * (iters + 1), procs: 1 };
 }
 
 async function runGloo(bytes: number, iters: number, warmup: number): Promise<Run> {
@@ -113,7 +114,7 @@ async function runGloo(bytes: number, iters: number, warmup: number): Promise<Ru
       throw new Error('Gloo\'s benchmark printed no \'# mean_us\' (build it with ' +
         `scripts/bench-peers/build-gloo-benchmark.sh):\n${r.out[0]}`);
     }
-    return { us: [Number(mean[1])], cpuS: r.cpuS, ops: warmup + iters };
+    return { us: [Number(mean[1])], cpuS: r.cpuS, ops: warmup + iters, procs: NP };
   } finally {
     rmSync(store, { recursive: true, force: true });
   }
@@ -127,7 +128,7 @@ async function runOsu(c: Coll, bytes: number, iters: number, warmup: number): Pr
   const line = r.out[0]!.split('\n').find((l) => new RegExp(`^\\s*${m}\\s+\\S+`).test(l));
   if (!line) throw new Error(`${c.osu} printed no row for ${m} B:\n${r.out[0]}`);
   // OSU times each op between barriers: its ops are the iterations plus warm-up, each with a barrier after it.
-  return { us: [Number(line.trim().split(/\s+/)[1])], cpuS: r.cpuS, ops: warmup + iters };
+  return { us: [Number(line.trim().split(/\s+/)[1])], cpuS: r.cpuS, ops: warmup + iters, procs: 1 };
 }
 
 const runPeer = (c: Coll, bytes: number, iters: number, warmup: number): Promise<Run> =>
@@ -135,7 +136,10 @@ const runPeer = (c: Coll, bytes: number, iters: number, warmup: number): Promise
 
 // --- rounds -------------------------------------------------------------------------------------
 interface Cell { c: Coll; bytes: number; cb: Run[]; peer: Run[] }
-const cells: Cell[] = colls.flatMap((c) => sizes.map((bytes) => ({ c, bytes, cb: [] as Run[], peer: [] as Run[] })));
+// collbench's chunked collectives move 16-byte multiples per rank (nothing below 16 B × ranks): the smallest sizes of
+// alltoall and allgather are raised to that, so that both tools move data.
+const cells: Cell[] = colls.flatMap((c) => [...new Set(sizes.map((b) => (c.osuPerRank ? Math.max(b, 16 * NP) : b)))]
+  .map((bytes) => ({ c, bytes, cb: [] as Run[], peer: [] as Run[] })));
 const baseCb: number[] = [], basePeer: number[] = [];  // CPU seconds of a one-iteration run, per round
 const loads: number[] = [loadavg()[0]!];
 const started = new Date();
@@ -166,6 +170,12 @@ const spreadText = (xs: number[]): string =>
 const cpuPerOp = (runs: Run[], base: number[], baseOps: number): number[] =>
   runs.map((r, i) => ((r.cpuS - base[i]!) * 1e6) / (r.ops - baseOps));
 const baseOpsCb = 2 * 2, baseOpsPeer = 1;
+/** The CPU cell: median (p25–p75), or '< R' where the median is within the rounding of the two CPU times it is
+ *  taken from (10 ms per process and run, over the ops). */
+function cpuText(runs: Run[], perOp: number[], baseOps: number): string {
+  const resolution = (2 * 0.01 * runs[0]!.procs * 1e6) / (runs[0]!.ops - baseOps);
+  return Math.abs(linearQuantile(perOp, 0.5)) < resolution ? `< ${f2(resolution)}` : spreadText(perOp);
+}
 
 console.log(`# collbench beside ${peerName}, ${NP} ranks on this machine, ${rounds} rounds interleaved ` +
   `(A B, B A, …), started ${started.toISOString()}; load average ${loads.map((l) => l.toFixed(1)).join(' → ')}`);
@@ -192,10 +202,11 @@ for (const cell of cells) {
     `${s.ratio.toFixed(2)} (${s.ratioMin.toFixed(2)}–${s.ratioMax.toFixed(2)})`;
   const cpuRatio = linearQuantile(cpuCb, 0.5) / linearQuantile(cpuPeer, 0.5);
   console.log(peer === 'gloo'
-    ? `| ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ${spreadText(cpuPeer)} | ` +
-      `${spreadText(cpuCb)} | ${cpuRatio.toFixed(2)} |`
+    ? `| ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
+      `${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ${cpuText(cell.cb, cpuCb, baseOpsCb)} | ${cpuRatio.toFixed(2)} |`
     : `| ${cell.c.name} | ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-      `${spreadText(ip)} | ${ratioText(b)} | ${spreadText(cpuPeer)} | ${spreadText(cpuCb)} |`);
+      `${spreadText(ip)} | ${ratioText(b)} | ${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ` +
+      `${cpuText(cell.cb, cpuCb, baseOpsCb)} |`);
   json.push({ collective: cell.c.name, bytes: cell.bytes, iters, peerUs, collbenchOopUs: oop, collbenchIpUs: ip,
     cpuPerOpPeerUs: cpuPeer, cpuPerOpCollbenchUs: cpuCb });
 }
