@@ -5,10 +5,10 @@
 import { hostname } from 'node:os';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import { BackendUnavailableError, UsageError } from '../core/errors.js';
-import { givenAsAll } from '../core/plan.js';
+import { givenAsAll } from '../config/cases.js';
 import type { DTypeName, OpName } from '../core/types.js';
-import type { ResolvedOptions } from '../core/flags.js';
-import { underMpiLauncher } from '../launch/environment.js';
+import type { ResolvedOptions } from '../config/flags.js';
+import { underMpiLauncher } from '../launch/launcher.js';
 import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
 import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type SpecField } from '../native/binding.js';
 import { moduleBuilt, requireNativeModule } from '../native/loader.js';

@@ -4,11 +4,11 @@
 // first on a new node; the answer to "why did it pick that backend".
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
-import { flag, helpFlag } from '../core/flags.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
+import { flag, helpFlag } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { UsageError } from '../core/errors.js';
-import { prepareSingletonMpi, underMpiLauncher } from '../launch/environment.js';
+import { prepareSingletonMpi, underMpiLauncher } from '../launch/launcher.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';
 import type { BackendInfo } from '../native/binding.js';
 import { BACKENDS, backendRecord, requireBackend, selectBackend } from '../backends/registry.js';

@@ -1,6 +1,6 @@
 // Shared vocabulary of the TypeScript layer: datatypes, ops, collectives, backends, the per-row-half spec
 // handed to native code and what it returns (the options, ResolvedOptions, are derived from the flag table,
-// flags.ts). Enum values mirror native/src/core/types.h and spec.h (which mirror NCCL's
+// config/flags.ts). Enum values mirror native/src/core/types.h and spec.h (which mirror NCCL's
 // ncclDataType_t / ncclRedOp_t); test/native/enum-ids.test.ts compares them with the built modules.
 
 export const DTYPES = [
@@ -91,7 +91,7 @@ export interface HalfResult {
   iterUs?: number[];
   perRankIterUs?: number[][];
   /** Rank 0, several processes: when each process started each timed iteration, on its own clock (µs). With device
-   *  arrivals (nccl -I): per rank, the device time from its reference to each iteration (core/device-arrivals.ts). */
+   *  arrivals (nccl -I): per rank, the device time from its reference to each iteration (engine/device-arrivals.ts). */
   arrivalUs?: number[][];
   /** Device arrivals: per rank, [host time of its reference (µs, its process's clock), half-width of its window]. */
   deviceRefUs?: number[][];

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { prepareSingletonMpi } from '../../bench/launch/environment.js';
+import { prepareSingletonMpi } from '../../bench/launch/launcher.js';
 import type { NcclInitConfig } from '../../bench/backends/nccl.js';
 import { selectBackend } from '../../bench/backends/registry.js';
 import { cachedNccl, ncclModule } from '../helpers/nccl.js';

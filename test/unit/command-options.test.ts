@@ -1,20 +1,20 @@
-// Every command's options come from one kind of table (bench/config/options.ts): one parser with getopt_long's prefix
-// rule, one value parser (the flag kinds' syntax and ranges), one help renderer, one --timeout. Each command's table is
-// checked here for what the shared code relies on, and the shared rules are checked through several commands.
+// Every command's options come from one kind of table (bench/config/option-parser.ts): one parser with getopt_long's
+// prefix rule, one value parser (the flag kinds' syntax and ranges), one help renderer, one --timeout. Each command's
+// table is checked here for what the shared code relies on, and the shared rules are checked through several commands.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ACCEPT_OPTIONS } from '../../bench/commands/accept.js';
+import { ACCEPT_OPTIONS } from '../../bench/accept/command.js';
 import { BUNDLE_OPTIONS } from '../../bench/commands/bundle.js';
-import { COMPARE_OPTIONS, parseCompareArgs } from '../../bench/commands/compare.js';
+import { COMPARE_OPTIONS, parseCompareArgs } from '../../bench/compare/command.js';
 import { INFO_OPTIONS } from '../../bench/commands/info.js';
 import { REPORT_OPTIONS } from '../../bench/commands/report.js';
-import { WORKLOAD_OPTIONS } from '../../bench/commands/workload.js';
+import { WORKLOAD_OPTIONS } from '../../bench/workload/command.js';
 import { main } from '../../bench/cli/main.js';
-import { commandHelp, parseOptions, type CommandOptions } from '../../bench/config/options.js';
-import { parseCommandLine } from '../../bench/config/parse.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../../bench/config/option-parser.js';
+import { parseCommandLine } from '../../bench/config/run-options.js';
 import { UsageError } from '../../bench/core/errors.js';
 import { VARIABLES } from '../../bench/core/environment.js';
-import { ACTIONS, FLAGS, MAX_TIMEOUT_SEC, type FlagSpec, type ValueFlag } from '../../bench/core/flags.js';
+import { ACTIONS, FLAGS, MAX_TIMEOUT_SEC, type FlagSpec, type ValueFlag } from '../../bench/config/flags.js';
 import { LOCATE_OPTIONS, parseLocateArgs } from '../../bench/locate/options.js';
 
 const RUN: CommandOptions = { command: 'run', usage: '', about: '', groups: [...new Set(FLAGS.map((f) => f.group)), 'Other'], flags: [...FLAGS, ...ACTIONS], footer: '' };

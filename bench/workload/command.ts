@@ -3,26 +3,26 @@
 // the native timed loop (benchSequence: the whole step back to back, optionally with busy gaps standing in for the
 // compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
-import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/options.js';
-import { parseCommandLine } from '../config/parse.js';
+import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/option-parser.js';
+import { parseCommandLine } from '../config/run-options.js';
 import { asText } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../core/flags.js';
+import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../config/flags.js';
 import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
-import { launcherRank } from '../launch/environment.js';
+import { launcherRank } from '../launch/launcher.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { VERSION } from '../version.js';
-import { recommend, summarize } from '../workload/analyze.js';
-import { DDP_DEFAULT_CAP_MB, DDP_FIRST_BUCKET_BYTES } from '../workload/ddp.js';
-import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument, type WorkloadSettings } from '../workload/document.js';
-import { loadModel } from '../workload/model.js';
-import { ddpPlan, fsdpPlan, planLines, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
+import { recommend, summarize } from './analyze.js';
+import { DDP_DEFAULT_CAP_MB, DDP_FIRST_BUCKET_BYTES } from './ddp.js';
+import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument, type WorkloadSettings } from './document.js';
+import { loadModel } from './model.js';
+import { ddpPlan, fsdpPlan, planLines, type WorkloadKind, type WorkloadPlan } from './plan.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
-import { timeWorkload } from '../engine/workload.js';
+import { timeWorkload } from './runs.js';
 
 /** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
 type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
@@ -209,7 +209,7 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: IO
   return runWorkload(a, io, [scriptPath, 'workload', ...argv], env, onTimeout);
 }
 
-/** One rank's part: the engine times every configuration (engine/workload.ts); rank 0 summarises, recommends and
+/** One rank's part: the engine times every configuration (workload/runs.ts); rank 0 summarises, recommends and
  *  writes the outputs. */
 async function runWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS.ProcessEnv, onTimeout?: () => never): Promise<number> {
   const startTime = isoLocal(new Date());

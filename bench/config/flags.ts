@@ -6,7 +6,7 @@
 import {
   BACKEND_NAMES, DTYPES, GLOO_ALGOS, JSON_FORMATS, OPS, TABLE_FORMATS,
   type BackendName, type CollectiveName,
-} from './types.js';
+} from '../core/types.js';
 
 export const GROUPS = [
   'Sizes',
