@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 
 import { mpirunPlan } from '../bench/launch/mpirun.js';
 import { splitTableRow } from '../bench/report/reporters/nccl-table.js';
-import { aFirst, analyseSize, linearQuantile } from '../bench/core/side-by-side.js';
+import { aFirst, analyseSize, linearQuantile } from '../bench/tools/side-by-side.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const NP = 2;
