@@ -11,6 +11,7 @@ import { environmentText } from '../core/environment.js';
 import { EnvironmentError, EXIT, UsageError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { launchedRankLabel } from '../launch/launcher.js';
+import { commandList, unknownWordLine } from './command-words.js';
 import { isNativeError } from '../native/binding.js';
 
 /** One line to a file descriptor; a reader that went away (`| head`) ends the process quietly with 141, as
@@ -62,6 +63,7 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
       throw new UsageError(`help: unknown topic '${word}'; valid: env, run, ${Object.keys(SUBCOMMANDS).filter((k) => k !== 'help').join(', ')}`);
     }
     if (command) return command(['--help'], script, io);
+    if (word === undefined) io.out(commandList(programBase(script)));
     const parsed = parseCommandLine(['--help'], programBase(script));
     if (parsed.kind === 'help') io.out(parsed.text);
     return EXIT.OK;
@@ -71,8 +73,12 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
 export async function main(argv: string[], scriptPath: string, io: IO = stdio): Promise<number> {
   const program = programBase(scriptPath);
   try {
-    const subcommand = collectiveFromProgram(program) === null ? SUBCOMMANDS[argv[0]] : undefined;
+    const frontEnd = collectiveFromProgram(program) === null;
+    const subcommand = frontEnd ? SUBCOMMANDS[argv[0]] : undefined;
     if (subcommand) return await subcommand(argv.slice(1), scriptPath, io);
+    if (frontEnd && argv.length === 0) { io.out(commandList(program).trimEnd()); return EXIT.OK; }
+    const unknown = frontEnd ? unknownWordLine(argv[0], ['run', ...Object.keys(SUBCOMMANDS)]) : null;
+    if (unknown !== null) throw new UsageError(unknown);
     // -T expired: the backend's abort ends the job; this exit is for a backend without one.
     return await runCommand(argv, scriptPath, io, () => process.exit(EXIT.TIMEOUT));
   } catch (e: unknown) {

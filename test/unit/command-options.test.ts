@@ -114,7 +114,9 @@ describe('collbench help', () => {
     const report = await capture(['help', 'report']);
     assert.equal(report.out, `${commandHelp(REPORT_OPTIONS)}\n`);
     const run = await capture(['help']);
-    assert.match(run.out, /^USAGE: collbench \[run\] <collective> \[options\]/);
+    assert.match(run.out, /^USAGE: collbench <command> \[options\]/); // the command list, then the run's help
+    assert.match(run.out, /^USAGE: collbench \[run\] <collective> \[options\]/m);
+    assert.match((await capture(['help', 'run'])).out, /^USAGE: collbench \[run\] <collective> \[options\]/);
     assert.match(run.out, /environment variables: collbench help env/);
     const bad = await capture(['help', 'nope']);
     assert.equal(bad.code, 2);
