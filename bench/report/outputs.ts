@@ -3,7 +3,7 @@
 // one report document and rewrite their files atomically as rows come (at most once a second). `-` sends a document to stdout
 // once the run ends; the live table then goes to stderr so stdout holds only that document.
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { EnvironmentError, UsageError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
@@ -56,7 +56,9 @@ export function outputSpecs(o: ResolvedOptions): OutputSpec[] {
 /** Why a folder cannot take a new file, in words, from the error of creating one there. */
 function folderProblem(err: NodeJS.ErrnoException, dir: string): string {
   switch (err.code) {
-    case 'ENOENT': return `folder ${dir} does not exist`;
+    // a folder that exists yet answers ENOENT to a new file: a kernel file system (/proc, /sys)
+    case 'ENOENT': return existsSync(dir) ? `folder ${dir} takes no new files (a kernel file system such as /proc or /sys)`
+      : `folder ${dir} does not exist`;
     case 'ENOTDIR': return `${dir} is not a directory`;
     case 'EACCES': case 'EPERM': return `folder ${dir} is not writable (${err.code})`;
     case 'EROFS': return `folder ${dir} is on a read-only file system`;

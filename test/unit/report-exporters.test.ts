@@ -155,6 +155,9 @@ describe('atomic rewrite', () => {
     assert.throws(() => checkOutputPaths([{ flag: '-J', path: '-' }, { flag: '--md', path: '-' }]), /--md: stdout \(-\) already receives -J/);
     assert.throws(() => checkOutputPaths([{ flag: '-J', path: 'a' }, { flag: '--md', path: './a' }]), /--md: \.\/a is also the file of -J/);
     assert.throws(() => checkOutputPaths([{ flag: '--html', path: tmpdir() }]), /is a directory/);
+    // /proc exists but takes no new file (ENOENT): not "does not exist" (issue #36)
+    assert.throws(() => checkOutputPaths([{ flag: '-J', path: '/proc/out.json' }]), (e: unknown) => e instanceof UsageError &&
+      e.message === '-J: cannot write /proc/out.json: folder /proc takes no new files (a kernel file system such as /proc or /sys)');
   });
 });
 
