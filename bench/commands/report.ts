@@ -123,6 +123,9 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
     } catch (e) {
       throw new OutputError(`${flag}: cannot write ${path}: ${(e as Error).message}`);
     }
+    // on stderr: a report on stdout (-) stays clean
+    io.err(`report: wrote ${path} (${flag === '--html' ? 'HTML' : 'Markdown'}, ${runs.length} run${runs.length === 1 ? '' : 's'}: ` +
+      `${labels.join(', ')})`);
   };
   if (html !== null) write('--html', html, await renderHtml(runs, title));
   if (md !== null) write('--md', md, renderComparisonMarkdown(runs, title));

@@ -39,6 +39,7 @@ describe('collbench report', () => {
     const r = runProgram('collbench', ['report', f('a.json'), f('b.json'), f('c.json'), '--label', 'two ranks', '--label', 'one rank', '--md', f('cmp.md')]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `report: wrote ${f('cmp.md')} (Markdown, 3 runs: two ranks, one rank, c)\n`); // says what it wrote
     const md = readFileSync(f('cmp.md'), 'utf8');
     for (const h of ['## two ranks', '## one rank', '## c (', '## Bus bandwidth (GB/s)', '## Time (us)']) assert.ok(md.includes(h), h);
     const header = md.split('\n').find((l) => l.startsWith('| size (B)'))!;
