@@ -95,7 +95,10 @@ export function renderText(doc: CompareDocument): string[] {
   out.push(...metricLines(doc).map((l) => `# ${l}`));
   out.push(`# margin: clear = best's ${onTime(doc) ? 'max below the runner-up\'s min' : 'min above the runner-up\'s max'}, overlap = within the spread of runs;`);
   out.push('# [lo, hi]: 95% bootstrap interval of the gain over the runs; vs C0: Mann-Whitney test of the runs, Holm-corrected');
-  out.push('# over the sizes at 0.05 (3 runs against 3 can never be significant by ranks: use --repeats 5 or more for a verdict)');
+  const n = doc.runsPerCombination;
+  // two-sided Mann-Whitney of n runs against n: its smallest p is 2/C(2n, n) (0.1 for 3, 0.029 for 4)
+  out.push(`# over the sizes at 0.05${n < 4 ? ` (${n} run${n === 1 ? '' : 's'} against ${n} can never be significant by ranks: ` +
+    'use --repeats 5 or more for a verdict)' : ''}`);
   out.push('#');
   const combRows = [['id', 'combination', 'status', '#wrong', 'runs', 'error'],
     ...doc.combinations.map((c) => [c.id, c.label, c.status, wrongTotal(c), runsCell(c), shorten(c.error ?? '')])];

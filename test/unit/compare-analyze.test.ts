@@ -191,6 +191,9 @@ describe('compare verdict', () => {
     // the gain with its bootstrap interval; 3 runs against 3 cannot pass a rank test: no significant difference
     assert.match(text.join('\n'), /^ +1024 +1\.00 \[0\.80-1\.20\] +1\.50 \[1\.40-1\.60\] +3\.00 \[2\.90-3\.30\] +C2 +\+200\.0% \[\+\d+\.\d%, \+\d+\.\d%\] +no significant difference +clear$/m);
     assert.ok(!text.some((l) => l.includes('NCCL chose')), 'no NCCL column without an NCCL log');
+    // the note on too few runs says how many there are, and only when they are too few (was "3 against 3" at --repeats 5)
+    assert.ok(text.includes('# over the sizes at 0.05 (3 runs against 3 can never be significant by ranks: use --repeats 5 or more for a verdict)'));
+    assert.ok(renderText({ ...d, runsPerCombination: 5 }).includes('# over the sizes at 0.05'));
 
     const csv = renderCompareCsv(d).trim().split('\n');
     assert.equal(csv.length, 1 + 4 * 3);
