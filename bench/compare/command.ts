@@ -154,6 +154,17 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
       throw UsageError.forFlag('--tuner-csv', 'writes NCCL algorithm/protocol choices; compare NCCL settings (--env NCCL_ALGO=…, NCCL_PROTO=…) on the nccl backend');
     }
   }
+  // NCCL_* variables change nothing on another backend: every combination would run alike
+  const ncclVariable = opts.axes.find((a) => a.kind === 'env' && /^NCCL_/.test(a.name));
+  if (ncclVariable && backend !== 'nccl' && program.options.backend === null) {
+    // the backend was left to choose and NCCL is not the one here (no GPU, no libnccl): every run would be doomed
+    throw new BackendUnavailableError(`compare: --env ${ncclVariable.name} compares NCCL settings, but the nccl backend cannot ` +
+      `run here${backend !== null ? ` (the best one here is ${backend})` : ''}; collbench info says why; nothing was run`);
+  }
+  if (ncclVariable && backend !== null && backend !== 'nccl') {
+    throw UsageError.forFlag(`--env ${ncclVariable.name}`, `has no effect on the ${backend} backend (only NCCL reads NCCL_* ` +
+      `variables), so every combination would run alike; compare on --backend nccl, or compare ${backend === 'gloo' ? '--gloo-algo' : '--mca'} settings`);
+  }
   return { argv, opts, combos, program, backend };
 }
 

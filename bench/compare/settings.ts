@@ -76,7 +76,31 @@ export function parseAxis(kind: 'env' | 'mca', spec: string): Axis {
   if (kind === 'mca' && name.startsWith(MCA_ENV_PREFIX)) {
     throw UsageError.forFlag(flag, `give the MCA parameter name without ${MCA_ENV_PREFIX} (or use --env ${name}=…)`);
   }
-  return { kind, name, values: splitValues(flag, name, spec.slice(eq + 1)) };
+  const values = splitValues(flag, name, spec.slice(eq + 1));
+  if (kind === 'env') for (const v of values) checkNcclChoice(name, v);
+  return { kind, name, values };
+}
+
+/** The names NCCL_ALGO and NCCL_PROTO take (NCCL 2.2x, src/graph/tuning.cc ncclAlgoStr/ncclProtoStr; case-insensitive). */
+export const NCCL_CHOICES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  NCCL_ALGO: ['Tree', 'Ring', 'CollnetDirect', 'CollnetChain', 'NVLS', 'NVLSTree', 'PAT'],
+  NCCL_PROTO: ['LL', 'LL128', 'Simple'],
+});
+
+/** Refuses a value of NCCL_ALGO / NCCL_PROTO that names no algorithm or protocol (NCCL itself would refuse it, in every
+ *  run): `Ring`, `^LL128`, `Tree,Ring`, `allreduce:tree,ring;broadcast:ring` pass; `Rnig` does not. */
+function checkNcclChoice(variable: string, value: string): void {
+  const choices = NCCL_CHOICES[variable];
+  if (!choices) return;
+  for (const part of value.split(';')) {
+    const list = part.includes(':') ? part.slice(part.indexOf(':') + 1) : part;
+    for (const item of list.replace(/^\^/, '').split(',')) {
+      if (!choices.some((c) => c.toLowerCase() === item.trim().toLowerCase())) {
+        throw UsageError.forFlag('--env', `${variable}: '${item}' in '${value}' is no ${variable === 'NCCL_ALGO' ? 'algorithm' : 'protocol'} ` +
+          `NCCL knows; valid: ${choices.join(', ')} (a list, ^ to exclude, or coll:list;…)`);
+      }
+    }
+  }
 }
 
 /** `--gloo-algo ring,bcube` → an axis (values are checked by the program's own option parser). */

@@ -40,6 +40,10 @@ describe('collbench compare: bad input exits 2 with one line and runs nothing', 
     ['tuner CSV of alltoall', ['--env', 'NCCL_ALGO=Ring', '--tuner-csv', 't.conf', '--', 'alltoall_perf'], /^collbench: --tuner-csv: NCCL's example tuner plugin does not tune alltoall/],
     ['unknown compare flag', ['--envs', 'A=1', '--', 'all_reduce_perf'], /^collbench: compare: unknown option '--envs'/],
     ['bad --runs', ['--env', 'A=1', '--runs', '0', '--', 'all_reduce_perf'], /^collbench: compare: --runs: repeat count must be an integer between 1 and 1000, got 0/],
+    ['an NCCL_ALGO typo', ['--env', 'NCCL_ALGO=Rnig,Tree', '--', 'all_reduce_perf', '--backend', 'nccl'],
+      /^collbench: --env: NCCL_ALGO: 'Rnig' in 'Rnig' is no algorithm NCCL knows; valid: Tree, Ring, /],
+    ['NCCL variables on the mpi backend', ['--env', 'NCCL_ALGO=Ring,Tree', '--', 'all_reduce_perf', '--backend', 'mpi'],
+      /^collbench: --env NCCL_ALGO: has no effect on the mpi backend \(only NCCL reads NCCL_\* variables\)/],
   ];
   for (const [what, args, re] of cases) {
     it(what, () => {
@@ -52,6 +56,17 @@ describe('collbench compare: bad input exits 2 with one line and runs nothing', 
       assert.equal(existsSync(dir), false, 'nothing ran');
     });
   }
+
+  it('NCCL settings where the nccl backend cannot run (the README\'s example without a GPU): exit 5 before any run', (t) => {
+    if (/^\s*nccl\s+usable/m.test(runProgram('collbench', ['info']).stdout)) return t.skip('the nccl backend runs here');
+    const dir = join(fresh(), 'reports');
+    const r = runProgram('collbench', ['compare', '--reports-dir', dir, '--env', 'NCCL_ALGO=Ring,Tree', '--env', 'NCCL_PROTO=Simple,LL,LL128',
+      '--', 'all_reduce_perf', '-b', '8', '-e', '1G', '-f', '2'], { timeoutMs: 30_000 });
+    assert.equal(r.code, 5, r.stderr);
+    assert.match(r.stderr, /^collbench: compare: --env NCCL_ALGO compares NCCL settings, but the nccl backend cannot run here/);
+    assert.ok(oneLine(r.stderr), r.stderr);
+    assert.equal(existsSync(dir), false, 'nothing ran');
+  });
 
   it('prints its help', () => {
     const r = runProgram('collbench', ['compare', '--help']);

@@ -24,6 +24,13 @@ describe('compare settings: values and axes', () => {
     assert.deepEqual(parseAxis('env', 'NCCL_PROTO=Simple,LL,LL128'), { kind: 'env', name: 'NCCL_PROTO', values: ['Simple', 'LL', 'LL128'] });
     assert.deepEqual(parseAxis('mca', 'coll_tuned_allreduce_algorithm=0,1'), { kind: 'mca', name: 'coll_tuned_allreduce_algorithm', values: ['0', '1'] });
     assert.throws(() => parseAxis('env', 'NCCL_ALGO'), usage(/^--env: expected NAME=value1,value2/));
+    // NCCL_ALGO / NCCL_PROTO: names NCCL knows (any case), lists, ^ exclusions and per-collective lists pass; typos do not
+    for (const ok of ['NCCL_ALGO=ring,TREE,nvls,pat', 'NCCL_ALGO=^Ring', 'NCCL_ALGO=allreduce:tree\\,ring;broadcast:ring', 'NCCL_PROTO=^LL128,Simple']) {
+      assert.doesNotThrow(() => parseAxis('env', ok), ok);
+    }
+    assert.throws(() => parseAxis('env', 'NCCL_ALGO=Rnig,Tree'), usage(/^--env: NCCL_ALGO: 'Rnig' in 'Rnig' is no algorithm NCCL knows; valid: Tree, Ring, /));
+    assert.throws(() => parseAxis('env', 'NCCL_PROTO=Simple,LL129'), usage(/^--env: NCCL_PROTO: 'LL129' in 'LL129' is no protocol NCCL knows; valid: LL, LL128, Simple/));
+    assert.doesNotThrow(() => parseAxis('env', 'NCCL_MIN_NCHANNELS=Rnig')); // other variables' values are NCCL's business
     assert.throws(() => parseAxis('env', '=Ring'), usage(/^--env: '' is not a valid environment variable name/));
     assert.throws(() => parseAxis('env', '1X=a'), usage(/not a valid environment variable name/));
     assert.throws(() => parseAxis('mca', 'coll-tuned=1'), usage(/^--mca: 'coll-tuned' is not a valid MCA parameter name/));
