@@ -279,7 +279,7 @@ async function torchrunWorld(native: NcclNative, lib: string | undefined, world:
   try {
     const token = launcherJobToken(env);
     const met = await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env), { token, env });
-    state.notes = rendezvousNotes(met, token);
+    state.notes = rendezvousNotes(world, met, token);
     all = met.all.map((s) => JSON.parse(s) as typeof mine);
   } catch (e) {
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');

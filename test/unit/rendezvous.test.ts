@@ -267,12 +267,14 @@ describe('the job token', () => {
   it('the preamble says when the rendezvous is unauthenticated, where rank 0 listened and whom it turned away', () => {
     const result = { all: [], strays: 'turned away 1 connection that did not belong to this job: 1 from 10.0.0.9 (WORLD_SIZE=4)',
       listen: { hosts: null, note: 'listening on every interface: MASTER_ADDR=192.0.2.1 is not an address of this host' } };
-    const lines = rendezvousNotes(result, null);
+    const lines = rendezvousNotes(world(0, 2, 1), result, null);
     assert.equal(lines.length, 3);
     assert.match(lines[0]!, /^# Warning: the torchrun-style rendezvous is unauthenticated: none of COLLBENCH_JOB_TOKEN, TORCHELASTIC_RUN_ID, SLURM_JOB_ID/);
     assert.equal(lines[1], '# Rendezvous: listening on every interface: MASTER_ADDR=192.0.2.1 is not an address of this host');
     assert.equal(lines[2], `# Rendezvous: ${result.strays}`);
-    assert.deepEqual(rendezvousNotes({ all: [], strays: null, listen: { hosts: ['127.0.0.1'], note: null } }, tokenOf('x')), []);
+    assert.deepEqual(rendezvousNotes(world(0, 2, 1), { all: [], strays: null, listen: { hosts: ['127.0.0.1'], note: null } },
+      tokenOf('x')), []);
+    assert.deepEqual(rendezvousNotes(world(0, 1, 1), { all: ['x'], strays: null, listen: null }, null), [], 'a world of one: none');
   });
 
   it('strays from many addresses are kept in bounded memory: four named, the rest counted', () => {
