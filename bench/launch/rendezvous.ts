@@ -352,6 +352,7 @@ function join(world: TorchrunEnv, hello: string, deadline: number, timeoutMs: nu
     const onAnswer = (line: string): void => {
       let answer: Answer;
       try { answer = JSON.parse(line) as Answer; } catch { answer = {} as Answer; }
+      if (typeof answer !== 'object' || answer === null) answer = {} as Answer; // `null`, a number: not an answer
       if ('all' in answer && Array.isArray(answer.all) && answer.all.length === world.worldSize &&
         answer.all.every((p) => typeof p === 'string')) {
         settle(null, { all: answer.all, strays: null, listen: null });

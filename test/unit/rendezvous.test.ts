@@ -3,7 +3,7 @@
 // connections that are not its job's ranks (strays: probes, floods, slow peers, other jobs, duplicates).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { describe, it } from 'node:test';
 import { launcherJobToken, sameToken } from '../../bench/launch/job-token.js';
@@ -212,6 +212,22 @@ describe('strays at MASTER_PORT while the real ranks join late', () => {
     await assert.rejects(meet(world(1, 2, port), 'p1', 5_000, { token: launcherJobToken({ SLURM_JOB_ID: '7', SLURM_STEP_ID: '0' }) }),
       /turned rank 1 away: its job token \(from SLURM_JOB_ID\.SLURM_STEP_ID\) is not this job's \(from TORCHELASTIC_RUN_ID\): another job's/);
     await assert.rejects(r0, /waited 1s for rank\(s\) 1 of 2; .*another job \(token from SLURM_JOB_ID\.SLURM_STEP_ID\)/);
+  });
+
+  it('another program at MASTER_PORT: its answers (null, a number, a line without end) end the joining rank in one ' +
+    'line, never in an exception', async () => {
+    for (const [reply, pattern] of [
+      ['null\n', /malformed answer from 127\.0\.0\.1:\d+ \('null'\): is MASTER_PORT another program's\?/],
+      ['42\n', /malformed answer .*\('42'\)/],
+      ['{"all":["a"]}\n', /malformed answer/],
+      ['x'.repeat(2 * MAX_HELLO_BYTES + 2048), /answered with a line over \d+ bytes: is MASTER_PORT another program's\?/],
+    ] as const) {
+      const server = createServer((s) => { s.on('error', () => {}); s.end(reply); });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as { port: number }).port;
+      await assert.rejects(meet(world(1, 2, port), 'p1', 3_000, { token: null }), pattern);
+      server.close();
+    }
   });
 
   it('a hello larger than rank 0 takes is refused on the rank that would send it', async () => {
