@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { binDir, mpirunArgs, runMpirun, runProgram, type CliResult } from '../helpers/cli.js';
 import { assertNoDevice, cachedNccl, NO_NCCL_ENV, ncclModulePath, ncclModule, visibleGpus } from '../helpers/nccl.js';
 import { freePort } from '../helpers/net.js';
+import { multiRankGpuSupport } from '../../bench/backends/nccl-devices.js';
 
 const require = createRequire(import.meta.url);
 const nccl = cachedNccl();
@@ -141,6 +142,16 @@ describe('nccl backend with the real libnccl and no GPU', { skip: noGpuOnly }, (
     assert.ok(oneLine(r), r.stderr);
     assert.match(r.stderr, lib.deviceApiBuilt.length === 0 ? /-D 1: this collbench was built without NCCL's device-API headers/
       : new RegExp(`-D 1: the device-API kernels were built against NCCL .*loaded NCCL ${lib.version.replace(/\./g, '\\.')}`));
+  });
+
+  it('collbench info says how the loaded NCCL puts several ranks on one GPU, from the version the library reports', () => {
+    const lib = (require(ncclModulePath) as { library(o: { lib: string }): { version: string; versionCode: number } })
+      .library({ lib: nccl!.lib });
+    const info = runProgram('collbench', ['info', '--nccl-lib', nccl!.lib], { env: clean });
+    const line = info.stdout.split('\n').find((l) => l.startsWith('        several ranks per GPU: '));
+    assert.equal(line?.trim(), `several ranks per GPU: ${multiRankGpuSupport(lib.version, lib.versionCode)}`, info.stdout);
+    assert.match(line!, lib.versionCode >= 23000 ? /NCCL_MULTI_RANK_GPU_ENABLE=1 \(NCCL 2\.\d+\.\d+ has it\)/
+      : /a distinct NCCL_HOSTID per rank \(NCCL 2\.\d+\.\d+; NCCL_MULTI_RANK_GPU_ENABLE needs 2\.30 or newer\)/);
   });
 
   it('no backend named: the unusable nccl module gives way to mpi', () => {
