@@ -134,7 +134,7 @@ describe('the torchrun-style bootstrap\'s lines in the preamble (driver.warnings
       [ENV.RENDEZVOUS_TIMEOUT]: '20', ...jobEnv };
     const native = {
       library: () => lib('2.30.7', allFeatures(true)), uniqueId: () => new Array<number>(128).fill(7),
-      init: async () => ({ nranks: 2, rank: 0 }),
+      devices: () => ({ count: 1 }), init: async () => ({ nranks: 2, rank: 0 }),
     } as unknown as NativeBackend;
     const driver = createNcclDriver(env);
     const options = resolveOptions({ collective: 'all_reduce', backend: 'nccl' });
