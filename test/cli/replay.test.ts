@@ -107,6 +107,23 @@ describe('collbench replay', () => {
     assert.ok(doc.ops[0]!.wrong! > 0);
   });
 
+  it('collbench report overlays two replays of the same steps (Markdown), and refuses replays of different ones', () => {
+    // fr.json (the pickle on MPI) and corrupt.json (the same dump as JSON, on MPI under the corrupting library).
+    const r = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'corrupt.json'), '--label', 'pickle',
+      '--label', 'json', '--md', '-']);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = r.stdout.split('\n').filter((l) => /^\| \d+ \|/.test(l));
+    assert.equal(rows.length, 7);
+    assert.match(rows[0]!, /^\| 0 \| all_reduce \| 48 \| [\d.]+ \| [\d.]+ \| [\d.]+x \|$/);
+    assert.match(r.stdout, /^\| median \(us\) \| [\d.]+ \| [\d.]+ \| [\d.]+x \|$/m);
+    const other = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'log.json'), '--md', '-']);
+    assert.equal(other.code, 2);
+    assert.match(other.stderr, /log\.json and .*fr\.json are replays of different steps \(step 0 differs\)/);
+    const html = runProgram('collbench', ['report', join(dir, 'fr.json'), '--html', join(dir, 'x.html')]);
+    assert.equal(html.code, 2);
+    assert.match(html.stderr, /--html: replays are overlaid in Markdown only/);
+  });
+
   it('an inconsistent trace: one line, exit 2, nothing started or written', () => {
     const bad = join(dir, 'bad');
     mkdirSync(bad);
