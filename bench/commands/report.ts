@@ -32,7 +32,8 @@ const REPORT_FLAGS = [
 export const REPORT_OPTIONS: CommandOptions<typeof REPORT_FLAGS> = {
   command: 'report',
   usage: 'collbench report FILE.json [FILE.json …] [--html OUT.html] [--md OUT.md] [--label NAME …] [--title TEXT]',
-  about: '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).',
+  about: '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).\n' +
+    '  Replays (collbench replay -J) of the same steps overlay step by step, in Markdown (--md).',
   groups: [OPTIONS],
   flags: REPORT_FLAGS,
   footer: '  At least one of --html and --md is needed; - writes it to stdout.',
