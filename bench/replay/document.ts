@@ -25,6 +25,8 @@ export interface ReplayOp {
   group: { id: string; size: number };
   root: number | null;
   time: TimeSpread;
+  /** The step's time alone per timed iteration (µs, the slowest process's), for later comparisons. */
+  samplesUs: number[];
   algBwGBps: number;
   busBwGBps: number;
   wrong: number | null;
@@ -74,7 +76,7 @@ export function buildDocument(i: DocumentInput): ReplayDocument {
     return {
       step: s.index, collective: s.collective, recorded: s.name, dtype: s.dtype, recordedDtype: s.dtypeName,
       count: s.count, bytes: s.bytes, group: { id: s.group.id, size: s.group.size }, root: s.root < 0 ? null : s.root,
-      time, algBwGBps: alg, busBwGBps: busBwGBps(alg, getCollective(s.collective).busBwFactor(s.group.size)),
+      time, samplesUs: i.stepUs[k] ?? [], algBwGBps: alg, busBwGBps: busBwGBps(alg, getCollective(s.collective).busBwFactor(s.group.size)),
       wrong: i.check ? i.wrong[k] ?? 0 : null, where: s.where,
     };
   });

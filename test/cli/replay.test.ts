@@ -56,6 +56,7 @@ describe('collbench replay', () => {
     for (const o of doc.ops) {
       assert.equal(o.wrong, 0, `step ${o.step}`);
       assert.ok(o.time.medianUs > 0 && o.time.p99Us >= o.time.medianUs, `step ${o.step} times`);
+      assert.equal(o.samplesUs.length, 3);
     }
     assert.equal(doc.iteration.samplesUs.length, 3);
     // --gaps: the recorded 2 ms between calls (14 ms an iteration) spent as busy waits, at least.
