@@ -210,6 +210,11 @@ describe('replay checks: refused before anything runs, one line each', () => {
     assert.match(p.notes[0]!, /^shrunk from 8 to 4 ranks/);
   });
 
+  it('one process driving both GPUs (one pid, devices [0] and [1]): one rank per device', async () => {
+    const one = await readTrace([copy('nccl-log-merged', (_f, s) => s.replace(/:229906:229906 /g, ':229905:229905 '))]);
+    assert.deepEqual(shape(plan(one)), shape(plan(await readTrace([join(FIX, 'nccl-log-merged')]))));
+  });
+
   it('a missing rank file of a multi-file trace is named', async () => {
     const d = join(dir, 'dlrm-missing');
     mkdirSync(d);
