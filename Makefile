@@ -16,8 +16,8 @@ export TEST_JOBS
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead bench-instructions bench-gpu lint format \
-  format-check test test-unit stress clean nccl-cache bundle
+.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead bench-instructions bench-gpu bench-gloo \
+  bench-osu lint format format-check test test-unit stress clean nccl-cache bundle
 
 all: build
 
@@ -73,6 +73,20 @@ bench-overhead: build
 INSTRUCTIONS_ARGS ?=
 bench-instructions: build
 	node --import tsx scripts/bench-instructions.ts $(INSTRUCTIONS_ARGS)
+
+# collbench beside the libraries' own benchmarks, 2 ranks, interleaved (scripts/bench-peers.ts; docs/performance.md):
+# Gloo's gloo/benchmark at the commit Debian's libgloo packages, the OSU Micro-Benchmarks 7.4 on Open MPI, each built
+# first into the ignored third_party/ (scripts/bench-peers/build-*.sh; GLOO_SRC, OSU_SRC: a local source tree where
+# GitHub or the OSU site is out of reach). BENCH_GLOO_ARGS / BENCH_OSU_ARGS pass options (--rounds, --sizes, --colls).
+BENCH_GLOO_ARGS ?=
+bench-gloo: build
+	peer=$$(scripts/bench-peers/build-gloo-benchmark.sh | tail -1) && \
+	  node --import tsx scripts/bench-peers.ts --peer gloo --peer-bin "$$peer" $(BENCH_GLOO_ARGS)
+
+BENCH_OSU_ARGS ?=
+bench-osu: build
+	peer=$$(scripts/bench-peers/build-osu.sh | tail -1) && \
+	  node --import tsx scripts/bench-peers.ts --peer osu --peer-bin "$$peer" $(BENCH_OSU_ARGS)
 
 # collbench against NVIDIA's nccl-tests on this machine's GPU, same libnccl, interleaved per collective, mode and size
 # (scripts/bench-gpu/run.sh; docs/performance.md): builds nccl-tests v2.19.6 in the ignored third_party/ first

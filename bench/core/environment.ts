@@ -49,8 +49,13 @@ export const VARIABLES = Object.freeze([
     ['bench/launch/progress-board.ts']),
   v('WATCHDOG_MIN_S', 'setting', 'the default watchdog\'s floor in whole seconds (also bounds MPI_Init and the bring-up)',
     '120', ['bench/core/watchdog-floor.ts']),
-  v('RENDEZVOUS_TIMEOUT', 'setting', 'seconds the nccl backend waits for the other ranks in its file rendezvous (torchrun-style launches)',
+  v('RENDEZVOUS_TIMEOUT', 'setting', 'seconds the nccl backend waits for the other ranks in its TCP rendezvous (torchrun-style launches)',
     '300', ['bench/backends/nccl.ts']),
+  v('JOB_TOKEN', 'setting', 'a value every rank of one job shares and no other job has (set it the same on every rank, e.g. ' +
+    '$(openssl rand -hex 16) once per job): the torchrun-style rendezvous turns away a hello that does not carry it, so a ' +
+    'stray or another job on the same MASTER_PORT cannot join; never printed nor recorded in reports',
+    'TORCHELASTIC_RUN_ID, else SLURM_JOB_ID and SLURM_STEP_ID; with none of them the rendezvous is unauthenticated (the ' +
+    'preamble says so)', ['bench/launch/job-token.ts']),
   v('PIN_LOOP', 'setting', '0 leaves the timed loop\'s thread where the system puts it instead of on a CPU of its own',
     'pinned when this process decides placement (one CPU backend rank on the host, two or more CPUs)', ['bench/engine/loop-cpu.ts']),
   v('GLOO_STORE', 'setting', 'the gloo rendezvous store when --gloo-store is not given: file:DIR (a directory every rank sees) ' +
@@ -93,6 +98,10 @@ export const VARIABLES = Object.freeze([
     'offsets are estimated only between ranks on different clocks', ['bench/engine/arrivals.ts']),
   v('TARGET_RSD_BUDGET_S', 'hook', 'seconds one row-half may spend doubling its iterations under --target-rsd', '10',
     ['bench/engine/measure.ts']),
+  v('NCCL_HOSTID_PER_RANK', 'setting', '1: each nccl process sets NCCL_HOSTID to <host>-rank<N> (N its process rank) before ' +
+    'NCCL starts, so that NCCL takes every process for a node of its own: several ranks on one GPU with any NCCL, also ' +
+    'under --np and compare (the network transport between them: set NCCL_SOCKET_IFNAME, e.g. lo)', 'off',
+  ['bench/backends/nccl-devices.ts', 'scripts/gpu-check/60-multirank.sh']),
   v('ARRIVAL_TRACE', 'hook', 'FILE: rank 0 appends one JSON line per row-half with its raw device arrivals (no schema)', 'off',
     ['bench/engine/arrivals.ts', 'scripts/gpu-check/40-arrival.sh']),
   v('TEST_GPU_DELAY', 'hook', 'MICROS:ITER[:RANK]: a device-side busy wait of MICROS µs on rank RANK\'s stream before iteration ITER ' +
