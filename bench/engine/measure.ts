@@ -3,7 +3,7 @@
 import type { SweepCase } from '../config/cases.js';
 import { ENV } from '../core/environment.js';
 import { algBwGBps, busBwGBps } from '../core/metrics.js';
-import { iterStats } from '../core/iter-stats.js';
+import { iterStats } from '../core/stats.js';
 import type { HalfResult } from '../core/types.js';
 import { COMBINE } from '../native/binding.js';
 import type { RowHalfRecord, RowRecord } from '../report/reporter.js';

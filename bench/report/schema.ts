@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { LibraryHangView } from '../backends/nccl-ras.js';
-import type { IterStats } from '../core/iter-stats.js';
+import type { IterStats } from '../core/stats.js';
 import type { ClockMethod } from '../core/lateness.js';
 
 export const REPORT_KIND = 'collbench-report';
