@@ -13,7 +13,7 @@ import { availableParallelism, hostname, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { aFirst, analyseSize, linearQuantile, markBeyondNoise, type SizeResult } from '../bench/core/side-by-side.js';
+import { aFirst, analyseSize, linearQuantile, markBeyondNoise, type SizeResult } from '../bench/tools/side-by-side.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const COLLS = ['all_reduce', 'all_gather', 'alltoall', 'broadcast', 'reduce_scatter', 'sendrecv'] as const;
@@ -228,7 +228,7 @@ function loopSweep(exe: string, backend: Backend, ranks: number, coll: Coll, ext
 const plainSweep = (backend: Backend, ranks: number, coll: Coll, threadLevel = opts.threadLevel): Sample[] =>
   loopSweep(`plain_${backend}_loop`, backend, ranks, coll, backend === 'mpi' ? ['-t', threadLevel] : []);
 
-// ---- statistics (core/side-by-side.ts) --------------------------------------------------------------------
+// ---- statistics (tools/side-by-side.ts) --------------------------------------------------------------------
 
 const median = (xs: number[]): number => linearQuantile(xs, 0.5);
 const GOAL = { ratio: GOAL_RATIO, addedUs: GOAL_ADDED_US };

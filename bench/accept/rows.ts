@@ -1,6 +1,6 @@
 // A check's runs turned into the rows of the acceptance verdict: each threshold judged over the attempts, and the
 // comparison with a saved baseline size by size (the bootstrap interval of the ratio of medians at the verdict's
-// Bonferroni level). Pure: the runs themselves come from engine/accept-checks.ts.
+// Bonferroni level). Pure: the runs themselves come from accept/runs.ts.
 import { median } from 'simple-statistics';
 import { formatSize } from '../config/sizes.js';
 import type { ReportDocument } from '../report/schema.js';

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // Executable behind `make bench-gpu` and scripts/gpu-check/50-vs-nccl-tests.sh: collbench against nccl-tests on this
-// machine's GPU, interleaved (compare/vs-nccl-tests.ts). Plain compiled JavaScript, so the bundle's node runs it where
+// machine's GPU, interleaved (tools/vs-nccl-tests.ts). Plain compiled JavaScript, so the bundle's node runs it where
 // there is no Node.js or tsx. Bad input: one line on stderr, exit 2.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BadInput, main, parseOptions, USAGE } from '../compare/vs-nccl-tests.js';
+import { BadInput, main, parseOptions, USAGE } from '../tools/vs-nccl-tests.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 try {

@@ -37,16 +37,16 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   // reads reports: overlays runs into Markdown / HTML charts
   report: async (args, _script, io) => (await import('../commands/report.js')).reportCommand(args, io),
   // one child per NCCL_ALGO/NCCL_PROTO/MCA setting, with a verdict per size
-  compare: async (args, script, io) => (await import('../commands/compare.js')).compareCommand(args, script, io),
+  compare: async (args, script, io) => (await import('../compare/command.js')).compareCommand(args, script, io),
   // cluster acceptance: a profile's checks, a baseline, a pass/fail verdict
-  accept: async (args, script, io) => (await import('../commands/accept.js')).acceptCommand(args, script, io),
+  accept: async (args, script, io) => (await import('../accept/command.js')).acceptCommand(args, script, io),
   // the collectives one training step issues (DDP buckets, FSDP shards) per configuration, and a recommendation
   workload: async (args, script, io) =>
-    (await import('../commands/workload.js')).workloadCommand(args, script, io, () => process.exit(EXIT.TIMEOUT)),
+    (await import('../workload/command.js')).workloadCommand(args, script, io, () => process.exit(EXIT.TIMEOUT)),
   // what this installation can run here
   info: async (args, _script, io) => (await import('../commands/info.js')).infoCommand(args, io),
   // names the slow host or link: whole job, per-host groups, pairwise rounds, re-tests (child jobs under mpirun)
-  locate: async (args, script, io) => (await import('../commands/locate.js')).locateCommand(args, script, io),
+  locate: async (args, script, io) => (await import('../locate/command.js')).locateCommand(args, script, io),
   // the self-contained tarball for nodes without Node.js
   bundle: async (args, _script, io) => (await import('../commands/bundle.js')).bundleCommand(args, io),
   // `help` (the run's flags), `help env` (the environment variables), `help <command>` (as `<command> --help`)

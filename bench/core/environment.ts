@@ -47,7 +47,7 @@ export const VARIABLES = Object.freeze([
   v('RENDEZVOUS_TIMEOUT', 'setting', 'seconds the nccl backend waits for the other ranks in its file rendezvous (torchrun-style launches)',
     '300', ['bench/backends/nccl.ts']),
   v('PIN_LOOP', 'setting', '0 leaves the timed loop\'s thread where the system puts it instead of on a CPU of its own',
-    'pinned when this process decides placement (one CPU backend rank on the host, two or more CPUs)', ['bench/core/loop-cpu.ts']),
+    'pinned when this process decides placement (one CPU backend rank on the host, two or more CPUs)', ['bench/engine/loop-cpu.ts']),
   v('GLOO_STORE', 'setting', 'the gloo rendezvous store when --gloo-store is not given: file:DIR (a directory every rank sees) ' +
     'or redis://HOST:PORT; collbench --np sets it for its local ranks',
     'a private directory under --np, else per launcher', ['bench/backends/gloo.ts', 'bench/launch/local-ranks.ts']),

@@ -3,7 +3,7 @@
 // rank 0 appends one JSON line per row-half with its raw arrivals, so that a check on one GPU can see a device-side
 // delay move the device arrival while the host enqueue times stay (scripts/gpu-check/40-arrival.sh; not a report).
 import { appendFileSync } from 'node:fs';
-import { deviceArrivalsOnHost, rankClock } from '../core/device-arrivals.js';
+import { deviceArrivalsOnHost, rankClock } from './device-arrivals.js';
 import { ENV } from '../core/environment.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
 import type { RankLineInfo } from '../core/ranks.js';

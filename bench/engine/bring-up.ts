@@ -5,7 +5,7 @@ import type { Adjusted, BackendDriver } from '../backends/driver.js';
 import { selectBackend } from '../backends/registry.js';
 import type { ResolvedOptions } from '../core/flags.js';
 import type { IO } from '../core/io.js';
-import { loopCpuPlan, PIN_LOOP_ENV } from '../core/loop-cpu.js';
+import { loopCpuPlan, PIN_LOOP_ENV } from './loop-cpu.js';
 import { launcherRank } from '../launch/environment.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { SuiteHooks } from './context.js';
@@ -61,7 +61,7 @@ export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: Su
   }
 }
 
-/** Keeps the process's other threads off the timed loop's CPU where this process may decide it (core/loop-cpu.ts).
+/** Keeps the process's other threads off the timed loop's CPU where this process may decide it (engine/loop-cpu.ts).
  *  A refusal (a container without sched_setaffinity, another system) is said once; the run goes on unplaced. */
 async function placeLoop(native: NativeBackend, info: BackendInfo, gpu: boolean, dog: Watchdog, io: IO,
   env: NodeJS.ProcessEnv): Promise<void> {

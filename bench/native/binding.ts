@@ -75,7 +75,7 @@ export interface NativeBackend {
   /** The CPUs this process may run on (sched_getaffinity), ascending (native/src/addon/loop_cpu.h). */
   allowedCpus(): number[];
   /** On the executor thread: pins it (the timed loop's thread) to `cpu` and moves every other thread of the process
-   *  to the process's remaining CPUs, which it returns (bench/core/loop-cpu.ts decides when). */
+   *  to the process's remaining CPUs, which it returns (bench/engine/loop-cpu.ts decides when). */
   isolateLoopAsync(cpu: number): Promise<number[]>;
   /** Each process's monotonic clock (µs) read on leaving `rounds` successive barriers; rank 0 gets process × round
    *  readings, the others null (timed_loop.h clockSamples). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why this exists: `make bench-gpu` in one command: build (or take) nccl-tests beside the project, then run collbench
-# against it on this machine's GPU, interleaved, and print the side-by-side table (bench/compare/vs-nccl-tests.ts).
+# against it on this machine's GPU, interleaved, and print the side-by-side table (bench/tools/vs-nccl-tests.ts).
 # Works from the source tree or an extracted bundle (no Node.js needed there: the bundle's node runs the runner).
 # Usage: scripts/bench-gpu/run.sh [--bundle DIR] [runner options, e.g. --colls all --rounds 5]
 # Environment: NCCL_TESTS_BUILD (an nccl-tests build/ folder: skips the build), NODE (the node to use), and those of

@@ -1,4 +1,4 @@
-// The timed loop on a CPU of its own (core/loop-cpu.ts, native/src/addon/loop_cpu.cc), read from the kernel while a
+// The timed loop on a CPU of its own (engine/loop-cpu.ts, native/src/addon/loop_cpu.cc), read from the kernel while a
 // real run goes on: one thread (the loop's) on the last CPU of the process's set, every other thread on the rest; with
 // COLLBENCH_PIN_LOOP=0, or a process limited to one CPU (taskset), nothing is moved and nothing is said.
 import assert from 'node:assert/strict';

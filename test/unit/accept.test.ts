@@ -14,7 +14,7 @@ import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { bonferroniLevel, classifyRatio, medianRatioInterval } from '../../bench/accept/stats.js';
 import { seededRandom } from '../../bench/core/stats.js';
 import { lateText, renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';
-import { parseAcceptArgs } from '../../bench/commands/accept.js';
+import { parseAcceptArgs } from '../../bench/accept/command.js';
 import type { ReportDocument, ReportHalf } from '../../bench/report/schema.js';
 import { repoRoot } from '../helpers/cli.js';
 

@@ -1,6 +1,6 @@
 // The layering of bench/ (docs/architecture.md): imports flow one way, from a layer to the ones before it in
-// LAYERS, and no value import closes a cycle. Read from the source text, so a new upward import or cycle fails
-// here before anyone has to untangle it.
+// LAYERS; folders of one feature layer never import each other; no value import closes a cycle. Read from the source
+// text, so a new upward import, a feature reaching into another or a cycle fails here before anyone has to untangle it.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -9,15 +9,28 @@ import { fileURLToPath } from 'node:url';
 
 const BENCH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench');
 
-/** Lowest first: a module may import from its own layer and the layers before it. */
-const LAYERS = ['core', 'collectives', 'config', 'native', 'launch', 'backends', 'report', 'compare', 'locate', 'accept', 'workload', 'engine', 'commands', 'cli', 'bin'];
+/** One folder per command (and the developer tools): each imports the layers below, never another of them. */
+const FEATURES = ['commands', 'compare', 'locate', 'accept', 'workload', 'replay', 'tools'];
+
+/** Lowest first: a module may import from the folders of its own layer and of the layers before it. */
+const LAYERS: readonly (readonly string[])[] = [
+  ['core'],
+  ['collectives', 'config'],
+  ['native', 'launch'],
+  ['backends'],
+  ['report'],
+  ['engine'],
+  FEATURES,
+  ['cli', 'bin'],
+];
 /** Files at the top of bench/ (version.ts) belong to the lowest layer: anything may read them. */
+const folderOf = (file: string): string => (file.includes('/') ? file.slice(0, file.indexOf('/')) : 'core');
 const layerOf = (file: string): number => {
-  const top = file.includes('/') ? file.slice(0, file.indexOf('/')) : 'core';
-  const i = LAYERS.indexOf(top);
-  assert.ok(i >= 0, `bench/${file}: its folder is not a layer of LAYERS; add it there and to docs/architecture.md`);
+  const i = LAYERS.findIndex((folders) => folders.includes(folderOf(file)));
+  assert.ok(i >= 0, `bench/${file}: its folder is not in LAYERS; add it there and to docs/architecture.md`);
   return i;
 };
+const layerNames = LAYERS.map((folders) => folders.join(' ')).join(' < ');
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -45,8 +58,16 @@ function edges(): Edge[] {
   return out;
 }
 
+const show = (e: Edge): string => `${e.from} -> ${e.to}${e.typeOnly ? ' (type)' : ''}`;
+
 function upward(all: readonly Edge[]): string[] {
-  return all.filter((e) => layerOf(e.to) > layerOf(e.from)).map((e) => `${e.from} -> ${e.to}${e.typeOnly ? ' (type)' : ''}`);
+  return all.filter((e) => layerOf(e.to) > layerOf(e.from)).map(show);
+}
+
+/** Imports from one feature folder into another (each feature is read and changed on its own). */
+function acrossFeatures(all: readonly Edge[]): string[] {
+  return all.filter((e) => FEATURES.includes(folderOf(e.from)) && FEATURES.includes(folderOf(e.to))
+    && folderOf(e.from) !== folderOf(e.to)).map(show);
 }
 
 /** Value-import cycles, each as `a -> b -> a` (type-only imports are erased at run time and left out). */
@@ -71,7 +92,11 @@ function cycles(all: readonly Edge[]): string[] {
 }
 
 test('imports flow one way: no module imports from a layer above its own', () => {
-  assert.deepEqual(upward(edges()), [], `imports that point up (layers, lowest first: ${LAYERS.join(' < ')})`);
+  assert.deepEqual(upward(edges()), [], `imports that point up (layers, lowest first: ${layerNames})`);
+});
+
+test('features do not import each other', () => {
+  assert.deepEqual(acrossFeatures(edges()), [], `imports between feature folders (${FEATURES.join(', ')})`);
 });
 
 test('no value-import cycle between modules', () => {
@@ -84,6 +109,11 @@ test('the checks can fail: the parser sees static and dynamic imports; an upward
   assert.ok(all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/report.ts'), 'dynamic import not seen');
   assert.ok(all.some((e) => e.from === 'core/verdict.ts' && e.to === 'core/c-numbers.ts' && !e.typeOnly), 'same-layer import not seen');
   assert.deepEqual(upward([{ from: 'core/metrics.ts', to: 'report/format.ts', typeOnly: false }]), ['core/metrics.ts -> report/format.ts']);
+  assert.deepEqual(upward([{ from: 'config/parse.ts', to: 'collectives/index.ts', typeOnly: false }]), []);
+  assert.deepEqual(acrossFeatures([{ from: 'locate/command.ts', to: 'compare/settings.ts', typeOnly: true }]),
+    ['locate/command.ts -> compare/settings.ts (type)']);
+  assert.deepEqual(acrossFeatures([{ from: 'locate/command.ts', to: 'locate/runs.ts', typeOnly: false },
+    { from: 'locate/runs.ts', to: 'engine/child-runs.ts', typeOnly: false }]), []);
   assert.deepEqual(cycles([{ from: 'a.ts', to: 'b.ts', typeOnly: false }, { from: 'b.ts', to: 'a.ts', typeOnly: false }]), ['a.ts -> b.ts -> a.ts']);
   assert.deepEqual(cycles([{ from: 'a.ts', to: 'b.ts', typeOnly: false }, { from: 'b.ts', to: 'a.ts', typeOnly: true }]), []);
 });

@@ -3,12 +3,12 @@
 // checked here for what the shared code relies on, and the shared rules are checked through several commands.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ACCEPT_OPTIONS } from '../../bench/commands/accept.js';
+import { ACCEPT_OPTIONS } from '../../bench/accept/command.js';
 import { BUNDLE_OPTIONS } from '../../bench/commands/bundle.js';
-import { COMPARE_OPTIONS, parseCompareArgs } from '../../bench/commands/compare.js';
+import { COMPARE_OPTIONS, parseCompareArgs } from '../../bench/compare/command.js';
 import { INFO_OPTIONS } from '../../bench/commands/info.js';
 import { REPORT_OPTIONS } from '../../bench/commands/report.js';
-import { WORKLOAD_OPTIONS } from '../../bench/commands/workload.js';
+import { WORKLOAD_OPTIONS } from '../../bench/workload/command.js';
 import { main } from '../../bench/cli/main.js';
 import { commandHelp, parseOptions, type CommandOptions } from '../../bench/config/options.js';
 import { parseCommandLine } from '../../bench/config/parse.js';

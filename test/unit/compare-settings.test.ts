@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UsageError } from '../../bench/core/errors.js';
-import { parseCompareArgs } from '../../bench/commands/compare.js';
+import { parseCompareArgs } from '../../bench/compare/command.js';
 import { checkCombination, childWords, parseProgram } from '../../bench/compare/program.js';
 import { childEnv, combinations, parseAxis, parseGlooAxis, splitValues } from '../../bench/compare/settings.js';
 

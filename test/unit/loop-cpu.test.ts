@@ -1,8 +1,8 @@
-// When the timed loop gets a CPU of its own (core/loop-cpu.ts): one process alone on its host with two or more CPUs, a
+// When the timed loop gets a CPU of its own (engine/loop-cpu.ts): one process alone on its host with two or more CPUs, a
 // CPU backend, not switched off; the loop takes the last CPU of the process's set.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loopCpuPlan, PIN_LOOP_ENV } from '../../bench/core/loop-cpu.js';
+import { loopCpuPlan, PIN_LOOP_ENV } from '../../bench/engine/loop-cpu.js';
 
 describe('loopCpuPlan', () => {
   const base = { allowed: [0, 1, 2, 3], localSize: 1, gpu: false, env: {} };

@@ -1,4 +1,4 @@
-// The collbench-vs-nccl-tests runner without a GPU (bench/compare/vs-nccl-tests.ts): its table parser, the interleaved
+// The collbench-vs-nccl-tests runner without a GPU (bench/tools/vs-nccl-tests.ts): its table parser, the interleaved
 // order, the per-size judgement and the deadline, on outputs in the two tools' table format (test/fixtures/vs-nccl-tests:
 // written in that format, with and without -I's columns; no GPU here to record real ones), and its bad input. A real
 // A/A smoke run with the mpi backend standing in for both tools is in test/cli/vs-nccl-tests.test.ts.
@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { analyseSize } from '../../bench/core/side-by-side.js';
+import { analyseSize } from '../../bench/tools/side-by-side.js';
 import { BadInput, collect, parseOptions, parsePerfTable, render, runArgs, versionLine, type Options,
-  type Tool } from '../../bench/compare/vs-nccl-tests.js';
+  type Tool } from '../../bench/tools/vs-nccl-tests.js';
 import type { CollectiveName } from '../../bench/core/types.js';
 
 const FIX = join(import.meta.dirname, '..', 'fixtures', 'vs-nccl-tests');
@@ -106,7 +106,7 @@ describe('options', () => {
   });
 });
 
-describe('analyseSize (core/side-by-side.ts)', () => {
+describe('analyseSize (tools/side-by-side.ts)', () => {
   it('met by the ratio or by the added us, whichever allows more', () => {
     const g = { ratio: 1.02, addedUs: 0.3 };
     assert.equal(analyseSize(8, 8, [100, 101, 102], [99, 100, 100], g, 2).met, true);   // 1.01x

@@ -3,7 +3,7 @@
 // synthetic model, the recommendation's statistics and the document's schema.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCount, parseWorkloadArgs } from '../../bench/commands/workload.js';
+import { parseCount, parseWorkloadArgs } from '../../bench/workload/command.js';
 import { MIB } from '../../bench/config/sizes.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { recommend, summarize, type RepeatSamples } from '../../bench/workload/analyze.js';

@@ -146,7 +146,7 @@ export interface RowCells {
 /** One data row of an nccl-tests table (nccl-tests' own or collbench's) split into its columns, as this file prints
  *  them: `lead` = size count type redop root (redop '' for hypercube's empty column), then each half's time algbw
  *  busbw #wrong [i_min i_max i_p99 i_cv% with -I 1]; -S's timestamp left out. Null for any other line. The one
- *  reader of the table: the side-by-side with nccl-tests (compare/vs-nccl-tests.ts) and the tests use it. */
+ *  reader of the table: the side-by-side with nccl-tests (tools/vs-nccl-tests.ts) and the tests use it. */
 export function splitTableRow(line: string): { lead: string[]; oop: string[]; ip: string[] } | null {
   if (line.startsWith('#') || !/^\s*\d/.test(line)) return null;
   let f = line.trim().split(/\s+/);

@@ -9,12 +9,12 @@ import type { SweepCase } from '../core/plan.js';
 import { shortHost } from '../core/ranks.js';
 import { DTYPE_BYTES, type DTypeName, type HalfSpec } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
-import type { RepeatSamples } from '../workload/analyze.js';
-import { gapsFor, type WorkloadPlan } from '../workload/plan.js';
-import { withBackend, type BackendUp } from './bring-up.js';
-import type { SuiteHooks } from './context.js';
-import { localSpecs } from './half-spec.js';
-import { attachProgressBoards } from './progress-boards.js';
+import type { RepeatSamples } from './analyze.js';
+import { gapsFor, type WorkloadPlan } from './plan.js';
+import { withBackend, type BackendUp } from '../engine/bring-up.js';
+import type { SuiteHooks } from '../engine/context.js';
+import { localSpecs } from '../engine/half-spec.js';
+import { attachProgressBoards } from '../engine/progress-boards.js';
 
 /** How each configuration is timed. */
 export interface WorkloadTiming {

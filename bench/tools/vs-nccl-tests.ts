@@ -1,5 +1,5 @@
 // collbench against NVIDIA's nccl-tests on the same GPU and libnccl (issue #28: per-op cost, goal <= 1.02x or
-// <= +0.3 µs at every size): both programs run interleaved round by round (A B, then B A: core/side-by-side.ts) for
+// <= +0.3 µs at every size): both programs run interleaved round by round (A B, then B A: tools/side-by-side.ts) for
 // every collective and mode (out-of-place, in-place, -I 1, the 0-byte row), each run a fresh process, and the medians
 // over rounds are judged per size with their spread and interval. Entry point: bin/vs-nccl-tests.ts (`make bench-gpu`,
 // scripts/gpu-check/50-vs-nccl-tests.sh); it runs with the bundle's node, no tsx. Both tools print the same table.
@@ -8,7 +8,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { findBackendRecord } from '../backends/registry.js';
-import { aFirst, analyseSize, markBeyondNoise, type Goal, type SizeResult } from '../core/side-by-side.js';
+import { aFirst, analyseSize, markBeyondNoise, type Goal, type SizeResult } from './side-by-side.js';
 import { splitTableRow } from '../report/reporters/nccl-table.js';
 import { COLLECTIVES, type CollectiveName } from '../core/types.js';
 import { parseSize } from '../config/sizes.js';

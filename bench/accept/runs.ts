@@ -1,15 +1,15 @@
 // The runs of `collbench accept`: each check of the profile run as child runs of collbench (engine/child-runs.ts),
 // attempt after attempt until its k-of-n thresholds are decided, each report judged as it arrives; the first
 // report fixes the world (matched against a baseline's). Ctrl-C stops the running child.
-import { matchWorld, type LoadedBaseline } from '../accept/baseline.js';
-import { decided, judge, type ThresholdResult } from '../accept/evaluate.js';
-import type { ProfileCheck } from '../accept/profile.js';
-import type { CheckRuns } from '../accept/rows.js';
+import { matchWorld, type LoadedBaseline } from './baseline.js';
+import { decided, judge, type ThresholdResult } from './evaluate.js';
+import type { ProfileCheck } from './profile.js';
+import type { CheckRuns } from './rows.js';
 import { EXIT } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { failureLine, type ChildOutcome } from '../launch/child-job.js';
 import type { ReportDocument } from '../report/schema.js';
-import type { ChildRuns } from './child-runs.js';
+import type { ChildRuns } from '../engine/child-runs.js';
 
 /** What the runs take from accept's options. */
 export interface AcceptRunSettings {

@@ -13,16 +13,16 @@ import type { BackendName } from '../core/types.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
-import { analyze } from '../compare/analyze.js';
-import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../compare/document.js';
-import { checkCombination, parseProgram, type ProgramSpec } from '../compare/program.js';
+import { analyze } from './analyze.js';
+import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from './document.js';
+import { checkCombination, parseProgram, type ProgramSpec } from './program.js';
 import {
   renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText,
-} from '../compare/render.js';
+} from './render.js';
 import { withChildRuns, type ChildRuns } from '../engine/child-runs.js';
-import { CompareRuns } from '../engine/compare-runs.js';
-import { combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from '../compare/settings.js';
-import { renderTunerCsv, TUNER_COLLECTIVE } from '../compare/tuner-csv.js';
+import { CompareRuns } from './runs.js';
+import { combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from './settings.js';
+import { renderTunerCsv, TUNER_COLLECTIVE } from './tuner-csv.js';
 
 const PLACEMENTS = ['out-of-place', 'in-place'] as const;
 

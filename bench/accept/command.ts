@@ -1,24 +1,24 @@
 // `collbench accept --profile FILE [--baseline B.json] [--save-baseline OUT.json] [-J verdict.json] [--junit v.xml]
 // [--np N --hosts … --backend …]`: cluster acceptance in one command. The options, then the engine runs every check
-// of the profile (engine/accept-checks.ts: child runs with per-iteration samples), the rows are judged
+// of the profile (accept/runs.ts: child runs with per-iteration samples), the rows are judged
 // (bench/accept/rows.ts) and the verdict written; exit 0 pass, 7 a check failed, the run's own code when a run could
 // not finish.
 import { baselineCheck, loadBaseline, matchBaseline, BASELINE_KIND, BASELINE_SCHEMA_VERSION,
-  type BaselineDocument } from '../accept/baseline.js';
-import { judge, samplesBySize } from '../accept/evaluate.js';
-import { loadProfile, type Profile } from '../accept/profile.js';
-import { checkRows, type CheckRuns } from '../accept/rows.js';
-import { bonferroniLevel } from '../accept/stats.js';
+  type BaselineDocument } from './baseline.js';
+import { judge, samplesBySize } from './evaluate.js';
+import { loadProfile, type Profile } from './profile.js';
+import { checkRows, type CheckRuns } from './rows.js';
+import { bonferroniLevel } from './stats.js';
 import {
   ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
   type AcceptDocument, type Verdict,
-} from '../accept/verdict.js';
+} from './verdict.js';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
 import { asText } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS, flag, helpFlag } from '../core/flags.js';
-import { AcceptChecks } from '../engine/accept-checks.js';
+import { AcceptChecks } from './runs.js';
 import { withChildRuns } from '../engine/child-runs.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';

@@ -3,14 +3,14 @@
 // skipped after; on NCCL one extra default run logs NCCL's per-call tuning choices. Ctrl-C stops the running child.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { classifyRun, type RunResult } from '../compare/analyze.js';
-import type { NcclProbe } from '../compare/document.js';
-import { NCCL_FUNC_OF, parseNcclTuningLog, type NcclTuningEvent } from '../compare/nccl-log.js';
-import { childWords, type ProgramSpec } from '../compare/program.js';
-import { shorten } from '../compare/render.js';
-import { childEnv, type Combination } from '../compare/settings.js';
+import { classifyRun, type RunResult } from './analyze.js';
+import type { NcclProbe } from './document.js';
+import { NCCL_FUNC_OF, parseNcclTuningLog, type NcclTuningEvent } from './nccl-log.js';
+import { childWords, type ProgramSpec } from './program.js';
+import { shorten } from './render.js';
+import { childEnv, type Combination } from './settings.js';
 import type { IO } from '../core/io.js';
-import type { ChildRuns } from './child-runs.js';
+import type { ChildRuns } from '../engine/child-runs.js';
 
 const NCCL_PROBE_ENV = { NCCL_DEBUG: 'INFO', NCCL_DEBUG_SUBSYS: 'TUNING' };
 

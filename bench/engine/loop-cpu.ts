@@ -4,7 +4,7 @@
 // itself, keeps them apart: the loop on one CPU, every other thread on the rest. Where that cannot be decided from one
 // process (several ranks on the host: the launcher's binding), and for GPUs (the GPU's launcher and NUMA placement
 // decide), nothing is moved.
-import { ENV } from './environment.js';
+import { ENV } from '../core/environment.js';
 
 /** COLLBENCH_PIN_LOOP=0 leaves every thread where the system puts it. */
 export const PIN_LOOP_ENV = ENV.PIN_LOOP;

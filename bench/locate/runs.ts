@@ -6,11 +6,11 @@ import { EnvironmentError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { failureLine, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
 import { mpirunPlan } from '../launch/mpirun.js';
-import { samplesOf, type GroupSamples } from '../locate/decide.js';
-import type { LocateJob } from '../locate/document.js';
-import type { GroupSpec, MeasureStep, Measurer } from '../locate/flow.js';
-import { DEFAULT_RUN_ARGS, type LocateOptions } from '../locate/options.js';
-import type { ChildRuns } from './child-runs.js';
+import { samplesOf, type GroupSamples } from './decide.js';
+import type { LocateJob } from './document.js';
+import type { GroupSpec, MeasureStep, Measurer } from './flow.js';
+import { DEFAULT_RUN_ARGS, type LocateOptions } from './options.js';
+import type { ChildRuns } from '../engine/child-runs.js';
 
 /** A host that resolves but where mpirun cannot start a process: exit 5, naming it. */
 export class UnreachableHostError extends EnvironmentError {}

@@ -4,17 +4,17 @@
 // decision rule live in bench/locate/. Open MPI's configuration comes from the environment (OMPI_MCA_*), untouched.
 import { lookup } from 'node:dns/promises';
 import { withChildRuns } from '../engine/child-runs.js';
-import { checkReachable, LocateJobs } from '../engine/locate-jobs.js';
+import { checkReachable, LocateJobs } from './runs.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { OutputError } from '../report/outputs.js';
-import { renderLocateText } from '../locate/document.js';
-import { runLocate } from '../locate/flow.js';
-import { LOCATE_OPTIONS, parseLocateArgs, type LocateOptions, type PlanRequest } from '../locate/options.js';
-import { fitSchedule, locatePlan } from '../locate/schedule.js';
-import { BUDGET_SLACK } from '../locate/budget.js';
-import { formatSeconds } from '../locate/document.js';
+import { renderLocateText } from './document.js';
+import { runLocate } from './flow.js';
+import { LOCATE_OPTIONS, parseLocateArgs, type LocateOptions, type PlanRequest } from './options.js';
+import { fitSchedule, locatePlan } from './schedule.js';
+import { BUDGET_SLACK } from './budget.js';
+import { formatSeconds } from './document.js';
 import { commandHelp } from '../config/options.js';
 
 

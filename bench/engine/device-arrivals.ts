@@ -2,7 +2,7 @@
 // its stream's time from a reference event to each iteration's -I mark, and the host time of that reference (the middle
 // of the window it completed in). Here they become arrivals on each process's host clock, and the processes' clock
 // alignment (core/lateness.ts) is spread over their ranks, so the one lateness rule names a GPU as it names a process.
-import type { ClockAlignment } from './lateness.js';
+import type { ClockAlignment } from '../core/lateness.js';
 
 /** Device arrivals placed on their process's host clock (µs), and how sure the placement is. */
 export interface HostArrivals {

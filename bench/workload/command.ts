@@ -15,14 +15,14 @@ import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { VERSION } from '../version.js';
-import { recommend, summarize } from '../workload/analyze.js';
-import { DDP_DEFAULT_CAP_MB, DDP_FIRST_BUCKET_BYTES } from '../workload/ddp.js';
-import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument, type WorkloadSettings } from '../workload/document.js';
-import { loadModel } from '../workload/model.js';
-import { ddpPlan, fsdpPlan, planLines, type WorkloadKind, type WorkloadPlan } from '../workload/plan.js';
+import { recommend, summarize } from './analyze.js';
+import { DDP_DEFAULT_CAP_MB, DDP_FIRST_BUCKET_BYTES } from './ddp.js';
+import { buildDocument, renderCsv, renderHtml, renderText, type WorkloadDocument, type WorkloadSettings } from './document.js';
+import { loadModel } from './model.js';
+import { ddpPlan, fsdpPlan, planLines, type WorkloadKind, type WorkloadPlan } from './plan.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
-import { timeWorkload } from '../engine/workload.js';
+import { timeWorkload } from './runs.js';
 
 /** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
 type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
@@ -209,7 +209,7 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: IO
   return runWorkload(a, io, [scriptPath, 'workload', ...argv], env, onTimeout);
 }
 
-/** One rank's part: the engine times every configuration (engine/workload.ts); rank 0 summarises, recommends and
+/** One rank's part: the engine times every configuration (workload/runs.ts); rank 0 summarises, recommends and
  *  writes the outputs. */
 async function runWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS.ProcessEnv, onTimeout?: () => never): Promise<number> {
   const startTime = isoLocal(new Date());
