@@ -6,10 +6,10 @@
 //                         [--slow RANK:CHANNEL] [--factor 4.6] [--late RANK] [--late-us 400]
 //       prints JSON: per row-half, per rank, the rows read (the shape collbench gathers), and the totals;
 //   link_profiler_harness LIB rows [--rows 3000]
-//       thousands of row-halves, each a new collective kind, read and reset: checks the rows and that the heap stays
-//       the same; then the same without resets: kinds past the table's capacity are counted as dropped.
+//       thousands of row-halves, each a new collective kind, read and reset: checks the rows and that nothing is
+//       dropped; then the same without resets: kinds past the table's capacity are counted as dropped, not kept.
+//       Both modes count the allocations made inside the event calls (malloc interposed): there must be none.
 #include <dlfcn.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -30,6 +30,10 @@ using namespace collbench::profabi;
 uint64_t g_now = 0;
 uint64_t simClock() { return g_now; }
 
+// Allocations made while NCCL's thread is inside the plugin's event calls (malloc is interposed below).
+bool g_inEventCall = false, g_inInit = false;
+uint64_t g_eventAllocs = 0, g_initAllocs = 0;  // the latter proves the count live: init makes the context
+
 struct Api {
   ProfilerTable* table = nullptr;
   int (*read)(int, CollbenchLinkRow*, int, int*, CollbenchCollRow*, int, int*, CollbenchKernelChRow*, int, int*,
@@ -47,6 +51,25 @@ void check(Result r, const char* call) {
   if (r != Success) fail(std::string(call) + " returned " + std::to_string(r));
 }
 
+// The event calls, as NCCL's threads make them, counting what they allocate.
+struct InEventCall {
+  InEventCall() { g_inEventCall = true; }
+  ~InEventCall() { g_inEventCall = false; }
+};
+ProfilerTable* g_table = nullptr;
+void startEvent(void* ctx, void** handle, EventDescr* d, const char* what) {
+  InEventCall in;
+  check(g_table->startEvent(ctx, handle, d), what);
+}
+void recordState(void* handle, int state, EventStateArgs* args, const char* what) {
+  InEventCall in;
+  check(g_table->recordEventState(handle, state, args), what);
+}
+void stopEvent(void* handle, const char* what) {
+  InEventCall in;
+  check(g_table->stopEvent(handle), what);
+}
+
 Api load(const char* path) {
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);  // as NCCL opens NCCL_PROFILER_PLUGIN
   if (!lib) fail(std::string("dlopen: ") + dlerror());
@@ -59,6 +82,7 @@ Api load(const char* path) {
   if (!a.read || !a.setClock || !a.abi) fail("collbenchProfilerRead/SetClock/Abi not exported");
   if (a.abi() != COLLBENCH_PROFILER_ABI) fail("ABI " + std::to_string(a.abi()));
   a.setClock(simClock);
+  g_table = a.table;
   return a;
 }
 
@@ -128,7 +152,7 @@ void ringIteration(const Api& api, std::vector<void*>& ctx, const Options& o, ui
       d.coll.nChannels = static_cast<uint8_t>(C);
       d.coll.algo = "RING";
       d.coll.proto = "SIMPLE";
-      check(api.table->startEvent(ctx[r], &coll[r], &d), "startEvent(coll)");
+      startEvent(ctx[r], &coll[r], &d, "startEvent(coll)");
     });
   }
   // Handles live as NCCL keeps them: one per proxy op, and per op NCCL_STEPS step slots reused in turn.
@@ -150,10 +174,10 @@ void ringIteration(const Api& api, std::vector<void*>& ctx, const Options& o, ui
         d.proxyOp.chunkSize = static_cast<int>(stepBytes);
         d.proxyOp.peer = q;
         d.proxyOp.isSend = 1;
-        check(api.table->startEvent(ctx[r], &sendOp[r * C + ch], &d), "startEvent(proxyOp send)");
+        startEvent(ctx[r], &sendOp[r * C + ch], &d, "startEvent(proxyOp send)");
         d.proxyOp.peer = p;
         d.proxyOp.isSend = 0;
-        check(api.table->startEvent(ctx[r], &recvOp[r * C + ch], &d), "startEvent(proxyOp recv)");
+        startEvent(ctx[r], &recvOp[r * C + ch], &d, "startEvent(proxyOp recv)");
       });
       tl.at(gpuStart[r], [&, r, ch, start = gpuStart[r]] {
         EventDescr d{};
@@ -162,7 +186,7 @@ void ringIteration(const Api& api, std::vector<void*>& ctx, const Options& o, ui
         d.rank = r;
         d.kernelCh.channelId = static_cast<uint8_t>(ch);
         d.kernelCh.pTimer = start + 7000000ull * static_cast<uint64_t>(r);  // each GPU's own clock
-        check(api.table->startEvent(ctx[r], &kernel[r * C + ch], &d), "startEvent(kernelCh)");
+        startEvent(ctx[r], &kernel[r * C + ch], &d, "startEvent(kernelCh)");
       });
     }
     for (int k = 0; k < S; ++k) {
@@ -191,17 +215,17 @@ void ringIteration(const Api& api, std::vector<void*>& ctx, const Options& o, ui
           d.parentObj = *op;
           d.rank = rank;
           d.proxyStep.step = k;
-          check(api.table->startEvent(ctx[rank], slot, &d), "startEvent(proxyStep)");
+          startEvent(ctx[rank], slot, &d, "startEvent(proxyStep)");
         };
         auto record = [&api](void** slot, int state, uint64_t size) {
           if (!*slot) return;  // NCCL skips records of steps it holds no handle for
           EventStateArgs a{};
           a.proxyStep.transSize = size;
-          check(api.table->recordEventState(*slot, state, &a), "recordEventState(proxyStep)");
+          recordState(*slot, state, &a, "recordEventState(proxyStep)");
         };
         auto stop = [&api](void** slot) {
           if (!*slot) return;
-          check(api.table->stopEvent(*slot), "stopEvent(proxyStep)");
+          stopEvent(*slot, "stopEvent(proxyStep)");
           *slot = nullptr;
         };
         void** sOp = &sendOp[r * C + ch];
@@ -219,16 +243,16 @@ void ringIteration(const Api& api, std::vector<void*>& ctx, const Options& o, ui
     for (int r = 0; r < n; ++r) {
       uint64_t last = consumed[r * S + S - 1];
       tl.at(last + 100, [&, r, ch, last] {
-        check(api.table->stopEvent(sendOp[r * C + ch]), "stopEvent(proxyOp send)");
-        check(api.table->stopEvent(recvOp[r * C + ch]), "stopEvent(proxyOp recv)");
+        stopEvent(sendOp[r * C + ch], "stopEvent(proxyOp send)");
+        stopEvent(recvOp[r * C + ch], "stopEvent(proxyOp recv)");
         EventStateArgs a{};
         a.kernelCh.pTimer = last + 7000000ull * static_cast<uint64_t>(r);
-        check(api.table->recordEventState(kernel[r * C + ch], StateKernelChStop, &a), "recordEventState(kernelCh)");
-        check(api.table->stopEvent(kernel[r * C + ch]), "stopEvent(kernelCh)");
+        recordState(kernel[r * C + ch], StateKernelChStop, &a, "recordEventState(kernelCh)");
+        stopEvent(kernel[r * C + ch], "stopEvent(kernelCh)");
       });
     }
   }
-  for (int r = 0; r < n; ++r) tl.at(end + 200, [&, r] { check(api.table->stopEvent(coll[r]), "stopEvent(coll)"); });
+  for (int r = 0; r < n; ++r) tl.at(end + 200, [&, r] { stopEvent(coll[r], "stopEvent(coll)"); });
   tl.replay();
   t0 = end + 5000;
 }
@@ -279,7 +303,10 @@ std::vector<void*> initRanks(const Api& api, int n, uint64_t commId) {
   std::vector<void*> ctx(n, nullptr);
   for (int r = 0; r < n; ++r) {
     int mask = 0;
-    check(api.table->init(&ctx[r], commId, &mask, "harness", n, n, r, logger), "init");
+    g_inInit = true;
+    Result res = api.table->init(&ctx[r], commId, &mask, "harness", n, n, r, logger);
+    g_inInit = false;
+    check(res, "init");
     const int want = EventColl | EventProxyOp | EventProxyStep | EventKernelCh;
     if (!ctx[r] || (mask & want) != want) fail("init: no context or events not activated");
   }
@@ -320,15 +347,12 @@ int runRing(const Api& api, const Options& o) {
   }
   finalizeRanks(api, ctx);
   readAll(api, rd, 1);
-  printf("],\"dropped\":%llu,\"afterFinalize\":%d}\n", static_cast<unsigned long long>(dropped),
+  printf("],\"dropped\":%llu,\"eventAllocations\":%llu,\"afterFinalize\":%d}\n",
+         static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(g_eventAllocs),
          rd.nLinks + rd.nColls + rd.nChannels + rd.totals.comms);
   return 0;
 }
 
-size_t heapInUse() {
-  struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-}
 
 int runRows(const Api& api, const Options& o) {
   Options small = o;
@@ -340,7 +364,6 @@ int runRows(const Api& api, const Options& o) {
   std::vector<void*> ctx = initRanks(api, small.ranks, 0x5eedull);
   uint64_t t0 = 1000000, seed = 7;
   Read rd;
-  size_t heapAt10 = 0;
   for (int row = 0; row < o.rows; ++row) {
     for (int half = 0; half < 2; ++half) {
       size_t count = 1000 + static_cast<size_t>(row);  // a new collective kind every row
@@ -352,19 +375,21 @@ int runRows(const Api& api, const Options& o) {
       if (rd.totals.droppedCollKinds + rd.totals.droppedSteps + rd.totals.droppedOps + rd.totals.droppedLinks)
         fail("row " + std::to_string(row) + ": dropped events");
     }
-    if (row == 10) heapAt10 = heapInUse();
   }
-  size_t heapEnd = heapInUse();
-  printf("rows: %d row-halves read and reset, heap at row 10 %zu B, at the end %zu B\n", o.rows * 2, heapAt10, heapEnd);
+  printf("rows: %d row-halves read and reset, every row's kind and links read back, nothing dropped\n", o.rows * 2);
   // Without resets the run's kinds outgrow the table: they are counted as dropped, the table does not grow.
   for (int row = 0; row < COLLBENCH_PROFILER_MAX_COLL_KINDS + 100; ++row)
     ringIteration(api, ctx, small, t0, 900000 + static_cast<size_t>(row), 4096, seed);
   readAll(api, rd, 0);
-  printf("no reset: %d kinds kept per rank of %d seen, %llu dropped, heap %zu B\n", rd.nColls / small.ranks,
-         COLLBENCH_PROFILER_MAX_COLL_KINDS + 100, static_cast<unsigned long long>(rd.totals.droppedCollKinds),
-         heapInUse());
+  printf("no reset: %d kinds kept per rank of %d seen, %llu dropped\n", rd.nColls / small.ranks,
+         COLLBENCH_PROFILER_MAX_COLL_KINDS + 100, static_cast<unsigned long long>(rd.totals.droppedCollKinds));
+  printf("event calls allocated %llu times (init: %llu)\n", static_cast<unsigned long long>(g_eventAllocs),
+         static_cast<unsigned long long>(g_initAllocs));
   finalizeRanks(api, ctx);
-  return heapEnd == heapAt10 ? 0 : 1;
+  return g_eventAllocs == 0 && rd.nColls == small.ranks * COLLBENCH_PROFILER_MAX_COLL_KINDS &&
+                 rd.totals.droppedCollKinds == 100u * small.ranks
+             ? 0
+             : 1;
 }
 
 }  // namespace
@@ -393,4 +418,24 @@ int main(int argc, char** argv) {
   if (mode == "ring") return runRing(api, o);
   if (mode == "rows") return runRows(api, o);
   fail("unknown mode " + mode);
+}
+
+// The harness's own allocator entry points: count what the plugin's event calls allocate (operator new ends here too).
+extern "C" void* __libc_malloc(size_t);
+extern "C" void* __libc_calloc(size_t, size_t);
+extern "C" void* __libc_realloc(void*, size_t);
+extern "C" void* malloc(size_t n) {
+  if (g_inEventCall) ++g_eventAllocs;
+  if (g_inInit) ++g_initAllocs;
+  return __libc_malloc(n);
+}
+extern "C" void* calloc(size_t n, size_t size) {
+  if (g_inEventCall) ++g_eventAllocs;
+  if (g_inInit) ++g_initAllocs;
+  return __libc_calloc(n, size);
+}
+extern "C" void* realloc(void* p, size_t n) {
+  if (g_inEventCall) ++g_eventAllocs;
+  if (g_inInit) ++g_initAllocs;
+  return __libc_realloc(p, n);
 }
