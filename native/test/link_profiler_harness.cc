@@ -4,7 +4,7 @@
 //
 //   link_profiler_harness LIB ring [--ranks 8] [--channels 8] [--halves 6] [--iters 8] [--steps 16]
 //                         [--slow RANK:CHANNEL] [--factor 4.6] [--late RANK] [--late-us 400]
-//       prints JSON: per row-half, per rank, the rows read (the shape collbench gathers), and the totals;
+//       prints JSON: per row-half, the plugin's collbenchProfilerReadJson (what collbench gathers), and the totals;
 //   link_profiler_harness LIB rows [--rows 3000]
 //       thousands of row-halves, each a new collective kind, read and reset: checks the rows and that nothing is
 //       dropped; then the same without resets: kinds past the table's capacity are counted as dropped, not kept.
@@ -39,6 +39,8 @@ struct Api {
   int (*read)(int, CollbenchLinkRow*, int, int*, CollbenchCollRow*, int, int*, CollbenchKernelChRow*, int, int*,
               CollbenchProfilerTotals*) = nullptr;
   void (*setClock)(uint64_t (*)(void)) = nullptr;
+  char* (*readJson)(int) = nullptr;
+  void (*freeJson)(char*) = nullptr;
   int (*abi)(void) = nullptr;
 };
 
@@ -79,7 +81,9 @@ Api load(const char* path) {
   a.read = reinterpret_cast<decltype(a.read)>(dlsym(lib, "collbenchProfilerRead"));
   a.setClock = reinterpret_cast<decltype(a.setClock)>(dlsym(lib, "collbenchProfilerSetClock"));
   a.abi = reinterpret_cast<decltype(a.abi)>(dlsym(lib, "collbenchProfilerAbi"));
-  if (!a.read || !a.setClock || !a.abi) fail("collbenchProfilerRead/SetClock/Abi not exported");
+  a.readJson = reinterpret_cast<decltype(a.readJson)>(dlsym(lib, "collbenchProfilerReadJson"));
+  a.freeJson = reinterpret_cast<decltype(a.freeJson)>(dlsym(lib, "collbenchProfilerFree"));
+  if (!a.read || !a.setClock || !a.abi || !a.readJson || !a.freeJson) fail("collbenchProfiler* not all exported");
   if (a.abi() != COLLBENCH_PROFILER_ABI) fail("ABI " + std::to_string(a.abi()));
   a.setClock(simClock);
   g_table = a.table;
@@ -257,48 +261,6 @@ void ringIteration(const Api& api, std::vector<void*>& ctx, const Options& o, ui
   t0 = end + 5000;
 }
 
-void printRead(const Read& r, int rank, bool first) {
-  printf("%s{\"rank\":%d,\"links\":[", first ? "" : ",", rank);
-  bool any = false;
-  for (int i = 0; i < r.nLinks; ++i) {
-    const CollbenchLinkRow& l = r.links[i];
-    if (l.rank != rank) continue;
-    printf("%s{\"peer\":%d,\"channel\":%d,\"isSend\":%d,\"bytes\":%llu,\"steps\":%llu,\"ops\":%llu,\"stateNs\":[",
-           any ? "," : "", l.peer, l.channel, l.isSend, static_cast<unsigned long long>(l.bytes),
-           static_cast<unsigned long long>(l.steps), static_cast<unsigned long long>(l.ops));
-    for (int s = 0; s < COLLBENCH_STEP_STATES; ++s)
-      printf("%s%llu", s ? "," : "", static_cast<unsigned long long>(l.stateNs[s]));
-    printf("],\"stateWallNs\":[");
-    for (int s = 0; s < COLLBENCH_STEP_STATES; ++s)
-      printf("%s%llu", s ? "," : "", static_cast<unsigned long long>(l.stateWallNs[s]));
-    printf("]}");
-    any = true;
-  }
-  printf("],\"colls\":[");
-  any = false;
-  for (int i = 0; i < r.nColls; ++i) {
-    const CollbenchCollRow& c = r.colls[i];
-    if (c.rank != rank) continue;
-    printf("%s{\"func\":\"%s\",\"count\":%llu,\"datatype\":\"%s\",\"algo\":\"%s\",\"proto\":\"%s\",\"nChannels\":%d,"
-           "\"calls\":%llu}",
-           any ? "," : "", c.func, static_cast<unsigned long long>(c.count), c.datatype, c.algo, c.proto, c.nChannels,
-           static_cast<unsigned long long>(c.calls));
-    any = true;
-  }
-  printf("],\"kernelChannels\":[");
-  any = false;
-  for (int i = 0; i < r.nChannels; ++i) {
-    const CollbenchKernelChRow& k = r.channels[i];
-    if (k.rank != rank) continue;
-    printf("%s{\"channel\":%d,\"kernels\":%llu,\"firstStartNs\":%llu,\"lastStartNs\":%llu,\"busyNs\":%llu}",
-           any ? "," : "", k.channel, static_cast<unsigned long long>(k.kernels),
-           static_cast<unsigned long long>(k.firstStartNs), static_cast<unsigned long long>(k.lastStartNs),
-           static_cast<unsigned long long>(k.busyNs));
-    any = true;
-  }
-  printf("]}");
-}
-
 std::vector<void*> initRanks(const Api& api, int n, uint64_t commId) {
   std::vector<void*> ctx(n, nullptr);
   for (int r = 0; r < n; ++r) {
@@ -328,6 +290,10 @@ int runRing(const Api& api, const Options& o) {
     // Row-halves alternate out-of-place / in-place of sizes growing by 2: one count per size.
     size_t count = (size_t{64} << 20 >> (o.halves / 2 - h / 2)) / 4;
     for (int i = 0; i < o.iters; ++i) ringIteration(api, ctx, o, t0, count, stepBytes, seed);
+    char* json = api.readJson(0);  // what collbench gathers (peeked), then the same rows read and reset
+    if (!json) fail("collbenchProfilerReadJson: out of memory");
+    printf("%s{\"count\":%zu,\"read\":%s}", h ? "," : "", count, json);
+    api.freeJson(json);
     readAll(api, rd, 1);
     dropped += rd.totals.droppedSteps + rd.totals.droppedOps + rd.totals.droppedKernelCh + rd.totals.droppedLinks +
                rd.totals.droppedCollKinds;
@@ -341,9 +307,6 @@ int runRing(const Api& api, const Options& o) {
              " steps, want " + std::to_string(want));
     }
     if (rd.nLinks != o.ranks * o.channels * 2) fail("links read: " + std::to_string(rd.nLinks));
-    printf("%s{\"count\":%zu,\"ranks\":[", h ? "," : "", count);
-    for (int r = 0; r < o.ranks; ++r) printRead(rd, r, r == 0);
-    printf("]}");
   }
   finalizeRanks(api, ctx);
   readAll(api, rd, 1);

@@ -16,7 +16,7 @@ const release = join(repoRoot, 'build', 'Release');
 const library = join(release, 'libcollbench_nccl_profiler.so');
 const harness = join(release, 'link_profiler_harness');
 
-interface HarnessRun { ranks: number; channels: number; halves: { count: number; ranks: HalfLinks['ranks'] }[];
+interface HarnessRun { ranks: number; channels: number; halves: { count: number; read: { ranks: HalfLinks['ranks'] } }[];
   dropped: number; eventAllocations: number; afterFinalize: number }
 
 function ring(...args: string[]): HarnessRun {
@@ -32,7 +32,7 @@ function ring(...args: string[]): HarnessRun {
 
 /** The rows as rank 0 gathers them: each rank with its host (n01 for rank 0, …). */
 const gathered = (run: HarnessRun): HalfLinks[] => run.halves.map((h) => ({
-  ranks: h.ranks.map((r) => ({ ...r, host: `n${String(r.rank + 1).padStart(2, '0')}` })),
+  ranks: h.read.ranks.map((r) => ({ ...r, host: `n${String(r.rank + 1).padStart(2, '0')}` })),
 }));
 
 describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {

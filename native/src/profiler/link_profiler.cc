@@ -6,11 +6,18 @@
 #include "profiler/link_profiler.h"
 
 #include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdarg>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
 #include <new>
 #include <sched.h>
+
+#include <string>
+#include <vector>
 
 #include "profiler/profiler_abi.h"
 
@@ -510,5 +517,114 @@ __attribute__((visibility("default"))) int collbenchProfilerRead(int reset, Coll
   if (totals) *totals = t;
   return 0;
 }
+
+}  // extern "C"
+
+namespace {
+
+void appendf(std::string& s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void appendf(std::string& s, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n > 0) s.append(buf, static_cast<size_t>(n) < sizeof buf ? static_cast<size_t>(n) : sizeof buf - 1);
+}
+
+// A name from NCCL as a JSON string body: NCCL's names are identifiers, anything else is dropped.
+std::string jsonName(const char* s) {
+  std::string out;
+  for (; *s; ++s)
+    if (*s >= 0x20 && *s < 0x7f && *s != '"' && *s != '\\') out += *s;
+  return out;
+}
+
+void appendArray(std::string& s, const uint64_t* v, int n) {
+  s += '[';
+  for (int i = 0; i < n; ++i) appendf(s, "%s%" PRIu64, i ? "," : "", v[i]);
+  s += ']';
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) char* collbenchProfilerReadJson(int reset) {
+  try {
+    std::vector<CollbenchLinkRow> links(static_cast<size_t>(kMaxComms) * 64);
+    std::vector<CollbenchCollRow> colls(256);
+    std::vector<CollbenchKernelChRow> channels(256);
+    int nl = 0, nc = 0, nk = 0;
+    CollbenchProfilerTotals t{};
+    while (collbenchProfilerRead(reset, links.data(), static_cast<int>(links.size()), &nl, colls.data(),
+                                 static_cast<int>(colls.size()), &nc, channels.data(),
+                                 static_cast<int>(channels.size()), &nk, &t) != 0) {
+      links.resize(static_cast<size_t>(nl) * 2 + 64);  // grown to what the failed read said, and some
+      colls.resize(static_cast<size_t>(nc) * 2 + 64);
+      channels.resize(static_cast<size_t>(nk) * 2 + 64);
+    }
+    std::vector<std::pair<uint64_t, int>> ranks;  // (commId, rank) in order of first appearance
+    auto note = [&](uint64_t comm, int rank) {
+      for (auto& r : ranks)
+        if (r.first == comm && r.second == rank) return;
+      ranks.emplace_back(comm, rank);
+    };
+    for (int i = 0; i < nl; ++i) note(links[i].commId, links[i].rank);
+    for (int i = 0; i < nc; ++i) note(colls[i].commId, colls[i].rank);
+    for (int i = 0; i < nk; ++i) note(channels[i].commId, channels[i].rank);
+    std::string s = "{\"ranks\":[";
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      uint64_t comm = ranks[r].first;
+      int rank = ranks[r].second;
+      appendf(s, "%s{\"rank\":%d,\"commId\":\"%" PRIx64 "\",\"links\":[", r ? "," : "", rank, comm);
+      bool any = false;
+      for (int i = 0; i < nl; ++i) {
+        const CollbenchLinkRow& l = links[i];
+        if (l.commId != comm || l.rank != rank) continue;
+        appendf(s, "%s{\"peer\":%d,\"channel\":%d,\"isSend\":%d,\"bytes\":%" PRIu64 ",\"steps\":%" PRIu64
+                ",\"ops\":%" PRIu64 ",\"stateNs\":", any ? "," : "", l.peer, l.channel, l.isSend, l.bytes, l.steps,
+                l.ops);
+        appendArray(s, l.stateNs, COLLBENCH_STEP_STATES);
+        s += ",\"stateWallNs\":";
+        appendArray(s, l.stateWallNs, COLLBENCH_STEP_STATES);
+        s += '}';
+        any = true;
+      }
+      s += "],\"colls\":[";
+      any = false;
+      for (int i = 0; i < nc; ++i) {
+        const CollbenchCollRow& c = colls[i];
+        if (c.commId != comm || c.rank != rank) continue;
+        appendf(s, "%s{\"func\":\"%s\",\"count\":%" PRIu64 ",\"datatype\":\"%s\",\"algo\":\"%s\",\"proto\":\"%s\","
+                "\"nChannels\":%d,\"calls\":%" PRIu64 "}", any ? "," : "", jsonName(c.func).c_str(), c.count,
+                jsonName(c.datatype).c_str(), jsonName(c.algo).c_str(), jsonName(c.proto).c_str(), c.nChannels, c.calls);
+        any = true;
+      }
+      s += "],\"kernelChannels\":[";
+      any = false;
+      for (int i = 0; i < nk; ++i) {
+        const CollbenchKernelChRow& k = channels[i];
+        if (k.commId != comm || k.rank != rank) continue;
+        appendf(s, "%s{\"channel\":%d,\"kernels\":%" PRIu64 ",\"firstStartNs\":%" PRIu64 ",\"lastStartNs\":%" PRIu64
+                ",\"busyNs\":%" PRIu64 "}", any ? "," : "", k.channel, k.kernels, k.firstStartNs, k.lastStartNs,
+                k.busyNs);
+        any = true;
+      }
+      s += "]}";
+    }
+    appendf(s, "],\"totals\":{\"droppedSteps\":%" PRIu64 ",\"droppedOps\":%" PRIu64 ",\"droppedKernelCh\":%" PRIu64
+            ",\"droppedLinks\":%" PRIu64 ",\"droppedCollKinds\":%" PRIu64 ",\"comms\":%d,\"untrackedComms\":%d}}",
+            t.droppedSteps, t.droppedOps, t.droppedKernelCh, t.droppedLinks, t.droppedCollKinds, t.comms,
+            t.untrackedComms);
+    char* out = static_cast<char*>(malloc(s.size() + 1));
+    if (out) memcpy(out, s.c_str(), s.size() + 1);
+    return out;
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+__attribute__((visibility("default"))) void collbenchProfilerFree(char* json) { free(json); }
 
 }  // extern "C"

@@ -75,6 +75,14 @@ int collbenchProfilerRead(int reset, CollbenchLinkRow* links, int linkCap, int* 
                           int collCap, int* nColls, CollbenchKernelChRow* channels, int channelCap, int* nChannels,
                           CollbenchProfilerTotals* totals);
 
+/* The same rows as JSON, grouped per communicator rank (what collbench gathers to rank 0):
+ * {"ranks":[{"rank":R,"commId":"hex","links":[{"peer","channel","isSend","bytes","steps","ops","stateNs":[6],
+ * "stateWallNs":[6]}],"colls":[{"func","count","datatype","algo","proto","nChannels","calls"}],
+ * "kernelChannels":[{"channel","kernels","firstStartNs","lastStartNs","busyNs"}]}],"totals":{...}}.
+ * Returns a string to give back to collbenchProfilerFree, or NULL when out of memory. */
+char* collbenchProfilerReadJson(int reset);
+void collbenchProfilerFree(char* json);
+
 /* For the test harness: the clock (ns) the plugin stamps step states with; NULL restores CLOCK_MONOTONIC. */
 void collbenchProfilerSetClock(uint64_t (*clockNs)(void));
 
