@@ -10,7 +10,14 @@ import {
   algoLines, algoPerSize, judgeLinks, linksSetup, slowLinkLines, type HalfLinks,
 } from '../../bench/backends/nccl-links.js';
 import { median } from '../../bench/core/lateness.js';
+import { hostname } from 'node:os';
+import { shortHost } from '../../bench/core/ranks.js';
+import type { RunContext } from '../../bench/engine/context.js';
+import { linksCollector } from '../../bench/engine/links.js';
+import { renderJson, reportBuilder } from '../../bench/report/exporters/json.js';
+import { reportErrors, type ReportDocument } from '../../bench/report/schema.js';
 import { repoRoot } from '../helpers/cli.js';
+import { fakeMeta, fakeRow } from '../helpers/report-fixtures.js';
 
 const release = join(repoRoot, 'build', 'Release');
 const library = join(release, 'libcollbench_nccl_profiler.so');
@@ -109,6 +116,47 @@ describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
     assert.ok(allocs, r.stdout);
     assert.equal(Number(allocs[1]), 0);
     assert.ok(Number(allocs[2]) > 0, 'the allocation count is live (init allocates the context)');
+  });
+});
+
+describe('--links in the run engine and the report (the plugin\'s own JSON, gathered as a run does)', () => {
+  it('each row-half\'s rows are read and gathered; the verdict reaches the lines and a schema-valid JSON report', async () => {
+    const reads = ring('--slow', '3:2').halves.map((h) => JSON.stringify(h.read));
+    let resets = 0;
+    const run = {
+      options: { links: true },
+      driver: { linkRows: (_native: unknown, reset: boolean) => { if (reset) resets++; return reads.shift() ?? null; } },
+      native: { gatherStringsAsync: (mine: string) => Promise.resolve([mine]) },
+      dog: { watch: <T>(_what: string, _sec: number, p: Promise<T>) => p },
+    } as unknown as RunContext;
+    const collector = linksCollector(run)!;
+    for (let i = 0; i < 6; i++) await collector.afterHalf();
+    assert.equal(resets, 6);
+    const links = collector.finish()!;
+    const host = shortHost(hostname());
+    assert.ok(links.lines.includes('# nccl algo: AllReduce 8388608 B RING/SIMPLE 8 channels (128 calls)'), links.lines.join('\n'));
+    assert.match(links.lines.at(-1)!, new RegExp(`^# slow link: rank 3 \\(${host}\\) -> rank 4 \\(${host}\\), channel 2: `));
+    const b = reportBuilder({});
+    b.begin(fakeMeta(false));
+    b.row(fakeRow(8, false));
+    b.end({ outOfBounds: 0, avgBusBw: 1, minBwVerdict: null, exitCode: 0, skipped: null, links });
+    const doc = JSON.parse(renderJson(b.doc!)) as ReportDocument;
+    assert.deepEqual(reportErrors(doc), []);
+    assert.equal(doc.links!.named[0]!.rank, 3);
+    assert.equal(doc.links!.links.length, 64);
+    assert.ok(reportErrors({ ...doc, links: { ...doc.links, named: 'rank 3' } }).length > 0, 'the schema checks links');
+  });
+
+  it('a run whose NCCL did not load the plugin says so in one line and judges nothing', async () => {
+    const run = {
+      options: { links: true }, driver: { linkRows: () => null },
+      native: { gatherStringsAsync: (mine: string) => Promise.resolve([mine, mine]) },
+      dog: { watch: <T>(_what: string, _sec: number, p: Promise<T>) => p },
+    } as unknown as RunContext;
+    const collector = linksCollector(run)!;
+    await collector.afterHalf();
+    assert.deepEqual(collector.finish(), { lines: ['# links: NCCL did not load collbench\'s profiler plugin ' +
+      '(NCCL_PROFILER_PLUGIN): no link judged'], verdict: null, algo: [] });
   });
 });
 
