@@ -9,6 +9,8 @@
 //       thousands of row-halves, each a new collective kind, read and reset: checks the rows and that nothing is
 //       dropped; then the same without resets: kinds past the table's capacity are counted as dropped, not kept.
 //       Both modes count the allocations made inside the event calls (malloc interposed): there must be none.
+//   link_profiler_harness LIB cost [--rows R]
+//       R*100 proxy steps through the event calls on the real clock: the plugin's CPU cost per step.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -355,10 +358,50 @@ int runRows(const Api& api, const Options& o) {
              : 1;
 }
 
+// The event path's own cost on this CPU: one proxy op, then `steps` send steps each started, moved through three states
+// (one with its size) and stopped, on the real clock (CLOCK_MONOTONIC, as under NCCL).
+int runCost(const Api& api, const Options& o) {
+  api.setClock(nullptr);
+  std::vector<void*> ctx = initRanks(api, 1, 0xc057ull);
+  EventDescr d{};
+  d.type = EventProxyOp;
+  d.proxyOp.peer = 1;
+  d.proxyOp.isSend = 1;
+  void* op = nullptr;
+  startEvent(ctx[0], &op, &d, "startEvent(proxyOp)");
+  const int steps = o.rows * 100;
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int k = 0; k < steps; ++k) {
+    EventDescr sd{};
+    sd.type = EventProxyStep;
+    sd.parentObj = op;
+    sd.proxyStep.step = k;
+    void* step = nullptr;
+    startEvent(ctx[0], &step, &sd, "startEvent(proxyStep)");
+    EventStateArgs args{};
+    recordState(step, StateSendGPUWait, &args, "recordEventState");
+    recordState(step, StateSendPeerWait, &args, "recordEventState");
+    args.proxyStep.transSize = 524288;
+    recordState(step, StateSendWait, &args, "recordEventState");
+    stopEvent(step, "stopEvent(proxyStep)");
+  }
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  stopEvent(op, "stopEvent(proxyOp)");
+  double ns = (b.tv_sec - a.tv_sec) * 1e9 + static_cast<double>(b.tv_nsec - a.tv_nsec);
+  Read rd;
+  readAll(api, rd, 1);
+  finalizeRanks(api, ctx);
+  if (rd.nLinks != 1 || rd.links[0].steps != static_cast<uint64_t>(steps)) fail("cost: steps not all counted");
+  printf("cost: %d steps, %.0f ns per step (start, 3 state records, stop: 5 calls), %.0f ns per call\n", steps,
+         ns / steps, ns / steps / 5);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) fail("usage: link_profiler_harness LIB ring|rows [options]");
+  if (argc < 3) fail("usage: link_profiler_harness LIB ring|rows|cost [options]");
   Options o;
   for (int i = 3; i + 1 < argc; i += 2) {
     std::string k = argv[i];
@@ -380,6 +423,7 @@ int main(int argc, char** argv) {
   std::string mode = argv[2];
   if (mode == "ring") return runRing(api, o);
   if (mode == "rows") return runRows(api, o);
+  if (mode == "cost") return runCost(api, o);
   fail("unknown mode " + mode);
 }
 

@@ -3,7 +3,7 @@
 // the judge (bench/backends/nccl-links.ts). Plus the compile-time pin of our declarations against NCCL's headers.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
@@ -107,6 +107,16 @@ describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
     assert.equal(algoLines(choices)[0], '# nccl algo: AllReduce 16777216 B RING/SIMPLE 8 channels (32 calls)');
   });
 
+  it('the event path\'s CPU cost per proxy step is measured (real clock), and small', () => {
+    const r = spawnSync(harness, [library, 'cost', '--rows', '2000'], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const m = /^cost: 200000 steps, (\d+) ns per step .*, (\d+) ns per call$/m.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    console.log(m[0]);
+    // About 350 ns on the 2-core development VM; the bound only catches a lock or an allocation on the path.
+    assert.ok(Number(m[1]) < 20_000, m[0]);
+  });
+
   it('thousands of row-halves within fixed tables, and no allocation in the event calls', () => {
     const r = spawnSync(harness, [library, 'rows', '--rows', '3000'], { encoding: 'utf8', timeout: 120_000 });
     assert.equal(r.status, 0, r.stdout + r.stderr);
@@ -157,6 +167,22 @@ describe('--links in the run engine and the report (the plugin\'s own JSON, gath
     await collector.afterHalf();
     assert.deepEqual(collector.finish(), { lines: ['# links: NCCL did not load collbench\'s profiler plugin ' +
       '(NCCL_PROFILER_PLUGIN): no link judged'], verdict: null, algo: [] });
+  });
+});
+
+describe('the GPU check\'s part 70 expects the lines the judge prints', () => {
+  const part = readFileSync(join(repoRoot, 'scripts', 'gpu-check', '70-links.sh'), 'utf8');
+  const named = new RegExp(/^lk_named='(.*)'$/m.exec(part)![1]!);
+  it('a paced rank 1 is named by lk_named; the healthy and algorithm patterns match what a healthy ring prints', () => {
+    const paced = slowLinkLines(judgeLinks(gathered(ring('--slow', '1', '--factor', '10'))));
+    assert.equal(paced.length, 1);
+    assert.match(paced[0]!, named);
+    const healthy = judgeLinks(gathered(ring()));
+    assert.doesNotMatch(slowLinkLines(healthy)[0]!, named);
+    assert.match(slowLinkLines(healthy)[0]!, /^# slow link: none named \(/);
+    assert.ok(part.includes("-p '^# slow link: none named \\(' -n '^# slow link: rank'"));
+    const algo = new RegExp(/-p '(\^# nccl algo: AllReduce \[0-9\]\+ B RING\/SIMPLE[^']*)'/.exec(part)![1]!);
+    assert.match(algoLines(algoPerSize(gathered(ring('--halves', '2', '--iters', '1'))))[0]!, algo);
   });
 });
 
