@@ -157,7 +157,7 @@ for (const backend of opts.backends) {
 function toolEnv(backend: Backend, ranks: number): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, COLLBENCH_NATIVE_DIR: snapshot };
   if (opts.yieldWhenIdle !== null) env.OMPI_MCA_mpi_yield_when_idle = opts.yieldWhenIdle;
-  // collbench's mpi driver sets these itself for a plain process (launch/environment.ts); the plain loop
+  // collbench's mpi driver sets these itself for a plain process (launch/launcher.ts); the plain loop
   // gets them from here, so both start the same singleton.
   if (backend === 'mpi' && ranks === 1) {
     env.OMPI_MCA_ess_singleton_isolated ??= '1';

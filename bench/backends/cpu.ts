@@ -4,7 +4,7 @@
 import { cpus, freemem, hostname } from 'node:os';
 import { refuseUnsupportedFlags } from '../config/resolve.js';
 import { BackendUnavailableError } from '../core/errors.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { BackendName } from '../core/types.js';
 import { COMBINE, type BackendInfo, type NativeBackend } from '../native/binding.js';

@@ -3,7 +3,7 @@
 // the reports are the same for every backend. Imports no concrete driver: the registry binds names to drivers.
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { CollectiveName } from '../core/types.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 

@@ -1,8 +1,8 @@
-// The mpi backend's driver: a singleton MPI world for a plain process (launch/environment.ts), an srun task
+// The mpi backend's driver: a singleton MPI world for a plain process (launch/launcher.ts), an srun task
 // without PMIx refused before MPI_Init aborts it (launch/slurm.ts), the GPU-only flags refused, and the
 // preamble warning for Open MPI's saturating int8/uint8 MPI_SUM (open-mpi/ompi#8045).
 import { BackendUnavailableError } from '../core/errors.js';
-import { prepareSingletonMpi } from '../launch/environment.js';
+import { prepareSingletonMpi } from '../launch/launcher.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';
 import type { CollectiveName } from '../core/types.js';
 import { watchdogFloorSec } from '../core/watchdog-floor.js';

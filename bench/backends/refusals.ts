@@ -1,8 +1,8 @@
 // Which datatype × op pairs the loaded library refuses (issue 28: NCCL 2.28.9 refuses avg and mulsum on fp8 with
 // ncclInvalidArgument): one 1-element op per pair on the job's real communicator, after bring-up, every rank's
-// answers combined so that all ranks skip the same pairs. The pairs come from core/plan.ts (probedPairs); the codes
+// answers combined so that all ranks skip the same pairs. The pairs come from config/cases.ts (probedPairs); the codes
 // that mean "refused" from the driver (BackendDriver.refusals); run.ts supplies the op and the combine.
-import type { CasePair, Refusal } from '../core/plan.js';
+import type { CasePair, Refusal } from '../config/cases.js';
 import { isNativeError } from '../native/binding.js';
 
 export interface RefusalProbe {

@@ -2,9 +2,7 @@
 // preference), what its module needs from the system and how to get it, how --np starts its ranks, and its
 // driver. selectBackend() is the one way any command picks a backend, as torch.distributed's
 // Backend.register_backend keeps one table of backends and their constructors.
-import { flagLabel, unsupportedFlag } from '../config/resolve.js';
 import { BackendUnavailableError } from '../core/errors.js';
-import type { ResolvedOptions } from '../core/flags.js';
 import type { BackendName } from '../core/types.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
@@ -131,6 +129,8 @@ export interface SelectedBackend {
   /** Why a preferred backend whose library is here was passed over (nccl: libnccl found, no GPU visible), as the
    *  one stderr line a run prints (rank 0); null when nothing was, or only backends whose library is missing. */
   passedOver: string | null;
+  /** That backend and why it cannot run here: a flag only it implements refuses the fallback (engine/preflight.ts). */
+  fallbackFrom: { name: BackendName; why: string } | null;
 }
 
 /** Why a backend whose library loads cannot run (nccl without a GPU): what was found, and what CUDA said. */
@@ -145,17 +145,15 @@ function devicesMissing(name: BackendName, library: { version: string; path: str
  * The backend asked for, or else the first built one (in order of preference) whose module says it can
  * run here: a built nccl module on a machine without a GPU or libnccl gives way to the next backend, and
  * mpi does in an srun task without PMIx (where MPI_Init would abort), so plain `srun -n N` runs on gloo.
- * `probe.ncclLib` is --nccl-lib (the module reads COLLBENCH_NCCL_LIB itself). With `probe.options` (a run's), a
- * backend passed over although its library is here (nccl: libnccl found, no GPU visible) is said in `passedOver`, and a
- * flag only it implements (-g 2, -G, -R, …: the flag table's `backends`) refuses the fallback: exit 5, since the
- * command is right for a machine with a GPU and this one has none visible.
+ * `probe.ncclLib` is --nccl-lib (the module reads COLLBENCH_NCCL_LIB itself). A backend passed over although its
+ * library is here (nccl: libnccl found, no GPU visible) is said in `passedOver` and `fallbackFrom`.
  */
-export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: string | null; options?: ResolvedOptions } = {},
+export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: string | null } = {},
   env: NodeJS.ProcessEnv = process.env): SelectedBackend {
   const built = builtBackends(env);
   if (wanted !== null) {
     if (!built.includes(wanted)) throw new BackendUnavailableError(missingBackendMessage(wanted, env));
-    return { record: backendRecord(wanted), module: requireBackend(wanted, env), passedOver: null };
+    return { record: backendRecord(wanted), module: requireBackend(wanted, env), passedOver: null, fallbackFrom: null };
   }
   const passed: string[] = [];
   let missing: { name: BackendName; why: string } | null = null;
@@ -166,13 +164,8 @@ export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: str
     try { module = requireBackend(name, env); } catch (e) { passed.push((e as Error).message); continue; }
     const p = (module as Probing).probe?.({ lib: probe.ncclLib ?? undefined });
     if (!p || p.usable) {
-      const gpuOnly = missing !== null && probe.options ? unsupportedFlag(probe.options, name) : null;
-      if (gpuOnly) {
-        throw new BackendUnavailableError(`${flagLabel(gpuOnly)} needs the ${gpuOnly.backends!.join(' or ')} backend, ` +
-          `which cannot run here: ${missing!.why}`);
-      }
       const passedOver = missing && `# Warning: ${missing.name} not used: ${missing.why}; running on ${name}`;
-      return { record: backendRecord(name), module, passedOver };
+      return { record: backendRecord(name), module, passedOver, fallbackFrom: missing };
     }
     if (p.library && missing === null) missing = { name, why: devicesMissing(name, p.library, p.reason ?? 'not usable here', env) };
     passed.push(`${name}: ${p.reason ?? 'not usable here'}`);

@@ -9,8 +9,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
-import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
-import { flag, helpFlag } from '../core/flags.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
+import { flag, helpFlag } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { UsageError } from '../core/errors.js';
 import { PROGRAMS } from '../core/types.js';

@@ -3,9 +3,9 @@
 // and/or a Markdown comparison. Reads only the report document (docs/architecture.md, "report/"); runs nothing.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { flag, helpFlag } from '../core/flags.js';
+import { flag, helpFlag } from '../config/flags.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import {
   chartRunFromNcclTests, chartRunFromReport, isNcclTestsJson, meanBySeriesAndSize, renderHtml, type ChartRun,

@@ -5,10 +5,10 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { backendRecord, selectBackend } from '../backends/registry.js';
-import { commandHelp, parseOptions, type CommandOptions } from '../config/options.js';
+import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
 import type { IO } from '../core/io.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
-import { flag, helpFlag } from '../core/flags.js';
+import { flag, helpFlag } from '../config/flags.js';
 import type { BackendName } from '../core/types.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';

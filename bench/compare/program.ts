@@ -5,8 +5,8 @@
 import { basename } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { PROGRAMS, type CollectiveName } from '../core/types.js';
-import type { ResolvedOptions } from '../core/flags.js';
-import { collectiveFromProgram, parseCommandLine, programBase } from '../config/parse.js';
+import type { ResolvedOptions } from '../config/flags.js';
+import { collectiveFromProgram, parseCommandLine, programBase } from '../config/run-options.js';
 import type { Combination } from './settings.js';
 
 export interface ProgramSpec {

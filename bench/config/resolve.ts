@@ -1,4 +1,4 @@
-// resolveOptions(): the flag table's defaults, value parsing and ranges (bench/core/flags.ts), then the
+// resolveOptions(): the flag table's defaults, value parsing and ranges (bench/config/flags.ts), then the
 // cross-checks between flags → frozen ResolvedOptions. Where nccl-tests prints a note and silently changes a
 // flag (or loops forever) we refuse with a UsageError that names the flag. Used by the command-line parser
 // (names = flag letters) and by programmatic callers (names = field names). Sizes are validated here, once.
@@ -8,7 +8,7 @@ import { getCollective } from '../collectives/index.js';
 import { UsageError } from '../core/errors.js';
 import {
   DEFAULTS, FLAGS, flagName, type OptionField, type OptionValues, type ResolvedOptions, type ValueFlag,
-} from '../core/flags.js';
+} from './flags.js';
 import { COLLECTIVES, type BackendName, type CollectiveName } from '../core/types.js';
 import { countSweepSizes, parseSize } from './sizes.js';
 

@@ -8,7 +8,7 @@ import { ENV } from '../core/environment.js';
 import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { HalfResult } from '../core/types.js';
-import { monotonicClockId } from '../launch/environment.js';
+import { monotonicClockId } from '../launch/launcher.js';
 import type { RowHalfRecord } from '../report/reporter.js';
 import type { RunContext } from './context.js';
 

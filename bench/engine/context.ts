@@ -2,10 +2,11 @@
 // backend is up (bring-up.ts makes it, suite.ts drives it, measure.ts and half-queue.ts read it).
 import type { BackendDriver } from '../backends/driver.js';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { Reporter, RowRecord } from '../report/reporter.js';
+import type { Preflight } from './preflight.js';
 import type { Watchdog } from './watchdog.js';
 import type { LinksCollector } from './links.js';
 
@@ -27,12 +28,15 @@ export interface SuiteHooks {
   /** -T expired and the backend's abort returned (a backend without a job-wide abort): end the process. The
    *  caller decides how (cli/main.ts exits 4): library code never exits the process itself. */
   onTimeout?: () => never;
+  /** The run's checks already made by the caller (the run command, before choosing --np or this process); made by the
+   *  bring-up otherwise. */
+  preflight?: Preflight;
 }
 
 /** One run's state shared by the steps below (the backend is up; reporters exist on rank 0 only). */
 export interface RunContext {
   options: ResolvedOptions;
-  /** The options as given, before adjust(): which lists were `all` (core/plan.ts probedPairs). */
+  /** The options as given, before adjust(): which lists were `all` (config/cases.ts probedPairs). */
   requested: ResolvedOptions;
   io: IO;
   desc: CollectiveDescriptor;

@@ -1,7 +1,7 @@
 // The row-halves of one sweep, submitted to the native executor ahead of their turn so that JavaScript works while
 // nothing is timed; each is still awaited in its turn under the watchdog (suite.ts, measure.ts).
 import type { LayoutContext } from '../collectives/descriptor.js';
-import type { SweepCase } from '../core/plan.js';
+import type { SweepCase } from '../config/cases.js';
 import type { HalfResult } from '../core/types.js';
 import type { RunContext } from './context.js';
 import { localSpecs } from './half-spec.js';

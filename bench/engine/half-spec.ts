@@ -1,8 +1,8 @@
 // One row-half's native spec (the HalfSpec that crosses into native code) for each rank this process drives, built
 // from the collective's descriptor: the one place a sweep case, a size and a placement become counts and offsets.
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';
-import type { ResolvedOptions } from '../core/flags.js';
-import type { SweepCase } from '../core/plan.js';
+import type { ResolvedOptions } from '../config/flags.js';
+import type { SweepCase } from '../config/cases.js';
 import { COLL_ID, DTYPE_BYTES, DTYPE_ID, OP_ID, type HalfSpec } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
 import { arrivalTracePath } from './arrivals.js';

@@ -1,16 +1,13 @@
 // `--np N [--hosts …]`: starts the ranks of one run. The backend registry says how (mpirun, or N local
-// processes of this command for gloo); what every rank would refuse is checked here first, so a bad command
-// fails once rather than N times; the children's command line is built from the parsed options.
-import { selectBackend } from '../backends/registry.js';
-import { childArguments } from '../config/parse.js';
-import { UsageError } from '../core/errors.js';
-import type { ResolvedOptions } from '../core/flags.js';
-import { underMpiLauncher } from '../launch/environment.js';
+// processes of this command for gloo); what every rank would refuse is checked first (preflight.ts), so a bad
+// command fails once rather than N times; the children's command line is built from the parsed options.
+import { childArguments } from '../config/run-options.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
-import { mpirunPlan, runUnderMpirun, slotsRefusal } from '../launch/mpirun.js';
+import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
 import { removeOrphanedTemps } from '../report/atomic-write.js';
-import { checkOutputPaths, outputSpecs } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
+import { preflight, type Preflight } from './preflight.js';
 
 export interface LaunchContext {
   /** The command that runs one rank: node, its flags, this script. */
@@ -26,21 +23,12 @@ export interface LaunchContext {
   outputs?: readonly { path: string }[];
 }
 
-export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext): Promise<number> {
+/** `checked`: the run's preflight, when the caller made it (the run command); made here otherwise. Rank 0 checks the
+ *  outputs again in its own process, as a plain run does. */
+export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext, checked?: Preflight): Promise<number> {
   const env = ctx.env ?? process.env;
-  if (underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
-  const { record } = selectBackend(options.backend, { ncclLib: options.ncclLib, options }, env);
-  record.createDriver(env).validate(options);
+  const { record, outputs } = checked ?? preflight(options, env);
   const localProcesses = record.launcher === 'local-processes' && options.hosts === null;
-  if (record.launcher === 'local-processes' && options.hosts !== null && options.glooStore === null) {
-    // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
-    throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
-  }
-  const tooFew = options.hosts === null ? null : slotsRefusal(options.np!, options.hosts, env);
-  if (tooFew !== null) throw new UsageError(tooFew, '--np');
-  // The outputs are checked here, before any rank starts (rank 0 checks them again, as a plain run does).
-  const outputs = outputSpecs(options);
-  checkOutputPaths(outputs, { force: options.force });
   const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed) };
   const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
   const np = options.np!;

@@ -1,6 +1,6 @@
 // Measuring: one row-half timed (once, or doubled until --target-rsd is met), and one row's two halves turned into
 // the record the reporters print (bandwidths, #wrong, who arrived last).
-import type { SweepCase } from '../core/plan.js';
+import type { SweepCase } from '../config/cases.js';
 import { ENV } from '../core/environment.js';
 import { algBwGBps, busBwGBps } from '../core/metrics.js';
 import { iterStats } from '../core/iter-stats.js';

@@ -8,16 +8,18 @@ import type { CollectiveDescriptor, LayoutContext } from '../collectives/descrip
 import { getCollective } from '../collectives/index.js';
 import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { UsageError } from '../core/errors.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { averageBusBw } from '../core/metrics.js';
-import { planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape, type Refusal } from '../core/plan.js';
+import {
+  planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape, type Refusal,
+} from '../config/cases.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import { DTYPE_BYTES } from '../core/types.js';
-import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/verdict.js';
-import { disconnectedWorldWarning, launcherRank } from '../launch/environment.js';
+import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/run-verdict.js';
+import { disconnectedWorldWarning } from '../launch/launcher.js';
 import { COMBINE, type BackendInfo } from '../native/binding.js';
-import { buildReporters, checkOutputPaths, outputSpecs } from '../report/outputs.js';
+import { buildReporters } from '../report/outputs.js';
 import type { CycleRecord, Reporter, RowRecord, RunSummary } from '../report/reporter.js';
 import { VERSION } from '../version.js';
 import { alignProcessClocks } from './arrivals.js';
@@ -27,15 +29,12 @@ import { HalfQueue } from './half-queue.js';
 import { localSpecs } from './half-spec.js';
 import { linksCollector } from './links.js';
 import { runRow } from './measure.js';
-import { attachProgressBoards } from './progress-boards.js';
+import { attachProgressBoards } from './attach-boards.js';
 
 export async function runSuite(options: ResolvedOptions, io: IO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
   const env = hooks.env ?? process.env;
-  // Before anything starts, by the rank that writes (rank 0, or every rank when no launcher says which):
-  // ranks on other hosts may not see rank 0's folder. The --np launcher has already checked the same paths.
-  const launched = launcherRank(env);
-  if (launched === null || launched === 0) checkOutputPaths(outputSpecs(options), { force: options.force });
+  // The backend, its refusals and the output paths are checked first (preflight.ts), once, by withBackend.
   return withBackend(options, io, hooks, async (up) => {
     // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
     refuseCounts(options, desc, up.driver, up.info, env);

@@ -15,7 +15,7 @@ import { LOCATE_OPTIONS, parseLocateArgs, type LocateOptions, type PlanRequest }
 import { fitSchedule, locatePlan } from './schedule.js';
 import { BUDGET_SLACK } from './budget.js';
 import { formatSeconds } from './document.js';
-import { commandHelp } from '../config/options.js';
+import { commandHelp } from '../config/option-parser.js';
 
 
 /** Names that do not resolve are typos (exit 2). */

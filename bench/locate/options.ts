@@ -1,12 +1,12 @@
-// `collbench locate`'s command line: its own flags before `--` (LOCATE_OPTIONS, read by config/options.ts like every command's), the host
+// `collbench locate`'s command line: its own flags before `--` (LOCATE_OPTIONS, read by config/option-parser.ts like every command's), the host
 // list (--hosts or an Open MPI / Slurm-style hostfile), and the run arguments after `--`, checked here with the run
 // command's own parser so that a typo fails before any job starts. Pure apart from reading the hostfile.
 import { readFileSync } from 'node:fs';
 import { slurmAllocationHosts } from '../launch/slurm.js';
-import { parseOptions, tokenize, type CommandOptions } from '../config/options.js';
-import { parseCommandLine, RUN_OPTIONS } from '../config/parse.js';
+import { parseOptions, tokenize, type CommandOptions } from '../config/option-parser.js';
+import { parseCommandLine, RUN_OPTIONS } from '../config/run-options.js';
 import { parseField } from '../config/resolve.js';
-import { flag, helpFlag, MAX_TIMEOUT_SEC } from '../core/flags.js';
+import { flag, helpFlag, MAX_TIMEOUT_SEC } from '../config/flags.js';
 import { UsageError } from '../core/errors.js';
 import { DEFAULT_RULE, type DecisionRule } from './decide.js';
 import { PAIR_SCHEDULES, type PairSchedule } from './schedule.js';

@@ -7,7 +7,7 @@ import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { EnvironmentError, UsageError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { renderCsv } from './exporters/csv.js';
 import { renderJson, reportBuilder } from './exporters/json.js';

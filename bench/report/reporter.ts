@@ -1,10 +1,10 @@
 // What a run tells its reporters (docs/architecture.md, "report/"): the run's metadata once, then
 // every row as it completes, then the summary. The nccl-tests table is one reporter; JSON, CSV and the
 // other exports plug in the same way. Only rank 0 has reporters.
-import type { SweepCase } from '../core/plan.js';
+import type { SweepCase } from '../config/cases.js';
 import type { HalfResult } from '../core/types.js';
 import type { ClockMethod } from '../core/lateness.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
 import type { ReportTimeout } from './schema.js';

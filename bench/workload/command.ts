@@ -3,13 +3,13 @@
 // the native timed loop (benchSequence: the whole step back to back, optionally with busy gaps standing in for the
 // compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
-import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/options.js';
-import { parseCommandLine } from '../config/parse.js';
+import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/option-parser.js';
+import { parseCommandLine } from '../config/run-options.js';
 import { asText } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../core/flags.js';
+import { FLAGS, flag, helpFlag, type PassOnFlag, type ResolvedOptions } from '../config/flags.js';
 import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
-import { launcherRank } from '../launch/environment.js';
+import { launcherRank } from '../launch/launcher.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths } from '../report/outputs.js';
@@ -24,12 +24,11 @@ import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
 import { timeWorkload } from './runs.js';
 
-/** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
-type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
-  'timeoutSec' | 'nThreads' | 'nGpus' }>;
+/** The run flags a workload takes (those marked passOn in the flag table, and -T); the rest of a run's flags do not
+ *  apply. */
+type RunFlag = PassOnFlag | Extract<(typeof FLAGS)[number], { field: 'timeoutSec' }>;
 const RUN_GROUP = 'Run options (as for runs)';
-const RUN_FLAGS = FLAGS.filter((f): f is RunFlag =>
-  ['np', 'hosts', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec', 'nThreads', 'nGpus'].includes(f.field));
+const RUN_FLAGS = FLAGS.filter((f): f is RunFlag => 'passOn' in f || f.field === 'timeoutSec');
 const byField = <F extends (typeof FLAGS)[number]['field']>(field: F): Extract<(typeof FLAGS)[number], { field: F }> =>
   FLAGS.find((f) => f.field === field) as Extract<(typeof FLAGS)[number], { field: F }>;
 const MODEL = 'Model', CONFIGS = 'Configurations', MEASURE = 'Measurement', OUTPUT = 'Output';

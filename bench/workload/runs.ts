@@ -3,9 +3,9 @@
 // times in a rotated order, with progress lines; rank 0 gets the samples and the job's hosts for its document.
 import { getCollective } from '../collectives/index.js';
 import type { LayoutContext } from '../collectives/descriptor.js';
-import type { ResolvedOptions } from '../core/flags.js';
+import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
-import type { SweepCase } from '../core/plan.js';
+import type { SweepCase } from '../config/cases.js';
 import { shortHost } from '../core/ranks.js';
 import { DTYPE_BYTES, type DTypeName, type HalfSpec } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
@@ -14,7 +14,7 @@ import { gapsFor, type WorkloadPlan } from './plan.js';
 import { withBackend, type BackendUp } from '../engine/bring-up.js';
 import type { SuiteHooks } from '../engine/context.js';
 import { localSpecs } from '../engine/half-spec.js';
-import { attachProgressBoards } from '../engine/progress-boards.js';
+import { attachProgressBoards } from '../engine/attach-boards.js';
 
 /** How each configuration is timed. */
 export interface WorkloadTiming {

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseCommandLine } from '../../bench/config/parse.js';
+import { parseCommandLine } from '../../bench/config/run-options.js';
 import { fuzzSeed, rng, vector } from '../helpers/fuzz-argv.js';
 
 const SEED = fuzzSeed();

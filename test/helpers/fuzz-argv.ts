@@ -1,7 +1,7 @@
 // Command lines for fuzzing, built from the real flag table (every letter and long name, getopt's spellings,
 // values of the right kind, of the wrong kind, and garbage), from a seeded generator so a failure is
 // reproducible: COLLBENCH_FUZZ_SEED=<seed printed in the test name>.
-import { ACTIONS, FLAGS } from '../../bench/core/flags.js';
+import { ACTIONS, FLAGS } from '../../bench/config/flags.js';
 import { seededRandom } from '../../bench/core/stats.js';
 
 export function fuzzSeed(): number {

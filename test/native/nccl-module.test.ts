@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { prepareSingletonMpi } from '../../bench/launch/environment.js';
+import { prepareSingletonMpi } from '../../bench/launch/launcher.js';
 import type { NcclInitConfig } from '../../bench/backends/nccl.js';
 import { selectBackend } from '../../bench/backends/registry.js';
 import { cachedNccl, ncclModule } from '../helpers/nccl.js';
@@ -30,8 +30,8 @@ const typed = (e: unknown) => e as TypedError;
 function initConfig(over: Partial<NcclInitConfig>): NcclInitConfig {
   return {
     lib: nccl!.lib, procRank: 0, nprocs: 1, localRank: 0, localSize: 1, nThreads: 1, nGpus: 1, firstDevice: 0,
-    uniqueId: [], splitColor: -1, streamNull: 0, ctaPolicy: -1, localRegister: 0, timeoutSec: 0, deviceImpl: 0,
-    deviceCtaCount: 16, ...over,
+    shareDevices: 0, uniqueId: [], splitColor: -1, streamNull: 0, ctaPolicy: -1, localRegister: 0, timeoutSec: 0,
+    deviceImpl: 0, deviceCtaCount: 16, ...over,
   };
 }
 

@@ -107,9 +107,9 @@ test('the checks can fail: the parser sees static and dynamic imports; an upward
   const all = edges();
   assert.ok(all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/run.ts' && !e.typeOnly), 'static import not seen');
   assert.ok(all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/report.ts'), 'dynamic import not seen');
-  assert.ok(all.some((e) => e.from === 'core/verdict.ts' && e.to === 'core/c-numbers.ts' && !e.typeOnly), 'same-layer import not seen');
+  assert.ok(all.some((e) => e.from === 'core/run-verdict.ts' && e.to === 'core/c-numbers.ts' && !e.typeOnly), 'same-layer import not seen');
   assert.deepEqual(upward([{ from: 'core/metrics.ts', to: 'report/format.ts', typeOnly: false }]), ['core/metrics.ts -> report/format.ts']);
-  assert.deepEqual(upward([{ from: 'config/parse.ts', to: 'collectives/index.ts', typeOnly: false }]), []);
+  assert.deepEqual(upward([{ from: 'config/run-options.ts', to: 'collectives/index.ts', typeOnly: false }]), []);
   assert.deepEqual(acrossFeatures([{ from: 'locate/command.ts', to: 'compare/settings.ts', typeOnly: true }]),
     ['locate/command.ts -> compare/settings.ts (type)']);
   assert.deepEqual(acrossFeatures([{ from: 'locate/command.ts', to: 'locate/runs.ts', typeOnly: false },

@@ -12,7 +12,7 @@ import type {
   CollectiveDescriptor, HalfArgs, HalfLayout, Layout, LayoutContext,
 } from '../../bench/collectives/descriptor.js';
 import { parseTrafficMatrix } from '../../bench/collectives/alltoallv-plan.js';
-import { collectiveFromProgram } from '../../bench/config/parse.js';
+import { collectiveFromProgram } from '../../bench/config/run-options.js';
 import { UsageError } from '../../bench/core/errors.js';
 import {
   COLL_ID, COLLECTIVES, DTYPES, DTYPE_BYTES, OPS, PROGRAMS, type CollectiveName, type Segment,

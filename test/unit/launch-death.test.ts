@@ -3,7 +3,7 @@
 // The real faults are in test/cli/rank-death.test.ts; these pin the parsing on mpirun's exact text.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { launcherRank } from '../../bench/launch/environment.js';
+import { launcherRank } from '../../bench/launch/launcher.js';
 import { deathLine, parseMpirunDeath } from '../../bench/launch/mpirun.js';
 import { filterEnv } from '../../bench/report/provenance.js';
 

@@ -2,8 +2,8 @@
 // 1-rank world (nccl-tests issue #213).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/environment.js';
-import { childArguments, parseCommandLine } from '../../bench/config/parse.js';
+import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/launcher.js';
+import { childArguments, parseCommandLine } from '../../bench/config/run-options.js';
 import { runLocalRanks } from '../../bench/launch/local-ranks.js';
 import { mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
 import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/engine/watchdog.js';

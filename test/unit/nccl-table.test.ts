@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import type { ResolvedOptions } from '../../bench/core/flags.js';
+import type { ResolvedOptions } from '../../bench/config/flags.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../../bench/core/metrics.js';
 import { iterStats, percentileIndex, type IterStats } from '../../bench/core/iter-stats.js';
 import { NEG_NAN, signBit } from '../../bench/core/c-numbers.js';
 import { firstWrongLine, footerLines, formatTimestamp, headerLines, iterCellsFromStats, maskTimes, memString, memoryUsageLine, preambleLines, rankLine, rowLine, skipLine, type FooterInfo, type HalfCells, type PreambleInfo, type RowCells } from '../../bench/report/reporters/nccl-table.js';
 import { cAtof } from '../../bench/core/c-numbers.js';
 import { cpuBusId, gpuBusId, shortHost, type RankLineInfo } from '../../bench/core/ranks.js';
-import { minBwVerdict } from '../../bench/core/verdict.js';
+import { minBwVerdict } from '../../bench/core/run-verdict.js';
 
 const GOLDEN = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'golden');
 const golden = (name: string): string => readFileSync(join(GOLDEN, name), 'utf8');

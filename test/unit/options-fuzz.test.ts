@@ -4,7 +4,7 @@
 // test/cli/usage-fuzz.test.ts sends a sample through the real binary.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseCommandLine } from '../../bench/config/parse.js';
+import { parseCommandLine } from '../../bench/config/run-options.js';
 import { UsageError } from '../../bench/core/errors.js';
 import { COLLECTIVES } from '../../bench/core/types.js';
 import { fuzzSeed, rng, vector } from '../helpers/fuzz-argv.js';

@@ -1,11 +1,11 @@
-// The plan of a run's cases (core/plan.ts) and the skipping of datatype × op pairs a library refuses
+// The plan of a run's cases (config/cases.ts) and the skipping of datatype × op pairs a library refuses
 // (backends/refusals.ts): which pairs are probed (only those of a list given as `all`), how every rank's answers
 // combine, what a refusal leaves of the plan, and the preamble line naming the skipped pairs. The refusals are
 // the error codes and messages collbench's modules return (test/cli/library-refusals.test.ts makes real ones).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { findRefusals } from '../../bench/backends/refusals.js';
-import { planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape } from '../../bench/core/plan.js';
+import { planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape } from '../../bench/config/cases.js';
 import { DTYPES, OPS, type DTypeName, type OpName } from '../../bench/core/types.js';
 
 const reducing: CollectiveShape = { loopsOps: true, rooted: false };

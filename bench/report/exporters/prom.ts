@@ -6,7 +6,7 @@
 // ecosystem's Prometheus library) so names, label escaping and the exposition format are Prometheus' own.
 import { Gauge, Registry } from 'prom-client';
 import { averageBusBw } from '../../core/metrics.js';
-import { cycleBelowWarnBusBw } from '../../core/verdict.js';
+import { cycleBelowWarnBusBw } from '../../core/run-verdict.js';
 import { PLACEMENTS, type ReportDocument, type ReportRow } from '../schema.js';
 
 const ROW_LABELS = ['collective', 'type', 'redop', 'root', 'size_bytes', 'placement'] as const;

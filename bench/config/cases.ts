@@ -3,7 +3,7 @@
 // pairs of `-d all` / `-o all` are probed for a library's refusal, and the `#` line naming those it refused
 // (backends/refusals.ts finds them). Pure: no I/O.
 import type { ResolvedOptions } from './flags.js';
-import { DTYPES, OPS, type DTypeName, type OpName } from './types.js';
+import { DTYPES, OPS, type DTypeName, type OpName } from '../core/types.js';
 
 export interface SweepCase {
   dtype: DTypeName;

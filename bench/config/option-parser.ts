@@ -1,6 +1,6 @@
-// The options of every collbench command from one kind of table (records of bench/core/flags.ts's shape: kind, help,
+// The options of every collbench command from one kind of table (records of bench/config/flags.ts's shape: kind, help,
 // default, range), read by one getopt_long work-alike, checked by one value parser (resolve.ts parseField) and shown
-// by one help renderer. The run's table is FLAGS (config/parse.ts adds the collective and the cross-checks); each
+// by one help renderer. The run's table is FLAGS (config/run-options.ts adds the collective and the cross-checks); each
 // subcommand declares its own table beside its code and calls parseOptions() and commandHelp().
 //
 // Why not yargs: nccl-tests users type getopt syntax, and yargs-parser splits `-dfloat` or `-Jout.json` into
@@ -9,7 +9,7 @@
 // options). The prefix rule is getopt_long's, for every command: a long name may be abbreviated to any prefix that
 // names one option only (`--min` = `--minbytes`); an ambiguous prefix is an error that lists the candidates.
 import { UsageError } from '../core/errors.js';
-import type { ActionFlag, FlagSpec, ValueFlag } from '../core/flags.js';
+import type { ActionFlag, FlagSpec, ValueFlag } from './flags.js';
 import { BACKEND_LABELS } from '../core/types.js';
 import { asText, parseField } from './resolve.js';
 import { formatSize } from './sizes.js';

@@ -1,11 +1,11 @@
-// The run command's parse: program name → collective, the flag table's tokens (config/options.ts, the parser of every
+// The run command's parse: program name → collective, the flag table's tokens (option-parser.ts, the parser of every
 // command) → resolveOptions(), -h → help text; and the command line of a child that reruns the same options.
 // Pure: no I/O.
 import { UsageError } from '../core/errors.js';
-import { ACTIONS, FLAGS, GROUPS, flagName, type OptionField, type ValueFlag } from '../core/flags.js';
+import { ACTIONS, FLAGS, GROUPS, flagName, type OptionField, type ValueFlag } from './flags.js';
 import { COLLECTIVES, PROGRAMS, type CollectiveName } from '../core/types.js';
-import type { ResolvedOptions } from '../core/flags.js';
-import { flagHelp, optionSpecs, tokenize, type OptionSpec } from './options.js';
+import type { ResolvedOptions } from './flags.js';
+import { flagHelp, optionSpecs, tokenize, type OptionSpec } from './option-parser.js';
 import { asText, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
 
 /** The run command's options: every flag of the table, then -h and --version. */

@@ -1,0 +1,55 @@
+// What a run checks once, before the --np launcher or this process's run starts anything: the backend chosen, the
+// flags only a backend that cannot run here implements, the driver's refusals, the --np job's refusals and the output
+// paths. Both the launcher (launch-ranks.ts) and the run (bring-up.ts) use its result instead of checking again.
+import type { BackendDriver } from '../backends/driver.js';
+import { selectBackend, type BackendRecord } from '../backends/registry.js';
+import { flagLabel, unsupportedFlag } from '../config/resolve.js';
+import { BackendUnavailableError, UsageError } from '../core/errors.js';
+import type { ResolvedOptions } from '../config/flags.js';
+import { launcherRank, underMpiLauncher } from '../launch/launcher.js';
+import { slotsRefusal } from '../launch/mpirun.js';
+import type { NativeBackend } from '../native/binding.js';
+import { checkOutputPaths, outputSpecs, type OutputSpec } from '../report/outputs.js';
+
+/** A run that passed its checks: the backend it runs on, its module and driver, and its outputs. */
+export interface Preflight {
+  record: BackendRecord;
+  module: NativeBackend;
+  driver: BackendDriver;
+  /** The stderr line that says a preferred backend was passed over (printed by rank 0 of the run), or null. */
+  passedOver: string | null;
+  outputs: OutputSpec[];
+}
+
+/**
+ * Everything that would refuse the run, checked once, in this order: --np under an MPI launcher; the backend (the one
+ * asked for, or the first that can run here); a flag only a backend that cannot run here implements (-G, -R, … on a
+ * machine with libnccl and no GPU: exit 5); the driver's refusals; --np's hosts, slots and Gloo store; the output
+ * paths, by the process that writes them (the launcher, or rank 0: ranks on other hosts may not see its folder).
+ */
+export function preflight(options: ResolvedOptions, env: NodeJS.ProcessEnv = process.env): Preflight {
+  const launching = options.np !== null;
+  if (launching && underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
+  const { record, module, passedOver, fallbackFrom } = selectBackend(options.backend, { ncclLib: options.ncclLib }, env);
+  const gpuOnly = fallbackFrom === null ? null : unsupportedFlag(options, record.name);
+  if (gpuOnly !== null) {
+    throw new BackendUnavailableError(`${flagLabel(gpuOnly)} needs the ${gpuOnly.backends!.join(' or ')} backend, ` +
+      `which cannot run here: ${fallbackFrom!.why}`);
+  }
+  const driver = record.createDriver(env);
+  driver.validate(options);
+  if (launching) refuseJob(options, record, env);
+  const outputs = outputSpecs(options);
+  if (launching || (launcherRank(env) ?? 0) === 0) checkOutputPaths(outputs, { force: options.force });
+  return { record, module, driver, passedOver, outputs };
+}
+
+/** What --np N [--hosts …] cannot start: gloo ranks on several hosts without a shared store, too few slots. */
+function refuseJob(options: ResolvedOptions, record: BackendRecord, env: NodeJS.ProcessEnv): void {
+  if (record.launcher === 'local-processes' && options.hosts !== null && options.glooStore === null) {
+    // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
+    throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
+  }
+  const tooFew = options.hosts === null ? null : slotsRefusal(options.np!, options.hosts, env);
+  if (tooFew !== null) throw new UsageError(tooFew, '--np');
+}
