@@ -7,7 +7,9 @@ import { shortHost } from '../core/ranks.js';
 type Env = NodeJS.ProcessEnv;
 
 /** Step states, in the plugin's order (CollbenchStepState, native/src/profiler/link_profiler.h). */
-export const STEP_STATES = ['SendGPUWait', 'SendPeerWait', 'SendWait', 'RecvWait', 'RecvFlushWait', 'RecvGPUWait'] as const;
+export const STEP_STATES = [
+  'SendGPUWait', 'SendPeerWait', 'SendWait', 'RecvWait', 'RecvFlushWait', 'RecvGPUWait',
+] as const;
 export type StepState = (typeof STEP_STATES)[number];
 const SEND_WAIT = STEP_STATES.indexOf('SendWait');
 
@@ -18,11 +20,17 @@ export interface LinkRow {
   stateNs: number[]; stateWallNs: number[];
 }
 /** One kind of collective and how NCCL ran it (CollbenchCollRow). */
-export interface CollRow { func: string; count: number; datatype: string; algo: string; proto: string; nChannels: number; calls: number }
+export interface CollRow {
+  func: string; count: number; datatype: string; algo: string; proto: string; nChannels: number; calls: number;
+}
 /** One kernel channel's GPU starts (globaltimer ns, each GPU its own clock) and busy time (CollbenchKernelChRow). */
-export interface KernelChannelRow { channel: number; kernels: number; firstStartNs: number; lastStartNs: number; busyNs: number }
+export interface KernelChannelRow {
+  channel: number; kernels: number; firstStartNs: number; lastStartNs: number; busyNs: number;
+}
 /** What one rank's plugin held at the end of a row-half. */
-export interface RankLinks { rank: number; host?: string; links: LinkRow[]; colls: CollRow[]; kernelChannels: KernelChannelRow[] }
+export interface RankLinks {
+  rank: number; host?: string; links: LinkRow[]; colls: CollRow[]; kernelChannels: KernelChannelRow[];
+}
 /** Every rank's rows of one row-half, gathered on rank 0. */
 export interface HalfLinks { ranks: RankLinks[] }
 
@@ -116,7 +124,8 @@ export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
   const counted = links.filter((l) => l.countedHalves > 0);
   if (slow.length > LINK_RULE.maxSlowShare * counted.length) {
     return { rule: LINK_RULE, halves: halves.length, links, named: [],
-      doubt: `${slow.length} of ${counted.length} links slow: more than ${LINK_RULE.maxSlowShare * 100}% is not one link` };
+      doubt: `${slow.length} of ${counted.length} links slow: more than ${LINK_RULE.maxSlowShare * 100}% ` +
+        'is not one link' };
   }
   const groups = new Map<string, LinkVerdict[]>();
   for (const l of slow) groups.set(`${l.rank}>${l.peer}`, [...(groups.get(`${l.rank}>${l.peer}`) ?? []), l]);
@@ -162,7 +171,9 @@ export function datatypeBytes(name: string): number {
 }
 
 /** How NCCL ran one size of one collective (what the profiler's collective events said). */
-export interface AlgoChoice { func: string; bytes: number; algo: string; proto: string; nChannels: number; calls: number }
+export interface AlgoChoice {
+  func: string; bytes: number; algo: string; proto: string; nChannels: number; calls: number;
+}
 
 /** Per collective and size, each (algorithm, protocol, channels) NCCL chose and how often, from every rank's rows. */
 export function algoPerSize(halves: readonly HalfLinks[]): AlgoChoice[] {
@@ -172,7 +183,8 @@ export function algoPerSize(halves: readonly HalfLinks[]): AlgoChoice[] {
       for (const c of r.colls) {
         const bytes = c.count * datatypeBytes(c.datatype);
         const k = `${c.func}/${bytes}/${c.algo}/${c.proto}/${c.nChannels}`;
-        const a = byKey.get(k) ?? { func: c.func, bytes, algo: c.algo, proto: c.proto, nChannels: c.nChannels, calls: 0 };
+        const a = byKey.get(k) ??
+          { func: c.func, bytes, algo: c.algo, proto: c.proto, nChannels: c.nChannels, calls: 0 };
         a.calls += c.calls;
         byKey.set(k, a);
       }

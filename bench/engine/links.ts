@@ -40,8 +40,8 @@ export function linksCollector(run: RunContext): LinksCollector | null {
     finish() {
       if (!gathered) return null;
       if (!loaded) {
-        return { lines: ['# links: NCCL did not load collbench\'s profiler plugin (NCCL_PROFILER_PLUGIN): no link judged'],
-          verdict: null, algo: [] };
+        const line = '# links: NCCL did not load collbench\'s profiler plugin (NCCL_PROFILER_PLUGIN): no link judged';
+        return { lines: [line], verdict: null, algo: [] };
       }
       const verdict = judgeLinks(halves);
       const algo = algoPerSize(halves);

@@ -25,7 +25,9 @@ lk_run() { # NAME LIMIT N [expect.sh checks] -- [mr-launch options] -- PROGRAM A
 # 4, 8, 16, 32 MiB: bandwidth-bound sizes (the rule counts a link in a row-half from 1 MiB moved).
 lk_sizes=(-b 4M -e 32M -f 2 -n 5 -w 1)
 lk_ring=(-e all:NCCL_ALGO=Ring -e all:NCCL_PROTO=Simple)
-lk_named='^# slow link: rank 1 \([^)]*\) -> rank [0-9]+ \([^)]*\), channels? [0-9,]+: [0-9.]+ GB/s in SendWait vs [0-9.]+ GB/s median of [0-9]+ other links$'
+lk_without='NCCL loads one profiler: running without --links$'
+lk_named='^# slow link: rank 1 \([^)]*\) -> rank [0-9]+ \([^)]*\), channels? [0-9,]+: '
+lk_named+='[0-9.]+ GB/s in SendWait vs [0-9.]+ GB/s median of [0-9]+ other links$'
 
 if [ ! -f "$lk_launch" ]; then
   gc_skip "--links (every check)" "no $lk_launch: part 60's launcher (issue #38) is not in this tree"
@@ -48,7 +50,7 @@ else
     -- all_reduce_perf --links "${lk_sizes[@]}"
   cp "$GC_LAST_OUT" "$GC_WORK/links-paced.out" 2>/dev/null
   lk_run "2 ranks, NCCL_PROFILER_PLUGIN set by the user: one line, run without links" 60 2 \
-    -l '^# links: NCCL_PROFILER_PLUGIN is already set \(/nonexistent/libnccl-profiler-site\.so\); NCCL loads one profiler: running without --links$' 1 \
+    -l "^# links: NCCL_PROFILER_PLUGIN is already set \\(/nonexistent/libnccl-profiler-site\\.so\\); $lk_without" 1 \
     -n '^# (slow link|nccl algo):' -- -e all:NCCL_PROFILER_PLUGIN=/nonexistent/libnccl-profiler-site.so \
     -- all_reduce_perf --links -b 1M -e 1M -n 2 -w 1
   lk_run "2 ranks, NCCL's own choice per size from 8 B to 32 MiB (--links)" 60 2 \
@@ -65,11 +67,12 @@ else
       timeout -k 5 60 bash "$lk_launch" -n 2 "${nodes[@]}" -- "$GC_BIN/all_reduce_perf" --backend nccl "${extra[@]}" \
         -b 16M -e 16M -n 20 -w 2 > "$GC_WORK/links-cost-$mode.out" 2>&1
       bw="$(awk '!/^#/ && /^ *16777216 / { print $8 " / " $12; exit }' "$GC_WORK/links-cost-$mode.out")"
-      echo "round $round, $mode --links: busbw out-of-place / in-place ${bw:-none (see $mode run)} GB/s" >> "$GC_WORK/links-cost.txt"
+      echo "round $round, $mode --links: busbw out-of-place / in-place ${bw:-none (see $mode run)} GB/s" \
+        >> "$GC_WORK/links-cost.txt"
     done
   done
   { echo '```'; grep -hE '^# (slow link|nccl algo|links):' "$GC_WORK"/links-{healthy,paced,algo}.out 2>/dev/null
     cat "$GC_WORK/links-cost.txt"; echo '```'; } > "$GC_WORK/links-table.md"
-  gc_table "What --links said (healthy, paced, NCCL's choices) and its cost on one GPU (time-sliced: shown, not judged)" \
+  gc_table "What --links said (healthy, paced, NCCL's choices); its cost on one GPU (time-sliced: shown, not judged)" \
     "$GC_WORK/links-table.md"
 fi

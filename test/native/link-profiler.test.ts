@@ -3,14 +3,14 @@
 // the judge (bench/backends/nccl-links.ts). Plus the compile-time pin of our declarations against NCCL's headers.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   algoLines, algoPerSize, judgeLinks, linksSetup, slowLinkLines, type HalfLinks,
 } from '../../bench/backends/nccl-links.js';
 import { median } from '../../bench/core/lateness.js';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { shortHost } from '../../bench/core/ranks.js';
 import type { RunContext } from '../../bench/engine/context.js';
 import { linksCollector } from '../../bench/engine/links.js';
@@ -48,7 +48,8 @@ describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
     assert.equal(v.links.length, 64);
     assert.deepEqual(v.named.map((s) => [s.rank, s.peer, s.channels]), [[3, 4, [2]]]);
     const [line] = slowLinkLines(v);
-    assert.match(line!, /^# slow link: rank 3 \(n04\) -> rank 4 \(n05\), channel 2: [\d.]+ GB\/s in SendWait vs [\d.]+ GB\/s median of 63 other links$/);
+    assert.match(line!, new RegExp(String.raw`^# slow link: rank 3 \(n04\) -> rank 4 \(n05\), channel 2: ` +
+      String.raw`[\d.]+ GB/s in SendWait vs [\d.]+ GB/s median of 63 other links$`));
     const s = v.named[0]!;
     assert.ok(s.othersGbps / s.gbps > 3.5 && s.othersGbps / s.gbps < 6, `ratio ${s.othersGbps / s.gbps}`);
     assert.equal(v.links.find((l) => l.rank === 3 && l.channel === 2)!.slowHalves, 6);
@@ -58,7 +59,8 @@ describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
     const v = judgeLinks(gathered(ring()));
     assert.equal(v.named.length, 0);
     assert.equal(v.doubt, null);
-    assert.match(slowLinkLines(v)[0]!, /^# slow link: none named \(64 links, 6 row-halves; slowest rank \d+ \(n\d+\) -> /);
+    assert.match(slowLinkLines(v)[0]!,
+      /^# slow link: none named \(64 links, 6 row-halves; slowest rank \d+ \(n\d+\) -> /);
   });
 
   it('a late GPU is not a slow link: the ring waits in SendGPUWait, nobody is named', () => {
@@ -83,7 +85,8 @@ describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
     const v = judgeLinks(gathered(ring('--slow', '3', '--factor', '4')));
     assert.equal(v.named.length, 1);
     assert.deepEqual(v.named[0]!.channels, [0, 1, 2, 3, 4, 5, 6, 7]);
-    assert.match(slowLinkLines(v)[0]!, /rank 3 \(n04\) -> rank 4 \(n05\), channels 0,1,2,3,4,5,6,7: .* median of 56 other links/);
+    assert.match(slowLinkLines(v)[0]!,
+      /rank 3 \(n04\) -> rank 4 \(n05\), channels 0,1,2,3,4,5,6,7: .* median of 56 other links/);
   });
 
   it('no name in doubt: a quarter of the links slow is not one link', () => {
@@ -120,7 +123,8 @@ describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
   it('thousands of row-halves within fixed tables, and no allocation in the event calls', () => {
     const r = spawnSync(harness, [library, 'rows', '--rows', '3000'], { encoding: 'utf8', timeout: 120_000 });
     assert.equal(r.status, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /^rows: 6000 row-halves read and reset, every row's kind and links read back, nothing dropped$/m);
+    assert.match(r.stdout,
+      /^rows: 6000 row-halves read and reset, every row's kind and links read back, nothing dropped$/m);
     assert.match(r.stdout, /^no reset: 512 kinds kept per rank of 612 seen, 200 dropped$/m);
     const allocs = /event calls allocated (\d+) times \(init: (\d+)\)/.exec(r.stdout);
     assert.ok(allocs, r.stdout);
@@ -144,7 +148,8 @@ describe('--links in the run engine and the report (the plugin\'s own JSON, gath
     assert.equal(resets, 6);
     const links = collector.finish()!;
     const host = shortHost(hostname());
-    assert.ok(links.lines.includes('# nccl algo: AllReduce 8388608 B RING/SIMPLE 8 channels (128 calls)'), links.lines.join('\n'));
+    const algo = '# nccl algo: AllReduce 8388608 B RING/SIMPLE 8 channels (128 calls)';
+    assert.ok(links.lines.includes(algo), links.lines.join('\n'));
     assert.match(links.lines.at(-1)!, new RegExp(`^# slow link: rank 3 \\(${host}\\) -> rank 4 \\(${host}\\), channel 2: `));
     const b = reportBuilder({});
     b.begin(fakeMeta(false));
@@ -172,7 +177,7 @@ describe('--links in the run engine and the report (the plugin\'s own JSON, gath
 
 describe('the GPU check\'s part 70 expects the lines the judge prints', () => {
   const part = readFileSync(join(repoRoot, 'scripts', 'gpu-check', '70-links.sh'), 'utf8');
-  const named = new RegExp(/^lk_named='(.*)'$/m.exec(part)![1]!);
+  const named = new RegExp(/^lk_named='(.*)'$/m.exec(part)![1]! + /^lk_named\+='(.*)'$/m.exec(part)![1]!);
   it('a paced rank 1 is named by lk_named; the healthy and algorithm patterns match what a healthy ring prints', () => {
     const paced = slowLinkLines(judgeLinks(gathered(ring('--slow', '1', '--factor', '10'))));
     assert.equal(paced.length, 1);
@@ -183,6 +188,35 @@ describe('the GPU check\'s part 70 expects the lines the judge prints', () => {
     assert.ok(part.includes("-p '^# slow link: none named \\(' -n '^# slow link: rank'"));
     const algo = new RegExp(/-p '(\^# nccl algo: AllReduce \[0-9\]\+ B RING\/SIMPLE[^']*)'/.exec(part)![1]!);
     assert.match(algoLines(algoPerSize(gathered(ring('--halves', '2', '--iters', '1'))))[0]!, algo);
+  });
+});
+
+describe('--links on the command line', () => {
+  const collbench = (args: string[], env: NodeJS.ProcessEnv = {}) => spawnSync(process.execPath,
+    ['--import', 'tsx', join(repoRoot, 'bench', 'bin', 'collbench.ts'), 'all_reduce', ...args],
+    { encoding: 'utf8', timeout: 60_000, cwd: repoRoot, env: { ...process.env, ...env } });
+
+  it('with another backend: one line, exit 2', () => {
+    const r = collbench(['--links', '--backend', 'gloo', '-b', '8', '-e', '8']);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr.trim(), 'collbench: --links: needs --backend nccl');
+  });
+
+  const noModule = existsSync(join(release, 'collbench_nccl.node')) ? false : 'the nccl module is not built (no nvcc)';
+  it('without the plugin beside the nccl module: one line naming the file, exit 2, before NCCL starts',
+    { skip: noModule }, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cb-plugin-links-'));
+    try {
+      for (const m of ['collbench_nccl.node', 'collbench_mpi.node']) {
+        if (existsSync(join(release, m))) symlinkSync(join(release, m), join(dir, m));
+      }
+      const r = collbench(['--links', '--backend', 'nccl', '-b', '8', '-e', '8'], { COLLBENCH_NATIVE_DIR: dir });
+      assert.equal(r.status, 2, r.stderr);
+      assert.equal(r.stderr.trim(), `collbench: --links: ${join(dir, 'libcollbench_nccl_profiler.so')} is not built ` +
+        '(make native builds it beside the nccl module)');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -333,7 +333,8 @@ Result profRecordEventState(void* eHandle, int eState, EventStateArgs* args) {
     s->state = static_cast<int8_t>(state);
     s->from[state] = s->lastNs;
     // NCCL sets the step's size just before SendWait (isend posted) and RecvFlushWait (data received).
-    if (args && (state == COLLBENCH_SEND_WAIT || state == COLLBENCH_RECV_FLUSH_WAIT)) s->bytes = args->proxyStep.transSize;
+    if (args && (state == COLLBENCH_SEND_WAIT || state == COLLBENCH_RECV_FLUSH_WAIT))
+      s->bytes = args->proxyStep.transSize;
   } else if (kind == KindKernelCh && eState == StateKernelChStop && args) {
     KernelSlot* k = static_cast<KernelSlot*>(eHandle);
     if (args->kernelCh.pTimer > k->start) add(k->channel->busyNs, args->kernelCh.pTimer - k->start);
@@ -598,7 +599,8 @@ __attribute__((visibility("default"))) char* collbenchProfilerReadJson(int reset
         if (c.commId != comm || c.rank != rank) continue;
         appendf(s, "%s{\"func\":\"%s\",\"count\":%" PRIu64 ",\"datatype\":\"%s\",\"algo\":\"%s\",\"proto\":\"%s\","
                 "\"nChannels\":%d,\"calls\":%" PRIu64 "}", any ? "," : "", jsonName(c.func).c_str(), c.count,
-                jsonName(c.datatype).c_str(), jsonName(c.algo).c_str(), jsonName(c.proto).c_str(), c.nChannels, c.calls);
+                jsonName(c.datatype).c_str(), jsonName(c.algo).c_str(), jsonName(c.proto).c_str(), c.nChannels,
+                c.calls);
         any = true;
       }
       s += "],\"kernelChannels\":[";
