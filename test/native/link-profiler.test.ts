@@ -9,7 +9,11 @@ import { describe, it } from 'node:test';
 import {
   algoLines, algoPerSize, judgeLinks, linksSetup, slowLinkLines, type HalfLinks,
 } from '../../bench/backends/nccl-links.js';
+import { createNcclDriver } from '../../bench/backends/nccl.js';
+import type { CollectiveDescriptor } from '../../bench/collectives/descriptor.js';
+import type { ResolvedOptions } from '../../bench/config/flags.js';
 import { median } from '../../bench/core/lateness.js';
+import type { BackendInfo, NativeBackend } from '../../bench/native/binding.js';
 import { hostname, tmpdir } from 'node:os';
 import { shortHost } from '../../bench/core/ranks.js';
 import type { RunContext } from '../../bench/engine/context.js';
@@ -221,6 +225,29 @@ describe('--links on the command line', () => {
 });
 
 describe('--links beside another profiler plugin', () => {
+  it('the nccl driver sets NCCL_PROFILER_PLUGIN before NCCL starts, or keeps the user\'s and warns once', () => {
+    const saved = process.env.NCCL_PROFILER_PLUGIN;
+    const options = { links: true } as ResolvedOptions;
+    try {
+      delete process.env.NCCL_PROFILER_PLUGIN;
+      const ours = createNcclDriver({ COLLBENCH_NATIVE_DIR: release });
+      ours.prepare!(options);
+      assert.equal(process.env.NCCL_PROFILER_PLUGIN, library);
+      assert.deepEqual(ours.warnings(options, {} as CollectiveDescriptor, {} as BackendInfo), []);
+      process.env.NCCL_PROFILER_PLUGIN = '/opt/site/libnccl-profiler.so';
+      const theirs = createNcclDriver({ COLLBENCH_NATIVE_DIR: release });
+      theirs.prepare!(options);
+      assert.equal(process.env.NCCL_PROFILER_PLUGIN, '/opt/site/libnccl-profiler.so');
+      assert.deepEqual(theirs.warnings(options, {} as CollectiveDescriptor, {} as BackendInfo),
+        ['# links: NCCL_PROFILER_PLUGIN is already set (/opt/site/libnccl-profiler.so); NCCL loads one profiler: ' +
+          'running without --links']);
+      assert.equal(theirs.linkRows!({} as NativeBackend, true), null);
+    } finally {
+      if (saved === undefined) delete process.env.NCCL_PROFILER_PLUGIN;
+      else process.env.NCCL_PROFILER_PLUGIN = saved;
+    }
+  });
+
   it('sets NCCL_PROFILER_PLUGIN to our library, or leaves the user\'s and says so in one line', () => {
     assert.deepEqual(linksSetup(library, {}), { env: { NCCL_PROFILER_PLUGIN: library }, note: null });
     assert.deepEqual(linksSetup(library, { NCCL_PROFILER_PLUGIN: library }).env, { NCCL_PROFILER_PLUGIN: library });
