@@ -289,8 +289,14 @@ async function torchrunWorld(native: NcclNative, lib: string | undefined, world:
   try {
     const token = launcherJobToken(env);
     const met = await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env), { token, env });
-    state.notes = rendezvousNotes(met, token);
-    all = met.all.map((s) => JSON.parse(s) as typeof mine);
+    state.notes = rendezvousNotes(world, met, token);
+    all = met.all.map((s, rank) => {
+      try {
+        const p = JSON.parse(s) as typeof mine;
+        if (typeof p === 'object' && p !== null && typeof p.host === 'string') return p;
+      } catch { /* said below */ }
+      throw new RendezvousError(`rendezvous: rank ${rank}'s payload is not collbench's: ${JSON.stringify(s.slice(0, 40))}`);
+    });
   } catch (e) {
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw e;
