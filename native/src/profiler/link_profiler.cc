@@ -1,8 +1,6 @@
-// collbench's NCCL profiler plugin: NCCL loads it by NCCL_PROFILER_PLUGIN and finds ncclProfiler_v6/_v5 by name.
-// Per communicator it sums, per (peer, channel, direction), bytes, steps and time in each proxy step state, counts
-// each kind of collective with NCCL's algorithm/protocol/channels, and keeps each kernel channel's GPU start times.
-// Fixed tables made at init; the event path claims slots with atomics (no allocation, no lock); reads lock only
-// against init/finalize. collbench reads the rows through collbenchProfilerRead (link_profiler.h).
+// collbench's NCCL profiler plugin (NCCL_PROFILER_PLUGIN; ncclProfiler_v6/_v5 found by name): per communicator, per
+// (peer, channel, direction) bytes, steps and time per proxy step state; collective kinds; kernel channel starts.
+// Fixed tables made at init, slots claimed with atomics on the event path (no allocation, no lock); see docs/links.md.
 #include "profiler/link_profiler.h"
 
 #include <atomic>
