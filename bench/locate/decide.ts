@@ -166,7 +166,8 @@ export interface Attribution {
   uncertain: GroupResult[];
 }
 
-const isBad = (g: GroupResult): boolean => g.state === 'slow' || g.state === 'failed';
+/** Slow, or failed (a job that failed or was stopped over its budget counts against the group). */
+export const isBad = (g: GroupResult): boolean => g.state === 'slow' || g.state === 'failed';
 
 /** Hosts and links from the pairwise stage. */
 export function attributePairs(hosts: readonly string[], pairs: readonly GroupResult[]): Attribution {
@@ -254,4 +255,135 @@ export function samplesOf(doc: ReportDocument): Map<number, number[]> {
     }
   }
   return out;
+}
+
+/**
+ * One pair's evidence over the stages: its pairs-stage result and, when it was re-tested (as a suspect, as a group
+ * below the margin, as a suspect host's other pair, or as a host suspect with its partner), that re-test's result.
+ */
+export interface PairEvidence { hosts: [string, string]; pairs: GroupResult | null; retest: GroupResult | null }
+
+/** A pair's best-supported result: its re-test (beside a control, one repeat more) when it had one, else the pairs stage. */
+export const bestOf = (e: PairEvidence): GroupResult => (e.retest ?? e.pairs)!;
+const pairKey = (a: string, b: string): string => [a, b].sort().join('\0');
+/** Slow again in a re-test: the confirmation a name needs. */
+const confirmed = (e: PairEvidence): boolean => e.retest !== null && isBad(e.retest);
+
+/** Why a host is named rather than its pairs as links. */
+export type HostReason = 'every pair slow' | 'no pair fine' | 'most pairs slow' | 'slower than the rest';
+/**
+ * `degraded`: the significant pattern of degradedHosts, when that is what named it; `separated`: the pairs stage's
+ * levels of its pairs and of the pairs without it, when every one of its pairs is below every pair without it.
+ */
+export interface HostFinding {
+  host: string; reason: HostReason; pairs: PairEvidence[]; degraded: DegradedFinding | null;
+  separated: { mine: number[]; others: number[] } | null;
+}
+/** A link: its pair, and each host's partners it was measured fine with (best-supported state ok). */
+export interface LinkFinding { pair: PairEvidence; fineWith: [string[], string[]] }
+export interface HostOrLink {
+  hosts: HostFinding[];
+  links: LinkFinding[];
+  /** Confirmed slow pairs that are neither: one of its hosts has no pair measured fine with another host. */
+  undecided: { pair: PairEvidence; host: string }[];
+}
+
+/**
+ * Every pair's evidence: the pairs stage's groups, each with its re-test where there was one (a re-test of a host
+ * suspect with a partner is that pair's re-test), and re-tested pairs the pairs stage did not measure (--pairs ring).
+ */
+export function pairEvidence(pairs: readonly GroupResult[], retests: readonly (GroupResult | null)[]): PairEvidence[] {
+  const byKey = new Map<string, PairEvidence>();
+  for (const p of pairs) if (p.hosts.length === 2) byKey.set(pairKey(p.hosts[0]!, p.hosts[1]!), { hosts: [p.hosts[0]!, p.hosts[1]!], pairs: p, retest: null });
+  for (const r of retests) {
+    if (r === null || r.hosts.length !== 2) continue;
+    const key = pairKey(r.hosts[0]!, r.hosts[1]!);
+    const e = byKey.get(key) ?? { hosts: [r.hosts[0]!, r.hosts[1]!] as [string, string], pairs: null, retest: null };
+    e.retest = r;
+    byKey.set(key, e);
+  }
+  return [...byKey.values()];
+}
+
+/**
+ * Host or link, on all the evidence (each pair's best-supported state: its re-test where it had one), so that a
+ * host is not reported as a set of links because one of its pairs happened to look better in the pairs stage:
+ *  - a host with ≥ 2 pairs, one of them slow again in a re-test, is named when every pair with it is slow; or when
+ *    none is fine and at least half are slow (the others below the margin, not consistently); or when most of its
+ *    pairs, at least MOST_PAIRS_MIN, are slow again in their re-tests (one slow host, not that many slow links that
+ *    share it: the rest looked fine by luck or load, as in scripts/locate-sim.ts --unlucky); or when every pair
+ *    with it is slower than every pair without it: significantly so (degradedHosts), or, with ≥ 2 of its pairs slow
+ *    again in a re-test, by the pairs stage's levels (≥ 2 pairs without it): one slow host explains that, two
+ *    independent slow links that share a host (and a third pair just below the rest by chance) hardly;
+ *  - a link is a pair slow in the pairs stage and again in its re-test, neither host named, each of its hosts
+ *    measured fine (best state ok) with at least one other host — the partners are kept so the report can say so;
+ *  - a confirmed slow pair with a host that is fine with nobody and is not named is undecided (neither can be said).
+ * Pairs with a host already named (`named`, or found here: the hosts with most slow pairs first) are explained by
+ * it and say nothing about their other host.
+ */
+export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: readonly DegradedFinding[], named: ReadonlySet<string>): HostOrLink {
+  const explained = new Set(named);
+  const live = (e: PairEvidence): boolean => !e.hosts.some((h) => explained.has(h));
+  const slowCount = (h: string): number => evidence.filter((e) => e.hosts.includes(h) && isBad(bestOf(e))).length;
+  const candidates = [...new Set(evidence.flatMap((e) => e.hosts))].filter((h) => !named.has(h)).sort((a, b) => slowCount(b) - slowCount(a));
+  const hosts: HostFinding[] = [];
+  for (const h of candidates) {
+    const mine = evidence.filter((e) => e.hosts.includes(h) && !e.hosts.some((x) => x !== h && explained.has(x)));
+    if (mine.length < 2 || !mine.some(confirmed)) continue;
+    const states = mine.map((e) => bestOf(e).state);
+    const slow = states.filter((s) => s === 'slow' || s === 'failed').length;
+    const d = degraded.find((x) => x.host === h) ?? null;
+    const separated = separation(evidence, h, explained);
+    const pattern = d !== null || (separated !== null && mine.filter(confirmed).length >= 2);
+    const again = mine.filter(confirmed).length;
+    const reason: HostReason | null = slow === mine.length ? 'every pair slow'
+      : !states.includes('ok') && slow * 2 >= mine.length ? 'no pair fine'
+        : again >= MOST_PAIRS_MIN && again * 2 > mine.length ? 'most pairs slow' : pattern ? 'slower than the rest' : null;
+    if (reason === null) continue;
+    hosts.push({ host: h, reason, pairs: mine, degraded: d, separated });
+    explained.add(h);
+  }
+  const links: LinkFinding[] = [];
+  const undecided: HostOrLink['undecided'] = [];
+  const fineWith = (h: string, pair: PairEvidence): string[] => evidence
+    .filter((e) => e !== pair && e.hosts.includes(h) && live(e) && bestOf(e).state === 'ok').map((e) => e.hosts.find((x) => x !== h)!).sort();
+  for (const e of evidence) {
+    if (!live(e) || !confirmed(e) || e.pairs === null || !isBad(e.pairs)) continue;
+    const fine: [string[], string[]] = [fineWith(e.hosts[0], e), fineWith(e.hosts[1], e)];
+    const lonely = e.hosts.find((_, i) => fine[i]!.length === 0);
+    if (lonely === undefined) links.push({ pair: e, fineWith: fine });
+    else undecided.push({ pair: e, host: lonely });
+  }
+  return { hosts, links, undecided };
+}
+
+/** Confirmed slow pairs (more than half of a host's) that make it the host rather than so many links. */
+export const MOST_PAIRS_MIN = 3;
+
+/** The pairs stage's levels of h's pairs and of the pairs without it, when each of its is below each of theirs (≥ 2 each). */
+function separation(evidence: readonly PairEvidence[], h: string, explained: ReadonlySet<string>): HostFinding['separated'] {
+  const levels = (mine: boolean): number[] => evidence
+    .filter((e) => e.hosts.includes(h) === mine && e.pairs !== null && e.pairs.ratio !== null && !e.hosts.some((x) => x !== h && explained.has(x)))
+    .map((e) => e.pairs!.ratio!).sort((a, b) => a - b);
+  const mine = levels(true);
+  const others = levels(false);
+  return mine.length >= 2 && others.length >= 2 && mine.at(-1)! < others[0]! ? { mine, others } : null;
+}
+
+/**
+ * The other pairs of a suspect host, re-tested in the same rounds as its slow pairs: a host at least half of whose
+ * pairs (≥ 2) are below the margin in the pairs stage (slow, failed or uncertain), one of them slow or failed. So
+ * the host-or-link decision sees each of its pairs in a re-test, whichever one looked fine by luck in the pairs
+ * stage. `skip`: hosts already named or re-tested as host suspects.
+ */
+export function suspectHostPairs(pairs: readonly GroupResult[], skip: ReadonlySet<string>): GroupResult[] {
+  const out = new Set<GroupResult>();
+  for (const h of new Set(pairs.flatMap((p) => p.hosts))) {
+    if (skip.has(h)) continue;
+    const mine = pairs.filter((p) => p.hosts.length === 2 && p.hosts.includes(h));
+    const below = mine.filter((p) => p.state !== 'ok');
+    if (mine.length < 2 || below.length === mine.length || below.length * 2 < mine.length || !below.some(isBad)) continue;
+    for (const p of mine) if (p.state === 'ok' && !p.hosts.some((x) => skip.has(x))) out.add(p);
+  }
+  return [...out];
 }

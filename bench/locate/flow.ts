@@ -5,8 +5,9 @@
 import { EXIT } from '../core/errors.js';
 import { isoLocal } from '../report/exporters/json.js';
 import {
-  analyzeStage, attributeHostGroups, attributePairs, degradedHosts, formatP, goodHosts,
-  type Attribution, type DecisionRule, type GroupResult, type GroupSamples, type StageAnalysis,
+  analyzeStage, attributeHostGroups, attributePairs, bestOf, decideHostOrLink, degradedHosts, formatP, goodHosts, isBad, pairEvidence,
+  suspectHostPairs, type Attribution, type DecisionRule, type GroupResult, type GroupSamples, type HostFinding, type PairEvidence,
+  type StageAnalysis,
 } from './decide.js';
 import { median } from 'simple-statistics';
 import {
@@ -168,6 +169,35 @@ const overBudget = (id: string, jobs: readonly LocateJob[]): boolean => {
   return mine.length >= 2 && mine.every((j) => j.capped && j.status === 'failed');
 };
 
+/** A pair's evidence in a sentence: the pairs stage, then its re-test where it had one (and its control). */
+function pairText(e: PairEvidence, control: GroupResult | null): string {
+  const state = (g: GroupResult): string => (g.state === 'slow' ? 'slow' : g.state === 'uncertain' ? 'below the margin, not consistently' : g.state === 'ok' ? 'fine' : 'failed');
+  const first = e.pairs ? `${ratioText(e.pairs)} in the pairs stage (${state(e.pairs)})` : 'not in the pairs stage';
+  const again = e.retest ? `, ${ratioText(e.retest)} in its re-test (${state(e.retest)}${control ? `, beside control ${control.hosts.join('-')}` : ''})` : '';
+  return `${e.hosts.join('-')} ${first}${again}`;
+}
+
+/** Why a host is named and not its pairs as links, as decideHostOrLink found it. */
+function hostReasonText(f: HostFinding, rule: DecisionRule): string {
+  const slow = f.pairs.filter((e) => isBad(bestOf(e))).length;
+  if (f.reason === 'every pair slow') return `every pair with it is slow (each pair's re-test where it had one)`;
+  if (f.reason === 'most pairs slow') {
+    return `most pairs with it are slow again in their re-tests (${f.pairs.filter((e) => e.retest !== null && isBad(e.retest)).length} of its ${f.pairs.length}): ` +
+      'one slow host, not that many slow links that share it';
+  }
+  if (f.reason === 'no pair fine') return `no pair with it is fine: ${slow} of its ${f.pairs.length} pairs slow, the others below the ${pct(rule.margin)} margin but not consistently`;
+  const range = (r: number[]): string => `${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)}`;
+  const d = f.degraded;
+  if (d) {
+    return `every pair with it slower than every pair without it, in every repeat of the pairs stage (its ${d.mine.length} pairs at ` +
+      `${range(d.mine.map((g) => g.ratio!))} of the reference, the other ${d.others.length} at ${range(d.others.map((g) => g.ratio!))}; ` +
+      `rank test p ${formatP(d.pValue)}, ${formatP(d.corrected)} corrected over the hosts tested), ${slow} of them slow`;
+  }
+  const { mine, others } = f.separated!;
+  return `every pair with it slower than every pair without it in the pairs stage (its ${mine.length} pairs at ${range(mine)} of the reference, ` +
+    `the other ${others.length} at ${range(others)}), ${slow} of them slow again in a re-test: one slow host, not ${slow} slow links`;
+}
+
 function confidenceOf(first: (number | null)[], second: number | null): number {
   const ps = [...first, second].map((p) => p ?? 1);
   return Math.max(0, 1 - Math.max(...ps));
@@ -280,7 +310,8 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       // Every suspect not already clearly slow and every group below the margin but not consistently, re-tested
       // together: packed into rounds of disjoint hosts, each beside its own control, so that the re-tests take a few
       // rounds whatever their number.
-      type Item = { subject: RetestSubject; alone: boolean } & ({ kind: 'suspect'; b: (typeof bad)[number] } | { kind: 'uncertain'; u: GroupResult });
+      // 'other': a suspect host's pair that looked fine in the pairs stage (suspectHostPairs), re-tested with its slow ones.
+      type Item = { subject: RetestSubject; alone: boolean } & ({ kind: 'suspect'; b: (typeof bad)[number] } | { kind: 'uncertain' | 'other'; u: GroupResult });
       const items: Item[] = [];
       for (const b of bad) {
         if (s.interrupted) { unconfirmed(b); continue; }
@@ -308,33 +339,58 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           `run on an idle fabric, or with more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
       } else if (!s.interrupted) {
         for (const u of uncertain) items.push({ kind: 'uncertain', u, alone: u.hosts.length === 1 && hostStage !== null, subject: { hosts: u.hosts, foundRatio: null } });
+        const hostSuspects = new Set([...suspects.map((x) => x.host), ...bad.filter((b) => b.kind === 'host').flatMap((b) => b.hosts)]);
+        for (const u of suspectHostPairs(pairsStage.groups, hostSuspects)) items.push({ kind: 'other', u, alone: false, subject: { hosts: u.hosts, foundRatio: null } });
       }
-      for (const alone of [true, false]) {
-        const batch = items.filter((x) => x.alone === alone);
-        if (!batch.length) continue;
-        if (s.interrupted) { for (const x of batch) if (x.kind === 'suspect') unconfirmed(x.b); continue; }
-        s.progress(`stage retest: ${batch.map((x) => `${x.subject.hosts.join(' - ')}${x.kind === 'uncertain' ? ' (uncertain)' : ''}`).join(', ')}`);
-        const r = alone
-          ? await retest(s, batch.map((x) => x.subject), ranked, { stage: hostStage!, groups: hostMeasured! }, () => durations.budget(1, opts.npPerHost), true)
-          : await retest(s, batch.map((x) => x.subject), ranked, { stage: pairsStage, groups: pm.groups }, pairBudget, false);
-        stages.push(r.stage);
+      /**
+       * The pairs' re-tests judged on all the evidence (decideHostOrLink): a host, a link, or neither, each sentence
+       * true of the pairs and re-tests; then what was not named is cleared (fine in its re-test) or inconclusive.
+       */
+      const judgePairs = (batch: Item[], r: Retest): void => {
+        const evidence = pairEvidence(pairsStage.groups, r.subjects);
+        const controlOf = (g: GroupResult | null): GroupResult | null => (g === null ? null : r.controls[r.subjects.indexOf(g)] ?? null);
+        const before = new Set(suspects.map((x) => x.host));
+        const decision = decideHostOrLink(evidence, degradedHosts(hosts, pairsStage.groups, opts.rule), before);
+        if ((before.size + decision.hosts.length) * 2 > hosts.length) {
+          inconclusive(`${before.size + decision.hosts.length} of ${hosts.length} hosts slow in their re-tests: with most hosts slow there is no good reference`,
+            'run locate on a subset of hosts that includes some known to be good');
+          decision.hosts = [];
+          decision.links = [];
+        }
+        for (const f of decision.hosts) {
+          const slow = f.pairs.filter((e) => isBad(bestOf(e)));
+          const ratios = slow.map((e) => bestOf(e).ratio).filter((x): x is number => x !== null);
+          suspects.push({ host: f.host, confidence: confidenceOf([...slow.map((e) => bestOf(e).pValue ?? 0), ...(f.degraded ? [f.degraded.corrected] : [])], 0),
+            ratio: ratios.length ? median(ratios) : null, stage: 'pairs', confirmedBy: 'retest',
+            evidence: `${hostReasonText(f, opts.rule)}: ${f.pairs.map((e) => pairText(e, controlOf(e.retest))).join('; ')}` });
+          verdict = 'suspect';
+        }
+        for (const l of decision.links) {
+          const e = l.pair;
+          links.push({ hosts: e.hosts, confidence: confidenceOf([e.pairs!.pValue ?? 0], e.retest!.pValue ?? 0), ratio: e.retest!.ratio, confirmedBy: 'retest',
+            evidence: `slow in the pairs stage and again in its re-test: ${pairText(e, controlOf(e.retest))}; both hosts are fine with others: ` +
+              e.hosts.map((h, i) => `${h} with ${l.fineWith[i]!.join(', ')}`).join('; ') });
+          verdict = 'suspect';
+        }
+        const namedHosts = new Set(suspects.map((x) => x.host));
+        const namedLinks = new Set(links.map((l) => [...l.hosts].sort().join('+')));
+        const explained = (hs: string[]): boolean => hs.some((h) => namedHosts.has(h)) || namedLinks.has([...hs].sort().join('+'));
         batch.forEach((x, i) => {
           const subject = r.subjects[i] ?? null;
           const control = r.controls[i] ?? null;
           if (x.kind === 'suspect') {
             const b = x.b;
+            if (explained(b.hosts)) return;
             if (subject === null) { unconfirmed(b); return; }
             const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
             const again = `re-test ${subject.hosts.join('-')}: ${ratioText(subject)}${control ? ` beside control ${control.hosts.join('-')}` : ''}`;
-            if (subject.state === 'slow' || subject.state === 'failed') {
-              const confidence = confidenceOf(b.found.map((g) => g.pValue ?? 0), subject.pValue ?? 0);
-              const what = b.stage === 'host-groups' ? 'its own ranks are slow together' : `every pair with it is slow`;
-              if (b.kind === 'host') suspects.push({ host: b.hosts[0]!, confidence, ratio: subject.ratio, stage: b.stage, evidence: `${what}: ${found}; ${again}`, confirmedBy: 'retest' });
-              else links.push({ hosts: [b.hosts[0]!, b.hosts[1]!], confidence, ratio: subject.ratio, evidence: `only this pair is slow: ${found}; both hosts are fine with others; ${again}`, confirmedBy: 'retest' });
-              verdict = 'suspect';
-            } else if (subject.state === 'ok') {
+            const lonely = decision.undecided.find((u) => u.pair.retest === subject);
+            if (subject.state === 'ok') {
               // The re-test (a control beside it, one repeat more) is the closer look: it clears a burst of load.
               cleared.push({ hosts: b.hosts, evidence: `slow in the pairs stage (${found}), fine in its re-test (${again}): transient load, or an intermittent fault` });
+            } else if (lonely) {
+              inconclusive(`${subject.hosts.join('-')} slow in the pairs stage and again in its re-test (${ratioText(subject)}), but ${lonely.host} was measured fine with no other host ` +
+                'and not every pair with it is slow: a slow host or a slow link cannot be told apart', `run it again, with more repeats: ${rerun} --repeats ${opts.repeats + 2}`);
             } else {
               inconclusive(`${b.hosts.join(' - ')} was slow (${found}) but not consistently in its re-test (${ratioText(subject)}): intermittent, or noise`,
                 `run it again, with more repeats: ${rerun} --repeats ${opts.repeats + 2}`);
@@ -344,12 +400,59 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
           const u = x.u;
           if (subject === null) return;
           if (subject.state === 'ok') {
-            cleared.push({ hosts: u.hosts, evidence: `below the margin in the pairs stage (${ratioText(u)}), fine in its re-test (${ratioText(subject)})` });
-          } else if (!u.hosts.some((h) => suspects.some((y) => y.host === h))) { // not explained by a host named in this batch
-            inconclusive(`${u.hosts.join('-')} below the margin in the pairs stage (${ratioText(u)}, repeats ${u.repeatRatios.map((v) => v.toFixed(2)).join(' ')}) and again in its re-test (${ratioText(subject)}), not consistently enough to name it`,
+            if (x.kind === 'uncertain') cleared.push({ hosts: u.hosts, evidence: `below the margin in the pairs stage (${ratioText(u)}), fine in its re-test (${ratioText(subject)})` });
+          } else if (!explained(u.hosts)) {
+            const first = x.kind === 'uncertain' ? `below the margin in the pairs stage (${ratioText(u)}, repeats ${u.repeatRatios.map((v) => v.toFixed(2)).join(' ')})`
+              : `fine in the pairs stage (${ratioText(u)}) but its host's other pairs slow, re-tested:`;
+            inconclusive(`${u.hosts.join('-')} ${first} and below the margin in its re-test (${ratioText(subject)}), not consistently enough to name it`,
               `more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
           }
         });
+      };
+      for (const alone of [true, false]) {
+        const batch = items.filter((x) => x.alone === alone);
+        if (!batch.length) continue;
+        if (s.interrupted) { for (const x of batch) if (x.kind === 'suspect') unconfirmed(x.b); continue; }
+        s.progress(`stage retest: ${batch.map((x) => `${x.subject.hosts.join(' - ')}${x.kind === 'suspect' ? '' : ` (${x.kind})`}`).join(', ')}`);
+        const r = alone
+          ? await retest(s, batch.map((x) => x.subject), ranked, { stage: hostStage!, groups: hostMeasured! }, () => durations.budget(1, opts.npPerHost), true)
+          : await retest(s, batch.map((x) => x.subject), ranked, { stage: pairsStage, groups: pm.groups }, pairBudget, false);
+        stages.push(r.stage);
+        if (alone) {
+          batch.forEach((x, i) => {
+            const subject = r.subjects[i] ?? null;
+            const control = r.controls[i] ?? null;
+            if (x.kind === 'suspect') {
+              const b = x.b;
+              if (subject === null) { unconfirmed(b); return; }
+              const found = b.found.map((g) => `${g.hosts.join('-')} ${ratioText(g)}`).join(', ');
+              const again = `re-test ${subject.hosts.join('-')}: ${ratioText(subject)}${control ? ` beside control ${control.hosts.join('-')}` : ''}`;
+              if (subject.state === 'slow' || subject.state === 'failed') {
+                const confidence = confidenceOf(b.found.map((g) => g.pValue ?? 0), subject.pValue ?? 0);
+                // re-tested alone: only host-groups suspects (a host whose own ranks are slow together)
+                suspects.push({ host: b.hosts[0]!, confidence, ratio: subject.ratio, stage: b.stage, evidence: `its own ranks are slow together: ${found}; ${again}`, confirmedBy: 'retest' });
+                verdict = 'suspect';
+              } else if (subject.state === 'ok') {
+                // The re-test (a control beside it, one repeat more) is the closer look: it clears a burst of load.
+                cleared.push({ hosts: b.hosts, evidence: `slow in the pairs stage (${found}), fine in its re-test (${again}): transient load, or an intermittent fault` });
+              } else {
+                inconclusive(`${b.hosts.join(' - ')} was slow (${found}) but not consistently in its re-test (${ratioText(subject)}): intermittent, or noise`,
+                  `run it again, with more repeats: ${rerun} --repeats ${opts.repeats + 2}`);
+              }
+              return;
+            }
+            const u = x.u;
+            if (subject === null) return;
+            if (subject.state === 'ok') {
+              cleared.push({ hosts: u.hosts, evidence: `below the margin in the pairs stage (${ratioText(u)}), fine in its re-test (${ratioText(subject)})` });
+            } else if (!u.hosts.some((h) => suspects.some((y) => y.host === h))) { // not explained by a host named in this batch
+              inconclusive(`${u.hosts.join('-')} below the margin in the pairs stage (${ratioText(u)}, repeats ${u.repeatRatios.map((v) => v.toFixed(2)).join(' ')}) and again in its re-test (${ratioText(subject)}), not consistently enough to name it`,
+                `more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`);
+            }
+          });
+          continue;
+        }
+        judgePairs(batch, r);
       }
       if (s.interrupted) {
         skipped('retest', ' (some)');

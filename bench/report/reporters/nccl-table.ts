@@ -15,7 +15,7 @@ import { formatLateUs, median } from '../../core/lateness.js';
 
 export function rankLine(r: RankLineInfo): string {
   return cSprintf('#  Rank %2d Group %2d Pid %6d on %10s device %2s [%s] %s',
-    r.rank, r.group ?? 0, r.pid, shortHost(r.host), String(r.device), r.bus, r.name);
+    r.rank, r.group ?? 0, r.pid, shortHost(r.host), String(r.device), r.bus, r.name) + (r.note ? ` (${r.note})` : '');
 }
 
 type PreambleOptions = Pick<ResolvedOptions,

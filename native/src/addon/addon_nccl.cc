@@ -60,6 +60,8 @@ const Field<IC> kInitFields[] = {
     {"nGpus", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nGpus = asInt32(v, w); }},
     {"firstDevice", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, IC* c) { c->options.firstDevice = asInt32(v, w); }},
+    {"shareDevices", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.shareDevices = asInt32(v, w) != 0; }},
     {"uniqueId", Kind::Uint64s, true,
      [](const Napi::Value& v, const Where& w, IC* c) {
        for (const uint64_t b : collbench::addon::asUint64s(v, w)) {
