@@ -8,7 +8,7 @@ import { baselineCheck, loadBaseline, matchBaseline, BASELINE_KIND, BASELINE_SCH
 import { judge, samplesBySize } from './evaluate.js';
 import { loadProfile, type Profile } from './profile.js';
 import { checkRows, type CheckRuns } from './rows.js';
-import { bonferroniLevel } from './stats.js';
+import { bonferroniLevel } from '../core/stats.js';
 import {
   ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
   type AcceptDocument, type Verdict,

@@ -3,7 +3,7 @@
 // nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writePerIterReport,
 // writeResultFooter, writeMemInfo, writeErrors) and src/hypercube.cu, so the layout is byte-identical.
 import type { ResolvedOptions } from '../../config/flags.js';
-import type { IterStats } from '../../core/iter-stats.js';
+import type { IterStats } from '../../core/stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';
 import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
 import { lateRankName, shortHost } from '../../core/ranks.js';
