@@ -146,7 +146,10 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
       throw e;
     }
     if (md === '-') io.out(text.replace(/\n$/, ''));
-    else writeFileAtomic(md!, text);
+    else {
+      writeFileAtomic(md!, text);
+      io.err(`report: wrote ${md} (Markdown, ${replays.length} replay${replays.length === 1 ? '' : 's'}: ${labels.join(', ')})`);
+    }
     return EXIT.OK;
   }
   const runs = files.map((f, i) => loadRun(f, labels[i]!).run);
