@@ -11,7 +11,9 @@ import type { ChartRun } from '../report/exporters/html.js';
 import { choiceCell } from './nccl-log.js';
 import type { CombinationAtSize, CompareCase, CompareCombination, CompareDocument, SizeVerdict, Spread } from './document.js';
 
-const num = (x: number): string => adaptiveFloat(x, 6).trim();
+/** A cell's number: nccl-tests' 2 decimals, but 3 significant digits below 0.1 (Gloo's busbw at small sizes printed
+ *  0.00 [0.00-0.00] beside a gain of +12%). */
+const num = (x: number): string => (x !== 0 && Math.abs(x) < 0.1 ? String(Number(x.toPrecision(3))) : adaptiveFloat(x, 6).trim());
 
 export function spreadCell(s: Spread | null, n: number): string {
   if (s === null) return '';

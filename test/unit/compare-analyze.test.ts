@@ -10,7 +10,7 @@ import { analyze, classifyRun, median, type RunResult } from '../../bench/compar
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../../bench/compare/document.js';
 import { parseNcclTuningLog } from '../../bench/compare/nccl-log.js';
 import {
-  renderCompareCsv, renderCompareHtml, renderCompareJunit, renderCompareMarkdown, renderText,
+  renderCompareCsv, renderCompareHtml, renderCompareJunit, renderCompareMarkdown, renderText, spreadCell,
 } from '../../bench/compare/render.js';
 import type { ChildOutcome } from '../../bench/launch/child-job.js';
 import { combinations, parseAxis, type Combination } from '../../bench/compare/settings.js';
@@ -194,6 +194,9 @@ describe('compare verdict', () => {
     // the note on too few runs says how many there are, and only when they are too few (was "3 against 3" at --repeats 5)
     assert.ok(text.includes('# over the sizes at 0.05 (3 runs against 3 can never be significant by ranks: use --repeats 5 or more for a verdict)'));
     assert.ok(renderText({ ...d, runsPerCombination: 5 }).includes('# over the sizes at 0.05'));
+    // small values keep 3 significant digits (were 0.00 [0.00-0.00])
+    assert.equal(spreadCell({ median: 0.001234, min: 0.0011, max: 0.0015 }, 3), '0.00123 [0.0011-0.0015]');
+    assert.equal(spreadCell({ median: 12.5, min: 0, max: 0.5 }, 3), '12.50 [0.00-0.50]');
 
     const csv = renderCompareCsv(d).trim().split('\n');
     assert.equal(csv.length, 1 + 4 * 3);
