@@ -80,12 +80,12 @@ bench-instructions: build
 # GitHub or the OSU site is out of reach). BENCH_GLOO_ARGS / BENCH_OSU_ARGS pass options (--rounds, --sizes, --colls).
 BENCH_GLOO_ARGS ?=
 bench-gloo: build
-	peer=$$(scripts/bench-peers/build-gloo-benchmark.sh | tail -1) && \
+	peer=$$(scripts/bench-peers/build-gloo-benchmark.sh) && \
 	  node --import tsx scripts/bench-peers.ts --peer gloo --peer-bin "$$peer" $(BENCH_GLOO_ARGS)
 
 BENCH_OSU_ARGS ?=
 bench-osu: build
-	peer=$$(scripts/bench-peers/build-osu.sh | tail -1) && \
+	peer=$$(scripts/bench-peers/build-osu.sh) && \
 	  node --import tsx scripts/bench-peers.ts --peer osu --peer-bin "$$peer" $(BENCH_OSU_ARGS)
 
 # collbench against NVIDIA's nccl-tests on this machine's GPU, same libnccl, interleaved per collective, mode and size

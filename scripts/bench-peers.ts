@@ -7,7 +7,7 @@
 // Usage: node --import tsx scripts/bench-peers.ts --peer gloo|osu --peer-bin PATH [--rounds 3] [--sizes 8,1K,64K,1M]
 //        [--colls allreduce,bcast,alltoall,allgather] [--iters N (default by size)] [--json FILE]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,14 +24,25 @@ const fail = (msg: string): never => {
   process.exit(2);
 };
 
-const { values: argv } = parseArgs({
-  options: {
-    peer: { type: 'string' }, 'peer-bin': { type: 'string' }, rounds: { type: 'string', default: '3' },
-    sizes: { type: 'string' }, colls: { type: 'string' }, iters: { type: 'string' }, json: { type: 'string' },
-  },
-});
+function options(): ReturnType<typeof parseOptions> {
+  try {
+    return parseOptions();
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+}
+function parseOptions() {
+  return parseArgs({
+    options: {
+      peer: { type: 'string' }, 'peer-bin': { type: 'string' }, rounds: { type: 'string', default: '3' },
+      sizes: { type: 'string' }, colls: { type: 'string' }, iters: { type: 'string' }, json: { type: 'string' },
+    },
+  });
+}
+const { values: argv } = options();
 const peer = argv.peer === 'gloo' || argv.peer === 'osu' ? argv.peer : fail('--peer must be gloo or osu');
-const peerBin = argv['peer-bin'] ?? fail('--peer-bin PATH is required (the built benchmark, or OSU\'s directory)');
+const peerBin = argv['peer-bin'] || fail('--peer-bin PATH is required (the built benchmark, or OSU\'s directory)');
+if (!existsSync(peerBin)) fail(`--peer-bin ${peerBin} does not exist`);
 const rounds = Number(argv.rounds);
 if (!Number.isInteger(rounds) || rounds < 1) fail('--rounds must be a positive integer');
 

@@ -240,7 +240,9 @@ export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLIN
     const keep = (bytes: Buffer): void => {
       if (failed) return;
       reportBytes += bytes.length;
-      if (reportBytes > RAS_MAX_REPLY_BYTES) fail(`a report over ${RAS_MAX_REPLY_BYTES / 2 ** 20} MiB: not read further`);
+      if (reportBytes > RAS_MAX_REPLY_BYTES) {
+        fail(`a report over ${RAS_MAX_REPLY_BYTES / 2 ** 20} MiB: not read further`);
+      }
       else report.push(bytes);
     };
     sock.on('connect', () => send('CLIENT PROTOCOL 2'));
@@ -251,7 +253,8 @@ export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLIN
       const lines = handshake.push(chunk);
       if (lines === null) { fail(`a handshake line over ${RAS_MAX_LINE_BYTES} bytes`); return; }
       for (const [i, raw] of lines.entries()) {
-        if (step === 3) { keep(Buffer.from(`${lines.slice(i).join('\n')}\n`)); break; } // the report began in this chunk
+        // The report began in this chunk: the lines after the handshake are its start.
+        if (step === 3) { keep(Buffer.from(`${lines.slice(i).join('\n')}\n`)); break; }
         const line = raw.replace(/\r$/, '');
         if (step === 0) {
           if (!/^SERVER PROTOCOL \d+$/.test(line)) return fail(`unexpected handshake answer '${line.slice(0, 80)}'`);

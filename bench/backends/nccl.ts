@@ -2,7 +2,9 @@
 // flag checks, the bootstrap (unique id via MPI under mpirun, a TCP rendezvous torchrun-style, or local),
 // device choice (local rank × t × g, NCCL_TESTS_DEVICE), NCCL_TESTS_SPLIT, what the GPUs and library
 // lack (fp8 below sm_90), the GPU-memory cap, rank lines and -M.
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import { BackendUnavailableError, UsageError } from '../core/errors.js';
 import { givenAsAll } from '../config/cases.js';
@@ -12,11 +14,12 @@ import { underMpiLauncher } from '../launch/launcher.js';
 import { launcherJobToken } from '../launch/job-token.js';
 import { localRanksByHost, rendezvous, RendezvousError, rendezvousNotes, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
 import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type SpecField } from '../native/binding.js';
-import { moduleBuilt, requireNativeModule } from '../native/loader.js';
+import { moduleBuilt, nativeDir, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
 import { applyPerRankHostId, planDevices, type DevicePlan } from './nccl-devices.js';
 import { watchdogFloorSec } from '../core/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
+import { LINK_PROFILER_LIBRARY, linksSetup } from './nccl-links.js';
 import { ENV } from '../core/environment.js';
 
 type Env = NodeJS.ProcessEnv;
@@ -87,6 +90,8 @@ export interface NcclNative extends NativeBackend {
   /** The fields init() reads and which it requires (native/src/addon/addon_nccl.cc; test/native/nccl-module.test.ts). */
   initFields(): Record<keyof NcclInitConfig, SpecField>;
   memoryUsage(): MemoryUsage;
+  /** --links: the link profiler's rows as JSON from the copy NCCL loaded (path), or null when it is not loaded. */
+  linksRead(path: string, reset: boolean): string | null;
 }
 
 /**
@@ -284,8 +289,14 @@ async function torchrunWorld(native: NcclNative, lib: string | undefined, world:
   try {
     const token = launcherJobToken(env);
     const met = await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env), { token, env });
-    state.notes = rendezvousNotes(met, token);
-    all = met.all.map((s) => JSON.parse(s) as typeof mine);
+    state.notes = rendezvousNotes(world, met, token);
+    all = met.all.map((s, rank) => {
+      try {
+        const p = JSON.parse(s) as typeof mine;
+        if (typeof p === 'object' && p !== null && typeof p.host === 'string') return p;
+      } catch { /* said below */ }
+      throw new RendezvousError(`rendezvous: rank ${rank}'s payload is not collbench's: ${JSON.stringify(s.slice(0, 40))}`);
+    });
   } catch (e) {
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw e;
@@ -312,6 +323,9 @@ interface DriverState {
   notes: string[];
   /** This process's GPUs (planDevices): what its rank lines say when ranks share a GPU. */
   devices: DevicePlan | null;
+  /** --links: the profiler library NCCL_PROFILER_PLUGIN names, or the line saying why the run goes without. */
+  links: string | null;
+  linksNote: string | null;
 }
 
 /** Finalizes the MPI module the bootstrap used; after a failure with peers, leaves it (the exit ends the job). */
@@ -426,10 +440,22 @@ export function refuseDeviceApiCases(options: ResolvedOptions): void {
 
 /** The nccl driver of one run; `env` is where NCCL_TESTS_*, the launcher's and the rendezvous variables are read. */
 export function createNcclDriver(env: Env = process.env): BackendDriver {
-  const state: DriverState = { mpi: null, color: -1, peers: false, notes: [], devices: null };
+  const state: DriverState = { mpi: null, color: -1, peers: false, notes: [], devices: null, links: null, linksNote: null };
+  const linksLibrary = () => join(nativeDir(env), LINK_PROFILER_LIBRARY);
   return {
+    prepare(options) {
+      if (!options.links) return;
+      const setup = linksSetup(linksLibrary(), process.env);
+      state.linksNote = setup.note;
+      if (setup.note) return;
+      Object.assign(process.env, setup.env); // NCCL reads it from this process's environment at its first init
+      state.links = linksLibrary();
+    },
     validate(options) {
       refuseDeviceApiCases(options);
+      if (options.links && !existsSync(linksLibrary())) {
+        throw new UsageError(`--links: ${linksLibrary()} is not built (make native builds it beside the nccl module)`);
+      }
       if (options.cudaGraph > 0 && options.streamNull) {
         throw new UsageError('-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured');
       }
@@ -443,7 +469,8 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
         bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name, ...(state.devices?.note ? { note: state.devices.note } : {}),
       }));
     },
-    warnings(_options, _desc: CollectiveDescriptor, _info) { return state.notes; },
+    warnings(_options, _desc: CollectiveDescriptor, _info) { return [...state.notes, ...(state.linksNote ? [state.linksNote] : [])]; },
+    linkRows: (native, reset) => (state.links ? (native as NcclNative).linksRead(state.links, reset) : null),
     memoryUsage(native) {
       const m = (native as NcclNative).memoryUsage();
       const [initialization, userAllocated, collective] = native.allreduce(

@@ -292,6 +292,10 @@ export const FLAGS = Object.freeze([
   passOn(text(undefined, 'gloo-iface', 'glooIface', LAUNCH, 'network interface name or local address for Gloo\'s TCP transport',
     { value: '<iface|address>', defaultText: 'loopback on one host, else the host name', backends: GLOO,
       check: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${quoted(v)}`) })),
+  toggle('links', 'links', 'Output',
+    'load collbench\'s NCCL profiler plugin (NCCL_PROFILER_PLUGIN) and name a slow link from NCCL\'s own proxy-step ' +
+    'timings: # slow link and # nccl algo lines, JSON links (docs/links.md); when NCCL_PROFILER_PLUGIN is already set, ' +
+    'one line says so and the run goes on without links', { backends: NCCL }),
   passOn(text(undefined, 'nccl-lib', 'ncclLib', LAUNCH, 'libnccl.so.2 (or its directory) for the nccl backend',
     { value: '<path>', backends: NCCL, preference: true, check: (v) => (v.trim() === '' ? 'library path is empty' : null),
       defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' })),

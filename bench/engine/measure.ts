@@ -77,6 +77,7 @@ export async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cy
     const h = queued.h;
     layout = h.layout;
     const { result, precision } = await measureHalf(run, queued);
+    await run.links?.afterHalf();
     traceArrivals(run.env, layout.sizeBytes, inPlace, result);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);

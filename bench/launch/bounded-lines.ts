@@ -20,7 +20,8 @@ export class BoundedLines {
     let start = 0;
     for (let nl = chunk.indexOf(NEWLINE); nl >= 0; nl = chunk.indexOf(NEWLINE, start)) {
       if (this.held + nl - start > this.maxLineBytes) return this.overflow();
-      const line = this.held === 0 ? chunk.subarray(start, nl) : Buffer.concat([...this.parts, chunk.subarray(start, nl)]);
+      const tail = chunk.subarray(start, nl);
+      const line = this.held === 0 ? tail : Buffer.concat([...this.parts, tail]);
       lines.push(line.toString('utf8'));
       this.parts = [];
       this.held = 0;

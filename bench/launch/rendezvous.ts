@@ -61,7 +61,8 @@ export function torchrunEnv(env: NodeJS.ProcessEnv = process.env): TorchrunEnv |
 export const MAX_HELLO_BYTES = 16 * 1024;
 /** A connection that has not sent its whole hello within this is turned away (a slow-loris peer holds no longer). */
 export const HELLO_TIMEOUT_MS = 10_000;
-/** Connections not yet identified by a hello, at most; more are turned away at once (memory: this × MAX_HELLO_BYTES). */
+/** Connections not yet identified by a hello, at most; more are turned away at once (memory: this × MAX_HELLO_BYTES).
+ */
 export const MAX_UNIDENTIFIED = 64;
 /** Stray sources named in a message; more are counted together. */
 const MAX_STRAY_SOURCES = 4;
@@ -120,10 +121,12 @@ export class StrayTally {
     if (this.count === 0) return null;
     const parts = [...this.bySource.entries()].map(([from, reasons]) => {
       const n = [...reasons.values()].reduce((a, b) => a + b, 0);
-      return `${n} from ${from} (${[...reasons.entries()].map(([why, k]) => (k > 1 ? `${k}× ${why}` : why)).join('; ')})`;
+      const why = [...reasons.entries()].map(([reason, k]) => (k > 1 ? `${k}× ${reason}` : reason));
+      return `${n} from ${from} (${why.join('; ')})`;
     });
     if (this.elsewhere > 0) parts.push(`${this.elsewhere} from other addresses`);
-    return `turned away ${this.count} connection${this.count === 1 ? '' : 's'} that did not belong to this job: ${parts.join('; ')}`;
+    const connections = `${this.count} connection${this.count === 1 ? '' : 's'}`;
+    return `turned away ${connections} that did not belong to this job: ${parts.join('; ')}`;
   }
 }
 
@@ -142,7 +145,8 @@ function hostAddresses(): Set<string> {
  * here, or when a name that is not localhost resolves to loopback only (a Debian-style /etc/hosts line) while ranks
  * run on other hosts, whose resolvers give another address.
  */
-export async function rendezvousListenPlan(masterAddr: string, env: NodeJS.ProcessEnv = process.env): Promise<ListenPlan> {
+export async function rendezvousListenPlan(masterAddr: string, env: NodeJS.ProcessEnv = process.env):
+  Promise<ListenPlan> {
   const everywhere = (why: string): ListenPlan => ({ hosts: null, note: `listening on every interface: ${why}` });
   const local = hostAddresses();
   const addr = masterAddr.replace(/^\[(.*)\]$/, '$1');
@@ -154,14 +158,16 @@ export async function rendezvousListenPlan(masterAddr: string, env: NodeJS.Proce
   try {
     found = [...new Set((await lookup(addr, { all: true })).map((a) => a.address))];
   } catch (e) {
-    return everywhere(`MASTER_ADDR=${addr} does not resolve here (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    return everywhere(`MASTER_ADDR=${addr} does not resolve here (${why})`);
   }
   const foreign = found.filter((a) => !isLoopback(a) && !local.has(a));
   if (found.length === 0 || foreign.length > 0) {
     return everywhere(`MASTER_ADDR=${addr} resolves to ${found.join(', ') || 'nothing'}, not an address of this host`);
   }
   if (found.every(isLoopback) && !isLocalhostName(addr) && !allRanksHere(env)) {
-    return everywhere(`MASTER_ADDR=${addr} resolves to loopback (${found.join(', ')}) here, which ranks on other hosts cannot reach`);
+    return everywhere(`MASTER_ADDR=${addr} resolves to loopback (${found.join(', ')}) here, which ranks on other hosts ` +
+      'cannot reach');
   }
   return { hosts: found, note: null };
 }
@@ -177,7 +183,8 @@ async function listenAll(hosts: string[] | null, port: number, onConnection: (s:
   const results = await Promise.allSettled((hosts ?? [undefined]).map(open));
   const servers = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as NodeJS.ErrnoException] : []));
-  const fatal = failures.find((e) => e.code !== 'EADDRNOTAVAIL' && e.code !== 'EAFNOSUPPORT') ?? (servers.length === 0 ? failures[0] : undefined);
+  const fatal = failures.find((e) => e.code !== 'EADDRNOTAVAIL' && e.code !== 'EAFNOSUPPORT') ??
+    (servers.length === 0 ? failures[0] : undefined);
   if (fatal) {
     for (const s of servers) s.close();
     throw fatal;
@@ -191,7 +198,8 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
   plan: ListenPlan): Promise<RendezvousResult> {
   const { token } = guard;
   const helloTimeoutMs = guard.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
-  const where = plan.hosts ? plan.hosts.map((h) => hostPort(h, world.masterPort)).join(', ') : `port ${world.masterPort}`;
+  const where = plan.hosts ? plan.hosts.map((h) => hostPort(h, world.masterPort)).join(', ')
+    : `port ${world.masterPort}`;
   const mine = token?.token ?? '';
   const mineFrom = token?.source ?? 'no job id';
   return new Promise((resolvePromise, reject) => {
@@ -251,8 +259,10 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
       let hello: Hello;
       try {
         hello = JSON.parse(line) as Hello;
-        if (typeof hello !== 'object' || hello === null || typeof hello.token !== 'string' || typeof hello.tokenFrom !== 'string' ||
-          !Number.isInteger(hello.rank) || !Number.isInteger(hello.worldSize) || typeof hello.payload !== 'string') throw new Error();
+        const valid = typeof hello === 'object' && hello !== null && typeof hello.token === 'string' &&
+          typeof hello.tokenFrom === 'string' && Number.isInteger(hello.rank) && Number.isInteger(hello.worldSize) &&
+          typeof hello.payload === 'string';
+        if (!valid) throw new Error('not a hello');
       } catch {
         turnAway(socket, from, `not a rendezvous hello: '${printable(line, 24)}'`);
         return;
@@ -260,13 +270,17 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
       const theirFrom = printable(hello.tokenFrom || 'no job id', 40);
       if (!sameToken(hello.token, mine)) {
         turnAway(socket, from, `another job (token from ${theirFrom})`,
-          `its job token (from ${theirFrom}) is not this job's (from ${mineFrom}): another job's rendezvous on this port?`);
+          `its job token (from ${theirFrom}) is not this job's (from ${mineFrom}): another job's rendezvous on ` +
+          'this port?');
       } else if (hello.worldSize !== world.worldSize) {
-        turnAway(socket, from, `WORLD_SIZE=${hello.worldSize}`, `rank 0 has WORLD_SIZE=${world.worldSize}, this rank ${hello.worldSize}`);
+        turnAway(socket, from, `WORLD_SIZE=${hello.worldSize}`,
+          `rank 0 has WORLD_SIZE=${world.worldSize}, this rank ${hello.worldSize}`);
       } else if (hello.rank < 1 || hello.rank >= world.worldSize) {
-        turnAway(socket, from, `rank ${hello.rank}`, `rank ${hello.rank} is not one rank 0 waits for (1..${world.worldSize - 1})`);
+        turnAway(socket, from, `rank ${hello.rank}`,
+          `rank ${hello.rank} is not one rank 0 waits for (1..${world.worldSize - 1})`);
       } else if (joined.has(hello.rank)) {
-        turnAway(socket, from, `rank ${hello.rank} again`, `rank ${hello.rank} has already joined from ${joined.get(hello.rank)!.from}`);
+        turnAway(socket, from, `rank ${hello.rank} again`,
+          `rank ${hello.rank} has already joined from ${joined.get(hello.rank)!.from}`);
       } else {
         unidentified.delete(socket);
         const rank = hello.rank;
@@ -338,15 +352,18 @@ function join(world: TorchrunEnv, hello: string, deadline: number, timeoutMs: nu
     const onAnswer = (line: string): void => {
       let answer: Answer;
       try { answer = JSON.parse(line) as Answer; } catch { answer = {} as Answer; }
+      if (typeof answer !== 'object' || answer === null) answer = {} as Answer; // `null`, a number: not an answer
       if ('all' in answer && Array.isArray(answer.all) && answer.all.length === world.worldSize &&
         answer.all.every((p) => typeof p === 'string')) {
         settle(null, { all: answer.all, strays: null, listen: null });
       } else if ('refused' in answer && typeof answer.refused === 'string') {
-        settle(new RendezvousError(`rendezvous: rank 0 at ${where} turned rank ${world.rank} away: ${printable(answer.refused, 300)}`));
+        settle(new RendezvousError(`rendezvous: rank 0 at ${where} turned rank ${world.rank} away: ` +
+          printable(answer.refused, 300)));
       } else if ('failed' in answer && typeof answer.failed === 'string') {
         settle(new RendezvousError(`rendezvous: rank 0 at ${where} gave up: ${printable(answer.failed, 600)}`));
       } else {
-        settle(new RendezvousError(`rendezvous: malformed answer from ${where} ('${printable(line, 40)}'): is MASTER_PORT another program's?`));
+        settle(new RendezvousError(`rendezvous: malformed answer from ${where} ('${printable(line, 40)}'): is ` +
+          'MASTER_PORT another program\'s?'));
       }
     };
     const attempt = () => {
@@ -356,7 +373,8 @@ function join(world: TorchrunEnv, hello: string, deadline: number, timeoutMs: nu
       socket.on('connect', () => { connected = true; socket.write(hello); });
       readBoundedLines(socket, answerLimit, (line) => { onAnswer(line); socket.destroy(); return false; }, () => {
         socket.destroy();
-        settle(new RendezvousError(`rendezvous: ${where} answered with a line over ${answerLimit} bytes: is MASTER_PORT another program's?`));
+        settle(new RendezvousError(`rendezvous: ${where} answered with a line over ${answerLimit} bytes: is ` +
+          'MASTER_PORT another program\'s?'));
       });
       socket.on('error', (e: NodeJS.ErrnoException) => { lastError = e.code ?? e.message; });
       socket.on('close', () => {
@@ -365,9 +383,10 @@ function join(world: TorchrunEnv, hello: string, deadline: number, timeoutMs: nu
         // Rank 0 may not listen yet, or had too many connections at once: try again until the deadline.
         if (Date.now() + 100 < deadline) { setTimeout(attempt, 100); return; }
         settle(new RendezvousError(closedUnanswered > 0
-          ? `rendezvous: no answer from rank 0 at ${where} within ${timeoutMs / 1000}s (${closedUnanswered} connection(s) ` +
-            'closed without one: is MASTER_PORT another program\'s?)'
-          : `rendezvous: rank ${world.rank} could not reach rank 0 at ${where} within ${timeoutMs / 1000}s (${lastError || 'no answer'})`));
+          ? `rendezvous: no answer from rank 0 at ${where} within ${timeoutMs / 1000}s (${closedUnanswered} ` +
+            'connection(s) closed without one: is MASTER_PORT another program\'s?)'
+          : `rendezvous: rank ${world.rank} could not reach rank 0 at ${where} within ${timeoutMs / 1000}s ` +
+            `(${lastError || 'no answer'})`));
       });
       socket.setTimeout(Math.max(1, deadline - Date.now()), () => {
         socket.destroy();
@@ -391,7 +410,8 @@ export async function rendezvous(world: TorchrunEnv, payload: string, timeoutMs:
   const deadline = Date.now() + timeoutMs;
   if (world.worldSize === 1) return { all: [payload], strays: null, listen: null };
   const hello = `${JSON.stringify({
-    token: guard.token?.token ?? '', tokenFrom: guard.token?.source ?? '', rank: world.rank, worldSize: world.worldSize, payload,
+    token: guard.token?.token ?? '', tokenFrom: guard.token?.source ?? '', rank: world.rank, worldSize: world.worldSize,
+    payload,
   } satisfies Hello)}\n`;
   if (Buffer.byteLength(hello) > MAX_HELLO_BYTES) {
     throw new RendezvousError(`rendezvous: rank ${world.rank}'s hello is ${Buffer.byteLength(hello)} bytes, over the ` +
@@ -402,12 +422,14 @@ export async function rendezvous(world: TorchrunEnv, payload: string, timeoutMs:
   return serve(world, payload, deadline, timeoutMs, guard, plan);
 }
 
-/** The preamble's lines about the rendezvous: unauthenticated (no job id), where rank 0 listened, who it turned away. */
-export function rendezvousNotes(result: RendezvousResult, token: JobToken | null): string[] {
+/** The preamble's lines about the rendezvous: unauthenticated (no job id), where rank 0 listened, whom it turned away;
+ *  none for a world of one (no rendezvous on the network). */
+export function rendezvousNotes(world: TorchrunEnv, result: RendezvousResult, token: JobToken | null): string[] {
   const out: string[] = [];
+  if (world.worldSize === 1) return out;
   if (token === null) {
-    out.push(`# Warning: the torchrun-style rendezvous is unauthenticated: none of ${JOB_ID_SOURCES} names this job, so a ` +
-      'process that reaches MASTER_ADDR:MASTER_PORT with the same WORLD_SIZE could take a rank\'s place; set ' +
+    out.push(`# Warning: the torchrun-style rendezvous is unauthenticated: none of ${JOB_ID_SOURCES} names this job, ` +
+      'so a process that reaches MASTER_ADDR:MASTER_PORT with the same WORLD_SIZE could take a rank\'s place; set ' +
       `${ENV.JOB_TOKEN} to one value on every rank (docs/reliability.md)`);
   }
   if (result.listen?.note) out.push(`# Rendezvous: ${result.listen.note}`);

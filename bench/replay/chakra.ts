@@ -38,33 +38,48 @@ function normalize(n: RawNode): EtNode {
 
 const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN = 0x7b, CLOSE = 0x7d, OPEN_ARR = 0x5b, CLOSE_ARR = 0x5d;
 /** Names of the nodes worth parsing; every other node is skipped unparsed. */
-const WANTED = [Buffer.from('"record_param_comms"'), Buffer.from('"nccl:'), Buffer.from('"c10d::'),
-  Buffer.from('process_group:init')];
+const WANTED = ['record_param_comms', 'nccl:', 'c10d::', '## process_group:init'];
+const NAME_KEY = Buffer.from('"name"');
+
+/** The node's own name: the first "name" key's string (ET writes it before inputs and attrs), or null. */
+function nodeName(text: Buffer): string | null {
+  const at = text.indexOf(NAME_KEY);
+  if (at < 0) return null;
+  const open = text.indexOf(QUOTE, at + NAME_KEY.length);
+  const close = open < 0 ? -1 : text.indexOf(QUOTE, open + 1);
+  return close < 0 ? null : text.toString('utf8', open + 1, Math.min(close, open + 1 + 64));
+}
 
 /**
- * Yields the text of every object that sits in an array directly under the top-level object (the ET's nodes) and
- * contains one of `wanted`, with the head of the file (what came before the first node: schema, pid) first.
+ * Yields the text of every object that sits in an array directly under the top-level object (the ET's nodes) whose
+ * name starts with one of `wanted`, with the head of the file (what came before the first node: schema, pid) first.
  */
-export async function* etNodes(path: string, wanted: readonly Buffer[] = WANTED):
+export async function* etNodes(path: string, wanted: readonly string[] = WANTED, chunkBytes?: number):
   AsyncGenerator<{ kind: 'head'; text: string } | { kind: 'node'; text: Buffer }> {
   let depth = 0, inString = false, escaped = false, headDone = false;
   const head: Buffer[] = [];
   let parts: Buffer[] = []; // the node being read, across chunks
   let nodeStart = -1;        // its start in the current chunk, or -1 when it began in an earlier one
   let inNode = false;
-  for await (const chunk of openInput(path)) {
+  for await (const chunk of openInput(path, chunkBytes)) {
     const b = chunk as Buffer;
     if (inNode) nodeStart = 0;
-    for (let i = 0; i < b.length; i++) {
+    const len = b.length;
+    for (let i = 0; i < len; i++) {
       const ch = b[i]!;
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (ch === BACKSLASH) escaped = true;
-        else if (ch === QUOTE) inString = false;
+      if (inString || ch === QUOTE) {
+        // A string, to its closing quote or the chunk's end, in a loop of its own (most of a trace's bytes).
+        if (!inString) { inString = true; i++; } else if (escaped) { escaped = false; i++; }
+        for (; i < len; i++) {
+          const c = b[i]!;
+          if (c === BACKSLASH) {
+            if (i + 1 < len) i++;
+            else escaped = true; // the escaped byte starts the next chunk
+          } else if (c === QUOTE) { inString = false; break; }
+        }
         continue;
       }
-      if (ch === QUOTE) inString = true;
-      else if (ch === OPEN || ch === OPEN_ARR) {
+      if (ch === OPEN || ch === OPEN_ARR) {
         depth++;
         if (depth === 3 && ch === OPEN) {
           if (!headDone) { headDone = true; head.push(b.subarray(0, i)); yield { kind: 'head', text: Buffer.concat(head).toString() }; }
@@ -75,7 +90,8 @@ export async function* etNodes(path: string, wanted: readonly Buffer[] = WANTED)
           parts.push(b.subarray(nodeStart, i + 1));
           const text = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
           inNode = false; parts = [];
-          if (wanted.some((w) => text.includes(w))) yield { kind: 'node', text };
+          const name = nodeName(text);
+          if (name !== null && wanted.some((w) => name.startsWith(w))) yield { kind: 'node', text };
         }
         depth--;
       }
@@ -100,10 +116,15 @@ const nelems = (v: unknown): number => (isTensor(v) ? v[3] : Array.isArray(v) ? 
 /** The element type inside "Tensor(float)" / "GenericList[Tensor(long int)]" (C++ type names, c10::Half). */
 const tensorType = (t: string | undefined): string | null => /Tensor\(([^)]+)\)/.exec(t ?? '')?.[1] ?? null;
 
-/** Which rank a file is: the last number in its name (rank-3.json, dlrm_eg_3.json), else its place in the list. */
+/** Which rank a file is: `rank<N>` (rank-3.json.gz, nccl_trace_rank_3), else a number that ends the name before its
+ *  extensions (dlrm_eg_3.json, trace.3.json), else its place in the list (hf_GPT2_et.json: 2 is not a rank). */
 export function rankFromName(path: string, fallback: number): number {
-  const nums = basename(path).replace(/\.(json|gz|pkl|pickle|log|txt)$/g, '').match(/\d+/g);
-  return nums ? Number(nums[nums.length - 1]) : fallback;
+  const name = basename(path);
+  const tagged = /rank[-_.]?(\d+)/i.exec(name);
+  if (tagged) return Number(tagged[1]);
+  const stem = name.replace(/(\.(json|gz|pkl|pickle|log|txt))+$/i, '');
+  const last = /[-_.](\d+)$/.exec(stem);
+  return last ? Number(last[1]) : fallback;
 }
 
 /** One rank's calls from its execution trace, and the schema family it was read as. */

@@ -7,8 +7,8 @@ import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 
 /** The file's bytes as a stream (decompressed when it ends in .gz). */
-export function openInput(path: string): Readable {
-  const raw = createReadStream(path, { highWaterMark: 1 << 20 });
+export function openInput(path: string, chunkBytes = 1 << 20): Readable {
+  const raw = createReadStream(path, { highWaterMark: chunkBytes });
   return path.endsWith('.gz') ? raw.pipe(createGunzip()) : raw;
 }
 

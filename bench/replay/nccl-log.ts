@@ -6,11 +6,11 @@ import { mapCollective, mapDtype, mapOp, TraceError, type ReplayCall, type Repla
 import { fileLines } from './lines.js';
 
 // RCCL writes the same line with a timestamp after [dev] and " task T globalrank G" at the end (G: the process's rank).
-const COLL = new RegExp('^(?:\\[[^\\]]*\\] ?)?(\\S+?):(\\d+):\\d+ (?:\\[\\d+\\] )?(?:\\d+ )?NCCL INFO (\\w+): opCount [0-9a-f]+ ' +
+const COLL = new RegExp('^(?:\\[[^\\]]*\\] ?)?(\\S+?):(\\d+):\\d+ (?:\\[(\\d+)\\] )?(?:\\d+ )?NCCL INFO (\\w+): opCount [0-9a-f]+ ' +
   'sendbuff \\S+ recvbuff \\S+ count (\\d+) datatype (\\d+) op (\\d+) root (-?\\d+) comm (\\S+)(?: \\[nranks=(\\d+)\\])?' +
   '(?: stream \\S+)?(?: task \\d+ globalrank (\\d+))?');
 /** INFO INIT's "comm 0x… rank R nRanks N … Init COMPLETE" (its case varies across versions): who a process is. */
-const INIT = /(\S+?):(\d+):\d+ (?:\[\d+\] )?NCCL INFO .*\bcomm (0x[0-9a-f]+) rank (\d+) nranks (\d+)\b.*Init COMPLETE/i;
+const INIT = /(\S+?):(\d+):\d+ (?:\[(\d+)\] )?NCCL INFO .*\bcomm (0x[0-9a-f]+) rank (\d+) nranks (\d+)\b.*Init COMPLETE/i;
 
 /** One process of the log: its calls and, where INFO INIT was logged too, its rank in each communicator. */
 interface LogComm { id: string; nranks: number; group: ReplayGroup }
@@ -23,7 +23,8 @@ export function looksLikeNcclLog(head: string): boolean {
 }
 
 /**
- * The calls of every process in the given logs (one per rank, or merged). A process is host:pid; its rank is RCCL's
+ * The calls of every process in the given logs (one per rank, or merged). A rank is host:pid:[cudaDev] (a process
+ * driving several GPUs holds one communicator, one rank, per device); its rank is RCCL's
  * globalrank, or the one INFO INIT gave it in its largest communicator where that line is there, else its place: the
  * file order (one process per file) or, in a merged log, the order in which processes first appear. Communicators are told apart by
  * their pointer within a process; across processes the k-th communicator a process uses is group c<k>.
@@ -42,16 +43,16 @@ export async function readNcclLogs(paths: readonly string[]): Promise<ReplayCall
       if (!m) {
         const init = line.includes('Init COMPLETE') ? INIT.exec(line) : null;
         if (init) {
-          const p = processOf(processes, `${init[1]}:${init[2]}`);
-          p.rankIn.set(init[3]!, Number(init[4]));
-          if (!p.comms.has(init[3]!)) p.comms.set(init[3]!, logComm(p.comms.size, Number(init[5])));
+          const p = processOf(processes, `${init[1]}:${init[2]}:${init[3] ?? ''}`);
+          p.rankIn.set(init[4]!, Number(init[5]));
+          if (!p.comms.has(init[4]!)) p.comms.set(init[4]!, logComm(p.comms.size, Number(init[6])));
         } else if (/NCCL INFO \w+: opCount /.test(line)) {
           throw new TraceError(`${where}: not an NCCL call line (count, datatype, op, root, comm expected): ${clip(line)}`);
         }
         continue;
       }
-      const [, host, pid, name, count, dtype, op, root, comm, nranks, globalRank] = m;
-      const p = processOf(processes, `${host}:${pid}`);
+      const [, host, pid, dev, name, count, dtype, op, root, comm, nranks, globalRank] = m;
+      const p = processOf(processes, `${host}:${pid}:${dev ?? ''}`);
       if (globalRank !== undefined) p.globalRank = Number(globalRank);
       let c = p.comms.get(comm!);
       if (!c) {

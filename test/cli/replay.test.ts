@@ -56,6 +56,7 @@ describe('collbench replay', () => {
     for (const o of doc.ops) {
       assert.equal(o.wrong, 0, `step ${o.step}`);
       assert.ok(o.time.medianUs > 0 && o.time.p99Us >= o.time.medianUs, `step ${o.step} times`);
+      assert.equal(o.samplesUs.length, 3);
     }
     assert.equal(doc.iteration.samplesUs.length, 3);
     // --gaps: the recorded 2 ms between calls (14 ms an iteration) spent as busy waits, at least.
@@ -105,6 +106,23 @@ describe('collbench replay', () => {
     assert.match(r.stdout, /^# Wrong result: step 0 \(all_reduce 48 B, nccl_trace_rank_0\.json entry 0\): rank \d+ element \d+: expected/m);
     const doc = load(json);
     assert.ok(doc.ops[0]!.wrong! > 0);
+  });
+
+  it('collbench report overlays two replays of the same steps (Markdown), and refuses replays of different ones', () => {
+    // fr.json (the pickle on MPI) and corrupt.json (the same dump as JSON, on MPI under the corrupting library).
+    const r = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'corrupt.json'), '--label', 'pickle',
+      '--label', 'json', '--md', '-']);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = r.stdout.split('\n').filter((l) => /^\| \d+ \|/.test(l));
+    assert.equal(rows.length, 7);
+    assert.match(rows[0]!, /^\| 0 \| all_reduce \| 48 \| [\d.]+ \| [\d.]+ \| [\d.]+x \|$/);
+    assert.match(r.stdout, /^\| median \(us\) \| [\d.]+ \| [\d.]+ \| [\d.]+x \|$/m);
+    const other = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'log.json'), '--md', '-']);
+    assert.equal(other.code, 2);
+    assert.match(other.stderr, /log\.json and .*fr\.json are replays of different steps \(step 0 differs\)/);
+    const html = runProgram('collbench', ['report', join(dir, 'fr.json'), '--html', join(dir, 'x.html')]);
+    assert.equal(html.code, 2);
+    assert.match(html.stderr, /--html: replays are overlaid in Markdown only/);
   });
 
   it('an inconsistent trace: one line, exit 2, nothing started or written', () => {

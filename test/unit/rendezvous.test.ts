@@ -3,7 +3,7 @@
 // connections that are not its job's ranks (strays: probes, floods, slow peers, other jobs, duplicates).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { describe, it } from 'node:test';
 import { launcherJobToken, sameToken } from '../../bench/launch/job-token.js';
@@ -214,6 +214,22 @@ describe('strays at MASTER_PORT while the real ranks join late', () => {
     await assert.rejects(r0, /waited 1s for rank\(s\) 1 of 2; .*another job \(token from SLURM_JOB_ID\.SLURM_STEP_ID\)/);
   });
 
+  it('another program at MASTER_PORT: its answers (null, a number, a line without end) end the joining rank in one ' +
+    'line, never in an exception', async () => {
+    for (const [reply, pattern] of [
+      ['null\n', /malformed answer from 127\.0\.0\.1:\d+ \('null'\): is MASTER_PORT another program's\?/],
+      ['42\n', /malformed answer .*\('42'\)/],
+      ['{"all":["a"]}\n', /malformed answer/],
+      ['x'.repeat(2 * MAX_HELLO_BYTES + 2048), /answered with a line over \d+ bytes: is MASTER_PORT another program's\?/],
+    ] as const) {
+      const server = createServer((s) => { s.on('error', () => {}); s.end(reply); });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as { port: number }).port;
+      await assert.rejects(meet(world(1, 2, port), 'p1', 3_000, { token: null }), pattern);
+      server.close();
+    }
+  });
+
   it('a hello larger than rank 0 takes is refused on the rank that would send it', async () => {
     await assert.rejects(meet(world(1, 2, 1), 'x'.repeat(MAX_HELLO_BYTES), 1_000, { token: null }),
       /rank 1's hello is \d+ bytes, over the 16384 rank 0 takes/);
@@ -267,12 +283,14 @@ describe('the job token', () => {
   it('the preamble says when the rendezvous is unauthenticated, where rank 0 listened and whom it turned away', () => {
     const result = { all: [], strays: 'turned away 1 connection that did not belong to this job: 1 from 10.0.0.9 (WORLD_SIZE=4)',
       listen: { hosts: null, note: 'listening on every interface: MASTER_ADDR=192.0.2.1 is not an address of this host' } };
-    const lines = rendezvousNotes(result, null);
+    const lines = rendezvousNotes(world(0, 2, 1), result, null);
     assert.equal(lines.length, 3);
     assert.match(lines[0]!, /^# Warning: the torchrun-style rendezvous is unauthenticated: none of COLLBENCH_JOB_TOKEN, TORCHELASTIC_RUN_ID, SLURM_JOB_ID/);
     assert.equal(lines[1], '# Rendezvous: listening on every interface: MASTER_ADDR=192.0.2.1 is not an address of this host');
     assert.equal(lines[2], `# Rendezvous: ${result.strays}`);
-    assert.deepEqual(rendezvousNotes({ all: [], strays: null, listen: { hosts: ['127.0.0.1'], note: null } }, tokenOf('x')), []);
+    assert.deepEqual(rendezvousNotes(world(0, 2, 1), { all: [], strays: null, listen: { hosts: ['127.0.0.1'], note: null } },
+      tokenOf('x')), []);
+    assert.deepEqual(rendezvousNotes(world(0, 1, 1), { all: ['x'], strays: null, listen: null }, null), [], 'a world of one: none');
   });
 
   it('strays from many addresses are kept in bounded memory: four named, the rest counted', () => {

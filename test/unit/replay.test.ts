@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { mapCollective, mapDtype, TraceError, type ReplayTrace } from '../../bench/replay/calls.js';
+import { etNodes, rankFromName } from '../../bench/replay/chakra.js';
 import { readTrace } from '../../bench/replay/read.js';
 import { recordedGapsUs } from '../../bench/replay/runs.js';
 import { planReplay, type ReplayPlan } from '../../bench/replay/steps.js';
@@ -59,6 +60,28 @@ describe('replay readers on real execution traces (facebookresearch/param et_rep
     assert.equal(p.steps[1]!.dtype, 'int64'); // Tensor(long int)
   });
 
+  it('the node scanner: strings with escaped quotes, backslashes and braces, cut into chunks of 1 to 9 bytes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'replay-scan-'));
+    try {
+      const nodes = [
+        { id: 1, name: 'record_param_comms', attrs: [{ name: 'op_schema', value: 'a \\"} ] {\\' }] },
+        { id: 2, name: 'aten::x', inputs: { values: ['\\', '"', '}]', [[1, 2], { a: '{' }]] } },
+        { id: 3, name: 'nccl:all_reduce', inputs: { values: ['\\\\"'] } },
+      ];
+      const path = join(dir, 'rank-0.json');
+      writeFileSync(path, JSON.stringify({ schema: '1.1.0-chakra.0.0.4', pid: 1, nodes, finish_ts: 2 }, null, 1));
+      for (let chunk = 1; chunk <= 9; chunk++) {
+        const got: unknown[] = [];
+        for await (const item of etNodes(path, ['record_param_comms', 'nccl:', 'aten::'], chunk)) {
+          if (item.kind === 'node') got.push(JSON.parse(item.text.toString()));
+        }
+        assert.deepEqual(got, nodes, `chunks of ${chunk} bytes`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a plain .json reads as its .json.gz', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'replay-json-'));
     try {
@@ -97,6 +120,11 @@ describe('replay readers: flight recorder and NCCL logs', () => {
       ['all_gather', 4096, 'bfloat16', 'sum'], ['reduce_scatter', 4096, 'bfloat16', 'sum'], ['alltoallv', 1024, 'float', 'sum'],
       ['all_reduce', 1000, 'float', 'max']]);
     assert.equal(merged.steps[3]!.bytes, 4096 * 2 * 2); // AllGather count is per rank: nccl-tests' size is the output
+  });
+
+  it('a file\'s rank: rank<N>, else a number ending its name, else its place', () => {
+    assert.deepEqual(['rank-3.json.gz', 'nccl_trace_rank_12', 'dlrm_eg_5.json', 'trace.7.json', 'hf_GPT2_et.json',
+      '1.1.0-chakra.0.0.4_resnet_2gpu_et.json.gz'].map((n) => rankFromName(`/x/${n}`, 99)), [3, 12, 5, 7, 99, 99]);
   });
 
   it('names: NCCL, PyTorch and C++ datatypes; collective spellings', () => {
@@ -180,6 +208,11 @@ describe('replay checks: refused before anything runs, one line each', () => {
     assert.equal(p.steps[3]!.matrix!.length, 16);
     assert.ok(p.steps.every((s) => s.group.size === 4));
     assert.match(p.notes[0]!, /^shrunk from 8 to 4 ranks/);
+  });
+
+  it('one process driving both GPUs (one pid, devices [0] and [1]): one rank per device', async () => {
+    const one = await readTrace([copy('nccl-log-merged', (_f, s) => s.replace(/:229906:229906 /g, ':229905:229905 '))]);
+    assert.deepEqual(shape(plan(one)), shape(plan(await readTrace([join(FIX, 'nccl-log-merged')]))));
   });
 
   it('a missing rank file of a multi-file trace is named', async () => {

@@ -114,6 +114,11 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
         minBwVerdict: s.minBwVerdict, exitCode: s.exitCode, skipped: s.skipped,
         ...(s.cycles !== undefined ? { cycles: s.cycles, cyclesBelowWarnBusBw: s.cyclesBelowWarnBusBw ?? 0 } : {}),
       };
+      if (s.links) {
+        const v = s.links.verdict;
+        doc.links = { loaded: v !== null, rule: v ? { ...v.rule } : null, halves: v?.halves ?? 0, named: v?.named ?? [],
+          doubt: v?.doubt ?? null, links: v?.links ?? [], algo: s.links.algo };
+      }
       doc.status = 'complete';
       doc.endTime = isoLocal(new Date());
     },

@@ -61,6 +61,7 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       for (const line of lateLines) out(line);
       const lateSummary = lateSummaryLine(named, halves);
       if (lateSummary) out(lateSummary);
+      for (const line of summary.links?.lines ?? []) out(line);
       for (const line of footerLines({
         outOfBounds: summary.outOfBounds, avgBusBw: summary.avgBusBw, minBwVerdict: summary.minBwVerdict, program,
         memory: summary.memory,
