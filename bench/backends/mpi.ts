@@ -11,7 +11,7 @@ import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
 const INT_MAX = 2 ** 31 - 1;
 /** The element-wise collectives whose counts above INT_MAX the native side splits into <= INT_MAX pieces
- *  (native/src/backends/mpi/mpi_backend.cc, forPieces): the timed op is then several MPI calls. */
+ *  (native/src/backends/mpi/mpi_collectives.cc, forPieces): the timed op is then several MPI calls. */
 const MPI_SPLIT: readonly CollectiveName[] = ['all_reduce', 'broadcast', 'reduce', 'sendrecv'];
 
 export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDriver {

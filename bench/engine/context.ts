@@ -28,10 +28,11 @@ export interface SuiteHooks {
   /** -T expired and the backend's abort returned (a backend without a job-wide abort): end the process. The
    *  caller decides how (cli/main.ts exits 4): library code never exits the process itself. */
   onTimeout?: () => never;
-  /** The run's checks already made by the caller (the run command, before choosing --np or this process); made by the
-   *  bring-up otherwise. */
-  preflight?: Preflight;
 }
+
+/** The hooks of a run whose checks were made (preflight.ts): by the run command before it chose --np or this process,
+ *  by a feature's rank before its bring-up. */
+export type CheckedHooks = SuiteHooks & { preflight: Preflight };
 
 /** One run's state shared by the steps below (the backend is up; reporters exist on rank 0 only). */
 export interface RunContext {

@@ -10,6 +10,7 @@ import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
+import { preflight } from '../engine/preflight.js';
 import { launcherRank } from '../launch/launcher.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
@@ -133,10 +134,11 @@ export async function replayCommand(argv: string[], scriptPath: string, io: IO, 
     const np = a.run.np ?? plan.nranks;
     checkOutputPaths(outputs(a), { force: a.force });
     if (np > 1 || a.npGiven) {
-      return launchRanks({ ...a.run, np }, {
+      const run = { ...a.run, np };
+      return launchRanks(run, {
         program: [process.execPath, ...process.execArgv, scriptPath], programNamesCollective: false,
         typed: [scriptPath, 'replay', ...argv], childArgs: (runArgs) => ['replay', ...a.own, ...runArgs], outputs: outputs(a),
-      });
+      }, preflight(run));
     }
   } else if (launcherRank(env) === 0) checkOutputPaths(outputs(a), { force: a.force });
   return runReplay(a, trace, io, [scriptPath, 'replay', ...argv], env, onTimeout);
