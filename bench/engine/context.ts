@@ -5,10 +5,9 @@ import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
-import type { Reporter, RowRecord } from '../report/reporter.js';
+import type { LinksSummary, Reporter, RowRecord } from '../report/reporter.js';
 import type { Preflight } from './preflight.js';
 import type { Watchdog } from './watchdog.js';
-import type { LinksCollector } from './links.js';
 
 export interface SuiteOutcome {
   exitCode: number;
@@ -53,4 +52,12 @@ export interface RunContext {
   reducedMaxBytes: number | null;
   /** --links: reads and gathers the link profiler's rows after each row-half (engine/links.ts). */
   links?: LinksCollector | null;
+}
+
+/** What --links collects over a run (engine/links.ts makes it). */
+export interface LinksCollector {
+  /** One row-half done: read, reset and gather every rank's rows. */
+  afterHalf(): Promise<void>;
+  /** On rank 0, the verdict and its lines; null elsewhere. */
+  finish(): LinksSummary | null;
 }
