@@ -5,7 +5,6 @@ import { hostname } from 'node:os';
 import {
   algoLines, algoPerSize, judgeLinks, slowLinkLines, type HalfLinks, type RankLinks,
 } from '../backends/nccl-links.js';
-import type { LinksSummary } from '../report/reporter.js';
 import type { LinksCollector, RunContext } from './context.js';
 
 /** The collector of a run with --links whose driver reads link rows; null otherwise. */
