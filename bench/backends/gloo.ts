@@ -285,7 +285,7 @@ export function createGlooDriver(env: Env = process.env): BackendDriver {
     },
     perIterTimer: 'host clock timing',
     // Gloo's answer to an op it does not implement; collbench supplies every datatype × op's reduction function
-    // itself (gloo_backend.cc), so none of collbench's pairs is refused today.
+    // itself (gloo_collectives.cc), so none of collbench's pairs is refused today.
     refusals: ['GLOO_INVALID_OPERATION'],
   };
 }

@@ -14,7 +14,7 @@ import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
 const INT_MAX = 2 ** 31 - 1;
 /** The element-wise collectives whose counts above INT_MAX the native side splits into <= INT_MAX pieces
- *  (native/src/backends/mpi/mpi_backend.cc, forPieces): the timed op is then several MPI calls. */
+ *  (native/src/backends/mpi/mpi_collectives.cc, forPieces): the timed op is then several MPI calls. */
 const MPI_SPLIT: readonly CollectiveName[] = ['all_reduce', 'broadcast', 'reduce', 'sendrecv'];
 
 /** Whether `pair` meets the library's saturating int8/uint8 MPI_SUM (probed at init: BackendInfo.smallIntSumSaturates):

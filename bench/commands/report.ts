@@ -15,7 +15,7 @@ import { adaptiveFloat } from '../report/format.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
 import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
 import { errorText, schemaErrors } from '../report/json-schemas.js';
-import { REPLAY_KIND, renderReplayOverlay, ReplayOverlayError, type ReplayDocument } from '../replay/document.js';
+import { REPLAY_KIND, renderReplayOverlay, ReplayOverlayError, type ReplayDocument } from '../report/replay-document.js';
 
 const OPTIONS = 'Options';
 const REPORT_FLAGS = [

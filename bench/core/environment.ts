@@ -112,6 +112,9 @@ export const VARIABLES = Object.freeze([
     ['test/cli/big-count.test.ts', 'Makefile']),
   v('FUZZ_SEED', 'suite', 'the seed of the command-line fuzz tests (printed in their names, to reproduce a failure)', '20261123',
     ['test/helpers/fuzz-argv.ts']),
+  v('NCCL_PROFILER_INCLUDE', 'suite', "DIR[:DIR…]: folders holding NCCL's profiler headers (nccl/profiler.h) that " +
+    "the link profiler's declarations are compiled against", '.cache/nccl-profiler/ (scripts/nccl-profiler-headers.sh)',
+  ['test/native/link-profiler.test.ts']),
   v('CHROMIUM', 'suite', 'the browser the report-command test renders HTML pages with', '/usr/bin/chromium',
     ['test/cli/report-command.test.ts']),
 ] as const);

@@ -7,8 +7,7 @@ import type { IO } from '../core/io.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from './loop-cpu.js';
 import { launcherRank } from '../launch/launcher.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
-import type { SuiteHooks } from './context.js';
-import { preflight } from './preflight.js';
+import type { CheckedHooks } from './context.js';
 import { Watchdog } from './watchdog.js';
 
 /** A backend that is up: its driver, module, info and the watchdog every wait goes through. */
@@ -26,15 +25,15 @@ export function hasPeers(info: BackendInfo): boolean {
   return ((info as { worldRanks?: number }).worldRanks ?? info.nranks) > (info.localRanks ?? 1);
 }
 
-/** Brings the options' backend up as every run does (the preflight's checks, unless `hooks.preflight` has them; init,
- *  the watchdog), hands it to `body` and finalizes it afterwards (runSuite and `collbench workload`). Every wait of the bring-up is under the watchdog
+/** Brings the options' backend up as every run does (on the preflight's backend and driver: init, the watchdog),
+ *  hands it to `body` and finalizes it afterwards (runSuite and `collbench workload`). Every wait of the bring-up is under the watchdog
  *  (-T, else the default limit). A process that fails leaves at once when it has peers: finalizing would wait for
  *  them in a collective (MPI_Finalize's fence, Gloo's final barrier) while they wait for it in another, and its
  *  reason would never be printed; its non-zero exit ends the job (mpirun, the --np launcher), or their watchdog does. */
-export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: SuiteHooks,
+export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: CheckedHooks,
   body: (up: BackendUp) => Promise<T>): Promise<T> {
   const env = hooks.env ?? process.env;
-  const { record, module: native, driver, passedOver } = hooks.preflight ?? preflight(options, env);
+  const { record, module: native, driver, passedOver } = hooks.preflight;
   if (passedOver !== null && (launcherRank(env) ?? 0) === 0) io.err(passedOver);
   driver.prepare?.(options);
   const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, env);

@@ -5,10 +5,9 @@ import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
-import type { Reporter, RowRecord } from '../report/reporter.js';
+import type { LinksSummary, Reporter, RowRecord } from '../report/reporter.js';
 import type { Preflight } from './preflight.js';
 import type { Watchdog } from './watchdog.js';
-import type { LinksCollector } from './links.js';
 
 export interface SuiteOutcome {
   exitCode: number;
@@ -28,10 +27,11 @@ export interface SuiteHooks {
   /** -T expired and the backend's abort returned (a backend without a job-wide abort): end the process. The
    *  caller decides how (cli/main.ts exits 4): library code never exits the process itself. */
   onTimeout?: () => never;
-  /** The run's checks already made by the caller (the run command, before choosing --np or this process); made by the
-   *  bring-up otherwise. */
-  preflight?: Preflight;
 }
+
+/** The hooks of a run whose checks were made (preflight.ts): by the run command before it chose --np or this process,
+ *  by a feature's rank before its bring-up. */
+export type CheckedHooks = SuiteHooks & { preflight: Preflight };
 
 /** One run's state shared by the steps below (the backend is up; reporters exist on rank 0 only). */
 export interface RunContext {
@@ -52,4 +52,12 @@ export interface RunContext {
   reducedMaxBytes: number | null;
   /** --links: reads and gathers the link profiler's rows after each row-half (engine/links.ts). */
   links?: LinksCollector | null;
+}
+
+/** What --links collects over a run (engine/links.ts makes it). */
+export interface LinksCollector {
+  /** One row-half done: read, reset and gather every rank's rows. */
+  afterHalf(): Promise<void>;
+  /** On rank 0, the verdict and its lines; null elsewhere. */
+  finish(): LinksSummary | null;
 }

@@ -8,7 +8,7 @@ import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
 import { VERDICT_DIR_ENV, verdictFolder } from '../launch/verdict-relay.js';
 import { removeOrphanedTemps } from '../report/atomic-write.js';
 import { ARGV_ENV } from '../report/provenance.js';
-import { preflight, type Preflight } from './preflight.js';
+import type { Preflight } from './preflight.js';
 
 export interface LaunchContext {
   /** The command that runs one rank: node, its flags, this script. */
@@ -24,11 +24,11 @@ export interface LaunchContext {
   outputs?: readonly { path: string }[];
 }
 
-/** `checked`: the run's preflight, when the caller made it (the run command); made here otherwise. Rank 0 checks the
+/** `checked`: the run's preflight (preflight.ts), made by the caller before it chose to launch. Rank 0 checks the
  *  outputs again in its own process, as a plain run does. */
-export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext, checked?: Preflight): Promise<number> {
+export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext, checked: Preflight): Promise<number> {
   const env = ctx.env ?? process.env;
-  const { record, outputs } = checked ?? preflight(options, env);
+  const { record, outputs } = checked;
   const localProcesses = record.launcher === 'local-processes' && options.hosts === null;
   // A rank that finishes with a failing verdict leaves it here and exits 0: a verdict is not a crash
   // (launch/verdict-relay.ts).

@@ -5,15 +5,7 @@ import { hostname } from 'node:os';
 import {
   algoLines, algoPerSize, judgeLinks, slowLinkLines, type HalfLinks, type RankLinks,
 } from '../backends/nccl-links.js';
-import type { LinksSummary } from '../report/reporter.js';
-import type { RunContext } from './context.js';
-
-export interface LinksCollector {
-  /** One row-half done: read, reset and gather every rank's rows. */
-  afterHalf(): Promise<void>;
-  /** On rank 0, the verdict and its lines; null elsewhere. */
-  finish(): LinksSummary | null;
-}
+import type { LinksCollector, RunContext } from './context.js';
 
 /** The collector of a run with --links whose driver reads link rows; null otherwise. */
 export function linksCollector(run: RunContext): LinksCollector | null {

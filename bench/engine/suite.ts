@@ -24,17 +24,17 @@ import type { CycleRecord, Reporter, RowRecord, RunSummary } from '../report/rep
 import { VERSION } from '../version.js';
 import { alignProcessClocks } from './arrivals.js';
 import { withBackend } from './bring-up.js';
-import type { RunContext, SuiteHooks, SuiteOutcome } from './context.js';
+import type { CheckedHooks, RunContext, SuiteOutcome } from './context.js';
 import { HalfQueue } from './half-queue.js';
 import { localSpecs } from './half-spec.js';
 import { linksCollector } from './links.js';
 import { runRow } from './measure.js';
 import { attachProgressBoards } from './attach-boards.js';
 
-export async function runSuite(options: ResolvedOptions, io: IO, hooks: SuiteHooks = {}): Promise<SuiteOutcome> {
+/** `hooks.preflight`: the run's checks (preflight.ts), made by the caller before it chose to run in this process. */
+export async function runSuite(options: ResolvedOptions, io: IO, hooks: CheckedHooks): Promise<SuiteOutcome> {
   const desc = getCollective(options.collective);
   const env = hooks.env ?? process.env;
-  // The backend, its refusals and the output paths are checked first (preflight.ts), once, by withBackend.
   return withBackend(options, io, hooks, async (up) => {
     // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
     refuseCounts(options, desc, up.driver, up.info, env);

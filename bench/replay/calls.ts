@@ -1,6 +1,7 @@
 // The one call list every replay reader produces (NCCL call logs, Chakra execution traces, flight-recorder dumps),
 // and the vocabulary the formats share: collective names, PyTorch/NCCL datatypes mapped onto collbench's, byte sizes
 // in nccl-tests' sense (all_gather its output, reduce_scatter its input), and the one-line refusal of bad input.
+import type { TraceFormat } from '../report/replay-document.js';
 import { DTYPE_BYTES, type CollectiveName, type DTypeName, type OpName } from '../core/types.js';
 
 /** A process group as a trace names it: its id, its size, and its global ranks where the format records them. */
@@ -44,7 +45,6 @@ export interface ReplayTrace {
   worldSize: number;
 }
 
-export type TraceFormat = 'nccl-log' | 'chakra-1.0' | 'chakra-1.1' | 'flight-recorder';
 
 /** Bad or unreadable input: one line naming the file and line or node; the command exits 2 with it. */
 export class TraceError extends Error {

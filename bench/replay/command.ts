@@ -10,6 +10,7 @@ import { EXIT, UsageError } from '../core/errors.js';
 import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
+import { preflight } from '../engine/preflight.js';
 import { relayVerdict } from '../launch/verdict-relay.js';
 import { launcherRank } from '../launch/launcher.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
@@ -18,7 +19,8 @@ import { checkOutputPaths } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { VERSION } from '../version.js';
 import { TraceError, type ReplayTrace } from './calls.js';
-import { buildDocument, planLines, renderCsv, renderText, type ReplayDocument } from './document.js';
+import type { ReplayDocument } from '../report/replay-document.js';
+import { buildDocument, planLines, renderCsv, renderText } from './document.js';
 import { readTrace } from './read.js';
 import { timeReplay } from './runs.js';
 import { planReplay, type ReplayPlan } from './steps.js';
@@ -133,10 +135,11 @@ export async function replayCommand(argv: string[], scriptPath: string, io: IO, 
     const np = a.run.np ?? plan.nranks;
     checkOutputPaths(outputs(a), { force: a.force });
     if (np > 1 || a.npGiven) {
-      return launchRanks({ ...a.run, np }, {
+      const run = { ...a.run, np };
+      return launchRanks(run, {
         program: [process.execPath, ...process.execArgv, scriptPath], programNamesCollective: false,
         typed: [scriptPath, 'replay', ...argv], childArgs: (runArgs) => ['replay', ...a.own, ...runArgs], outputs: outputs(a),
-      });
+      }, preflight(run));
     }
   } else if (launcherRank(env) === 0) checkOutputPaths(outputs(a), { force: a.force });
   return relayVerdict(await runReplay(a, trace, io, [scriptPath, 'replay', ...argv], env, onTimeout), env);

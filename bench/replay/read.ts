@@ -2,7 +2,8 @@
 // execution trace, flight-recorder pickle or JSON), all of one format, into one ReplayTrace: every rank's calls.
 import { readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { TraceError, type ReplayCall, type ReplayTrace, type TraceFormat } from './calls.js';
+import type { TraceFormat } from '../report/replay-document.js';
+import { TraceError, type ReplayCall, type ReplayTrace } from './calls.js';
 import { looksLikeChakra, rankFromName, readChakra } from './chakra.js';
 import { looksLikeFlightRecorder, readFlightRecorder } from './flight-recorder.js';
 import { fileHead } from './lines.js';

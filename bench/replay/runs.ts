@@ -11,6 +11,7 @@ import { shortHost } from '../core/ranks.js';
 import { DTYPE_BYTES, type HalfSpec } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
 import { withBackend, type BackendUp } from '../engine/bring-up.js';
+import { preflight } from '../engine/preflight.js';
 import type { SuiteHooks } from '../engine/context.js';
 import { localSpecs } from '../engine/half-spec.js';
 import { attachProgressBoards } from '../engine/attach-boards.js';
@@ -58,7 +59,7 @@ function matrixOf(step: ReplayStep): MatrixSource {
 export async function timeReplay(options: ResolvedOptions, timing: ReplayTiming, planFor: (nranks: number) => ReplayPlan, io: IO,
   hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<ReplayMeasured> {
   const env = hooks.env ?? process.env;
-  return withBackend(options, io, hooks, async (up) => {
+  return withBackend(options, io, { ...hooks, preflight: preflight(options, env) }, async (up) => {
     await up.adjust();
     const board = await attachProgressBoards({ info: up.info, native: up.native, dog: up.dog, io }, env);
     try {

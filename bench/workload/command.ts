@@ -22,6 +22,7 @@ import { loadModel } from './model.js';
 import { ddpPlan, fsdpPlan, planLines, type WorkloadKind, type WorkloadPlan } from './plan.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
+import { preflight } from '../engine/preflight.js';
 import { timeWorkload } from './runs.js';
 import { relayVerdict } from '../launch/verdict-relay.js';
 
@@ -202,7 +203,7 @@ export async function workloadCommand(argv: string[], scriptPath: string, io: IO
     return launchRanks(a.run, {
       program: [process.execPath, ...process.execArgv, scriptPath], programNamesCollective: false,
       typed: [scriptPath, 'workload', ...argv], childArgs: (runArgs) => ['workload', ...a.own, ...runArgs], outputs: outputs(a),
-    });
+    }, preflight(a.run));
   }
   const launched = launcherRank(env);
   if (launched === null || launched === 0) checkOutputPaths(outputs(a), { force: a.force });

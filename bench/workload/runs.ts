@@ -12,6 +12,7 @@ import type { BackendInfo } from '../native/binding.js';
 import type { RepeatSamples } from './analyze.js';
 import { gapsFor, type WorkloadPlan } from './plan.js';
 import { withBackend, type BackendUp } from '../engine/bring-up.js';
+import { preflight } from '../engine/preflight.js';
 import type { SuiteHooks } from '../engine/context.js';
 import { localSpecs } from '../engine/half-spec.js';
 import { attachProgressBoards } from '../engine/attach-boards.js';
@@ -42,7 +43,7 @@ export interface WorkloadMeasured {
 export async function timeWorkload(options: ResolvedOptions, timing: WorkloadTiming,
   planFor: (nranks: number) => WorkloadPlan, io: IO, hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<WorkloadMeasured> {
   const env = hooks.env ?? process.env;
-  return withBackend(options, io, hooks, async (up) => {
+  return withBackend(options, io, { ...hooks, preflight: preflight(options, env) }, async (up) => {
     await up.adjust();
     // As in runs: an expired wait names the rank that did not arrive and where the others are (progress boards).
     const board = await attachProgressBoards({ info: up.info, native: up.native, dog: up.dog, io }, env);

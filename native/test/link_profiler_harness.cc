@@ -87,7 +87,7 @@ Api load(const char* path) {
   a.readJson = reinterpret_cast<decltype(a.readJson)>(dlsym(lib, "collbenchProfilerReadJson"));
   a.freeJson = reinterpret_cast<decltype(a.freeJson)>(dlsym(lib, "collbenchProfilerFree"));
   if (!a.read || !a.setClock || !a.abi || !a.readJson || !a.freeJson) fail("collbenchProfiler* not all exported");
-  if (a.abi() != COLLBENCH_PROFILER_ABI) fail("ABI " + std::to_string(a.abi()));
+  if (a.abi() != CB_PROFILER_ABI) fail("ABI " + std::to_string(a.abi()));
   a.setClock(simClock);
   g_table = a.table;
   return a;
@@ -126,7 +126,7 @@ double jitter(uint64_t& seed) {  // deterministic, uniform in [-1, 1)
 }
 
 struct Read {
-  std::vector<CollbenchLinkRow> links = std::vector<CollbenchLinkRow>(COLLBENCH_PROFILER_MAX_LINKS * 16);
+  std::vector<CollbenchLinkRow> links = std::vector<CollbenchLinkRow>(CB_PROFILER_MAX_LINKS * 16);
   std::vector<CollbenchCollRow> colls = std::vector<CollbenchCollRow>(4096);
   std::vector<CollbenchKernelChRow> channels = std::vector<CollbenchKernelChRow>(4096);
   int nLinks = 0, nColls = 0, nChannels = 0;
@@ -344,15 +344,15 @@ int runRows(const Api& api, const Options& o) {
   }
   printf("rows: %d row-halves read and reset, every row's kind and links read back, nothing dropped\n", o.rows * 2);
   // Without resets the run's kinds outgrow the table: they are counted as dropped, the table does not grow.
-  for (int row = 0; row < COLLBENCH_PROFILER_MAX_COLL_KINDS + 100; ++row)
+  for (int row = 0; row < CB_PROFILER_MAX_COLL_KINDS + 100; ++row)
     ringIteration(api, ctx, small, t0, 900000 + static_cast<size_t>(row), 4096, seed);
   readAll(api, rd, 0);
   printf("no reset: %d kinds kept per rank of %d seen, %llu dropped\n", rd.nColls / small.ranks,
-         COLLBENCH_PROFILER_MAX_COLL_KINDS + 100, static_cast<unsigned long long>(rd.totals.droppedCollKinds));
+         CB_PROFILER_MAX_COLL_KINDS + 100, static_cast<unsigned long long>(rd.totals.droppedCollKinds));
   printf("event calls allocated %llu times (init: %llu)\n", static_cast<unsigned long long>(g_eventAllocs),
          static_cast<unsigned long long>(g_initAllocs));
   finalizeRanks(api, ctx);
-  return g_eventAllocs == 0 && rd.nColls == small.ranks * COLLBENCH_PROFILER_MAX_COLL_KINDS &&
+  return g_eventAllocs == 0 && rd.nColls == small.ranks * CB_PROFILER_MAX_COLL_KINDS &&
                  rd.totals.droppedCollKinds == 100u * small.ranks
              ? 0
              : 1;

@@ -1,8 +1,8 @@
 // The plain-Gloo reference of scripts/bench-overhead.ts: for one of collbench's collectives, the Gloo calls
-// collbench's gloo backend makes (gloo_backend.cc, default algorithm) on the same buffers, timed as collbench reports
-// time (nccl-tests: warm-up sweep, untimed op + barrier, host clock over n rotated ops, max over ranks), and nothing
-// else: no collbench code (kept_options.h aside), no Node, no worker thread. Any Gloo exception is printed with the
-// rank (exit 3).
+// collbench's gloo backend makes (gloo_collectives.cc, default algorithm) on the same buffers, timed as collbench
+// reports time (nccl-tests: warm-up sweep, untimed op + barrier, host clock over n rotated ops, max over ranks), and
+// nothing else: no collbench code (kept_options.h aside), no Node, no worker thread. Any Gloo exception is printed
+// with the rank (exit 3).
 #include "plain_size.h"
 #include "plain_start.h"
 #include "plain_world.h"
@@ -39,8 +39,8 @@ collbench::KeptOptions gKept;
 
 enum Coll { kAllReduce, kAllGather, kAlltoall, kBroadcast, kReduceScatter, kSendRecv };
 const char* const kCollNames[] = {"all_reduce", "all_gather", "alltoall", "broadcast", "reduce_scatter", "sendrecv"};
-constexpr uint32_t kTag = 0;              // gloo_backend.cc kTag
-constexpr uint8_t kP2PSlotPrefix = 0x43;  // gloo_backend.cc kP2PSlotPrefix
+constexpr uint32_t kTag = 0;              // gloo_backend.h kTag
+constexpr uint8_t kP2PSlotPrefix = 0x43;  // gloo_collectives.cc kP2PSlotPrefix
 constexpr size_t kTs = sizeof(float);
 constexpr size_t kPage = 4096;
 constexpr int kTimeoutMs = 30000;  // collbench's default COLLBENCH_GLOO_TIMEOUT_MS

@@ -1,5 +1,5 @@
 /* The plain-MPI reference of scripts/bench-overhead.ts: for one of collbench's collectives, the MPI calls
- * collbench's mpi backend makes (mpi_backend.cc) on the same buffers, timed as collbench reports time (nccl-tests:
+ * collbench's mpi backend makes (mpi_collectives.cc) on the same buffers, timed as collbench reports time (nccl-tests:
  * warm-up sweep, untimed op + barrier, host clock over n rotated ops, max over ranks), and nothing else: no
  * collbench code, no Node, no worker thread. Every MPI return code is checked (message, exit 3). */
 #include <mpi.h>
@@ -13,7 +13,7 @@
 #include "plain_size.h"
 #include "plain_start.h"
 
-static const int kTag = 0x4342; /* mpi_backend.cc kTag */
+static const int kTag = 0x4342; /* mpi_collectives.cc kTag */
 static const size_t kPage = 4096;
 
 static int gRank = 0;

@@ -31,7 +31,7 @@ if [ ! -f "$dest/gloo/benchmark/runner.cc" ]; then
       die "GLOO_SRC=$GLOO_SRC is not a Gloo clone holding $commit"
     git -C "$GLOO_SRC" archive "$commit" gloo/benchmark | tar x -C "$dest.partial"
   else
-    git clone -q https://github.com/facebookincubator/gloo.git "$dest.partial/clone" ||
+    git clone -q https://github.com/facebookincubator/gloo.git "$dest.partial/clone" 2>/dev/null ||
       die "cannot clone Gloo from GitHub; give a local clone in GLOO_SRC" 1
     git -C "$dest.partial/clone" archive "$commit" gloo/benchmark | tar x -C "$dest.partial" ||
       die "Gloo's history has no commit $commit" 1

@@ -26,7 +26,7 @@ if [ ! -f "$dest/configure" ]; then
       die "OSU_SRC=$OSU_SRC is not an OSU source tree"
     cp -a "$OSU_SRC/." "$dest.partial/"
   else
-    curl -fsSL "$url" | tar xz --strip-components=1 -C "$dest.partial" ||
+    { curl -fsSL "$url" | tar xz --strip-components=1 -C "$dest.partial"; } 2>/dev/null ||
       die "cannot download $url; give a local source tree in OSU_SRC" 1
   fi
   mkdir -p "$(dirname "$dest")" && rm -rf "$dest" && mv "$dest.partial" "$dest"

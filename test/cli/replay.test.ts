@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { ReplayDocument } from '../../bench/replay/document.js';
+import type { ReplayDocument } from '../../bench/report/replay-document.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { repoRoot, runProgram } from '../helpers/cli.js';
 import { buildFault } from '../helpers/faults.js';

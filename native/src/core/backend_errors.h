@@ -1,6 +1,6 @@
 // Small helpers the backends' .cc files share for their error messages: the nccl-tests name of a
 // collective and the CORE_BAD_SPEC Status (a request the backend refuses before any library call).
-// Used by mpi_backend.cc, gloo_backend.cc, the nccl_*.cc files and host_backend.cc.
+// Used by the mpi_*.cc, gloo_*.cc and nccl_*.cc files and host_backend.cc.
 #pragma once
 #include <string>
 

@@ -23,13 +23,13 @@ namespace {
 
 using namespace collbench::profabi;
 
-constexpr int kMaxComms = COLLBENCH_PROFILER_MAX_COMMS;
-constexpr int kMaxLinks = COLLBENCH_PROFILER_MAX_LINKS;
-constexpr int kMaxCollKinds = COLLBENCH_PROFILER_MAX_COLL_KINDS;
-constexpr int kMaxChannels = COLLBENCH_PROFILER_MAX_CHANNELS;
-constexpr int kStepSlots = COLLBENCH_PROFILER_STEP_SLOTS;
-constexpr int kOpSlots = COLLBENCH_PROFILER_OP_SLOTS;
-constexpr int kKernelSlots = COLLBENCH_PROFILER_KERNEL_SLOTS;
+constexpr int kMaxComms = CB_PROFILER_MAX_COMMS;
+constexpr int kMaxLinks = CB_PROFILER_MAX_LINKS;
+constexpr int kMaxCollKinds = CB_PROFILER_MAX_COLL_KINDS;
+constexpr int kMaxChannels = CB_PROFILER_MAX_CHANNELS;
+constexpr int kStepSlots = CB_PROFILER_STEP_SLOTS;
+constexpr int kOpSlots = CB_PROFILER_OP_SLOTS;
+constexpr int kKernelSlots = CB_PROFILER_KERNEL_SLOTS;
 constexpr int kClaimTries = 64;  // slots tried before an event is dropped (counted)
 constexpr int kActivationMask = EventColl | EventP2p | EventProxyOp | EventProxyStep | EventKernelCh;
 
@@ -52,11 +52,11 @@ inline uint64_t take(std::atomic<uint64_t>& a, bool reset) {
 struct Link {
   std::atomic<uint64_t> key{0};  // 0: free; else packLink()
   std::atomic<uint64_t> bytes{0}, steps{0}, ops{0};
-  std::atomic<uint64_t> stateNs[COLLBENCH_STEP_STATES] = {};
-  std::atomic<uint64_t> stateWallNs[COLLBENCH_STEP_STATES] = {};
+  std::atomic<uint64_t> stateNs[CB_STEP_STATES] = {};
+  std::atomic<uint64_t> stateWallNs[CB_STEP_STATES] = {};
   // Per state, the end of the latest interval added to stateWallNs: steps of one connection finish in order, so an
   // interval's part after this mark is what it adds to the union. Written by the proxy thread that owns the link.
-  std::atomic<uint64_t> stateEnd[COLLBENCH_STEP_STATES] = {};
+  std::atomic<uint64_t> stateEnd[CB_STEP_STATES] = {};
 };
 inline uint64_t packLink(int peer, int channel, int isSend) {
   return (static_cast<uint64_t>(isSend ? 1 : 0) << 48) | (static_cast<uint64_t>(channel & 0xffff) << 32) |
@@ -94,8 +94,8 @@ struct StepSlot {
   std::atomic<uint8_t> busy{0};
   int8_t state = -1;  // CollbenchStepState being timed, -1 before the first
   uint64_t lastNs = 0, bytes = 0;
-  uint64_t ns[COLLBENCH_STEP_STATES] = {};
-  uint64_t from[COLLBENCH_STEP_STATES] = {};  // when the step entered each state
+  uint64_t ns[CB_STEP_STATES] = {};
+  uint64_t from[CB_STEP_STATES] = {};  // when the step entered each state
   Link* link = nullptr;
 };
 struct KernelSlot {
@@ -206,12 +206,12 @@ void countColl(Context* c, const char* func, uint64_t count, const char* datatyp
 
 int stepStateIndex(int eState) {
   switch (eState) {
-    case StateSendGPUWait: return COLLBENCH_SEND_GPU_WAIT;
-    case StateSendPeerWait: return COLLBENCH_SEND_PEER_WAIT;
-    case StateSendWait: return COLLBENCH_SEND_WAIT;
-    case StateRecvWait: return COLLBENCH_RECV_WAIT;
-    case StateRecvFlushWait: return COLLBENCH_RECV_FLUSH_WAIT;
-    case StateRecvGPUWait: return COLLBENCH_RECV_GPU_WAIT;
+    case StateSendGPUWait: return CB_SEND_GPU_WAIT;
+    case StateSendPeerWait: return CB_SEND_PEER_WAIT;
+    case StateSendWait: return CB_SEND_WAIT;
+    case StateRecvWait: return CB_RECV_WAIT;
+    case StateRecvFlushWait: return CB_RECV_FLUSH_WAIT;
+    case StateRecvGPUWait: return CB_RECV_GPU_WAIT;
     default: return -1;
   }
 }
@@ -331,7 +331,7 @@ Result profRecordEventState(void* eHandle, int eState, EventStateArgs* args) {
     s->state = static_cast<int8_t>(state);
     s->from[state] = s->lastNs;
     // NCCL sets the step's size just before SendWait (isend posted) and RecvFlushWait (data received).
-    if (args && (state == COLLBENCH_SEND_WAIT || state == COLLBENCH_RECV_FLUSH_WAIT))
+    if (args && (state == CB_SEND_WAIT || state == CB_RECV_FLUSH_WAIT))
       s->bytes = args->proxyStep.transSize;
   } else if (kind == KindKernelCh && eState == StateKernelChStop && args) {
     KernelSlot* k = static_cast<KernelSlot*>(eHandle);
@@ -349,7 +349,7 @@ Result profStopEvent(void* eHandle) {
       Link* l = s->link;
       add(l->bytes, s->bytes);
       add(l->steps, 1);
-      for (int i = 0; i < COLLBENCH_STEP_STATES; ++i) {
+      for (int i = 0; i < CB_STEP_STATES; ++i) {
         if (!s->ns[i]) continue;
         add(l->stateNs[i], s->ns[i]);
         uint64_t begin = s->from[i], end = s->from[i] + s->ns[i];
@@ -436,7 +436,7 @@ __attribute__((visibility("default"))) ProfilerTable ncclProfiler_v5 = {
 __attribute__((visibility("default"))) ProfilerTable ncclProfiler_v6 = {
     "collbench-links", profInit, profStartEventV6, profStopEvent, profRecordEventState, profFinalize};
 
-__attribute__((visibility("default"))) int collbenchProfilerAbi(void) { return COLLBENCH_PROFILER_ABI; }
+__attribute__((visibility("default"))) int collbenchProfilerAbi(void) { return CB_PROFILER_ABI; }
 
 __attribute__((visibility("default"))) void collbenchProfilerSetClock(uint64_t (*clockNs)(void)) {
   g_clock.store(clockNs ? clockNs : monotonicNs, std::memory_order_relaxed);
@@ -483,7 +483,7 @@ __attribute__((visibility("default"))) int collbenchProfilerRead(int reset, Coll
       row.bytes = take(l.bytes, r);
       row.steps = take(l.steps, r);
       row.ops = take(l.ops, r);
-      for (int i = 0; i < COLLBENCH_STEP_STATES; ++i) {
+      for (int i = 0; i < CB_STEP_STATES; ++i) {
         row.stateNs[i] = take(l.stateNs[i], r);
         row.stateWallNs[i] = take(l.stateWallNs[i], r);
       }
@@ -584,9 +584,9 @@ __attribute__((visibility("default"))) char* collbenchProfilerReadJson(int reset
         appendf(s, "%s{\"peer\":%d,\"channel\":%d,\"isSend\":%d,\"bytes\":%" PRIu64 ",\"steps\":%" PRIu64
                 ",\"ops\":%" PRIu64 ",\"stateNs\":", any ? "," : "", l.peer, l.channel, l.isSend, l.bytes, l.steps,
                 l.ops);
-        appendArray(s, l.stateNs, COLLBENCH_STEP_STATES);
+        appendArray(s, l.stateNs, CB_STEP_STATES);
         s += ",\"stateWallNs\":";
-        appendArray(s, l.stateWallNs, COLLBENCH_STEP_STATES);
+        appendArray(s, l.stateWallNs, CB_STEP_STATES);
         s += '}';
         any = true;
       }

@@ -1,8 +1,8 @@
 /* What collbench's NCCL link profiler (libcollbench_nccl_profiler.so) exports besides NCCL's function table: the
  * rows it aggregates per communicator and the call that reads (and resets) them. collbench dlopen's the library NCCL
  * loaded (same path, so the same copy) and calls collbenchProfilerRead at each row-half. Plain C: no NCCL needed. */
-#ifndef COLLBENCH_LINK_PROFILER_H
-#define COLLBENCH_LINK_PROFILER_H
+#ifndef CB_LINK_PROFILER_H
+#define CB_LINK_PROFILER_H
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -10,27 +10,27 @@ extern "C" {
 #endif
 
 /* Bumped whenever a row's layout changes; collbenchProfilerAbi() returns it. */
-#define COLLBENCH_PROFILER_ABI 1
+#define CB_PROFILER_ABI 1
 
 /* Step states timed per link, in this order in CollbenchLinkRow.stateNs. */
 enum CollbenchStepState {
-  COLLBENCH_SEND_GPU_WAIT = 0,  /* send: waiting for the GPU to produce the step's data */
-  COLLBENCH_SEND_PEER_WAIT = 1, /* send: data ready, the network not yet taking it */
-  COLLBENCH_SEND_WAIT = 2,      /* send: handed to the network, waiting for it to complete */
-  COLLBENCH_RECV_WAIT = 3,      /* recv: waiting for data to arrive */
-  COLLBENCH_RECV_FLUSH_WAIT = 4,
-  COLLBENCH_RECV_GPU_WAIT = 5,  /* recv: waiting for the GPU to consume the data */
-  COLLBENCH_STEP_STATES = 6
+  CB_SEND_GPU_WAIT = 0,  /* send: waiting for the GPU to produce the step's data */
+  CB_SEND_PEER_WAIT = 1, /* send: data ready, the network not yet taking it */
+  CB_SEND_WAIT = 2,      /* send: handed to the network, waiting for it to complete */
+  CB_RECV_WAIT = 3,      /* recv: waiting for data to arrive */
+  CB_RECV_FLUSH_WAIT = 4,
+  CB_RECV_GPU_WAIT = 5,  /* recv: waiting for the GPU to consume the data */
+  CB_STEP_STATES = 6
 };
 
 /* Capacities: every table is fixed when the communicator's context is made, whatever the run's length. */
-#define COLLBENCH_PROFILER_MAX_COMMS 64
-#define COLLBENCH_PROFILER_MAX_LINKS 4096     /* (peer, channel, direction) per communicator */
-#define COLLBENCH_PROFILER_MAX_COLL_KINDS 512 /* (func, count, type, algo, proto, nChannels) per read period */
-#define COLLBENCH_PROFILER_MAX_CHANNELS 64
-#define COLLBENCH_PROFILER_STEP_SLOTS 8192   /* proxy steps in flight per communicator */
-#define COLLBENCH_PROFILER_OP_SLOTS 2048     /* proxy operations in flight per communicator */
-#define COLLBENCH_PROFILER_KERNEL_SLOTS 1024 /* kernel channels in flight per communicator */
+#define CB_PROFILER_MAX_COMMS 64
+#define CB_PROFILER_MAX_LINKS 4096     /* (peer, channel, direction) per communicator */
+#define CB_PROFILER_MAX_COLL_KINDS 512 /* (func, count, type, algo, proto, nChannels) per read period */
+#define CB_PROFILER_MAX_CHANNELS 64
+#define CB_PROFILER_STEP_SLOTS 8192   /* proxy steps in flight per communicator */
+#define CB_PROFILER_OP_SLOTS 2048     /* proxy operations in flight per communicator */
+#define CB_PROFILER_KERNEL_SLOTS 1024 /* kernel channels in flight per communicator */
 
 /* One direction of one link of one channel, seen from `rank`: bytes moved, steps, time in each step state summed
  * over steps (stateNs: steps in flight together count each), and the wall time during which at least one step was in
@@ -40,8 +40,8 @@ typedef struct {
   uint64_t commId;
   int32_t rank, nRanks, peer, channel, isSend, reserved;
   uint64_t bytes, steps, ops;
-  uint64_t stateNs[COLLBENCH_STEP_STATES];
-  uint64_t stateWallNs[COLLBENCH_STEP_STATES];
+  uint64_t stateNs[CB_STEP_STATES];
+  uint64_t stateWallNs[CB_STEP_STATES];
 } CollbenchLinkRow;
 
 /* One kind of collective (or point-to-point call) and how NCCL ran it, with its number of calls. */

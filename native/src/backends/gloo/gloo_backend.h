@@ -91,6 +91,8 @@ class GlooBackend : public HostMemoryBackend {
   Status gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) override;
 
  private:
+  static constexpr uint32_t kTag = 0;  // one op at a time per context: one tag is enough
+
   // Legacy algorithm objects own scratch memory and transport buffers bound to one pointer and
   // count, so they are built once per (kind, dtype, op, pointer, count) and reused: the timed
   // loop then measures run() only, as a Gloo user that keeps its algorithm objects would.

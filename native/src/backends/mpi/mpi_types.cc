@@ -3,8 +3,10 @@
 // learns nothing about its element type but the MPI_Datatype handle.
 #include "backends/mpi/mpi_types.h"
 
+#include <climits>
 #include <cstring>
 
+#include "core/backend_errors.h"
 #include "core/element_ops.h"
 
 namespace collbench {
@@ -205,6 +207,16 @@ const char* mpiErrorClassName(int errorClass) {
 std::string mpiCallName(const char* callText) {
   const char* paren = std::strchr(callText, '(');
   return paren ? std::string(callText, paren) : std::string(callText);
+}
+
+Status toInt(uint64_t v, const char* what, Coll c, int* out) {
+  if (v > static_cast<uint64_t>(INT_MAX))
+    return Status::Error("core", "CORE_COUNT_TOO_LARGE",
+                         std::string(collName(c)) + ": " + what + " " + std::to_string(v) +
+                             " exceeds INT_MAX, the largest count an MPI call takes",
+                         CB_SITE("MpiBackend::enqueue"));
+  *out = static_cast<int>(v);
+  return Status::Ok();
 }
 
 Status mpiErrorStatus(int rc, std::string site) {

@@ -23,6 +23,11 @@ Status mpiErrorStatus(int rc, std::string site);
 // "MPI_Allreduce(a, b, ...)" -> "MPI_Allreduce": the site names the call, not its arguments.
 std::string mpiCallName(const char* callText);
 
+// MPI counts and displacements are int (Open MPI 4.1 has no MPI_*_c big-count calls). The element-wise
+// collectives (all_reduce, broadcast, reduce, sendrecv) split a larger count into pieces (forPieces in
+// mpi_collectives.cc); the others refuse it here (and bench/backends/mpi.ts refuses it before the run, exit 2).
+Status toInt(uint64_t v, const char* what, Coll c, int* out);
+
 // Check an MPI return code; on failure return the Status from the enclosing function.
 #define CB_MPI(call)                                                                          \
   do {                                                                                        \
