@@ -38,6 +38,11 @@ serial=(
   test/cli/late-rank.test.ts
   # SIGSTOPs a rank and expects the -T 3 watchdog and the survey of progress boards (1.5 s answers) to name it
   test/cli/hung-rank.test.ts
+  # sends SIGTERM to a real --np 8 --oversubscribe job and to an mpirun that ignores it, and expects exit 143 within
+  # 10 s with nothing left (a loaded CPU stretches the ranks' start past the signal's moment)
+  test/cli/launch-stop.test.ts
+  # a failing verdict under --np, `| head -1`, --hosts nosuchhost:2: exit codes and the absence of mpirun's banners
+  test/cli/launch-outcome.test.ts
   # kill -9 of a random rank: the job must end within -T 10 + 5 s, and no process naming its folder may be left
   test/cli/rank-death.test.ts
   # the executor hands a batch of short calls over in one turn of the event loop within a 250 ms hold while a long

@@ -20,6 +20,8 @@ const home = join(work, 'home');        // empty HOME
 const cwd = join(work, 'elsewhere');    // not the bundle, not the repo
 const pathDir = join(work, 'path');     // PATH: only the tools the launchers and mpirun need, no node
 const builtModules = readdirSync(join(repoRoot, 'build', 'Release')).filter((f) => f.endsWith('.node')).sort();
+// The NCCL link profiler (--links) travels beside the modules when it was built.
+const builtLibraries = readdirSync(join(repoRoot, 'build', 'Release')).filter((f) => f === 'libcollbench_nccl_profiler.so');
 const ncclCache = join(repoRoot, '.cache', 'nccl', 'nvidia', 'nccl', 'lib', 'libnccl.so.2');
 
 interface Run { code: number | null; stdout: string; stderr: string }
@@ -72,7 +74,7 @@ describe('collbench bundle', () => {
     const node = join(root, 'node', 'bin', 'node');
     assert.ok(statSync(node).size === statSync(process.execPath).size, 'the runtime is the one that built it, unstripped');
     assert.ok(existsSync(join(root, 'dist', 'bin', 'collbench.js')));
-    assert.deepEqual(readdirSync(join(root, 'build', 'Release')).sort(), builtModules);
+    assert.deepEqual(readdirSync(join(root, 'build', 'Release')).sort(), [...builtModules, ...builtLibraries].sort());
     assert.ok(readdirSync(join(root, 'schema')).some((f) => f.endsWith('.schema.json')));
     // collbench accept: its shipped profiles and the runtime packages it loads them with
     assert.ok(existsSync(join(root, 'profiles', 'cpu-smoke.yaml')) && existsSync(join(root, 'profiles', 'h100-node.yaml')));
