@@ -5,7 +5,9 @@ SHELL := /bin/bash
 # slurm-wlm, munge: test/cli/slurm.test.ts starts a one-machine Slurm (slurmctld + slurmd, authenticated by munged)
 # python3-prometheus-client: test/cli/soak.test.ts reads --prom files with the official Prometheus client's text parser
 # valgrind: make bench-instructions counts instructions per op with callgrind (test/native/bench-overhead.test.ts runs it)
-APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server python3-prometheus-client slurm-wlm munge valgrind
+# clang-format: make format / make format-check for native/ (.clang-format)
+APT_PACKAGES := openmpi-bin libopenmpi-dev libgloo-dev chromium redis-server python3-prometheus-client slurm-wlm munge valgrind \
+  clang-format
 # Tests: scripts/run-tests.sh runs the files in a parallel group (TEST_JOBS at a time) and a serial group (files
 # that share machine-wide resources or race a clock), then one summary; `make test-unit` is the in-process part.
 TEST_JOBS ?= 2
@@ -14,7 +16,8 @@ export TEST_JOBS
 BENCH_ARGS ?= -b 8 -e 64M -f 2
 NP ?= $(shell nproc)
 
-.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead bench-instructions bench-gpu lint test test-unit stress clean nccl-cache bundle
+.PHONY: all deps apt-deps node-deps build native ts links bench bench-overhead bench-instructions bench-gpu bench-gloo \
+  bench-osu lint format format-check test test-unit stress clean nccl-cache bundle
 
 all: build
 
@@ -71,6 +74,20 @@ INSTRUCTIONS_ARGS ?=
 bench-instructions: build
 	node --import tsx scripts/bench-instructions.ts $(INSTRUCTIONS_ARGS)
 
+# collbench beside the libraries' own benchmarks, 2 ranks, interleaved (scripts/bench-peers.ts; docs/performance.md):
+# Gloo's gloo/benchmark at the commit Debian's libgloo packages, the OSU Micro-Benchmarks 7.4 on Open MPI, each built
+# first into the ignored third_party/ (scripts/bench-peers/build-*.sh; GLOO_SRC, OSU_SRC: a local source tree where
+# GitHub or the OSU site is out of reach). BENCH_GLOO_ARGS / BENCH_OSU_ARGS pass options (--rounds, --sizes, --colls).
+BENCH_GLOO_ARGS ?=
+bench-gloo: build
+	peer=$$(scripts/bench-peers/build-gloo-benchmark.sh) && \
+	  node --import tsx scripts/bench-peers.ts --peer gloo --peer-bin "$$peer" $(BENCH_GLOO_ARGS)
+
+BENCH_OSU_ARGS ?=
+bench-osu: build
+	peer=$$(scripts/bench-peers/build-osu.sh) && \
+	  node --import tsx scripts/bench-peers.ts --peer osu --peer-bin "$$peer" $(BENCH_OSU_ARGS)
+
 # collbench against NVIDIA's nccl-tests on this machine's GPU, same libnccl, interleaved per collective, mode and size
 # (scripts/bench-gpu/run.sh; docs/performance.md): builds nccl-tests v2.19.6 in the ignored third_party/ first
 # (NCCL_TESTS_SRC=DIR: a local source tree where GitHub is out of reach). BENCH_GPU_ARGS passes runner options.
@@ -91,6 +108,19 @@ nccl-cache:
 # ESLint with typescript-eslint over bench/, test/ and scripts/ (eslint.config.js); fails on errors only.
 lint: node-deps
 	npx eslint bench test scripts
+
+# One layout at the tree's 120 columns, by tools instead of by hand: prettier for the TypeScript (.prettierrc.json,
+# .prettierignore), clang-format for the C++ (.clang-format). `make format` rewrites the files, `make format-check`
+# fails on any file that differs. Not yet part of `make test`: the tree is formatted once, when no branch is open.
+FORMAT_TS := 'bench/**/*.ts' 'test/**/*.ts' 'scripts/**/*.ts' eslint.config.js
+FORMAT_CPP = $(shell git ls-files 'native/*.cc' 'native/*.h' 'native/*.cu' 'native/*.c')
+format: node-deps
+	npx prettier --log-level warn --write $(FORMAT_TS)
+	clang-format -i $(FORMAT_CPP)
+
+format-check: node-deps
+	npx prettier --log-level warn --check $(FORMAT_TS)
+	clang-format --dry-run --Werror $(FORMAT_CPP)
 
 # The in-process unit tests (test/unit): no native build, no mpirun; seconds.
 test-unit: node-deps

@@ -2,7 +2,7 @@
 # Every GPU check of collbench in one call (issue #28): run on a machine with a GPU, a libnccl and an extracted
 # bundle (no Node.js needed), it runs each part in scripts/gpu-check/NN-*.sh in order and writes one Markdown
 # report with versions, every command, its exit code and verdict, and the parts' tables.
-# DIR may also be a .tar.xz (the bundle, nccl-tests' build/; scripts/gpu-kit.sh makes both).
+# DIR may also be a .tar.xz (the bundle, nccl-tests' build/; scripts/gpu-kit.sh makes both), PATH a libnccl .xz.
 # Usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -30,11 +30,16 @@ gc_unpack() { # TARBALL -> the folder it holds
   local top; top="$(find "$d" -mindepth 1 -maxdepth 1)"
   if [ "$(printf '%s\n' "$top" | wc -l)" = 1 ] && [ -d "$top" ]; then echo "$top"; else echo "$d"; fi
 }
-if [[ "$GC_BUNDLE$GC_NCCL_TESTS" == *.tar.xz* ]]; then
+if [[ "$GC_BUNDLE$GC_NCCL_TESTS$GC_NCCL_LIB" == *.xz* ]]; then
   GC_UNPACK="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-unpack.XXXXXX")"; trap 'rm -rf "$GC_UNPACK"' EXIT
 fi
 case "$GC_BUNDLE" in *.tar.xz) GC_BUNDLE="$(gc_unpack "$GC_BUNDLE")" ;; esac
 case "$GC_NCCL_TESTS" in *.tar.xz) GC_NCCL_TESTS="$(gc_unpack "$GC_NCCL_TESTS")" ;; esac
+case "$GC_NCCL_LIB" in *.xz) # a libnccl carried compressed (scripts/gpu-kit.sh NCCL_EXTRA_LIB)
+  [ -f "$GC_NCCL_LIB" ] || { echo "gpu-check: --nccl-lib '$GC_NCCL_LIB' does not exist" >&2; exit 2; }
+  xz -dc "$GC_NCCL_LIB" > "$GC_UNPACK/libnccl.so.2" || { echo "gpu-check: cannot unpack '$GC_NCCL_LIB'" >&2; exit 2; }
+  GC_NCCL_LIB="$GC_UNPACK/libnccl.so.2" ;;
+esac
 [ -x "$GC_BUNDLE/bin/collbench" ] || { echo "gpu-check: --bundle '$GC_BUNDLE' has no bin/collbench" >&2; exit 2; }
 [[ "$GC_BUDGET" =~ ^[0-9]+$ ]] || { echo "gpu-check: --budget '$GC_BUDGET' is not a whole number of seconds" >&2; exit 2; }
 if [ -n "$GC_NCCL_LIB" ] && [ ! -f "$GC_NCCL_LIB" ]; then echo "gpu-check: --nccl-lib '$GC_NCCL_LIB' does not exist" >&2; exit 2; fi

@@ -3,6 +3,8 @@
 # the bundle with -D's kernels built against that machine's NCCL headers, and nccl-tests built for the side-by-side.
 # Both land as tarballs in the ignored build-gpu/ (under the device tool's 64 MiB carry); the last lines print the
 # command to run there. NCCL_TESTS_SRC=DIR: a local nccl-tests source where GitHub is out of reach.
+# NCCL_EXTRA_LIB=PATH: a newer libnccl.so.2 (e.g. 2.30+ built for sm_90 alone) carried as build-gpu/libnccl.so.2.xz,
+# debug sections stripped, for part 60's NCCL_MULTI_RANK_GPU_ENABLE checks; refused when the carry would pass 64 MiB.
 # Usage: scripts/gpu-kit.sh HEADERS (a .tgz or folder holding include/nccl.h of the GPU's NCCL)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,6 +25,20 @@ NCCL_HEADERS_TGZ="$([ -d "$headers" ] && echo "" || echo "$headers")" NCCL_TESTS
   scripts/bench-gpu/build-nccl-tests.sh >/dev/null
 tar -cJf "$out/nccl-tests-build.tar.xz" -C "$out/nccl-tests" build
 rm -rf "$out/nccl-tests" "$out/nccl"
+extra=""
+if [ -n "${NCCL_EXTRA_LIB:-}" ]; then
+  [ -f "$NCCL_EXTRA_LIB" ] || { echo "gpu-kit: NCCL_EXTRA_LIB '$NCCL_EXTRA_LIB' does not exist" >&2; exit 2; }
+  strip --strip-debug -o "$out/libnccl.so.2" "$NCCL_EXTRA_LIB"
+  xz -6 -T2 "$out/libnccl.so.2"
+  extra=" --nccl-lib build-gpu/libnccl.so.2.xz"
+fi
 ls -l "$out"
+carry=$(du -cb "$out"/* | tail -1 | cut -f1)
+if [ "$carry" -gt $((64 * 1024 * 1024)) ]; then
+  echo "gpu-kit: build-gpu holds $((carry / 1024 / 1024)) MiB, over the device tool's 64 MiB carry${extra:+: leave NCCL_EXTRA_LIB out}" >&2
+  exit 1
+fi
 echo "on the GPU machine (carry build-gpu): scripts/gpu-check.sh --bundle build-gpu/collbench-bundle.tar.xz" \
   "--nccl-tests build-gpu/nccl-tests-build.tar.xz --nccl-lib LIBNCCL --out \$OUT/gpu-check.md"
+echo "then part 60 (several ranks on one GPU) as a second call of at most 300 s: scripts/gpu-check.sh" \
+  "--bundle build-gpu/collbench-bundle.tar.xz${extra} --only 60 --budget 290 --out \$OUT/gpu-check-60.md"

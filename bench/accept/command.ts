@@ -8,7 +8,7 @@ import { baselineCheck, loadBaseline, matchBaseline, BASELINE_KIND, BASELINE_SCH
 import { judge, samplesBySize } from './evaluate.js';
 import { loadProfile, type Profile } from './profile.js';
 import { checkRows, type CheckRuns } from './rows.js';
-import { bonferroniLevel } from './stats.js';
+import { bonferroniLevel } from '../core/stats.js';
 import {
   ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
   type AcceptDocument, type Verdict,
@@ -17,7 +17,7 @@ import { commandHelp, parseOptions, type CommandOptions } from '../config/option
 import { asText } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag } from '../config/flags.js';
+import { flag, helpFlag, PASS_ON_FLAGS } from '../config/flags.js';
 import { AcceptChecks } from './runs.js';
 import { withChildRuns } from '../engine/child-runs.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
@@ -35,9 +35,8 @@ export const DEFAULT_TOLERANCE = 3;
 /** Family-wise error rate of the baseline comparisons of one verdict (Bonferroni over every size compared). */
 export const ALPHA = 0.05;
 
-/** The run flags accept passes on to every run: how ranks are launched, never what is measured. */
-type LaunchFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' | 'nGpus' | 'nThreads' }>;
-const LAUNCH_FLAGS = FLAGS.filter((f): f is LaunchFlag => f.group === 'collbench launch' || f.long === 'ngpus' || f.long === 'nthreads');
+/** The run flags accept passes on to every run (marked passOn in the flag table): how ranks are launched. */
+const LAUNCH_FLAGS = PASS_ON_FLAGS;
 const LAUNCH_GROUP = 'Launch options, passed to every run (as for runs)';
 const OPTIONS = 'Options';
 const ACCEPT_FLAGS = [

@@ -7,8 +7,8 @@ import type { ReportDocument } from '../report/schema.js';
 import type { BaselineCheck } from './baseline.js';
 import { lateEvidence, samplesBySize, type ThresholdResult } from './evaluate.js';
 import type { ProfileCheck } from './profile.js';
-import { classifyRatio, medianRatioInterval, seedOf } from './stats.js';
-import type { BaselineSize, CheckRow } from './verdict.js';
+import { medianRatioInterval, seedOf } from '../core/stats.js';
+import { classifyRatio, type BaselineSize, type CheckRow } from './verdict.js';
 
 /** What the runs of one check gave. */
 export interface CheckRuns {
@@ -29,7 +29,7 @@ function compareSizes(runs: CheckRuns, base: BaselineCheck, level: number, toler
     const r = medianRatioInterval(cur, b.samplesUs, level, seedOf(`${runs.check.id} ${b.sizeBytes}`));
     return {
       sizeBytes: b.sizeBytes, baselineMedianUs: median(b.samplesUs), medianUs: median(cur),
-      ratio: r.ratio, low: r.low, high: r.high, change: classifyRatio(r, tolerance),
+      ratio: r.ratio, low: r.lo, high: r.hi, change: classifyRatio(r, tolerance),
     };
   });
 }

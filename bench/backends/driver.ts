@@ -19,6 +19,9 @@ export interface BackendDriver {
   rankLine(info: BackendInfo): RankLineInfo | RankLineInfo[];
   /** Comment lines about known defects of the library that this run will meet. */
   warnings(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo): string[];
+  /** --links: this process's link profiler rows as JSON (read and, with `reset`, zeroed), or null when none were
+   *  loaded (backends/nccl-links.ts). Absent: the backend has no link profiler. */
+  linkRows?(native: NativeBackend, reset: boolean): string | null;
   /** Wording of the -I preamble line: how per-iteration samples are taken. */
   perIterTimer: string;
   /** Arrivals come from the -I device marks (engine/device-arrivals.ts), one row per rank: without -I there are none,

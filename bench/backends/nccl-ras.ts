@@ -3,12 +3,18 @@
 // whose operation counts differ, to print beside collbench's own progress-board verdict and keep in the report.
 // The client speaks NCCL's text protocol (src/ras/client.cc) over a TCP socket with a short deadline.
 import { connect, type Socket } from 'node:net';
+import { BoundedLines } from '../launch/bounded-lines.js';
 
 export const RAS_DEFAULT_ADDR = 'localhost:28028';
 /** The whole exchange must end within this (connect, handshake, the report): a hung job is being ended. */
 export const RAS_DEADLINE_MS = 5000;
 /** How long RAS itself may wait on each leg of its collection from the job's processes (`TIMEOUT` command). */
 export const RAS_COLLECTION_TIMEOUT_S = 3;
+/** The longest handshake line, and the largest report, read from a RAS server (the verbose JSON report takes about
+ *  600 bytes per rank of each communicator: test/fixtures/nccl-ras): a server that sends more is not read further,
+ *  so it cannot grow this process without bound. */
+export const RAS_MAX_LINE_BYTES = 4096;
+export const RAS_MAX_REPLY_BYTES = 64 * 2 ** 20;
 /** RAS came with NCCL 2.24; JSON output (`SET FORMAT json`) with 2.28.7. */
 export const RAS_MIN_VERSION = 22400;
 
@@ -222,22 +228,34 @@ export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLIN
   Promise<{ format: 'json' | 'text'; reply: string }> {
   return new Promise((resolve, reject) => {
     const sock: Socket = connect({ host, port });
-    let buf = '';
+    const handshake = new BoundedLines(RAS_MAX_LINE_BYTES);
+    const report: Buffer[] = [];
+    let reportBytes = 0;
     let step = 0; // 0: protocol, 1: timeout, 2: format, 3: the report
     let format: 'json' | 'text' = 'json';
-    const fail = (why: string): void => { clearTimeout(timer); sock.destroy(); reject(new Error(why)); };
+    let failed = false;
+    const fail = (why: string): void => { failed = true; clearTimeout(timer); sock.destroy(); reject(new Error(why)); };
     const timer = setTimeout(() => fail(`no ${step === 3 ? 'complete report' : 'answer'} within ${deadlineMs / 1000} s`), deadlineMs);
     const send = (line: string): void => { sock.write(`${line}\n`); };
-    sock.setEncoding('utf8');
+    const keep = (bytes: Buffer): void => {
+      if (failed) return;
+      reportBytes += bytes.length;
+      if (reportBytes > RAS_MAX_REPLY_BYTES) {
+        fail(`a report over ${RAS_MAX_REPLY_BYTES / 2 ** 20} MiB: not read further`);
+      }
+      else report.push(bytes);
+    };
     sock.on('connect', () => send('CLIENT PROTOCOL 2'));
     sock.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ECONNREFUSED' ? 'connection refused' : e.message));
-    sock.on('data', (chunk: string) => {
-      buf += chunk;
-      while (step < 3) {
-        const nl = buf.indexOf('\n');
-        if (nl < 0) return;
-        const line = buf.slice(0, nl).replace(/\r$/, '');
-        buf = buf.slice(nl + 1);
+    sock.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      if (step === 3) { keep(chunk); return; }
+      const lines = handshake.push(chunk);
+      if (lines === null) { fail(`a handshake line over ${RAS_MAX_LINE_BYTES} bytes`); return; }
+      for (const [i, raw] of lines.entries()) {
+        // The report began in this chunk: the lines after the handshake are its start.
+        if (step === 3) { keep(Buffer.from(`${lines.slice(i).join('\n')}\n`)); break; }
+        const line = raw.replace(/\r$/, '');
         if (step === 0) {
           if (!/^SERVER PROTOCOL \d+$/.test(line)) return fail(`unexpected handshake answer '${line.slice(0, 80)}'`);
           send(`TIMEOUT ${RAS_COLLECTION_TIMEOUT_S}`);
@@ -250,11 +268,13 @@ export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLIN
         }
         step++;
       }
+      if (step === 3) keep(handshake.takeRest()); // the report is not read in lines: it is bounded as a whole
     });
     const closed = (): void => { // the server ends the report by closing (an orderly end, or a reset after it)
       clearTimeout(timer);
+      if (failed) return;
       if (step < 3) reject(new Error('the server closed the connection during the handshake'));
-      else resolve({ format, reply: buf });
+      else resolve({ format, reply: Buffer.concat(report).toString('utf8') });
     };
     sock.on('end', closed);
     sock.on('close', closed);

@@ -2,19 +2,24 @@
 // flag checks, the bootstrap (unique id via MPI under mpirun, a TCP rendezvous torchrun-style, or local),
 // device choice (local rank × t × g, NCCL_TESTS_DEVICE), NCCL_TESTS_SPLIT, what the GPUs and library
 // lack (fp8 below sm_90), the GPU-memory cap, rank lines and -M.
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import { BackendUnavailableError, UsageError } from '../core/errors.js';
 import { givenAsAll } from '../config/cases.js';
 import type { DTypeName, OpName } from '../core/types.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { underMpiLauncher } from '../launch/launcher.js';
-import { localRanksByHost, rendezvous, RendezvousError, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
+import { launcherJobToken } from '../launch/job-token.js';
+import { localRanksByHost, rendezvous, RendezvousError, rendezvousNotes, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
 import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type SpecField } from '../native/binding.js';
-import { moduleBuilt, requireNativeModule } from '../native/loader.js';
+import { moduleBuilt, nativeDir, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
+import { applyPerRankHostId, planDevices, type DevicePlan } from './nccl-devices.js';
 import { watchdogFloorSec } from '../core/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
+import { LINK_PROFILER_LIBRARY, linksSetup } from './nccl-links.js';
 import { ENV } from '../core/environment.js';
 
 type Env = NodeJS.ProcessEnv;
@@ -66,6 +71,8 @@ export interface NcclInitConfig {
   lib?: string;
   procRank: number; nprocs: number; localRank: number; localSize: number;
   nThreads: number; nGpus: number; firstDevice: number;
+  /** 1: local rank i on device (firstDevice + i) mod the device count (several ranks per GPU: nccl-devices.ts). */
+  shareDevices: number;
   uniqueId: number[];
   splitColor: number;
   streamNull: number; ctaPolicy: number; localRegister: number; timeoutSec: number;
@@ -83,6 +90,8 @@ export interface NcclNative extends NativeBackend {
   /** The fields init() reads and which it requires (native/src/addon/addon_nccl.cc; test/native/nccl-module.test.ts). */
   initFields(): Record<keyof NcclInitConfig, SpecField>;
   memoryUsage(): MemoryUsage;
+  /** --links: the link profiler's rows as JSON from the copy NCCL loaded (path), or null when it is not loaded. */
+  linksRead(path: string, reset: boolean): string | null;
 }
 
 /**
@@ -243,13 +252,14 @@ function launchEnv(env: Env): TorchrunEnv | null {
   return torchrunEnv(env);
 }
 
-async function mpiWorld(native: NcclNative, lib: string | undefined, state: DriverState, initTimeoutSec: number):
+async function mpiWorld(native: NcclNative, lib: string | undefined, state: DriverState, initTimeoutSec: number, env: Env):
   Promise<World> {
   const mpi = requireNativeModule<NativeBackend>('mpi');
   // MPI_Init under the watchdog as the mpi backend's (a native alarm: it blocks the JS thread).
   const m = mpi.init({ initTimeoutSec }) as BackendInfo;
   state.mpi = mpi;
   state.peers = m.nranks > 1;
+  applyPerRankHostId(env, m.rank, hostname());
   // Process 0 makes the id; MPI broadcasts it (as 128 numbers). A failure is broadcast too (-1s),
   // so no process waits for an id that never comes.
   let id = new Array<number>(128).fill(0);
@@ -267,15 +277,26 @@ async function mpiWorld(native: NcclNative, lib: string | undefined, state: Driv
   };
 }
 
-async function torchrunWorld(native: NcclNative, lib: string | undefined, world: TorchrunEnv, env: Env): Promise<World> {
+async function torchrunWorld(native: NcclNative, lib: string | undefined, world: TorchrunEnv, env: Env, state: DriverState):
+  Promise<World> {
   const mine: { host: string; pid: number; uniqueId?: number[]; error?: string } = { host: hostname(), pid: process.pid };
+  applyPerRankHostId(env, world.rank, mine.host);
   let failure: unknown = null;
   if (world.rank === 0) {
     try { mine.uniqueId = native.uniqueId({ lib }); } catch (e) { failure = e; mine.error = (e as Error).message; }
   }
   let all: (typeof mine)[];
   try {
-    all = (await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env))).map((s) => JSON.parse(s) as typeof mine);
+    const token = launcherJobToken(env);
+    const met = await rendezvous(world, JSON.stringify(mine), rendezvousTimeoutMs(env), { token, env });
+    state.notes = rendezvousNotes(world, met, token);
+    all = met.all.map((s, rank) => {
+      try {
+        const p = JSON.parse(s) as typeof mine;
+        if (typeof p === 'object' && p !== null && typeof p.host === 'string') return p;
+      } catch { /* said below */ }
+      throw new RendezvousError(`rendezvous: rank ${rank}'s payload is not collbench's: ${JSON.stringify(s.slice(0, 40))}`);
+    });
   } catch (e) {
     if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw e;
@@ -298,6 +319,13 @@ interface DriverState {
   color: number;
   /** The job has other processes: a failed one leaves without MPI_Finalize, whose fence would wait for them. */
   peers: boolean;
+  /** The preamble's lines about the torchrun-style rendezvous (launch/rendezvous.ts rendezvousNotes). */
+  notes: string[];
+  /** This process's GPUs (planDevices): what its rank lines say when ranks share a GPU. */
+  devices: DevicePlan | null;
+  /** --links: the profiler library NCCL_PROFILER_PLUGIN names, or the line saying why the run goes without. */
+  links: string | null;
+  linksNote: string | null;
 }
 
 /** Finalizes the MPI module the bootstrap used; after a failure with peers, leaves it (the exit ends the job). */
@@ -322,11 +350,11 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
   let world: World;
   try {
     if (underMpiLauncher(env) && moduleBuilt('mpi', env)) {
-      world = await mpiWorld(native, lib, state, options.timeoutSec ?? watchdogFloorSec(env));
+      world = await mpiWorld(native, lib, state, options.timeoutSec ?? watchdogFloorSec(env), env);
     } else {
       const t = launchEnv(env);
       if (t) {
-        world = await torchrunWorld(native, lib, t, env);
+        world = await torchrunWorld(native, lib, t, env, state);
       } else if (underMpiLauncher(env) && Number(env.OMPI_COMM_WORLD_SIZE ?? env.PMI_SIZE ?? 1) > 1) {
         throw new NcclEnvironmentError('nccl backend: started by an MPI launcher, but collbench\'s mpi module is not built, ' +
           'so the processes cannot exchange the NCCL unique id; build it (apt install openmpi-bin libopenmpi-dev; make) or ' +
@@ -344,9 +372,15 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
   state.peers = world.nprocs > 1;
   try {
     state.color = splitColor(world.procRank, env);
+    const plan = planDevices({ first: firstDevice(world.localRank, options, env), localRanks: options.nThreads * options.nGpus,
+      deviceCount: native.devices().count, version: library.version, versionCode: library.versionCode }, env);
+    if ('refusal' in plan) {
+      throw new NcclEnvironmentError(`nccl backend unavailable (CUDA_TOO_FEW_DEVICES): ${plan.refusal}`, 'CUDA_TOO_FEW_DEVICES');
+    }
+    state.devices = plan;
     const info = await native.init({
       lib, procRank: world.procRank, nprocs: world.nprocs, localRank: world.localRank, localSize: world.localSize,
-      nThreads: options.nThreads, nGpus: options.nGpus, firstDevice: firstDevice(world.localRank, options, env),
+      nThreads: options.nThreads, nGpus: options.nGpus, firstDevice: plan.first, shareDevices: plan.sharing === 'own' ? 0 : 1,
       uniqueId: world.uniqueId, splitColor: state.color,
       streamNull: options.streamNull, ctaPolicy: options.ctaPolicy, localRegister: options.localRegister,
       timeoutSec: options.timeoutSec ?? 0, controlPlane: world.controlPlane,
@@ -406,10 +440,22 @@ export function refuseDeviceApiCases(options: ResolvedOptions): void {
 
 /** The nccl driver of one run; `env` is where NCCL_TESTS_*, the launcher's and the rendezvous variables are read. */
 export function createNcclDriver(env: Env = process.env): BackendDriver {
-  const state: DriverState = { mpi: null, color: -1, peers: false };
+  const state: DriverState = { mpi: null, color: -1, peers: false, notes: [], devices: null, links: null, linksNote: null };
+  const linksLibrary = () => join(nativeDir(env), LINK_PROFILER_LIBRARY);
   return {
+    prepare(options) {
+      if (!options.links) return;
+      const setup = linksSetup(linksLibrary(), process.env);
+      state.linksNote = setup.note;
+      if (setup.note) return;
+      Object.assign(process.env, setup.env); // NCCL reads it from this process's environment at its first init
+      state.links = linksLibrary();
+    },
     validate(options) {
       refuseDeviceApiCases(options);
+      if (options.links && !existsSync(linksLibrary())) {
+        throw new UsageError(`--links: ${linksLibrary()} is not built (make native builds it beside the nccl module)`);
+      }
       if (options.cudaGraph > 0 && options.streamNull) {
         throw new UsageError('-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured');
       }
@@ -420,10 +466,11 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
       const info = infoAny as NcclInfo;
       return info.devices.map((d): RankLineInfo => ({
         rank: d.worldRank, group: Math.max(state.color, 0), pid: info.pid, host: hostname().split('.')[0], device: d.ordinal,
-        bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name,
+        bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name, ...(state.devices?.note ? { note: state.devices.note } : {}),
       }));
     },
-    warnings(_options, _desc: CollectiveDescriptor, _info) { return []; },
+    warnings(_options, _desc: CollectiveDescriptor, _info) { return [...state.notes, ...(state.linksNote ? [state.linksNote] : [])]; },
+    linkRows: (native, reset) => (state.links ? (native as NcclNative).linksRead(state.links, reset) : null),
     memoryUsage(native) {
       const m = (native as NcclNative).memoryUsage();
       const [initialization, userAllocated, collective] = native.allreduce(

@@ -4,13 +4,14 @@
 // there is no Node.js or tsx. Bad input: one line on stderr, exit 2.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BadInput, main, parseOptions, USAGE } from '../tools/vs-nccl-tests.js';
+import { commandHelp } from '../config/option-parser.js';
+import { BadInput, main, parseOptions, VS_OPTIONS } from '../tools/vs-nccl-tests.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 try {
   const o = parseOptions(process.argv.slice(2), root);
   if (o === 'help') {
-    console.log(USAGE);
+    console.log(commandHelp(VS_OPTIONS));
     process.exit(0);
   }
   process.exit(main(o, (s) => console.log(s)));

@@ -43,6 +43,9 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   // the collectives one training step issues (DDP buckets, FSDP shards) per configuration, and a recommendation
   workload: async (args, script, io) =>
     (await import('../workload/command.js')).workloadCommand(args, script, io, () => process.exit(EXIT.TIMEOUT)),
+  // what a real job issued (NCCL call log, PyTorch execution trace, flight-recorder dump), replayed step by step
+  replay: async (args, script, io) =>
+    (await import('../replay/command.js')).replayCommand(args, script, io, () => process.exit(EXIT.TIMEOUT)),
   // what this installation can run here
   info: async (args, _script, io) => (await import('../commands/info.js')).infoCommand(args, io),
   // names the slow host or link: whole job, per-host groups, pairwise rounds, re-tests (child jobs under mpirun)

@@ -8,7 +8,6 @@ import type { Segment } from '../core/types.js';
 
 export const allGather: CollectiveDescriptor = {
   name: 'all_gather',
-  program: 'all_gather_perf',
   rooted: false,
   synchronizing: true,
   reduces: false,

@@ -8,7 +8,6 @@ import { totalElems } from './counts.js';
 
 export const allReduce: CollectiveDescriptor = {
   name: 'all_reduce',
-  program: 'all_reduce_perf',
   rooted: false,
   synchronizing: true,
   reduces: true,

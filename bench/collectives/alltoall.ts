@@ -8,7 +8,6 @@ import type { Segment } from '../core/types.js';
 
 export const alltoall: CollectiveDescriptor = {
   name: 'alltoall',
-  program: 'alltoall_perf',
   rooted: false,
   synchronizing: true,
   reduces: false,

@@ -26,7 +26,6 @@ export function alltoallvSource(ctx: LayoutContext = {}): AlltoallvSource {
 
 export const alltoallv: CollectiveDescriptor = {
   name: 'alltoallv',
-  program: 'alltoallv_perf',
   rooted: false,
   synchronizing: false,
   reduces: false,

@@ -7,7 +7,6 @@ import { totalElems } from './counts.js';
 
 export const broadcast: CollectiveDescriptor = {
   name: 'broadcast',
-  program: 'broadcast_perf',
   rooted: true,
   synchronizing: false,
   reduces: false,

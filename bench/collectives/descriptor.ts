@@ -81,8 +81,6 @@ export interface HalfLayout {
 
 export interface CollectiveDescriptor {
   name: CollectiveName;
-  /** nccl-tests binary name, e.g. "all_reduce_perf". */
-  program: string;
   /** Honours -r (broadcast, reduce, gather, scatter); -r -1 sweeps every root. */
   rooted: boolean;
   /** Every rank's result needs every rank's input, so no rank can leave before the last one arrives (all-reduce,

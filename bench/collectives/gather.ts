@@ -8,7 +8,6 @@ import type { Segment } from '../core/types.js';
 
 export const gather: CollectiveDescriptor = {
   name: 'gather',
-  program: 'gather_perf',
   rooted: true,
   synchronizing: false,
   reduces: false,

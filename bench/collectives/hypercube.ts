@@ -8,7 +8,6 @@ import { gatherAllHalf } from './all-gather.js';
 
 export const hypercube: CollectiveDescriptor = {
   name: 'hypercube',
-  program: 'hypercube_perf',
   rooted: false,
   synchronizing: true,
   reduces: false,

@@ -7,7 +7,6 @@ import { chunkElems } from './counts.js';
 
 export const reduceScatter: CollectiveDescriptor = {
   name: 'reduce_scatter',
-  program: 'reduce_scatter_perf',
   rooted: false,
   synchronizing: true,
   reduces: true,

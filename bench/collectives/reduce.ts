@@ -7,7 +7,6 @@ import { totalElems } from './counts.js';
 
 export const reduce: CollectiveDescriptor = {
   name: 'reduce',
-  program: 'reduce_perf',
   rooted: true,
   synchronizing: false,
   reduces: true,

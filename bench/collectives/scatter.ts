@@ -7,7 +7,6 @@ import { chunkElems } from './counts.js';
 
 export const scatter: CollectiveDescriptor = {
   name: 'scatter',
-  program: 'scatter_perf',
   rooted: true,
   synchronizing: false,
   reduces: false,

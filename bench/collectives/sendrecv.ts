@@ -7,7 +7,6 @@ import { totalElems } from './counts.js';
 
 export const sendrecv: CollectiveDescriptor = {
   name: 'sendrecv',
-  program: 'sendrecv_perf',
   rooted: false,
   synchronizing: false,
   reduces: false,

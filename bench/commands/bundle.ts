@@ -17,6 +17,7 @@ import { PROGRAMS } from '../core/types.js';
 import { BACKENDS } from '../backends/registry.js';
 import { nativeDir as builtModulesDir, packageRoot } from '../native/loader.js';
 import { VERSION } from '../version.js';
+import { LINK_PROFILER_LIBRARY } from '../backends/nccl-links.js';
 
 /** The nccl-tests program names (from the collective list); each gets a launcher. */
 export { PROGRAMS };
@@ -148,6 +149,9 @@ export function stageBundle(top: string, root: string = packageRoot): BundleMani
   cpSync(join(root, 'profiles'), join(top, 'profiles'), { recursive: true }); // collbench accept's shipped profiles
   mkdirSync(join(top, 'build', 'Release'), { recursive: true });
   for (const m of modules) copyFileSync(join(nativeDir, m), join(top, 'build', 'Release', m));
+  // --links loads the NCCL profiler plugin from beside the modules (backends/nccl-links.ts).
+  const plugin = join(nativeDir, LINK_PROFILER_LIBRARY);
+  if (existsSync(plugin)) copyFileSync(plugin, join(top, 'build', 'Release', LINK_PROFILER_LIBRARY));
   for (const key of packages) {
     const src = join(root, key);
     const nested = src + sep + 'node_modules';

@@ -18,6 +18,7 @@ import { filterEnv } from '../report/provenance.js';
 import { VERSION } from '../version.js';
 import { BUNDLE_MANIFEST, type BundleManifest } from './bundle.js';
 import { ENV } from '../core/environment.js';
+import { multiRankGpuSupport } from '../backends/nccl-devices.js';
 
 export interface BackendReport {
   name: BackendName;
@@ -32,7 +33,8 @@ export interface BackendReport {
   /** Shared libraries this module brought into the process (realpaths), e.g. libmpi.so.40.30.4. */
   libraries: string[];
   /** nccl only: the libnccl it would load and how it was found. */
-  nccl?: { path: string; how: string; version: string; versionCode: number; deviceApi: string } | { error: string };
+  nccl?: { path: string; how: string; version: string; versionCode: number; deviceApi: string; multiRankGpu: string } |
+    { error: string };
   /** nccl only: CUDA's view of the machine. */
   cuda?: { devices: number; driverVersion: number; runtimeVersion: number; error: string | null };
   /** What the module needs from the system (its registry record). */
@@ -109,7 +111,7 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
       error: d.cudaError !== 0 ? `${d.errorName}: ${d.errorText}` : null };
     if (p.library) {
       r.nccl = { path: p.library.path, how: p.library.how, version: p.library.version, versionCode: p.library.versionCode,
-        deviceApi: deviceApiLine(p.library) };
+        deviceApi: deviceApiLine(p.library), multiRankGpu: multiRankGpuSupport(p.library.version, p.library.versionCode) };
       r.version = `NCCL ${p.library.version}`;
       r.libraries = mappedLibraries(system.stems);
     } else r.nccl = { error: p.reason ?? 'libnccl not found' };
@@ -187,7 +189,8 @@ export function formatInfo(info: InfoReport): string[] {
     if (r.reason) out.push(`        why: ${r.reason}`);
     if (r.nccl) out.push('error' in r.nccl ? `        libnccl: not found (--nccl-lib PATH or COLLBENCH_NCCL_LIB=PATH)`
       : `        libnccl: NCCL ${r.nccl.version} (${r.nccl.versionCode}) ${r.nccl.path} (found via ${r.nccl.how})\n` +
-        `        -D kernels: ${r.nccl.deviceApi}`);
+        `        -D kernels: ${r.nccl.deviceApi}\n` +
+        `        several ranks per GPU: ${r.nccl.multiRankGpu}`);
     if (r.cuda) out.push(`        CUDA: ${r.cuda.devices} device(s), driver ${cudaVersion(r.cuda.driverVersion)}, runtime ${cudaVersion(r.cuda.runtimeVersion)}${r.cuda.error ? ` (${r.cuda.error})` : ''}`);
     for (const lib of r.libraries) out.push(`        loads ${lib}`);
     if (r.built && !r.usable) out.push(`        needs: ${r.needs}`);

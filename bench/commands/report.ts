@@ -14,6 +14,8 @@ import { mdEscape, mdTable } from '../report/exporters/md.js';
 import { adaptiveFloat } from '../report/format.js';
 import { checkOutputPaths, OutputError } from '../report/outputs.js';
 import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
+import { errorText, schemaErrors } from '../report/json-schemas.js';
+import { REPLAY_KIND, renderReplayOverlay, ReplayOverlayError, type ReplayDocument } from '../replay/document.js';
 
 const OPTIONS = 'Options';
 const REPORT_FLAGS = [
@@ -30,7 +32,8 @@ const REPORT_FLAGS = [
 export const REPORT_OPTIONS: CommandOptions<typeof REPORT_FLAGS> = {
   command: 'report',
   usage: 'collbench report FILE.json [FILE.json …] [--html OUT.html] [--md OUT.md] [--label NAME …] [--title TEXT]',
-  about: '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).',
+  about: '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).\n' +
+    '  Replays (collbench replay -J) of the same steps overlay step by step, in Markdown (--md).',
   groups: [OPTIONS],
   flags: REPORT_FLAGS,
   footer: '  At least one of --html and --md is needed; - writes it to stdout.',
@@ -63,6 +66,20 @@ export function loadRun(file: string, label: string): LoadedRun {
   }
   if (isNcclTestsJson(json)) return { file, doc: null, run: chartRunFromNcclTests(json, label, file) };
   throw new UsageError(`report: ${file} is neither a collbench report (kind "${REPORT_KIND}") nor nccl-tests JSON ("version": 3)`);
+}
+
+/** A replay document (kind "collbench-replay", checked against its schema), or null for anything else. */
+function replayOf(file: string): ReplayDocument | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return null; // loadRun says what is wrong with it
+  }
+  if (typeof json !== 'object' || json === null || (json as { kind?: unknown }).kind !== REPLAY_KIND) return null;
+  const errors = schemaErrors('collbench-replay.v1', json);
+  if (errors.length) throw new UsageError(`report: ${file} does not match the replay schema: ${errors.slice(0, 3).map(errorText).join('; ')}`);
+  return json as ReplayDocument;
 }
 
 /** Default label: the file name without .json; made unique with #2, #3. */
@@ -114,6 +131,24 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
   checkOutputPaths(outputs, { force: values.force });
 
   const labels = labelsFor(files, given);
+  const replays = files.map(replayOf);
+  if (replays.some((r) => r !== null)) {
+    // Replays (`collbench replay -J`) overlay step by step, in Markdown; they do not mix with runs.
+    const odd = replays.findIndex((r) => r === null);
+    if (odd >= 0) throw new UsageError(`report: ${files[odd]} is not a replay but ${files[replays.findIndex((r) => r !== null)]} is: overlay replays with replays`);
+    if (html !== null) throw UsageError.forFlag('report: --html', 'replays are overlaid in Markdown only (--md)');
+    const title = values.title ?? `collbench report: ${labels.join(' vs ')}`;
+    let text: string;
+    try {
+      text = renderReplayOverlay(replays.map((doc, i) => ({ label: labels[i]!, file: files[i]!, doc: doc! })), title);
+    } catch (e) {
+      if (e instanceof ReplayOverlayError) throw new UsageError(`report: ${e.message}`);
+      throw e;
+    }
+    if (md === '-') io.out(text.replace(/\n$/, ''));
+    else writeFileAtomic(md!, text);
+    return EXIT.OK;
+  }
   const runs = files.map((f, i) => loadRun(f, labels[i]!).run);
   const title = values.title ?? (runs.length === 1 ? `collbench report: ${runs[0]!.label}` : `collbench report: ${labels.join(' vs ')}`);
   const write = (flag: string, path: string, text: string): void => {

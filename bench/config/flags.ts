@@ -47,6 +47,9 @@ interface FlagCommon {
   /** A long-only backend flag that needs no --backend: a preference that a fallback to another backend ignores
    *  (--nccl-lib). Other long-only backend flags need their backend named. */
   preference?: boolean;
+  /** Says how ranks are started, never what is measured: the commands that start runs (accept, workload) take it
+   *  and pass it on to every run (PASS_ON_FLAGS). */
+  passOn?: boolean;
 }
 
 /** A flag that sets field F of the options to a value of type V. */
@@ -161,12 +164,15 @@ const TIMING = 'Iterations and timing';
 const DATA = 'Data and checking';
 const LAUNCH = 'collbench launch';
 
+/** Marks a run flag that the commands starting runs pass on (FlagCommon.passOn), in its type too. */
+const passOn = <T extends ValueFlag>(f: T): T & { passOn: true } => ({ ...f, passOn: true });
+
 /** Every flag, in nccl-tests' usage order, then collbench's additions. */
 export const FLAGS = Object.freeze([
-  int('t', 'nthreads', 'nThreads', 1, 'thread count', 1, undefined, RANKS,
-    'threads per process, each driving -g GPUs', { value: '<num threads>', backends: NCCL, about: 'threads driving GPUs' }),
-  int('g', 'ngpus', 'nGpus', 1, 'GPUs per thread', 1, undefined, RANKS,
-    'GPUs per thread; ranks = processes × threads × GPUs', { value: '<gpus per thread>', backends: NCCL, about: 'GPUs per thread' }),
+  passOn(int('t', 'nthreads', 'nThreads', 1, 'thread count', 1, undefined, RANKS,
+    'threads per process, each driving -g GPUs', { value: '<num threads>', backends: NCCL, about: 'threads driving GPUs' })),
+  passOn(int('g', 'ngpus', 'nGpus', 1, 'GPUs per thread', 1, undefined, RANKS,
+    'GPUs per thread; ranks = processes × threads × GPUs', { value: '<gpus per thread>', backends: NCCL, about: 'GPUs per thread' })),
   size('b', 'minbytes', 'minBytes', 32 * MIB, 'Sizes', 'first size of the sweep', { value: '<min size in bytes>' }),
   size('e', 'maxbytes', 'maxBytes', 32 * MIB, 'Sizes', 'last size of the sweep (inclusive)', { value: '<max size in bytes>' }),
   size('i', 'stepbytes', 'stepBytes', 1 * MIB, 'Sizes', 'additive step, used when -f is 1', { value: '<increment size>' }),
@@ -246,16 +252,16 @@ export const FLAGS = Object.freeze([
     'write Prometheus text-format metrics (node_exporter textfile collector), rewritten atomically after every cycle',
     { value: '<file.prom>', defaultText: 'none',
       check: (v) => (v.trim() === '' ? 'output file name is empty' : v === '-' ? 'Prometheus metrics go to a file, not stdout' : null) }),
-  { ...int(undefined, 'np', 'np', 0, 'rank count', 1, undefined, LAUNCH,
+  passOn({ ...int(undefined, 'np', 'np', 0, 'rank count', 1, undefined, LAUNCH,
     're-run this command with N ranks: under mpirun, or (--backend gloo) as N local processes',
-    { value: '<N>', defaultText: 'this process only' }), default: null } as ValueFlag<'np', number | null>,
-  text(undefined, 'hosts', 'hosts', LAUNCH, 'mpirun host list, host[:slots],…; needs --np',
+    { value: '<N>', defaultText: 'this process only' }), default: null } as ValueFlag<'np', number | null>),
+  passOn(text(undefined, 'hosts', 'hosts', LAUNCH, 'mpirun host list, host[:slots],…; needs --np',
     { value: '<h1,h2:4>', defaultText: 'local host', check: (v) => { // mpirun --host syntax: host[:slots],… (slots ≥ 1)
       const bad = v.split(',').find((e) => !/^[^\s,:]+(?::[1-9]\d*)?$/.test(e));
       return bad === undefined ? null : `invalid host entry ${quoted(bad)} in ${quoted(v)}; expected host[:slots],… e.g. h1,h2:4`;
-    } }),
-  { ...choice('backend', 'backend', BACKEND_NAMES, 'nccl', 'backend', LAUNCH, 'communication library to use',
-    { value: `<${BACKEND_NAMES.join('|')}>`, defaultText: 'best available' }), default: null } as ValueFlag<'backend', BackendName | null>,
+    } })),
+  passOn({ ...choice('backend', 'backend', BACKEND_NAMES, 'nccl', 'backend', LAUNCH, 'communication library to use',
+    { value: `<${BACKEND_NAMES.join('|')}>`, defaultText: 'best available' }), default: null } as ValueFlag<'backend', BackendName | null>),
   quiet('Output', 'no progress bar on stderr (it is drawn only when stderr is a terminal)'),
   choice('json-format', 'jsonFormat', JSON_FORMATS, 'collbench', 'JSON format', 'Output',
     'layout of the -J file: collbench (versioned schema, schema/collbench-report.v2.schema.json) or ' +
@@ -275,21 +281,30 @@ export const FLAGS = Object.freeze([
   choice('format', 'format', TABLE_FORMATS, 'nccl-tests', 'table format', 'Output',
     'the live table: nccl-tests text table, or pretty boxed tables per sweep. When a report goes to ' +
     'stdout (-), the table goes to stderr instead', { value: '<nccl-tests|pretty>' }),
-  choice('gloo-algo', 'glooAlgo', GLOO_ALGOS, 'default', 'Gloo all_reduce algorithm', LAUNCH,
+  passOn(choice('gloo-algo', 'glooAlgo', GLOO_ALGOS, 'default', 'Gloo all_reduce algorithm', LAUNCH,
     'gloo all_reduce algorithm: default (Gloo\'s choice), ring, bcube (new API), legacy_ring, ' +
     'legacy_ring_chunked, legacy_halving_doubling, legacy_bcube (legacy classes); reduce_scatter takes ' +
-    'default, ring, bcube or legacy_halving_doubling; needs --backend gloo', { value: '<algorithm>', backends: GLOO }),
-  text(undefined, 'gloo-store', 'glooStore', LAUNCH, 'gloo rendezvous store: a directory every rank sees, or a Redis server',
+    'default, ring, bcube or legacy_halving_doubling; needs --backend gloo', { value: '<algorithm>', backends: GLOO })),
+  passOn(text(undefined, 'gloo-store', 'glooStore', LAUNCH, 'gloo rendezvous store: a directory every rank sees, or a Redis server',
     { value: '<file:DIR|redis://HOST:PORT>', defaultText: 'a private directory (--np), else per launcher', backends: GLOO,
       check: (v) => (/^redis:\/\/.*@/.test(v) ? REDIS_PASSWORD_IN_URL : /^file:.+$/.test(v) || /^redis:\/\/[^\s:/]+(?::\d{1,5})?$/.test(v) ? null
-        : `invalid store ${quoted(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`) }),
-  text(undefined, 'gloo-iface', 'glooIface', LAUNCH, 'network interface name or local address for Gloo\'s TCP transport',
+        : `invalid store ${quoted(v)}; expected file:DIR (a directory every rank sees) or redis://HOST:PORT`) })),
+  passOn(text(undefined, 'gloo-iface', 'glooIface', LAUNCH, 'network interface name or local address for Gloo\'s TCP transport',
     { value: '<iface|address>', defaultText: 'loopback on one host, else the host name', backends: GLOO,
-      check: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${quoted(v)}`) }),
-  text(undefined, 'nccl-lib', 'ncclLib', LAUNCH, 'libnccl.so.2 (or its directory) for the nccl backend',
+      check: (v) => (/^[^\s]+$/.test(v) ? null : `invalid interface or address ${quoted(v)}`) })),
+  toggle('links', 'links', 'Output',
+    'load collbench\'s NCCL profiler plugin (NCCL_PROFILER_PLUGIN) and name a slow link from NCCL\'s own proxy-step ' +
+    'timings: # slow link and # nccl algo lines, JSON links (docs/links.md); when NCCL_PROFILER_PLUGIN is already set, ' +
+    'one line says so and the run goes on without links', { backends: NCCL }),
+  passOn(text(undefined, 'nccl-lib', 'ncclLib', LAUNCH, 'libnccl.so.2 (or its directory) for the nccl backend',
     { value: '<path>', backends: NCCL, preference: true, check: (v) => (v.trim() === '' ? 'library path is empty' : null),
-      defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' }),
+      defaultText: 'COLLBENCH_NCCL_LIB, then libnccl.so.2 from the system loader, then Python site-packages' })),
 ] as const);
+
+/** The run flags marked passOn: how ranks are started (launcher, hosts, backend and its transport, threads and GPUs
+ *  per process), which `collbench accept` and `collbench workload` take and pass on to every run. */
+export type PassOnFlag = Extract<(typeof FLAGS)[number], { passOn: true }>;
+export const PASS_ON_FLAGS: readonly PassOnFlag[] = FLAGS.filter((f): f is PassOnFlag => 'passOn' in f && f.passOn === true);
 
 /** -h and --version: they end parsing, as nccl-tests prints its usage as soon as getopt reaches -h. */
 export const ACTIONS: readonly ActionFlag[] = Object.freeze([

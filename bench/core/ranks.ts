@@ -15,6 +15,7 @@ export interface RankLineInfo {
   device: number | string; // CUDA ordinal, or 'cpu'
   bus: string;             // gpuBusId(…) for GPUs, cpuBusId(…) for CPUs
   name: string;            // GPU name or CPU model
+  note?: string;           // printed after the name in parentheses: how ranks share a GPU (backends/nccl-devices.ts)
 }
 
 /** PCI id as nccl-tests prints it: `%04x:%02x:%02x` (domain:bus:device). */

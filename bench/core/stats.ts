@@ -5,6 +5,8 @@
 // samples, with Holm's correction across the sizes compared). Medians, quantiles, resampling, rank sums and the error
 // function come from simple-statistics (well kept, typed, no dependencies; it takes our seeded generator); it has no
 // exact small-sample U distribution, so that short recursion is here, checked in test/unit/stats.test.ts against tables.
+// Also here: the summary of one run's per-iteration times (-I 1, as nccl-tests' computeIterStats), and accept's use of
+// the bootstrap (a seed per size, the Bonferroni level of a verdict): every statistic of the tree in one module.
 import { errorFunction, median, quantile, sampleWithReplacement, wilcoxonRankSum } from 'simple-statistics';
 
 /** A small, fast, seedable PRNG (mulberry32): uniform in [0, 1). */
@@ -149,4 +151,83 @@ export function holm(pValues: readonly number[], alpha = 0.05): boolean[] {
     out[order[k]!.i] = true;
   }
   return out;
+}
+
+/** A stable 32-bit seed from a string (FNV-1a), so each size of each check has its own reproducible stream. */
+export function seedOf(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+export const DEFAULT_RESAMPLES = 4000;
+
+/**
+ * Percentile bootstrap of median(current) / median(baseline) (bootstrapRatio, one sample a side is enough here: the
+ * samples are per-iteration times, `collbench accept --baseline`); [lo, hi] at `level`.
+ */
+export function medianRatioInterval(current: readonly number[], baseline: readonly number[], level: number, seed: number,
+  resamples = DEFAULT_RESAMPLES): RatioInterval {
+  if (current.length === 0 || baseline.length === 0) throw new RangeError('medianRatioInterval: empty sample');
+  const r = bootstrapRatio(current, baseline, { level, seed, resamples, minSamples: 1 });
+  if (!r) throw new RangeError('medianRatioInterval: a median is not positive');
+  return r;
+}
+
+/** The per-comparison level that keeps the family-wise error rate at `alpha` over `m` comparisons (Bonferroni). */
+export function bonferroniLevel(alpha: number, m: number): number {
+  return 1 - alpha / Math.max(1, m);
+}
+
+// ---- per-iteration times of one run (-I 1, -K skip): min, max, mean, p50, p95, p99, population stdev and cv%. Mirrors
+// computeIterStats / percentileIndex / writePerIterReport in nccl-tests src/util.cu, including its summation over the
+// *sorted* samples and its cv = 0 guard for mean <= 0.
+
+export interface IterStats {
+  n: number;        // samples summarised (after the skip)
+  min: number;
+  max: number;
+  mean: number;
+  p50: number;      // sorted[floor(n/2)]
+  p95: number;      // nearest rank
+  p99: number;      // nearest rank (= max when n < 100)
+  stdev: number;    // population standard deviation
+  cvPct: number;    // stdev / mean · 100 (0 when mean <= 0)
+}
+
+/** Nearest-rank index: min(n−1, ceil(n·p/100) − 1), computed in integers as nccl-tests does. */
+export function percentileIndex(n: number, percentile: number): number {
+  return Math.min(n - 1, Math.floor((n * percentile + 99) / 100) - 1);
+}
+
+/**
+ * Statistics over samples[skip..]. Units are whatever the samples are in (µs from the native layer);
+ * cvPct is unit-free. Throws RangeError when nothing is left to summarise (options validation keeps
+ * -K within 0..n−1, so this is a caller bug).
+ */
+export function iterStats(samples: readonly number[], skip = 0): IterStats {
+  if (!Number.isInteger(skip) || skip < 0) throw new RangeError(`iterStats: bad skip ${skip}`);
+  const sorted = samples.slice(skip).sort((a, b) => (a > b ? 1 : a < b ? -1 : 0));
+  const n = sorted.length;
+  if (n === 0) throw new RangeError(`iterStats: no samples left after skipping ${skip} of ${samples.length}`);
+  let sum = 0;
+  for (const x of sorted) sum += x;
+  const mean = sum / n;
+  let variance = 0;
+  for (const x of sorted) {
+    const d = x - mean;
+    variance += d * d;
+  }
+  const stdev = Math.sqrt(variance / n);
+  return {
+    n,
+    min: sorted[0]!,
+    max: sorted[n - 1]!,
+    mean,
+    p50: sorted[Math.floor(n / 2)]!,
+    p95: sorted[percentileIndex(n, 95)]!,
+    p99: sorted[percentileIndex(n, 99)]!,
+    stdev,
+    cvPct: mean > 0 ? (stdev / mean) * 100.0 : 0.0,
+  };
 }

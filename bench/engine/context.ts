@@ -8,6 +8,7 @@ import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { Reporter, RowRecord } from '../report/reporter.js';
 import type { Preflight } from './preflight.js';
 import type { Watchdog } from './watchdog.js';
+import type { LinksCollector } from './links.js';
 
 export interface SuiteOutcome {
   exitCode: number;
@@ -49,4 +50,6 @@ export interface RunContext {
   /** Every wait of the run goes through it (-T, or the default watchdog). */
   dog: Watchdog;
   reducedMaxBytes: number | null;
+  /** --links: reads and gathers the link profiler's rows after each row-half (engine/links.ts). */
+  links?: LinksCollector | null;
 }

@@ -3,7 +3,7 @@
 import type { SweepCase } from '../config/cases.js';
 import { ENV } from '../core/environment.js';
 import { algBwGBps, busBwGBps } from '../core/metrics.js';
-import { iterStats } from '../core/iter-stats.js';
+import { iterStats } from '../core/stats.js';
 import type { HalfResult } from '../core/types.js';
 import { COMBINE } from '../native/binding.js';
 import type { RowHalfRecord, RowRecord } from '../report/reporter.js';
@@ -77,6 +77,7 @@ export async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cy
     const h = queued.h;
     layout = h.layout;
     const { result, precision } = await measureHalf(run, queued);
+    await run.links?.afterHalf();
     traceArrivals(run.env, layout.sizeBytes, inPlace, result);
     // As nccl-tests: bandwidth always from the completion time; -C only changes the printed time.
     const algBw = algBwGBps(layout.algBytes, result.timeUs);

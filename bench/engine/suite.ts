@@ -27,6 +27,7 @@ import { withBackend } from './bring-up.js';
 import type { RunContext, SuiteHooks, SuiteOutcome } from './context.js';
 import { HalfQueue } from './half-queue.js';
 import { localSpecs } from './half-spec.js';
+import { linksCollector } from './links.js';
 import { runRow } from './measure.js';
 import { attachProgressBoards } from './attach-boards.js';
 
@@ -102,6 +103,7 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   const { options, io, driver, native, info } = run;
   const { env } = run;
   const { nranks } = info;
+  run.links = linksCollector(run);
   const warning = disconnectedWorldWarning(nranks, env);
   if (warning) io.err(warning);
   if (options.root >= nranks)
@@ -238,9 +240,10 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   const verdict = minBwVerdict(avgBusBw, env.NCCL_TESTS_MIN_BW);
   const exitCode = runExitCode(totals.outOfBounds, verdict, health.below);
   const memory = options.memoryReport && driver.memoryUsage ? driver.memoryUsage(native) : null;
+  const links = run.links?.finish() ?? null;
   const summary: RunSummary = {
     outOfBounds: totals.outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory,
-    cycles: health.cycles, cyclesBelowWarnBusBw: health.below,
+    cycles: health.cycles, cyclesBelowWarnBusBw: health.below, ...(links ? { links } : {}),
   };
   for (const r of reporters) await r.end?.(summary);
   return { exitCode, outOfBounds: totals.outOfBounds, avgBusBw, rows, info };

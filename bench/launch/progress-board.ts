@@ -8,6 +8,8 @@ import { createServer, Socket, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Answer, Position } from '../core/hung.js';
 import { ENV } from '../core/environment.js';
+import { readBoundedLines } from './bounded-lines.js';
+import { sameToken } from './job-token.js';
 
 /** One rank's board address: IPv4 as an unsigned 32-bit number, and the port. */
 export interface BoardAddress { ipv4: number; port: number }
@@ -46,10 +48,12 @@ export function decodeEntries(summed: readonly number[]): BoardEntry[] {
   return entries;
 }
 
+/** A request (the token) and an answer (one position) are short: a longer line is not a rank's. */
 const MAX_REQUEST = 256;
+const MAX_ANSWER = 4096;
 
 /** True when the launcher says every rank of the job runs on this host (Open MPI, torchrun-style, Slurm variables). */
-function allRanksHere(env: NodeJS.ProcessEnv): boolean {
+export function allRanksHere(env: NodeJS.ProcessEnv): boolean {
   const pairs: [string | undefined, string | undefined][] = [
     [env.OMPI_COMM_WORLD_LOCAL_SIZE, env.OMPI_COMM_WORLD_SIZE], [env.LOCAL_WORLD_SIZE, env.WORLD_SIZE],
     [env.SLURM_STEP_NUM_NODES === '1' ? env.SLURM_STEP_NUM_TASKS : undefined, env.SLURM_STEP_NUM_TASKS],
@@ -117,32 +121,26 @@ export class ProgressBoard {
   close(): void { this.server?.close(); this.server = null; }
 
   private answer(socket: Socket): void {
-    let request = '';
     socket.setTimeout(2000, () => socket.destroy());
     socket.on('error', () => socket.destroy());
-    socket.on('data', (chunk) => {
-      request += chunk.toString('utf8');
-      if (request.length > MAX_REQUEST) { socket.destroy(); return; }
-      const nl = request.indexOf('\n');
-      if (nl < 0) return;
-      if (this.token === '' || request.slice(0, nl) !== this.token) { socket.destroy(); return; }
-      socket.end(`${JSON.stringify(this.position())}\n`);
-    });
+    readBoundedLines(socket, MAX_REQUEST, (request) => {
+      if (this.token === '' || !sameToken(request, this.token)) socket.destroy();
+      else socket.end(`${JSON.stringify(this.position())}\n`);
+      return false;
+    }, () => socket.destroy());
   }
 }
 
 /** Asks one peer's board where it is, within `timeoutMs`. */
 export function ask(rank: number, addr: BoardAddress, token: string, timeoutMs: number): Promise<Answer> {
   return new Promise((resolve) => {
-    let reply = '';
     let settled = false;
     const done = (a: Answer): void => { if (!settled) { settled = true; socket.destroy(); resolve(a); } };
     const socket = new Socket();
     socket.setTimeout(timeoutMs, () => done({ rank, state: 'silent' }));
     socket.on('error', (e: NodeJS.ErrnoException) =>
       done(e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' ? { rank, state: 'gone' } : { rank, state: 'silent' }));
-    socket.on('data', (chunk) => { reply += chunk.toString('utf8'); });
-    socket.on('end', () => {
+    readBoundedLines(socket, MAX_ANSWER, (reply) => {
       try {
         const p = JSON.parse(reply) as Position;
         const valid = typeof p.at === 'string' && (p.iteration === null || Number.isFinite(p.iteration));
@@ -150,7 +148,9 @@ export function ask(rank: number, addr: BoardAddress, token: string, timeoutMs: 
       } catch {
         done({ rank, state: 'silent' });
       }
-    });
+      return false;
+    }, () => done({ rank, state: 'silent' }));
+    socket.on('end', () => done({ rank, state: 'silent' })); // closed without a whole answer
     socket.connect({ host: numberToIpv4(addr.ipv4), port: addr.port }, () => socket.write(`${token}\n`));
   });
 }

@@ -1,5 +1,6 @@
 // The published JSON Schemas of the documents collbench reads and writes besides run reports (accept's profile,
-// baseline and verdict; workload's parameter sizes and result): where they live and one compiled ajv validator each.
+// baseline and verdict; workload's parameter sizes and result; replay's result): where they live and one compiled ajv
+// validator each.
 // The published files are the single definition: the loaders and the tests validate against them, so a field cannot
 // be added on one side only.
 import { readFileSync } from 'node:fs';
@@ -9,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 
 export type SchemaName = 'collbench-profile.v1' | 'collbench-baseline.v1' | 'collbench-accept.v1' |
-  'collbench-param-sizes.v1' | 'collbench-workload.v1';
+  'collbench-param-sizes.v1' | 'collbench-workload.v1' | 'collbench-replay.v1';
 
 /** <package>/schema/NAME.schema.json (two levels above this file in bench/ and in dist/). */
 export function schemaPath(name: SchemaName): string {

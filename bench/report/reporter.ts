@@ -8,6 +8,7 @@ import type { ResolvedOptions } from '../config/flags.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
 import type { ReportTimeout } from './schema.js';
+import type { AlgoChoice, LinksVerdict } from '../backends/nccl-links.js';
 
 export interface RowHalfRecord {
   inPlace: boolean;
@@ -86,7 +87,12 @@ export interface RunSummary {
   memory?: MemoryUsage | null; // -M: GPU memory usage, max over the job's GPUs (nccl)
   cycles?: number;         // cycles completed (every sweep)
   cyclesBelowWarnBusBw?: number; // --warn-busbw: cycles whose average busbw was below it
+  links?: LinksSummary;    // --links (nccl): the link verdict, NCCL's algorithm choices and their lines
 }
+
+/** --links: what the link profiler's rows said over the run (backends/nccl-links.ts); verdict null when NCCL did not
+ *  load the plugin. */
+export interface LinksSummary { lines: string[]; verdict: LinksVerdict | null; algo: AlgoChoice[] }
 
 /** One completed cycle (a pass over every size of one sweep, -N / --duration), with the --warn-busbw health check. */
 export interface CycleRecord {

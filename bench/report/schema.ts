@@ -9,8 +9,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { LibraryHangView } from '../backends/nccl-ras.js';
-import type { IterStats } from '../core/iter-stats.js';
+import type { IterStats } from '../core/stats.js';
 import type { ClockMethod } from '../core/lateness.js';
+import type { AlgoChoice, LinksVerdict } from '../backends/nccl-links.js';
 
 export const REPORT_KIND = 'collbench-report';
 /** Bumped when a field changes meaning, appears as required or disappears; adding optional fields keeps the version.
@@ -45,6 +46,19 @@ export interface ReportDocument {
   summary: ReportSummary | null;
   /** A wait expired (exit 4): which, who did not arrive, and the library's own view (NCCL RAS). Optional. */
   timeout?: ReportTimeout;
+  /** --links (nccl): the links judged from NCCL's proxy-step timings and NCCL's algorithm choices (docs/links.md). */
+  links?: ReportLinks;
+}
+
+/** --links: `loaded` false when NCCL did not load the profiler plugin (then nothing else is filled). */
+export interface ReportLinks {
+  loaded: boolean;
+  rule: LinksVerdict['rule'] | null;
+  halves: number;
+  named: LinksVerdict['named'];
+  doubt: string | null;
+  links: LinksVerdict['links'];
+  algo: AlgoChoice[];
 }
 
 export interface ReportTimeout {

@@ -6,12 +6,14 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { findBackendRecord } from '../backends/registry.js';
 import { aFirst, analyseSize, markBeyondNoise, type Goal, type SizeResult } from './side-by-side.js';
 import { splitTableRow } from '../report/reporters/nccl-table.js';
 import { COLLECTIVES, type CollectiveName } from '../core/types.js';
+import { flag, helpFlag } from '../config/flags.js';
+import { parseOptions as parseTable, type CommandOptions } from '../config/option-parser.js';
 import { parseSize } from '../config/sizes.js';
+import { UsageError } from '../core/errors.js';
 import { ENV } from '../core/environment.js';
 
 /** One kind of run: its extra flags; each run gives an out-of-place and an in-place column. */
@@ -66,59 +68,64 @@ export interface Options {
   strict: boolean;
 }
 
-export const USAGE = `usage: vs-nccl-tests --nccl-tests DIR [options]
-  Runs collbench's and nccl-tests' *_perf programs interleaved (A B, B A, ...) on this machine and prints, per
-  collective, mode and size, both medians over the rounds, ratio, added us, spread and a 95 % interval, and the goal.
-  --nccl-tests DIR    nccl-tests' build folder (all_reduce_perf ...)
-  --collbench DIR     collbench's programs (default: this installation's bin/)
-  --backend NAME      collbench's --backend (default nccl; mpi stands in where there is no GPU)
-  --colls LIST        collectives, or all (default all_reduce,sendrecv)
-  --runs LIST         sweep (out-of-place and in-place), I1 (-I 1), zero (the 0-byte row), C1 (-C 1: the host's
-                      enqueue time per op) (default all)
-  --rounds N          interleaved rounds (default 3)
-  --iters N           -n of both (default 20);  --warmup N  -w of both (default 1)
-  --min-bytes SIZE    (default 8);  --max-bytes SIZE  (default 4M); sizes double
-  --goal-ratio R      (default 1.02);  --goal-us US  (default 0.3): met when either holds
-  --nccl-lib PATH     the libnccl.so.2 both load (default: the one collbench's info finds)
-  --timeout S         one program run's limit (default 120)
-  --deadline S        start no round that would end later than S seconds after the start (default 0: none)
-  --markdown          the table as Markdown;  --json FILE  every sample;  --strict  exit 1 when a goal is missed`;
+const OPTIONS = 'Options';
+/** The options of vs-nccl-tests, read by the parser and help renderer of every collbench command (config/). */
+const VS_FLAGS = [
+  flag.text(undefined, 'nccl-tests', 'ncclTests', OPTIONS, 'nccl-tests\' build folder (all_reduce_perf ...); required',
+    { value: '<DIR>' }),
+  flag.text(undefined, 'collbench', 'collbench', OPTIONS, 'collbench\'s programs', { value: '<DIR>',
+    defaultText: 'this installation\'s bin/' }),
+  { ...flag.text(undefined, 'backend', 'backend', OPTIONS, 'collbench\'s --backend (mpi stands in where there is no GPU)',
+    { value: '<NAME>' }), default: 'nccl' as string },
+  { ...flag.text(undefined, 'colls', 'colls', OPTIONS, 'collectives, or all', { value: '<LIST>' }),
+    default: 'all_reduce,sendrecv' as string },
+  { ...flag.text(undefined, 'runs', 'runs', OPTIONS, 'sweep (out-of-place and in-place), I1 (-I 1), zero (the 0-byte row), ' +
+    'C1 (-C 1: the host\'s enqueue time per op)', { value: '<LIST>', defaultText: 'all' }), default: Object.keys(RUNS).join(',') },
+  flag.int(undefined, 'rounds', 'rounds', 3, 'round count', 1, undefined, OPTIONS, 'interleaved rounds', { value: '<N>' }),
+  flag.int(undefined, 'iters', 'iters', 20, 'iteration count', 1, undefined, OPTIONS, '-n of both', { value: '<N>' }),
+  flag.int(undefined, 'warmup', 'warmup', 1, 'warm-up count', 0, undefined, OPTIONS, '-w of both', { value: '<N>' }),
+  { ...flag.text(undefined, 'min-bytes', 'minBytes', OPTIONS, 'first size; sizes double', { value: '<SIZE>' }), default: '8' },
+  { ...flag.text(undefined, 'max-bytes', 'maxBytes', OPTIONS, 'last size', { value: '<SIZE>' }), default: '4M' },
+  flag.number('goal-ratio', 'goalRatio', 1.02, 'goal ratio', 0, undefined, OPTIONS, 'the goal is met when collbench takes at ' +
+    'most R times nccl-tests\' time ...', { value: '<R>' }),
+  flag.number('goal-us', 'goalUs', 0.3, 'goal (us)', 0, undefined, OPTIONS, '... or at most US more', { value: '<US>' }),
+  flag.text(undefined, 'nccl-lib', 'ncclLib', OPTIONS, 'the libnccl.so.2 both load', { value: '<PATH>',
+    defaultText: 'the one collbench\'s info finds' }),
+  flag.int(undefined, 'timeout', 'timeoutSec', 120, 'timeout in seconds', 1, undefined, OPTIONS, 'one program run\'s limit',
+    { value: '<S>' }),
+  flag.int(undefined, 'deadline', 'deadlineSec', 0, 'deadline in seconds', 0, undefined, OPTIONS, 'start no round that would ' +
+    'end later than S seconds after the start; 0: none', { value: '<S>' }),
+  flag.toggle('markdown', 'markdown', OPTIONS, 'the table as Markdown'),
+  flag.output(undefined, 'json', 'json', OPTIONS, 'every sample'),
+  flag.toggle('strict', 'strict', OPTIONS, 'exit 1 when a goal is missed'),
+  helpFlag(OPTIONS),
+] as const;
+
+export const VS_OPTIONS: CommandOptions<typeof VS_FLAGS> = {
+  command: 'vs-nccl-tests',
+  usage: 'vs-nccl-tests --nccl-tests DIR [options]',
+  about: 'Runs collbench\'s and nccl-tests\' *_perf programs interleaved (A B, B A, ...) on this machine and prints, per\n' +
+    'collective, mode and size, both medians over the rounds, ratio, added us, spread and a 95 % interval, and the goal.',
+  groups: [OPTIONS],
+  flags: VS_FLAGS,
+  footer: '',
+};
 
 export class BadInput extends Error {}
 
-function int(text: string, what: string, min: number): number {
-  if (!/^\d+$/.test(text) || Number(text) < min) throw new BadInput(`--${what}: '${text}' is not a whole number >= ${min}`);
-  return Number(text);
-}
-
-function num(text: string, what: string): number {
-  const v = Number(text);
-  if (text.trim() === '' || !Number.isFinite(v) || v < 0) throw new BadInput(`--${what}: '${text}' is not a number >= 0`);
-  return v;
-}
-
 /** The options, or 'help'; BadInput names the bad one. `root` is the installation (its bin/ is collbench's). */
 export function parseOptions(argv: string[], root: string): Options | 'help' {
-  let values;
+  let parsed;
   try {
-    ({ values } = parseArgs({
-      args: argv, strict: true, allowPositionals: false,
-      options: {
-        'nccl-tests': { type: 'string' }, collbench: { type: 'string' }, backend: { type: 'string', default: 'nccl' },
-        colls: { type: 'string', default: 'all_reduce,sendrecv' }, runs: { type: 'string', default: Object.keys(RUNS).join(',') },
-        rounds: { type: 'string', default: '3' }, iters: { type: 'string', default: '20' }, warmup: { type: 'string', default: '1' },
-        'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
-        'goal-ratio': { type: 'string', default: '1.02' }, 'goal-us': { type: 'string', default: '0.3' },
-        'nccl-lib': { type: 'string' }, timeout: { type: 'string', default: '120' }, deadline: { type: 'string', default: '0' },
-        markdown: { type: 'boolean', default: false }, json: { type: 'string' }, strict: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }));
+    parsed = parseTable(argv, VS_OPTIONS);
   } catch (e) {
-    throw new BadInput((e as Error).message);
+    if (e instanceof UsageError) throw new BadInput(e.message.replace(/^vs-nccl-tests: /, ''));
+    throw e;
   }
-  if (values.help) return 'help';
-  const ncclTests = values['nccl-tests'];
+  const { stop, values, positionals } = parsed;
+  if (stop === 'help') return 'help';
+  if (positionals.length > 0) throw new BadInput(`unexpected argument '${positionals[0]}' (see --help)`);
+  const ncclTests = values.ncclTests;
   if (!ncclTests) throw new BadInput('--nccl-tests DIR is required (nccl-tests\' build folder)');
   const collbench = values.collbench ?? join(root, 'bin');
   const colls = (values.colls === 'all' ? [...COLLECTIVES] : values.colls.split(',')) as CollectiveName[];
@@ -131,16 +138,16 @@ export function parseOptions(argv: string[], root: string): Options | 'help' {
   const size = (flag: string, text: string): number => {
     try { return parseSize(text, flag); } catch (e) { throw new BadInput(`--${flag}: ${(e as Error).message}`); }
   };
-  const minBytes = size('min-bytes', values['min-bytes']), maxBytes = size('max-bytes', values['max-bytes']);
+  const minBytes = size('min-bytes', values.minBytes), maxBytes = size('max-bytes', values.maxBytes);
   if (minBytes < 1 || minBytes > maxBytes) throw new BadInput('--min-bytes must be >= 1 and <= --max-bytes (the 0-byte row is --runs zero)');
-  const ncclLib = values['nccl-lib'] ?? null;
+  const ncclLib = values.ncclLib;
   if (ncclLib !== null && !existsSync(ncclLib)) throw new BadInput(`--nccl-lib: ${ncclLib} does not exist`);
   return {
     ncclTests, collbench, backend: values.backend, colls, runs,
-    rounds: int(values.rounds, 'rounds', 1), iters: int(values.iters, 'iters', 1), warmup: int(values.warmup, 'warmup', 0),
-    minBytes, maxBytes, goal: { ratio: num(values['goal-ratio'], 'goal-ratio'), addedUs: num(values['goal-us'], 'goal-us') },
-    timeoutSec: int(values.timeout, 'timeout', 1), deadlineSec: int(values.deadline, 'deadline', 0),
-    ncclLib, markdown: values.markdown, json: values.json ?? null, strict: values.strict,
+    rounds: values.rounds, iters: values.iters, warmup: values.warmup,
+    minBytes, maxBytes, goal: { ratio: values.goalRatio, addedUs: values.goalUs },
+    timeoutSec: values.timeoutSec, deadlineSec: values.deadlineSec,
+    ncclLib, markdown: values.markdown, json: values.json, strict: values.strict,
   };
 }
 

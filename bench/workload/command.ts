@@ -7,7 +7,7 @@ import { commandHelp, parseOptions, valueList, type CommandOptions } from '../co
 import { parseCommandLine } from '../config/run-options.js';
 import { asText } from '../config/resolve.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../config/flags.js';
+import { FLAGS, flag, helpFlag, type PassOnFlag, type ResolvedOptions } from '../config/flags.js';
 import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
 import { launcherRank } from '../launch/launcher.js';
 import { writeFileAtomic } from '../report/atomic-write.js';
@@ -24,12 +24,11 @@ import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
 import { timeWorkload } from './runs.js';
 
-/** The run flags a workload takes (launch, checking, timing limits); the rest of a run's flags do not apply. */
-type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' |
-  'timeoutSec' | 'nThreads' | 'nGpus' }>;
+/** The run flags a workload takes (those marked passOn in the flag table, and -T); the rest of a run's flags do not
+ *  apply. */
+type RunFlag = PassOnFlag | Extract<(typeof FLAGS)[number], { field: 'timeoutSec' }>;
 const RUN_GROUP = 'Run options (as for runs)';
-const RUN_FLAGS = FLAGS.filter((f): f is RunFlag =>
-  ['np', 'hosts', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec', 'nThreads', 'nGpus'].includes(f.field));
+const RUN_FLAGS = FLAGS.filter((f): f is RunFlag => 'passOn' in f || f.field === 'timeoutSec');
 const byField = <F extends (typeof FLAGS)[number]['field']>(field: F): Extract<(typeof FLAGS)[number], { field: F }> =>
   FLAGS.find((f) => f.field === field) as Extract<(typeof FLAGS)[number], { field: F }>;
 const MODEL = 'Model', CONFIGS = 'Configurations', MEASURE = 'Measurement', OUTPUT = 'Output';

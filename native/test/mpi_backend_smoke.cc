@@ -378,6 +378,47 @@ void runControl(Ctx& c) {
 
 }  // namespace
 
+// A prepared out-of-place broadcast (BcastFromSend): MPI_Bcast sends from the root's recv buffer, so the root copies
+// its send regions there once per series (every shift the series uses) and after each write through the backend, never
+// per op: a send buffer changed behind the backend's back is not seen, a zero() through it is.
+void runBroadcastCopy(Ctx& c) {
+  const uint64_t count = 13, ts = sizeof(float), bytes = count * ts;
+  for (int root : {0, c.n - 1}) {
+    char label[64];
+    std::snprintf(label, sizeof label, "prepared broadcast root %d", root);
+    ++c.cases;
+    auto bad = [&](const char* step, const Status& s) {
+      fail(c, std::string(label) + ": " + step + " -> " + s.code() + " " + s.message());
+    };
+    Status s = c.b->allocate(2 * bytes, 2 * bytes);
+    if (!s.ok) return bad("allocate", s);
+    float* send = static_cast<float*>(c.b->buffer(BufId::Send));
+    float* recv = static_cast<float*>(c.b->buffer(BufId::Recv));
+    for (uint64_t i = 0; i < 2 * count; ++i) send[i] = static_cast<float>(i + 1);
+    OpArgs a{Coll::Broadcast, DType::Float32, RedOp::Sum, root, send, recv, count, false, nullptr};
+    OpSeries series;
+    series.args = &a;
+    series.maxShiftBytes = bytes;  // two shifts: 0 and one op's bytes
+    if (!(s = c.b->prepareSeries(series)).ok) return bad("prepareSeries", s);
+    if (!c.b->runPrepared(0)) return bad("runPrepared(0)", c.b->preparedStatus());
+    // The root's send changes behind the backend: the op at the second shift still sends what the first op copied.
+    if (c.rank == root)
+      for (uint64_t i = 0; i < 2 * count; ++i) send[i] = -1.0f;
+    if (!c.b->runPrepared(bytes)) return bad("runPrepared(shift)", c.b->preparedStatus());
+    for (uint64_t i = 0; i < 2 * count; ++i)
+      if (recv[i] != static_cast<float>(i + 1))
+        return fail(c, std::string(label) + ": element " + std::to_string(i) + " is " + std::to_string(recv[i]) +
+                           ", expected " + std::to_string(i + 1) + " (copied once, before the first op)");
+    // A write through the backend (zero, as prepareData does) makes the root copy again at the next op.
+    if (!(s = c.b->zero(BufId::Send, 0, 2 * bytes)).ok) return bad("zero", s);
+    if (!c.b->runPrepared(0)) return bad("runPrepared after zero", c.b->preparedStatus());
+    for (uint64_t i = 0; i < count; ++i)
+      if (recv[i] != 0.0f)
+        return fail(c, std::string(label) + ": after zero(), element " + std::to_string(i) + " is " +
+                           std::to_string(recv[i]) + ", expected 0 (copied again)");
+  }
+}
+
 int main() {
   std::unique_ptr<MpiBackend> backend;
   Status s = MpiBackend::create(&backend);
@@ -396,6 +437,7 @@ int main() {
                 threadLevelName(backend->threadLevel()),
                 backend->smallIntSumSaturates() ? ", MPI_SUM saturates int8/uint8 (ompi#8045)" : "");
   runCollectives(c);
+  runBroadcastCopy(c);
   runErrors(c);
   runControl(c);
 

@@ -1,10 +1,12 @@
 // The plain-Gloo reference of scripts/bench-overhead.ts: for one of collbench's collectives, the Gloo calls
 // collbench's gloo backend makes (gloo_backend.cc, default algorithm) on the same buffers, timed as collbench reports
 // time (nccl-tests: warm-up sweep, untimed op + barrier, host clock over n rotated ops, max over ranks), and nothing
-// else: no collbench code, no Node, no worker thread. Any Gloo exception is printed with the rank (exit 3).
+// else: no collbench code (kept_options.h aside), no Node, no worker thread. Any Gloo exception is printed with the
+// rank (exit 3).
 #include "plain_size.h"
 #include "plain_start.h"
 #include "plain_world.h"
+#include "../src/backends/gloo/kept_options.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -30,6 +32,10 @@
 #include <string>
 
 namespace {
+
+// Each call's options kept for a few calls, as collbench's backend and Gloo's own benchmark keep theirs: destroyed as
+// the call returns, Gloo's unbound buffers wait for its device thread (kept_options.h), up to a scheduler tick per op.
+collbench::KeptOptions gKept;
 
 enum Coll { kAllReduce, kAllGather, kAlltoall, kBroadcast, kReduceScatter, kSendRecv };
 const char* const kCollNames[] = {"all_reduce", "all_gather", "alltoall", "broadcast", "reduce_scatter", "sendrecv"};
@@ -114,7 +120,7 @@ struct Ctx {
 };
 
 void dataAllreduce(const Ctx& x, const float* input, float* output, size_t count) {
-  gloo::AllreduceOptions opts(x.data);
+  auto& opts = gKept.make<gloo::AllreduceOptions>(x.data);
   if (input != nullptr) opts.setInput<float>(const_cast<float*>(input), count);
   opts.setOutput<float>(output, count);
   opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::UNSPECIFIED);
@@ -135,7 +141,7 @@ void op(const Ctx& x, const Layout& l, bool inPlace, size_t shift) {
       dataAllreduce(x, inPlace ? nullptr : reinterpret_cast<float*>(send), reinterpret_cast<float*>(recv), l.count);
       break;
     case kAllGather: {  // in place, this rank's chunk already sits at recv + rank*count
-      gloo::AllgatherOptions opts(x.data);
+      auto& opts = gKept.make<gloo::AllgatherOptions>(x.data);
       if (!inPlace) opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(send), bytes);
       opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(recv), bytes * x.size);
       opts.setTag(kTag);
@@ -143,7 +149,7 @@ void op(const Ctx& x, const Layout& l, bool inPlace, size_t shift) {
       break;
     }
     case kAlltoall: {  // in place: the same buffer twice
-      gloo::AlltoallOptions opts(x.data);
+      auto& opts = gKept.make<gloo::AlltoallOptions>(x.data);
       opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(send), bytes * x.size);
       opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(recv), bytes * x.size);
       opts.setTag(kTag);
@@ -151,7 +157,7 @@ void op(const Ctx& x, const Layout& l, bool inPlace, size_t shift) {
       break;
     }
     case kBroadcast: {  // out of place the root's send buffer is Gloo's input (it copies it to recv)
-      gloo::BroadcastOptions opts(x.data);
+      auto& opts = gKept.make<gloo::BroadcastOptions>(x.data);
       if (x.rank == x.root && !inPlace) opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(send), bytes);
       opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(recv), bytes);
       opts.setRoot(x.root);
@@ -178,13 +184,13 @@ void op(const Ctx& x, const Layout& l, bool inPlace, size_t shift) {
         break;
       }
       const int next = (x.rank + 1) % x.size, prev = (x.rank - 1 + x.size) % x.size;
-      auto out = x.data->createUnboundBuffer(send, bytes);
-      auto in = x.data->createUnboundBuffer(recv, bytes);
+      auto& out = gKept.adopt(x.data->createUnboundBuffer(send, bytes));
+      auto& in = gKept.adopt(x.data->createUnboundBuffer(recv, bytes));
       const auto slot = gloo::Slot::build(kP2PSlotPrefix, 0);
-      in->recv(prev, slot);
-      out->send(next, slot);
-      in->waitRecv();
-      out->waitSend();
+      in.recv(prev, slot);
+      out.send(next, slot);
+      in.waitRecv();
+      out.waitSend();
       break;
     }
   }
@@ -195,7 +201,7 @@ double now() {
 }
 
 void barrier(const Ctx& x) {
-  gloo::BarrierOptions opts(x.ctrl);
+  auto& opts = gKept.make<gloo::BarrierOptions>(x.ctrl);
   opts.setTag(kTag);
   gloo::barrier(opts);
 }
@@ -209,7 +215,7 @@ double half(const Ctx& x, const Layout& l, size_t maxBytes, int iters, bool inPl
   for (int i = 0; i < iters; ++i) op(x, l, inPlace, l.rotateBytes * (static_cast<size_t>(i) % s));
   double us = (now() - t0) * 1e6 / iters;
   if (x.size > 1) {  // -a 3 (collbench skips the call in a 1-rank world)
-    gloo::AllreduceOptions opts(x.ctrl);
+    auto& opts = gKept.make<gloo::AllreduceOptions>(x.ctrl);
     opts.setOutput<double>(&us, 1);
     opts.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
     opts.setTag(kTag);
@@ -309,6 +315,7 @@ int run(int argc, char** argv) {
     }
   }
   barrier(x);  // collbench's finalize: a last barrier, then close
+  gKept.clear();
   x.data->closeConnections();
   x.ctrl->closeConnections();
   plainWorldDone(world);

@@ -104,8 +104,7 @@ static void op(const struct ctx* x, const struct layout* l, int inPlace, size_t 
       CHECK(MPI_Alltoall(inPlace ? MPI_IN_PLACE : x->send + shift, n, MPI_FLOAT, recvBase, n, MPI_FLOAT,
                          x->comm));
       break;
-    case BROADCAST: /* out of place the root first copies send -> recv: MPI_Bcast works in one buffer */
-      if (!inPlace && x->rank == x->root) memmove(recvBase, x->send + shift, l->count * kTs);
+    case BROADCAST: /* out of place the root's send bytes are in recv already (half(): MPI_Bcast never changes them) */
       CHECK(MPI_Bcast(recvBase, n, MPI_FLOAT, x->root, x->comm));
       break;
     case REDUCE_SCATTER:
@@ -133,6 +132,12 @@ static void op(const struct ctx* x, const struct layout* l, int inPlace, size_t 
 /* One row-half (benchRanks): untimed op, barrier, n timed ops with rotation, max over ranks, barrier. */
 static double half(const struct ctx* x, const struct layout* l, size_t maxBytes, int iters, int inPlace) {
   const size_t s = slots(l, maxBytes);
+  /* Broadcast out of place: the root copies every region the half's shifts use to recv once, untimed, as
+     MpiBackend::runPrepared does (BcastFromSend); MPI_Bcast sends from there. */
+  if (x->coll == BROADCAST && !inPlace && x->rank == x->root) {
+    const size_t used = s < (size_t)iters ? s : (size_t)iters;
+    memmove(x->recv, x->send, l->rotateBytes * (used - 1) + l->count * kTs);
+  }
   op(x, l, inPlace, 0);
   CHECK(MPI_Barrier(x->ctrl));
   const double t0 = now();

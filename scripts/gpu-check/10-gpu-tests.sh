@@ -19,7 +19,10 @@ else
     -l '^#  Rank +[0-9]+ Group  0 Pid +[0-9]+ on +\S+ device +[0-9]+ \[[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\] \S' "$n" \
     -- all_reduce_perf -g "$n" -b 8 -e 8
 
-  for coll in all_gather all_reduce alltoall alltoallv broadcast gather hypercube reduce reduce_scatter scatter sendrecv; do
+  # every collective the bundle has a program for (its bin/ holds one launcher per collective: bench/core/types.ts
+  # PROGRAMS), so a new collective is checked here without a line of its own
+  for program in "$GC_BIN"/*_perf; do
+    coll=$(basename "$program" _perf)
     name="$coll: -d all -o all, in- and out-of-place, all GPUs, #wrong 0"
     args=(-g "$n" -d all -o all -r -1 -b 8 -e 1M -f 16 -w 1 -n 2 -c 1)
     if [ "$coll" = hypercube ] && [ $((n & (n - 1))) -ne 0 ]; then

@@ -8,8 +8,9 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { binDir, mpirunArgs, runMpirun, runProgram, type CliResult } from '../helpers/cli.js';
-import { cachedNccl, ncclModulePath, ncclModule, visibleGpus } from '../helpers/nccl.js';
+import { assertNoDevice, cachedNccl, NO_NCCL_ENV, ncclModulePath, ncclModule, visibleGpus } from '../helpers/nccl.js';
 import { freePort } from '../helpers/net.js';
+import { multiRankGpuSupport } from '../../bench/backends/nccl-devices.js';
 
 const require = createRequire(import.meta.url);
 const nccl = cachedNccl();
@@ -20,11 +21,7 @@ const needLib = noModule || (nccl ? false : 'no libnccl: no cached NCCL wheel to
 const noGpuOnly = needLib || (gpus.count > 0 ? `this machine has ${gpus.count} GPU(s)` : false);
 for (const s of new Set([noModule, needLib, noGpuOnly])) if (s) console.log(`# skipping some nccl CLI tests: ${s}`);
 
-// An environment in which no libnccl can be found unless a test points at one.
-const clean: NodeJS.ProcessEnv = {
-  COLLBENCH_NCCL_LIB: '', VIRTUAL_ENV: '', CONDA_PREFIX: '', PYTHONPATH: '', LD_LIBRARY_PATH: '', HOME: '/nonexistent',
-  RANK: '', WORLD_SIZE: '', MASTER_ADDR: '', MASTER_PORT: '', LOCAL_RANK: '',
-};
+const clean = NO_NCCL_ENV;
 const oneLine = (r: CliResult) => r.stderr.trim().split('\n').length === 1;
 
 /** Does this machine have a libnccl the system loader or site-packages would find? */
@@ -46,14 +43,7 @@ function runAsync(program: string, args: string[], env: NodeJS.ProcessEnv): Prom
   });
 }
 
-const noDevice = (r: CliResult, program = 'all_reduce_perf') => {
-  assert.equal(r.code, 5, r.stderr + r.stdout);
-  assert.equal(r.stdout, '');
-  assert.ok(oneLine(r), r.stderr);
-  assert.match(r.stderr, new RegExp(`^${program}: (rank \\d on host \\S+: )?nccl backend unavailable \\(NCCL_UNHANDLED_CUDA_ERROR\\): no CUDA device: `));
-  assert.match(r.stderr, /CUDA driver version is insufficient for CUDA runtime version \(cudaGetDeviceCount: cudaErrorInsufficientDriver\)/);
-  assert.match(r.stderr, /ncclCommInitRank failed: ncclUnhandledCudaError/);
-};
+const noDevice = assertNoDevice;
 
 describe('nccl backend: finding libnccl', { skip: noModule }, () => {
   it('no libnccl anywhere: exit 5, one line listing where it looked and how to point at one', (t) => {
@@ -152,6 +142,16 @@ describe('nccl backend with the real libnccl and no GPU', { skip: noGpuOnly }, (
     assert.ok(oneLine(r), r.stderr);
     assert.match(r.stderr, lib.deviceApiBuilt.length === 0 ? /-D 1: this collbench was built without NCCL's device-API headers/
       : new RegExp(`-D 1: the device-API kernels were built against NCCL .*loaded NCCL ${lib.version.replace(/\./g, '\\.')}`));
+  });
+
+  it('collbench info says how the loaded NCCL puts several ranks on one GPU, from the version the library reports', () => {
+    const lib = (require(ncclModulePath) as { library(o: { lib: string }): { version: string; versionCode: number } })
+      .library({ lib: nccl!.lib });
+    const info = runProgram('collbench', ['info', '--nccl-lib', nccl!.lib], { env: clean });
+    const line = info.stdout.split('\n').find((l) => l.startsWith('        several ranks per GPU: '));
+    assert.equal(line?.trim(), `several ranks per GPU: ${multiRankGpuSupport(lib.version, lib.versionCode)}`, info.stdout);
+    assert.match(line!, lib.versionCode >= 23000 ? /NCCL_MULTI_RANK_GPU_ENABLE=1 \(NCCL 2\.\d+\.\d+ has it\)/
+      : /a distinct NCCL_HOSTID per rank \(NCCL 2\.\d+\.\d+; NCCL_MULTI_RANK_GPU_ENABLE needs 2\.30 or newer\)/);
   });
 
   it('no backend named: the unusable nccl module gives way to mpi', () => {

@@ -1,11 +1,12 @@
 // Test helpers for the NCCL backend: the real libnccl and nccl.h of a cached NCCL wheel (unpacked by
 // scripts/nccl-cache.sh into the ignored .cache/nccl/), the CUDA headers, and how many GPUs the
 // nccl module sees. Tests that need one of them skip, naming what is missing, when it is absent.
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { repoRoot } from './cli.js';
+import { repoRoot, type CliResult } from './cli.js';
 
 export const ncclModulePath = join(repoRoot, 'build', 'Release', 'collbench_nccl.node');
 const cacheDir = join(repoRoot, '.cache', 'nccl', 'nvidia', 'nccl');
@@ -55,4 +56,20 @@ export function visibleGpus(): { count: number; reason: string } {
   const d = m.devices();
   if (d.count > 0) return { count: d.count, reason: '' };
   return { count: 0, reason: d.cudaError !== 0 ? `no CUDA device: ${d.errorText} (${d.errorName})` : 'no CUDA device: none visible' };
+}
+
+/** An environment in which no libnccl can be found unless a test points at one, and no torchrun-style launch. */
+export const NO_NCCL_ENV: NodeJS.ProcessEnv = Object.freeze({
+  COLLBENCH_NCCL_LIB: '', VIRTUAL_ENV: '', CONDA_PREFIX: '', PYTHONPATH: '', LD_LIBRARY_PATH: '', HOME: '/nonexistent',
+  RANK: '', WORLD_SIZE: '', MASTER_ADDR: '', MASTER_PORT: '', LOCAL_RANK: '',
+});
+
+/** A run that reached ncclCommInitRank with the real libnccl and no GPU: exit 5, one line naming the CUDA driver. */
+export function assertNoDevice(r: CliResult, program = 'all_reduce_perf'): void {
+  assert.equal(r.code, 5, r.stderr + r.stdout);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`^${program}: (rank \\d on host \\S+: )?nccl backend unavailable \\(NCCL_UNHANDLED_CUDA_ERROR\\): no CUDA device: `));
+  assert.match(r.stderr, /CUDA driver version is insufficient for CUDA runtime version \(cudaGetDeviceCount: cudaErrorInsufficientDriver\)/);
+  assert.match(r.stderr, /ncclCommInitRank failed: ncclUnhandledCudaError/);
 }

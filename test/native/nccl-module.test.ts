@@ -30,8 +30,8 @@ const typed = (e: unknown) => e as TypedError;
 function initConfig(over: Partial<NcclInitConfig>): NcclInitConfig {
   return {
     lib: nccl!.lib, procRank: 0, nprocs: 1, localRank: 0, localSize: 1, nThreads: 1, nGpus: 1, firstDevice: 0,
-    uniqueId: [], splitColor: -1, streamNull: 0, ctaPolicy: -1, localRegister: 0, timeoutSec: 0, deviceImpl: 0,
-    deviceCtaCount: 16, ...over,
+    shareDevices: 0, uniqueId: [], splitColor: -1, streamNull: 0, ctaPolicy: -1, localRegister: 0, timeoutSec: 0,
+    deviceImpl: 0, deviceCtaCount: 16, ...over,
   };
 }
 

@@ -11,8 +11,8 @@ import { matchBaseline, matchWorld, type BaselineDocument } from '../../bench/ac
 import { decided, judge, lateEvidence, medianBusBwGBps, samplesBySize } from '../../bench/accept/evaluate.js';
 import { loadProfile, parseProfile, type ProfileCheck } from '../../bench/accept/profile.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
-import { bonferroniLevel, classifyRatio, medianRatioInterval } from '../../bench/accept/stats.js';
-import { seededRandom } from '../../bench/core/stats.js';
+import { classifyRatio } from '../../bench/accept/verdict.js';
+import { bonferroniLevel, medianRatioInterval, seededRandom } from '../../bench/core/stats.js';
 import { lateText, renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';
 import { parseAcceptArgs } from '../../bench/accept/command.js';
 import type { ReportDocument, ReportHalf } from '../../bench/report/schema.js';
@@ -92,7 +92,7 @@ describe('bootstrap interval of the ratio of medians', () => {
     const a = draw(1, 100, 1), b = draw(2, 100, 1);
     assert.deepEqual(medianRatioInterval(a, b, 0.99, 42), medianRatioInterval(a, b, 0.99, 42));
     const other = medianRatioInterval(a, b, 0.99, 43);
-    assert.ok(Math.abs(other.low - medianRatioInterval(a, b, 0.99, 42).low) < 0.02);
+    assert.ok(Math.abs(other.lo - medianRatioInterval(a, b, 0.99, 42).lo) < 0.02);
   });
 
   test('no shift: the interval covers 1 and nothing is flagged, over many independent draws', () => {
@@ -106,7 +106,7 @@ describe('bootstrap interval of the ratio of medians', () => {
 
   test('a 30% slowdown is significant; it is a regression only beyond the tolerance', () => {
     const r = medianRatioInterval(draw(5, 100, 1.3), draw(6, 100, 1), 0.99, 7);
-    assert.ok(r.low > 1 && r.ratio > 1.2 && r.ratio < 1.4, JSON.stringify(r));
+    assert.ok(r.lo > 1 && r.ratio > 1.2 && r.ratio < 1.4, JSON.stringify(r));
     assert.equal(classifyRatio(r, 0.1), 'regression');
     assert.equal(classifyRatio(r, 0.5), 'unchanged');
     assert.equal(classifyRatio(medianRatioInterval(draw(6, 100, 1), draw(5, 100, 1.3), 0.99, 7), 0.1), 'improvement');

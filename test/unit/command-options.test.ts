@@ -14,7 +14,7 @@ import { commandHelp, parseOptions, type CommandOptions } from '../../bench/conf
 import { parseCommandLine } from '../../bench/config/run-options.js';
 import { UsageError } from '../../bench/core/errors.js';
 import { VARIABLES } from '../../bench/core/environment.js';
-import { ACTIONS, FLAGS, MAX_TIMEOUT_SEC, type FlagSpec, type ValueFlag } from '../../bench/config/flags.js';
+import { ACTIONS, FLAGS, MAX_TIMEOUT_SEC, PASS_ON_FLAGS, type FlagSpec, type ValueFlag } from '../../bench/config/flags.js';
 import { LOCATE_OPTIONS, parseLocateArgs } from '../../bench/locate/options.js';
 
 const RUN: CommandOptions = { command: 'run', usage: '', about: '', groups: [...new Set(FLAGS.map((f) => f.group)), 'Other'], flags: [...FLAGS, ...ACTIONS], footer: '' };
@@ -22,6 +22,17 @@ const COMMANDS: CommandOptions[] = [RUN, COMPARE_OPTIONS, ACCEPT_OPTIONS, WORKLO
   BUNDLE_OPTIONS] as CommandOptions[];
 
 const usage = (re: RegExp) => (e: unknown): boolean => e instanceof UsageError && re.test(e.message);
+
+describe('the run flags accept and workload pass on (passOn in the flag table)', () => {
+  it('are how ranks start, never what is measured; both commands take every one, workload also -T', () => {
+    assert.deepEqual(PASS_ON_FLAGS.map((f) => f.long),
+      ['nthreads', 'ngpus', 'np', 'hosts', 'backend', 'gloo-algo', 'gloo-store', 'gloo-iface', 'nccl-lib']);
+    assert.deepEqual(ACCEPT_OPTIONS.flags.filter((f) => 'passOn' in f).map((f) => f.long), PASS_ON_FLAGS.map((f) => f.long));
+    assert.deepEqual(WORKLOAD_OPTIONS.flags.filter((f) => 'passOn' in f || f.long === 'timeout').map((f) => f.long),
+      ['nthreads', 'ngpus', 'timeout', 'np', 'hosts', 'backend', 'gloo-algo', 'gloo-store', 'gloo-iface', 'nccl-lib']);
+    for (const c of [ACCEPT_OPTIONS, WORKLOAD_OPTIONS]) assert.ok(!c.flags.some((f) => f.long === 'minbytes'), c.command);
+  });
+});
 
 describe('every command\'s table', () => {
   for (const c of COMMANDS) {

@@ -41,6 +41,14 @@ test('every COLLBENCH_* variable read anywhere is in the table', () => {
   assert.deepEqual(missing, [], 'add these to VARIABLES in bench/core/environment.ts, then run scripts/gen-env-doc.ts');
 });
 
+test('every NCCL_TESTS_* variable bench/ reads (as nccl-tests does) is in the table', () => {
+  const reads = /env\.(NCCL_TESTS_\w+)|['"`](NCCL_TESTS_\w+)['"`]/g;
+  const found = files('bench', /\.ts$/).filter((p) => p !== join('bench', 'core', 'environment.ts'))
+    .flatMap((p) => [...read(p).matchAll(reads)].map((m) => ({ name: (m[1] ?? m[2])!, p })));
+  assert.ok(found.some((f) => f.name === 'NCCL_TESTS_MIN_BW'), 'the pattern sees no read');
+  assert.deepEqual(found.filter((f) => !known.has(f.name)).map((f) => `${f.name} (${f.p})`), []);
+});
+
 test('bench/ reads COLLBENCH_* variables only through the table (ENV.KEY), never by a literal name', () => {
   const reads = /\.COLLBENCH_|\[\s*['"`]COLLBENCH_|['"`]COLLBENCH_[A-Z0-9_]+['"`]|^\s*COLLBENCH_[A-Z0-9_]+\s*:/gm;
   const offenders = files('bench', /\.ts$/).filter((p) => p !== join('bench', 'core', 'environment.ts'))

@@ -7,6 +7,12 @@ import { availableCases, firstDevice, libraryRefusals, memoryCappedMaxBytes, cre
   type NcclLibraryInfo } from '../../bench/backends/nccl.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
 import { DTYPES, OPS } from '../../bench/core/types.js';
+import type { CollectiveDescriptor } from '../../bench/collectives/descriptor.js';
+import { ENV } from '../../bench/core/environment.js';
+import { launcherJobToken } from '../../bench/launch/job-token.js';
+import { rendezvous, type TorchrunEnv } from '../../bench/launch/rendezvous.js';
+import type { NativeBackend } from '../../bench/native/binding.js';
+import { listening, stray, freePort } from '../helpers/net.js';
 
 const GiB = 1024 ** 3;
 const allFeatures = (on: boolean): NcclLibraryInfo['features'] => ({
@@ -116,5 +122,41 @@ describe('flags against the library and the driver', () => {
   it('--nccl-lib needs the nccl backend when another one is named', () => {
     assert.throws(() => resolveOptions({ collective: 'all_reduce', backend: 'mpi', ncclLib: '/x' }), /ncclLib: needs the nccl backend, not mpi/);
     assert.doesNotThrow(() => resolveOptions({ collective: 'all_reduce', ncclLib: '/x' }));
+  });
+});
+
+describe('the torchrun-style bootstrap\'s lines in the preamble (driver.warnings)', () => {
+  /** Rank 0's driver on a stand-in module (the library, a unique id, an init that succeeds), and rank 1 in this process
+   *  through the rendezvous itself after an HTTP probe at MASTER_PORT. */
+  async function rank0Notes(jobEnv: NodeJS.ProcessEnv): Promise<string[]> {
+    const port = await freePort();
+    const env = { RANK: '0', WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port),
+      [ENV.RENDEZVOUS_TIMEOUT]: '20', ...jobEnv };
+    const native = {
+      library: () => lib('2.30.7', allFeatures(true)), uniqueId: () => new Array<number>(128).fill(7),
+      devices: () => ({ count: 1 }), init: async () => ({ nranks: 2, rank: 0 }),
+    } as unknown as NativeBackend;
+    const driver = createNcclDriver(env);
+    const options = resolveOptions({ collective: 'all_reduce', backend: 'nccl' });
+    const up = driver.init!(native, options);
+    while (!listening(port)) await new Promise((r) => setTimeout(r, 20));
+    await stray('127.0.0.1', port, (s) => s.write('GET / HTTP/1.0\r\n\r\n'));
+    const world: TorchrunEnv = { rank: 1, worldSize: 2, localRank: null, masterAddr: '127.0.0.1', masterPort: port };
+    await rendezvous(world, JSON.stringify({ host: 'h1', pid: 1 }), 20_000, { token: launcherJobToken(jobEnv) });
+    const info = await up;
+    return driver.warnings(options, {} as CollectiveDescriptor, info);
+  }
+
+  it('no job id: unauthenticated, and the probe turned away', async () => {
+    const notes = await rank0Notes({});
+    assert.equal(notes.length, 2, notes.join('\n'));
+    assert.match(notes[0]!, /^# Warning: the torchrun-style rendezvous is unauthenticated: .*set COLLBENCH_JOB_TOKEN to one value/);
+    assert.equal(notes[1], '# Rendezvous: turned away 1 connection that did not belong to this job: 1 from 127.0.0.1 ' +
+      '(not a rendezvous hello: \'GET / HTTP/1.0\')');
+  });
+
+  it('with TORCHELASTIC_RUN_ID: only the probe', async () => {
+    assert.deepEqual(await rank0Notes({ TORCHELASTIC_RUN_ID: 'run-7' }), ['# Rendezvous: turned away 1 connection that did ' +
+      'not belong to this job: 1 from 127.0.0.1 (not a rendezvous hello: \'GET / HTTP/1.0\')']);
   });
 });

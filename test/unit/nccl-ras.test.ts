@@ -8,7 +8,8 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import {
-  askNcclRas, describeRasView, ncclVersionCode, parseRasJson, parseRasText, rankList, rasAddress, rasExchange,
+  askNcclRas, describeRasView, ncclVersionCode, parseRasJson, parseRasText, RAS_MAX_LINE_BYTES, RAS_MAX_REPLY_BYTES, rankList,
+  rasAddress, rasExchange,
 } from '../../bench/backends/nccl-ras.js';
 import { backendRecord } from '../../bench/backends/registry.js';
 import { Watchdog } from '../../bench/engine/watchdog.js';
@@ -266,6 +267,44 @@ describe('the RAS client over a real socket', () => {
     const silent = await askNcclRas({ NCCL_RAS_ADDR: `127.0.0.1:${(mute.address() as { port: number }).port}` }, 'NCCL 2.28.9', 300);
     assert.match(silent.lines[0]!, /^# NCCL RAS: not reachable at .*: no answer within 0\.3 s/);
     for (const v of [off, old, none, silent]) assert.equal(v.lines.length, 1);
+  });
+});
+
+describe('the RAS client reads a bounded reply', () => {
+  const servers: Server[] = [];
+  after(() => { for (const s of servers) s.close(); });
+  /** A server that answers the handshake (or not) and then writes `report` in 1 MiB writes, then closes. */
+  async function server(handshake: boolean, reportMiB: number, newline: boolean): Promise<number> {
+    const srv = createServer((sock) => {
+      sock.on('error', () => {});
+      if (handshake) sock.write('SERVER PROTOCOL 2\nOK\nOK\n');
+      const mib = Buffer.alloc(2 ** 20, newline ? '{\n' : '{');
+      const more = (left: number): void => {
+        while (left > 0) { left--; if (!sock.write(mib)) { sock.once('drain', () => more(left)); return; } }
+        sock.end();
+      };
+      more(reportMiB);
+    });
+    servers.push(srv);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    return (srv.address() as { port: number }).port;
+  }
+
+  it('a handshake, the format\'s answer and the report arriving in one write are read alike', async () => {
+    const port = await server(true, 1, true);
+    const r = await rasExchange('127.0.0.1', port, 5000);
+    assert.equal(r.format, 'json');
+    assert.equal(r.reply.length, 2 ** 20);
+  });
+  it(`a handshake line without end: refused at ${RAS_MAX_LINE_BYTES} bytes, not read further`, async () => {
+    const port = await server(false, 8, false);
+    await assert.rejects(rasExchange('127.0.0.1', port, 5000), new RegExp(`^Error: a handshake line over ${RAS_MAX_LINE_BYTES} bytes$`));
+  });
+  it(`a report over ${RAS_MAX_REPLY_BYTES / 2 ** 20} MiB: refused there instead of read to its end`, async () => {
+    const port = await server(true, RAS_MAX_REPLY_BYTES / 2 ** 20 + 16, true);
+    await assert.rejects(rasExchange('127.0.0.1', port, 20_000), /^Error: a report over 64 MiB: not read further$/);
+    const v = await askNcclRas({ NCCL_RAS_ADDR: `127.0.0.1:${await server(true, 80, true)}` }, 'NCCL 2.28.9', 20_000);
+    assert.match(v.lines[0]!, /^# NCCL RAS: not reachable at 127\.0\.0\.1:\d+: a report over 64 MiB: not read further/);
   });
 });
 

@@ -1,5 +1,5 @@
 // Tests of the nccl-tests text table (bench/report/reporters/nccl-table.ts) and of the numbers it shows
-// (bench/core/metrics.ts, bench/core/iter-stats.ts). The golden files in test/fixtures/golden/ were
+// (bench/core/metrics.ts, bench/core/stats.ts iterStats). The golden files in test/fixtures/golden/ were
 // printed by a C program using nccl-tests' own printf formats and getFloatStr/computeIterStats (copied
 // from src/util.cu), fed with the same inputs as the builders below — not by this implementation.
 import { test } from 'node:test';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import type { ResolvedOptions } from '../../bench/config/flags.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../../bench/core/metrics.js';
-import { iterStats, percentileIndex, type IterStats } from '../../bench/core/iter-stats.js';
+import { iterStats, percentileIndex, type IterStats } from '../../bench/core/stats.js';
 import { NEG_NAN, signBit } from '../../bench/core/c-numbers.js';
 import { firstWrongLine, footerLines, formatTimestamp, headerLines, iterCellsFromStats, maskTimes, memString, memoryUsageLine, preambleLines, rankLine, rowLine, skipLine, type FooterInfo, type HalfCells, type PreambleInfo, type RowCells } from '../../bench/report/reporters/nccl-table.js';
 import { cAtof } from '../../bench/core/c-numbers.js';

@@ -100,7 +100,7 @@ describe('options', () => {
     bad(['--nccl-tests', '/nonexistent'], /all_reduce_perf does not exist/);
     bad(['--nccl-tests', join(ROOT, 'bin'), '--colls', 'allreduce'], /unknown collective 'allreduce'/);
     bad(['--nccl-tests', join(ROOT, 'bin'), '--runs', 'I2'], /unknown run 'I2'/);
-    bad(['--nccl-tests', join(ROOT, 'bin'), '--rounds', '0'], /--rounds: '0'/);
+    bad(['--nccl-tests', join(ROOT, 'bin'), '--rounds', '0'], /^--rounds: round count must be an integer ≥ 1, got 0$/);
     bad(['--nccl-tests', join(ROOT, 'bin'), '--min-bytes', '0'], /--min-bytes must be >= 1/);
     bad(['--nccl-tests', join(ROOT, 'bin'), '--bogus'], /bogus/);
   });

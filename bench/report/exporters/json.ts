@@ -1,7 +1,7 @@
 // The collbench report document (schema.ts), built from what runSuite tells its reporters: metadata at
 // begin, one record per row, the summary at end. The builder's document is valid at every step, so the
 // exporters can rewrite their files after every row. `-J FILE` writes it as JSON.
-import { iterStats } from '../../core/iter-stats.js';
+import { iterStats } from '../../core/stats.js';
 import { collectProvenance, rerunCommand, reportRank } from '../provenance.js';
 import type { RowHalfRecord, RowRecord, RunMeta, RunSummary } from '../reporter.js';
 import { cAtof } from '../../core/c-numbers.js';
@@ -114,6 +114,11 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
         minBwVerdict: s.minBwVerdict, exitCode: s.exitCode, skipped: s.skipped,
         ...(s.cycles !== undefined ? { cycles: s.cycles, cyclesBelowWarnBusBw: s.cyclesBelowWarnBusBw ?? 0 } : {}),
       };
+      if (s.links) {
+        const v = s.links.verdict;
+        doc.links = { loaded: v !== null, rule: v ? { ...v.rule } : null, halves: v?.halves ?? 0, named: v?.named ?? [],
+          doubt: v?.doubt ?? null, links: v?.links ?? [], algo: s.links.algo };
+      }
       doc.status = 'complete';
       doc.endTime = isoLocal(new Date());
     },

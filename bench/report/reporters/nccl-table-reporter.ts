@@ -1,6 +1,6 @@
 // The live nccl-tests table on stdout: preamble at begin, one line per row (plus `# first wrong`
 // comment lines), footer at end. Formatting itself is in nccl-table.ts.
-import { iterStats } from '../../core/iter-stats.js';
+import { iterStats } from '../../core/stats.js';
 import type { Precision, Reporter, RowRecord } from '../reporter.js';
 import { PLACEMENTS } from '../schema.js';
 import {
@@ -61,6 +61,7 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       for (const line of lateLines) out(line);
       const lateSummary = lateSummaryLine(named, halves);
       if (lateSummary) out(lateSummary);
+      for (const line of summary.links?.lines ?? []) out(line);
       for (const line of footerLines({
         outOfBounds: summary.outOfBounds, avgBusBw: summary.avgBusBw, minBwVerdict: summary.minBwVerdict, program,
         memory: summary.memory,

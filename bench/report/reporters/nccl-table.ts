@@ -3,7 +3,7 @@
 // nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writePerIterReport,
 // writeResultFooter, writeMemInfo, writeErrors) and src/hypercube.cu, so the layout is byte-identical.
 import type { ResolvedOptions } from '../../config/flags.js';
-import type { IterStats } from '../../core/iter-stats.js';
+import type { IterStats } from '../../core/stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';
 import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
 import { lateRankName, shortHost } from '../../core/ranks.js';
@@ -15,7 +15,7 @@ import { formatLateUs, median } from '../../core/lateness.js';
 
 export function rankLine(r: RankLineInfo): string {
   return cSprintf('#  Rank %2d Group %2d Pid %6d on %10s device %2s [%s] %s',
-    r.rank, r.group ?? 0, r.pid, shortHost(r.host), String(r.device), r.bus, r.name);
+    r.rank, r.group ?? 0, r.pid, shortHost(r.host), String(r.device), r.bus, r.name) + (r.note ? ` (${r.note})` : '');
 }
 
 type PreambleOptions = Pick<ResolvedOptions,

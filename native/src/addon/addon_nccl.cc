@@ -4,6 +4,7 @@
 // uniqueId (process 0's ncclGetUniqueId), init (async: communicators may wait for peers), memoryUsage.
 #include <napi.h>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -60,6 +61,8 @@ const Field<IC> kInitFields[] = {
     {"nGpus", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nGpus = asInt32(v, w); }},
     {"firstDevice", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, IC* c) { c->options.firstDevice = asInt32(v, w); }},
+    {"shareDevices", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.shareDevices = asInt32(v, w) != 0; }},
     {"uniqueId", Kind::Uint64s, true,
      [](const Napi::Value& v, const Where& w, IC* c) {
        for (const uint64_t b : collbench::addon::asUint64s(v, w)) {
@@ -304,7 +307,32 @@ Napi::Value MemoryUsage(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// linksRead(path, reset): the rows of collbench's NCCL link profiler (native/src/profiler/) as JSON, from the copy NCCL
+// loaded into this process through NCCL_PROFILER_PLUGIN=path; null when NCCL has not loaded it (yet).
+Napi::Value LinksRead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return env.Null();
+  auto read = reinterpret_cast<char* (*)(int)>(dlsym(lib, "collbenchProfilerReadJson"));
+  auto release = reinterpret_cast<void (*)(char*)>(dlsym(lib, "collbenchProfilerFree"));
+  if (!read || !release) {
+    dlclose(lib);
+    throw Napi::Error::New(env, "links: " + path + " has no collbenchProfilerReadJson: not collbench's link profiler");
+  }
+  char* json = read(info[1].ToBoolean().Value() ? 1 : 0);
+  if (!json) {
+    dlclose(lib);
+    throw Napi::Error::New(env, "links: reading the link profiler's rows: out of memory");
+  }
+  Napi::String out = Napi::String::New(env, json);
+  release(json);
+  dlclose(lib);  // balances this dlopen; NCCL's own reference keeps the library loaded
+  return out;
+}
+
 Napi::Object ModuleInit(Napi::Env env, Napi::Object exports) {
+  exports.Set("linksRead", Napi::Function::New(env, LinksRead));
   exports.Set("probe", Napi::Function::New(env, Probe));
   exports.Set("library", Napi::Function::New(env, Library));
   exports.Set("devices", Napi::Function::New(env, Devices));

@@ -272,6 +272,7 @@ void GlooBackend::dropLegacyAlgorithms() {
 
 GlooBackend::~GlooBackend() {
   dropLegacyAlgorithms();
+  kept_.clear();
   for (auto* c : {&legacy_, &data_, &ctrl_}) {
     try {
       c->reset();
@@ -287,6 +288,7 @@ Status GlooBackend::finalize() {
   Status s = Status::Ok();
   if (!failed_ && ctrl_) s = ctrlBarrier(CB_SITE("gloo::barrier (final)"));
   dropLegacyAlgorithms();
+  kept_.clear();
   for (auto* c : {&legacy_, &data_, &ctrl_}) {
     const Status t = glooGuard(CB_SITE("gloo::Context::closeConnections"), [&]() {
       if (*c) (*c)->closeConnections();
@@ -486,7 +488,7 @@ Status GlooBackend::dataAllreduce(const OpArgs& a, const void* input, void* outp
     constexpr DType D = decltype(tag)::value;
     using T = typename ElementOf<D>::type;
     CB_GLOO(what, {
-      gloo::AllreduceOptions opts(data_);
+      auto& opts = kept_.make<gloo::AllreduceOptions>(data_);
       if (input != nullptr) opts.setInput<T>(static_cast<T*>(const_cast<void*>(input)), count);
       opts.setOutput<T>(static_cast<T*>(output), count);
       opts.setAlgorithm(algorithm);
@@ -541,7 +543,7 @@ Status GlooBackend::allGather(const OpArgs& a) {
 Status GlooBackend::allGatherCall(const OpArgs& a) {
   const uint64_t ts = dtypeSize(a.dtype), n = config_.size;
   CB_GLOO("gloo::allgather", {
-    gloo::AllgatherOptions opts(data_);
+    auto& opts = kept_.make<gloo::AllgatherOptions>(data_);
     if (!a.inPlace) opts.setInput<uint8_t>(bytePtr(a.send), a.count * ts);
     opts.setOutput<uint8_t>(bytePtr(a.recv), a.count * ts * n);
     opts.setTag(kTag);
@@ -622,7 +624,7 @@ Status GlooBackend::broadcastCall(const OpArgs& a) {
   const bool isRoot = config_.rank == a.root;
   const uint64_t bytes = a.count * dtypeSize(a.dtype);
   CB_GLOO("gloo::broadcast", {
-    gloo::BroadcastOptions opts(data_);
+    auto& opts = kept_.make<gloo::BroadcastOptions>(data_);
     // ncclBroadcast sends from the root's send buffer: Gloo takes it as the root's input.
     if (isRoot && a.send != a.recv) opts.setInput<uint8_t>(bytePtr(a.send), bytes);
     opts.setOutput<uint8_t>(bytePtr(a.recv), bytes);
@@ -654,7 +656,7 @@ Status GlooBackend::reduce(const OpArgs& a) {
     constexpr DType D = decltype(tag)::value;
     using T = typename ElementOf<D>::type;
     CB_GLOO("gloo::reduce", {
-      gloo::ReduceOptions opts(data_);
+      auto& opts = kept_.make<gloo::ReduceOptions>(data_);
       if (!rootInPlace) opts.setInput<T>(static_cast<T*>(const_cast<void*>(src)), a.count);
       opts.setOutput<T>(static_cast<T*>(dst), a.count);
       opts.setRoot(a.root);
@@ -683,7 +685,7 @@ Status GlooBackend::allToAllCall(const OpArgs& a) {
   // In place (not validated by nccl-tests: not a valid use) Gloo gets the same buffer twice, as
   // NCCL does.
   CB_GLOO("gloo::alltoall", {
-    gloo::AlltoallOptions opts(data_);
+    auto& opts = kept_.make<gloo::AlltoallOptions>(data_);
     opts.setInput<uint8_t>(bytePtr(a.send), bytes);
     opts.setOutput<uint8_t>(bytePtr(a.recv), bytes);
     opts.setTag(kTag);
@@ -718,7 +720,7 @@ Status GlooBackend::allToAllV(const OpArgs& a) {
   if (planning_) return Status::Ok();  // Generic: per-peer byte counts
   // Every rank takes part even with nothing to move: Gloo still exchanges empty messages.
   CB_GLOO("gloo::alltoallv", {
-    gloo::AlltoallvOptions opts(data_);
+    auto& opts = kept_.make<gloo::AlltoallvOptions>(data_);
     opts.setInput<uint8_t>(bytePtr(a.send), sendBytes);
     opts.setOutput<uint8_t>(bytePtr(a.recv), recvBytes);
     opts.setTag(kTag);
@@ -741,7 +743,7 @@ Status GlooBackend::gatherCall(const OpArgs& a) {
   const bool isRoot = config_.rank == a.root;
   const uint64_t bytes = a.count * dtypeSize(a.dtype);
   CB_GLOO("gloo::gather", {
-    gloo::GatherOptions opts(data_);
+    auto& opts = kept_.make<gloo::GatherOptions>(data_);
     opts.setInput<uint8_t>(bytePtr(a.send), bytes);
     if (isRoot) opts.setOutput<uint8_t>(bytePtr(a.recv), bytes * config_.size);
     opts.setRoot(a.root);
@@ -760,7 +762,7 @@ Status GlooBackend::scatter(const OpArgs& a) {
   if (a.count == 0) return nothingToDo();
   if (planning_) return Status::Ok();  // Generic: the root's chunk list
   CB_GLOO("gloo::scatter", {
-    gloo::ScatterOptions opts(data_);
+    auto& opts = kept_.make<gloo::ScatterOptions>(data_);
     if (isRoot) {
       std::vector<uint8_t*> chunks(config_.size);
       for (int r = 0; r < config_.size; ++r) chunks[r] = bytePtr(bytesAt(a.send, a.count * r, ts));
@@ -793,13 +795,13 @@ Status GlooBackend::sendRecvCall(const OpArgs& a) {
   }
   const int next = (rank + 1) % size, prev = (rank - 1 + size) % size;
   CB_GLOO("gloo::transport::UnboundBuffer send/recv", {
-    auto out = data_->createUnboundBuffer(const_cast<void*>(a.send), bytes);
-    auto in = data_->createUnboundBuffer(a.recv, bytes);
+    auto& out = kept_.adopt(data_->createUnboundBuffer(const_cast<void*>(a.send), bytes));
+    auto& in = kept_.adopt(data_->createUnboundBuffer(a.recv, bytes));
     const auto slot = gloo::Slot::build(kP2PSlotPrefix, 0);
-    in->recv(prev, slot);
-    out->send(next, slot);
-    in->waitRecv();
-    out->waitSend();
+    in.recv(prev, slot);
+    out.send(next, slot);
+    in.waitRecv();
+    out.waitSend();
   });
   return Status::Ok();
 }
@@ -820,7 +822,7 @@ Status GlooBackend::hyperCube(const OpArgs& a) {
   if (b == 0 || size == 1) return Status::Ok();
   // nccl-tests' hypercube: after round `mask`, each rank holds the `2·mask` chunks of its subcube.
   CB_GLOO("gloo::transport::UnboundBuffer send/recv (hypercube)", {
-    auto buf = data_->createUnboundBuffer(a.recv, b * size * ts);
+    auto& buf = kept_.adopt(data_->createUnboundBuffer(a.recv, b * size * ts));
     uint32_t round = 0;
     for (int mask = 1; mask < size; mask <<= 1, ++round) {
       const int peer = rank ^ mask;
@@ -828,10 +830,10 @@ Status GlooBackend::hyperCube(const OpArgs& a) {
       const uint64_t recvChunk = static_cast<uint64_t>(peer & ~(mask - 1));
       const uint64_t n = b * mask * ts;
       const auto slot = gloo::Slot::build(kP2PSlotPrefix, 1 + round);
-      buf->recv(peer, slot, recvChunk * b * ts, n);
-      buf->send(peer, slot, sendChunk * b * ts, n);
-      buf->waitRecv();
-      buf->waitSend();
+      buf.recv(peer, slot, recvChunk * b * ts, n);
+      buf.send(peer, slot, sendChunk * b * ts, n);
+      buf.waitRecv();
+      buf.waitSend();
     }
   });
   return Status::Ok();
@@ -842,7 +844,7 @@ Status GlooBackend::hyperCube(const OpArgs& a) {
 
 Status GlooBackend::ctrlBarrier(const std::string& site) {
   return glooGuard(site, [&]() {
-    gloo::BarrierOptions opts(ctrl_);
+    auto& opts = kept_.make<gloo::BarrierOptions>(ctrl_);
     opts.setTag(kTag);
     gloo::barrier(opts);
   });
@@ -863,7 +865,7 @@ Status GlooBackend::allreduce(double* values, int n, Combine how) {
   switch (how) {
     case Combine::Rank0:
       return track(glooGuard(CB_SITE("gloo::broadcast (control)"), [&]() {
-        gloo::BroadcastOptions opts(ctrl_);
+        auto& opts = kept_.make<gloo::BroadcastOptions>(ctrl_);
         opts.setOutput<double>(values, n);
         opts.setRoot(0);
         opts.setTag(kTag);
@@ -875,7 +877,7 @@ Status GlooBackend::allreduce(double* values, int n, Combine how) {
     default: return badSpec("unknown combine mode " + std::to_string(static_cast<int>(how)), "GlooBackend::allreduce");
   }
   CB_TRY(track(glooGuard(CB_SITE("gloo::allreduce (control)"), [&]() {
-    gloo::AllreduceOptions opts(ctrl_);
+    auto& opts = kept_.make<gloo::AllreduceOptions>(ctrl_);
     opts.setOutput<double>(values, n);
     opts.setReduceFunction(fn);
     opts.setTag(kTag);
@@ -889,7 +891,7 @@ Status GlooBackend::allreduce(double* values, int n, Combine how) {
 template <typename T>
 Status GlooBackend::ctrlGather(const std::string& site, T* in, size_t n, T* out, size_t outN) {
   return glooGuard(site, [&]() {
-    gloo::GatherOptions opts(ctrl_);
+    auto& opts = kept_.make<gloo::GatherOptions>(ctrl_);
     opts.setInput<T>(in, n);
     if (config_.rank == 0) opts.setOutput<T>(out, outN);
     opts.setRoot(0);

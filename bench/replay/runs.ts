@@ -1,0 +1,116 @@
+// A replay's measurement on one rank: the backend brought up as a run's, the checked steps (steps.ts) turned into
+// native specs and timed through the workload engine's timed call sequences (native runSequence, timed_loop.h
+// benchSequence; no second timed loop): the whole sequence back to back for the time per replayed iteration (with
+// the data check, and --gaps' recorded idle time between calls), then each step alone for its own median and p99.
+import { getCollective } from '../collectives/index.js';
+import type { LayoutContext } from '../collectives/descriptor.js';
+import type { MatrixSource } from '../collectives/alltoallv-plan.js';
+import type { ResolvedOptions } from '../config/flags.js';
+import type { IO } from '../core/io.js';
+import { shortHost } from '../core/ranks.js';
+import { DTYPE_BYTES, type HalfSpec } from '../core/types.js';
+import type { BackendInfo } from '../native/binding.js';
+import { withBackend, type BackendUp } from '../engine/bring-up.js';
+import type { SuiteHooks } from '../engine/context.js';
+import { localSpecs } from '../engine/half-spec.js';
+import { attachProgressBoards } from '../engine/attach-boards.js';
+import type { ReplayPlan, ReplayStep } from './steps.js';
+
+export interface ReplayTiming {
+  iters: number;
+  warmupIters: number;
+  check: boolean;
+  /** Keep the recorded time between calls (µs before each step), where the trace has times. */
+  gaps: boolean;
+  quiet: boolean;
+}
+
+/** What rank 0 measured (the others get empty samples). */
+export interface ReplayMeasured {
+  plan: ReplayPlan;
+  /** Per replayed iteration, the whole sequence (µs). */
+  iterationUs: number[];
+  /** Busy time spent per iteration standing in for the recorded gaps (µs; 0 without --gaps). */
+  gapUs: number;
+  /** Per step, its time alone per iteration (µs). */
+  stepUs: number[][];
+  /** Wrong elements per step (the check of the whole sequence). */
+  wrong: number[];
+  firstWrong: string | null;
+  hosts: string[];
+  info: BackendInfo;
+  root: boolean;
+}
+
+/** The recorded idle time before each step (µs): the time between consecutive calls' records, 0 before the first. */
+export function recordedGapsUs(steps: readonly ReplayStep[]): number[] | null {
+  if (!steps.every((s) => s.timeNs !== undefined)) return null;
+  // Whole µs: ns epochs past 2^53 arrive rounded (pickle and JSON alike), a fraction of a µs is noise.
+  return steps.map((s, i) => (i === 0 ? 0 : Math.max(0, Math.round((s.timeNs! - steps[i - 1]!.timeNs!) / 1e3))));
+}
+
+/** The traffic matrix of an all-to-all-v step as the alltoallv descriptor reads it. */
+function matrixOf(step: ReplayStep): MatrixSource {
+  return { mode: 'matrix', file: `step ${step.index}`, scale: 1, dim: step.group.size, cells: step.matrix! };
+}
+
+/** Brings the backend up, plans the steps for the job's world (`planFor` may refuse it) and times them. */
+export async function timeReplay(options: ResolvedOptions, timing: ReplayTiming, planFor: (nranks: number) => ReplayPlan, io: IO,
+  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<ReplayMeasured> {
+  const env = hooks.env ?? process.env;
+  return withBackend(options, io, hooks, async (up) => {
+    await up.adjust();
+    const board = await attachProgressBoards({ info: up.info, native: up.native, dog: up.dog, io }, env);
+    try {
+      return await timeSteps(options, timing, planFor(up.info.nranks), io, env, up);
+    } finally {
+      board?.close();
+    }
+  });
+}
+
+async function timeSteps(run: ResolvedOptions, t: ReplayTiming, plan: ReplayPlan, io: IO, env: NodeJS.ProcessEnv,
+  up: BackendUp): Promise<ReplayMeasured> {
+  const { info, native, dog } = up;
+  const root = (info.worldRank ?? info.rank) === 0;
+  const maxBytes = Math.max(...plan.steps.map((s) => s.bytes));
+  const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.iters };
+  let sendBytes = 0, recvBytes = 0;
+  const specs = plan.steps.map((s, k) => {
+    const ctx: LayoutContext = s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes };
+    const h = localSpecs(options, getCollective(s.collective), info, ctx, { dtype: s.dtype, op: s.op, root: Math.max(s.root, 0) },
+      s.bytes, false, t.check ? 1 : 0, k + 1);
+    const ts = DTYPE_BYTES[s.dtype];
+    sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
+    recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
+    return h.specs as HalfSpec | HalfSpec[];
+  });
+  native.allocate(sendBytes + 64, recvBytes + 64);
+  const total = plan.steps.reduce((a, s) => a + s.bytes, 0);
+  const rounds = t.iters + t.warmupIters;
+  const gapUs = t.gaps ? recordedGapsUs(plan.steps) : null;
+  if (t.gaps && !gapUs && root) io.err('# --gaps: the trace records no call times (only flight-recorder dumps do): calls run back to back');
+  const gapSec = gapUs ? (rounds * gapUs.reduce((a, b) => a + b, 0)) / 1e6 : 0;
+
+  // The whole sequence, as the job issued it: the time per iteration, and the check of every step.
+  const whole = await dog.watch(`replay of ${plan.steps.length} steps`, dog.expectedSec(rounds * plan.steps.length, rounds * total) + gapSec,
+    native.runSequence(specs, { iters: t.iters, warmupIters: t.warmupIters, ...(gapUs ? { gapUs } : {}), check: t.check }));
+  const wrong = plan.steps.map((_, k) => (k === whole.firstWrongOp ? Math.round(whole.wrong) : 0));
+  let firstWrong: string | null = null;
+  if (whole.wrong > 0 && whole.firstWrong) {
+    const s = plan.steps[whole.firstWrongOp]!, f = whole.firstWrong;
+    firstWrong = `step ${s.index} (${s.collective} ${s.bytes} B, ${s.where}): rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`;
+  }
+  if (root && !t.quiet) io.err(`# replayed ${plan.steps.length} steps x ${t.iters} iterations` +
+    `${whole.stepUs.length ? `: ${(Math.min(...whole.stepUs) / 1e3).toFixed(3)}-${(Math.max(...whole.stepUs) / 1e3).toFixed(3)} ms each` : ''}`);
+
+  // Each step alone, for its own time (same loop, one op per sequence).
+  const stepUs: number[][] = [];
+  for (const [k, s] of plan.steps.entries()) {
+    const one = await dog.watch(`replay step ${s.index} (${s.collective} ${s.bytes} B)`, dog.expectedSec(rounds, rounds * s.bytes),
+      native.runSequence([specs[k]!], { iters: t.iters, warmupIters: t.warmupIters, check: false }));
+    stepUs.push(one.stepUs);
+  }
+  const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));
+  return { plan, iterationUs: whole.stepUs, gapUs: whole.gapUs, stepUs, wrong, firstWrong, hosts: [...new Set(hosts ?? [])], info, root };
+}

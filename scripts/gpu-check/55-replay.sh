@@ -1,0 +1,27 @@
+# Part 55 (issue 37): a real NCCL call log replayed. collbench's own nccl run is logged by NCCL itself
+# (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL, one file per process); `collbench replay` must read every call line of
+# it (as many all_reduce steps as the log has AllReduce call lines), replay it on nccl with no wrong element, and on a
+# CPU backend too (a GPU job's trace replays anywhere). The fixtures of test/fixtures/replay/nccl-log-* were written to
+# NCCL's format string without a GPU: this is the check against a real log. Budget: about 40 s on one H100.
+rp_dir="$GC_WORK/replay-log"
+if [ "$GC_GPUS" -eq 0 ]; then
+  gc_skip "replay of a real NCCL call log (every check)" "collbench sees no GPU ('collbench info': 0 CUDA devices)"
+else
+  mkdir -p "$rp_dir"
+  gc_check "an nccl run logged with NCCL_DEBUG_SUBSYS=INIT,COLL (the log to replay)" 0 '' 60 -- \
+    env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE="$rp_dir/nccl.%h.%p.log" \
+    "$GC_BIN/all_reduce_perf" --backend nccl -b 1K -e 64K -f 4 -n 2 -w 1
+  gc_check "replay --dry-run: one all_reduce step per AllReduce call line of the real log" 0 \
+    '^replay-log: [1-9][0-9]* steps = [1-9][0-9]* call lines$' 30 -- bash -c \
+    'n=$(grep -c " NCCL INFO AllReduce: opCount " "$(ls "$1"/nccl.*.log | head -1)"); # one process'"'"'s calls
+     s=$("$2/collbench" replay "$1" --dry-run | grep -cE "^ +[0-9]+  all_reduce ");
+     echo "replay-log: $s steps = $n call lines"; [ "$s" = "$n" ]' _ "$rp_dir" "$GC_BIN"
+  gc_check "replay of the real log on nccl: every step timed and checked, no wrong element, exit 0" 0 \
+    '^# Communication per replayed iteration: ' 60 -- "$GC_BIN/collbench" replay "$rp_dir" --backend nccl -n 5 -w 1
+  if gc_usable mpi; then
+    gc_check "replay of the real log on mpi (a GPU job's calls on a CPU backend), exit 0" 0 \
+      '^# Communication per replayed iteration: ' 60 -- "$GC_BIN/collbench" replay "$rp_dir" --backend mpi -n 5 -w 1
+  else
+    gc_skip "replay of the real log on mpi" "mpi not usable here (collbench info)"
+  fi
+fi
