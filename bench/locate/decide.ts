@@ -309,7 +309,8 @@ export function pairEvidence(pairs: readonly GroupResult[], retests: readonly (G
  * Host or link, on all the evidence (each pair's best-supported state: its re-test where it had one), so that a
  * host is not reported as a set of links because one of its pairs happened to look better in the pairs stage:
  *  - a host with ≥ 2 pairs, one of them slow again in a re-test, is named when every pair with it is slow; or when
- *    none is fine and at least half are slow (the others below the margin, not consistently); or when most of its
+ *    none is fine and at least half are slow, or none is fine and every one is below every pair without it in the
+ *    pairs stage (the others below the margin, not consistently); or when most of its
  *    pairs, at least MOST_PAIRS_MIN, are slow again in their re-tests (one slow host, not that many slow links that
  *    share it: the rest looked fine by luck or load, as in scripts/locate-sim.ts --unlucky); or when every pair
  *    with it is slower than every pair without it: significantly so (degradedHosts), or, with ≥ 2 of its pairs slow
@@ -337,7 +338,7 @@ export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: re
     const pattern = d !== null || (separated !== null && mine.filter(confirmed).length >= 2);
     const again = mine.filter(confirmed).length;
     const reason: HostReason | null = slow === mine.length ? 'every pair slow'
-      : !states.includes('ok') && slow * 2 >= mine.length ? 'no pair fine'
+      : !states.includes('ok') && (slow * 2 >= mine.length || separated !== null) ? 'no pair fine'
         : again >= MOST_PAIRS_MIN && again * 2 > mine.length ? 'most pairs slow' : pattern ? 'slower than the rest' : null;
     if (reason === null) continue;
     hosts.push({ host: h, reason, pairs: mine, degraded: d, separated });

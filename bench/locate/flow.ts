@@ -185,8 +185,11 @@ function hostReasonText(f: HostFinding, rule: DecisionRule): string {
     return `most pairs with it are slow again in their re-tests (${f.pairs.filter((e) => e.retest !== null && isBad(e.retest)).length} of its ${f.pairs.length}): ` +
       'one slow host, not that many slow links that share it';
   }
-  if (f.reason === 'no pair fine') return `no pair with it is fine: ${slow} of its ${f.pairs.length} pairs slow, the others below the ${pct(rule.margin)} margin but not consistently`;
   const range = (r: number[]): string => `${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)}`;
+  if (f.reason === 'no pair fine') {
+    return `no pair with it is fine: ${slow} of its ${f.pairs.length} pairs slow, the others below the ${pct(rule.margin)} margin but not consistently` +
+      (f.separated ? `; in the pairs stage its pairs at ${range(f.separated.mine)} of the reference, every pair without it above (${range(f.separated.others)})` : '');
+  }
   const d = f.degraded;
   if (d) {
     return `every pair with it slower than every pair without it, in every repeat of the pairs stage (its ${d.mine.length} pairs at ` +

@@ -466,6 +466,19 @@ test('host or link: issue #41\'s degraded host (pairs with h2 0.65 0.71 0.85, wi
   assert.deepEqual(dl.links.map((l) => [l.pair.hosts, l.fineWith]), [[['h2', 'h3'], [['h1', 'h4'], ['h1', 'h4']]]]);
 });
 
+test('host or link: this branch\'s netns run at 0.78× on h3, one pair confirmed and two below the margin twice, every one below the rest: host h3', () => {
+  // # stage pairs:  h2-h3 0.64 [0.65 0.50] SLOW  h1-h3 0.62 [0.46 0.79] uncertain  h3-h4 0.53 [0.53 0.53] SLOW
+  //                 h1-h4 0.88 [0.87 0.82] ok  h2-h4 1.12 [0.60 1.17] ok  h1-h2 0.78 [0.89 0.70] ok
+  // # stage retest: h2-h3 0.65 SLOW  h3-h4 0.66 [0.65 0.42 0.82] uncertain  h1-h3 0.67 [0.55 0.68 0.68] uncertain  (load average 22)
+  const pairs = [result('h1-h4', 0.88, 'ok', 0.21, [0.87, 0.82]), result('h2-h3', 0.64, 'slow', 0.002, [0.65, 0.5]), result('h1-h3', 0.62, 'uncertain', 0.004, [0.46, 0.79]),
+    result('h2-h4', 1.12, 'ok', 0.8, [0.6, 1.17]), result('h1-h2', 0.78, 'ok', 0.46, [0.89, 0.7]), result('h3-h4', 0.53, 'slow', 0.006, [0.53, 0.53])];
+  const retests = [result('h2-h3', 0.65, 'slow', 0.004, [0.65, 0.65, 0.57]), result('h3-h4', 0.66, 'uncertain', 0.23, [0.65, 0.42, 0.82]),
+    result('h1-h3', 0.67, 'uncertain', 0.038, [0.55, 0.68, 0.68])];
+  const d = decideHostOrLink(pairEvidence(pairs, retests), degradedHosts(['h1', 'h2', 'h3', 'h4'], pairs, DEFAULT_RULE), new Set());
+  assert.deepEqual(d.hosts.map((h) => [h.host, h.reason]), [['h3', 'no pair fine']]);
+  assert.deepEqual(d.undecided, []); // it was: h2-h3 undecided, "a slow host or a slow link cannot be told apart"
+});
+
 test('host or link: most of a host\'s pairs (≥ 3) slow again in their re-tests make it the host, two of three do not', () => {
   // 6 hosts: a's pairs with b, c, d slow in the pairs stage and again in their re-tests, with e and f fine (luck or load)
   const others = ['b-c', 'b-d', 'b-e', 'b-f', 'c-d', 'c-e', 'c-f', 'd-e', 'd-f', 'e-f'].map((p, i) => result(p, 0.9 + 0.01 * i, 'ok', 0.5));
