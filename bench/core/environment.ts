@@ -92,6 +92,9 @@ export const VARIABLES = Object.freeze([
   v('ARGV', 'internal', 'the user\'s command line (JSON array) that --np, compare, accept, locate and workload pass to their children, so ' +
     'that each child\'s report records the command to rerun (report/provenance.ts ARGV_ENV)', 'the process\'s own argv',
     ['bench/report/provenance.ts']),
+  v('VERDICT_DIR', 'internal', 'the folder the --np launcher gives its ranks: a rank whose run ends with a failing verdict ' +
+    'writes it there and exits 0, so mpirun sees no crash and the launcher exits with the verdict (launch/verdict-relay.ts)',
+  'unset: a rank exits with its verdict', ['bench/launch/verdict-relay.ts']),
   v('GLOO_LAUNCHER', 'internal', 'collbench: the gloo ranks were started by collbench --np (RANK, WORLD_SIZE are torchrun\'s names)',
     'the launcher is read from its own variables (Open MPI, PMI, torchrun)', ['bench/backends/gloo.ts', 'bench/launch/local-ranks.ts']),
   v('CLOCK_ALIGN', 'hook', 'barrier: estimate clock offsets between ranks even when they share one clock (to see the estimate\'s accuracy)',

@@ -4,9 +4,10 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ENV } from '../core/environment.js';
 
 /** The folder the --np launcher gives its ranks for their verdicts (internal: set by the launcher only). */
-export const VERDICT_DIR_ENV = 'COLLBENCH_VERDICT_DIR';
+export const VERDICT_DIR_ENV = ENV.VERDICT_DIR;
 
 /** The exit code of a rank whose run finished with `code`: 0 when the launcher takes the verdict instead (it was
  *  written to its folder), else `code` (a plain run, or a launcher of the user's own: mpirun, srun). */

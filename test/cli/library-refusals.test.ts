@@ -13,6 +13,11 @@ import { footer, parseRows, runMpirun, runProgram, type CliResult } from '../hel
 import { buildFault } from '../helpers/faults.js';
 import { DTYPES, OPS } from '../../bench/core/types.js';
 
+// Open MPI's op/avx computes int8/uint8 sum, avg and mulsum wrongly (library-defects.test.ts), and collbench skips
+// those pairs under -d all / -o all with a line of their own: these tests exclude op/avx, as its fix does, so that the
+// refusal is the only thing they see.
+const CORRECT_OPS = { OMPI_MCA_op: '^avx' };
+
 const SKIP_LINE = /^# Skipped 1 datatype x op pair that Open MPI \d+\.\d+\.\d+ refuses \(MPI_ERR_OP\): double prod$/m;
 
 function allCorrect(r: CliResult, rows: number, what: string): void {
@@ -28,7 +33,7 @@ describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI
   before(() => { lib = buildFault('refuse_op', mkdtempSync(join(tmpdir(), 'collbench-refuse-'))); });
   const refusing = () => ({
     mpirunExtra: ['-x', `LD_PRELOAD=${lib}`, '-x', 'REFUSE_TYPE', '-x', 'REFUSE_OP'],
-    env: { REFUSE_TYPE: 'MPI_DOUBLE', REFUSE_OP: 'MPI_PROD' },
+    env: { REFUSE_TYPE: 'MPI_DOUBLE', REFUSE_OP: 'MPI_PROD', ...CORRECT_OPS },
   });
 
   for (const coll of ['all_reduce', 'reduce', 'reduce_scatter']) {
@@ -63,7 +68,8 @@ describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI
 describe('-d all -o all where nothing is refused: no # line, every pair runs', () => {
   for (const backend of ['mpi', 'gloo']) {
     it(`${backend}: 72 cases, no skip line, exit 0`, () => {
-      const r = runProgram('all_reduce_perf', ['--backend', backend, '-b', '8', '-e', '8', '-d', 'all', '-o', 'all', '-n', '1', '-w', '0']);
+      const r = runProgram('all_reduce_perf', ['--backend', backend, '-b', '8', '-e', '8', '-d', 'all', '-o', 'all', '-n', '1', '-w', '0'],
+        { env: CORRECT_OPS });
       allCorrect(r, DTYPES.length * OPS.length, backend);
       assert.doesNotMatch(r.stdout, /^# Skipped/m);
     });
