@@ -58,7 +58,7 @@ describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI
     const ours = r.stderr.split('\n').filter((l) => / failure /.test(l));
     assert.equal(ours.length, 2, r.stderr);
     for (const l of ours) {
-      assert.match(l, /^rank [01] on host \S+: mpi failure MPI_ERR_OP at native\/src\/backends\/mpi\/mpi_backend\.cc:\d+ MPI_Allreduce: MPI_ERR_OP: /);
+      assert.match(l, /^rank [01] on host \S+: mpi failure MPI_ERR_OP at native\/src\/backends\/mpi\/mpi_collectives\.cc:\d+ MPI_Allreduce: MPI_ERR_OP: /);
     }
     assert.doesNotMatch(r.stderr, /\/native\/src\//, 'no build-machine path');
     assert.match(r.stderr, /exit code:\s+3|Exit code:\s+3/, 'the ranks exit 3, as for any library error');
