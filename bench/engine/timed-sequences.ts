@@ -13,7 +13,8 @@ import { localSpecs } from './half-spec.js';
 import { preflight } from './preflight.js';
 
 /** Brings the backend up (preflight, device limits agreed) and the progress boards, then runs `body`. */
-export async function withSequenceBackend<T>(options: ResolvedOptions, io: IO, hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>,
+export async function withSequenceBackend<T>(options: ResolvedOptions, io: IO,
+  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>,
   body: (up: BackendUp, env: NodeJS.ProcessEnv) => Promise<T>): Promise<T> {
   const env = hooks.env ?? process.env;
   return withBackend(options, io, { ...hooks, preflight: preflight(options, env) }, async (up) => {
@@ -42,7 +43,8 @@ export function sequenceSpecs(options: ResolvedOptions, up: BackendUp, sequences
   check: boolean): (HalfSpec | HalfSpec[])[][] {
   let sendBytes = 0, recvBytes = 0;
   const specs = sequences.map((calls) => calls.map((c) => {
-    const h = localSpecs(options, getCollective(c.collective), up.info, c.ctx, c.sweep, c.bytes, false, check ? 1 : 0, c.seed);
+    const h = localSpecs(options, getCollective(c.collective), up.info, c.ctx, c.sweep, c.bytes, false, check ? 1 : 0,
+      c.seed);
     const ts = DTYPE_BYTES[c.sweep.dtype];
     sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
     recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);

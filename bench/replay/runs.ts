@@ -53,7 +53,8 @@ function matrixOf(step: ReplayStep): MatrixSource {
 /** Brings the backend up, plans the steps for the job's world (`planFor` may refuse it) and times them. */
 export async function timeReplay(options: ResolvedOptions, timing: ReplayTiming, planFor: (nranks: number) => ReplayPlan, io: IO,
   hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<ReplayMeasured> {
-  return withSequenceBackend(options, io, hooks, (up, env) => timeSteps(options, timing, planFor(up.info.nranks), io, env, up));
+  return withSequenceBackend(options, io, hooks,
+    (up, env) => timeSteps(options, timing, planFor(up.info.nranks), io, env, up));
 }
 
 async function timeSteps(run: ResolvedOptions, t: ReplayTiming, plan: ReplayPlan, io: IO, env: NodeJS.ProcessEnv,
@@ -63,8 +64,8 @@ async function timeSteps(run: ResolvedOptions, t: ReplayTiming, plan: ReplayPlan
   const maxBytes = Math.max(...plan.steps.map((s) => s.bytes));
   const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.iters };
   const [specs] = sequenceSpecs(options, up, [plan.steps.map((s, k) => ({
-    collective: s.collective, sweep: { dtype: s.dtype, op: s.op, root: Math.max(s.root, 0) }, bytes: s.bytes, seed: k + 1,
-    ctx: s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes },
+    collective: s.collective, sweep: { dtype: s.dtype, op: s.op, root: Math.max(s.root, 0) }, bytes: s.bytes,
+    seed: k + 1, ctx: s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes },
   }))], t.check);
   const total = plan.steps.reduce((a, s) => a + s.bytes, 0);
   const rounds = t.iters + t.warmupIters;

@@ -39,7 +39,8 @@ export interface WorkloadMeasured {
 /** Brings the backend up, builds the plan for the job's world (`planFor` may refuse it) and times it. */
 export async function timeWorkload(options: ResolvedOptions, timing: WorkloadTiming,
   planFor: (nranks: number) => WorkloadPlan, io: IO, hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<WorkloadMeasured> {
-  return withSequenceBackend(options, io, hooks, (up, env) => timePlan(options, timing, planFor(up.info.nranks), io, env, up));
+  return withSequenceBackend(options, io, hooks,
+    (up, env) => timePlan(options, timing, planFor(up.info.nranks), io, env, up));
 }
 
 /** The measurement proper, once the backend is up and the progress boards listen. */
