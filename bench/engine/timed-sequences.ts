@@ -12,16 +12,26 @@ import type { SuiteHooks } from './context.js';
 import { localSpecs } from './half-spec.js';
 import { preflight } from './preflight.js';
 
-/** Brings the backend up (preflight, device limits agreed) and the progress boards, then runs `body`. */
-export async function withSequenceBackend<T>(options: ResolvedOptions, io: IO,
-  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>,
-  body: (up: BackendUp, env: NodeJS.ProcessEnv) => Promise<T>): Promise<T> {
+/** One rank's timed sequences: the backend up, the environment, the plan for the job's world, whether it is rank 0. */
+export interface SequenceRun<P> {
+  up: BackendUp;
+  env: NodeJS.ProcessEnv;
+  plan: P;
+  root: boolean;
+}
+
+/** Brings the backend up (preflight, device limits agreed) and the progress boards, plans for the job's world
+ *  (`planFor` may refuse it), then runs `body`. */
+export async function withSequenceBackend<P, T>(options: ResolvedOptions, io: IO,
+  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>, planFor: (nranks: number) => P,
+  body: (run: SequenceRun<P>) => Promise<T>): Promise<T> {
   const env = hooks.env ?? process.env;
   return withBackend(options, io, { ...hooks, preflight: preflight(options, env) }, async (up) => {
     await up.adjust();
     const board = await attachProgressBoards({ info: up.info, native: up.native, dog: up.dog, io }, env);
     try {
-      return await body(up, env);
+      const plan = planFor(up.info.nranks);
+      return await body({ up, env, plan, root: (up.info.worldRank ?? up.info.rank) === 0 });
     } finally {
       board?.close();
     }

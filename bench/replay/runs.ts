@@ -7,9 +7,8 @@ import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { shortHost } from '../core/ranks.js';
 import type { BackendInfo } from '../native/binding.js';
-import type { BackendUp } from '../engine/bring-up.js';
 import type { SuiteHooks } from '../engine/context.js';
-import { sequenceSpecs, withSequenceBackend } from '../engine/timed-sequences.js';
+import { sequenceSpecs, withSequenceBackend, type SequenceRun } from '../engine/timed-sequences.js';
 import type { ReplayPlan, ReplayStep } from './steps.js';
 
 export interface ReplayTiming {
@@ -53,14 +52,12 @@ function matrixOf(step: ReplayStep): MatrixSource {
 /** Brings the backend up, plans the steps for the job's world (`planFor` may refuse it) and times them. */
 export async function timeReplay(options: ResolvedOptions, timing: ReplayTiming, planFor: (nranks: number) => ReplayPlan, io: IO,
   hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<ReplayMeasured> {
-  return withSequenceBackend(options, io, hooks,
-    (up, env) => timeSteps(options, timing, planFor(up.info.nranks), io, env, up));
+  return withSequenceBackend(options, io, hooks, planFor, (s) => timeSteps(options, timing, io, s));
 }
 
-async function timeSteps(run: ResolvedOptions, t: ReplayTiming, plan: ReplayPlan, io: IO, env: NodeJS.ProcessEnv,
-  up: BackendUp): Promise<ReplayMeasured> {
+async function timeSteps(run: ResolvedOptions, t: ReplayTiming, io: IO,
+  { up, env, plan, root }: SequenceRun<ReplayPlan>): Promise<ReplayMeasured> {
   const { info, native, dog } = up;
-  const root = (info.worldRank ?? info.rank) === 0;
   const maxBytes = Math.max(...plan.steps.map((s) => s.bytes));
   const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.iters };
   const [specs] = sequenceSpecs(options, up, [plan.steps.map((s, k) => ({

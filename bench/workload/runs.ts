@@ -10,9 +10,8 @@ import type { DTypeName } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { RepeatSamples } from './analyze.js';
 import { gapsFor, type WorkloadPlan } from './plan.js';
-import type { BackendUp } from '../engine/bring-up.js';
 import type { SuiteHooks } from '../engine/context.js';
-import { sequenceSpecs, withSequenceBackend } from '../engine/timed-sequences.js';
+import { sequenceSpecs, withSequenceBackend, type SequenceRun } from '../engine/timed-sequences.js';
 
 /** How each configuration is timed. */
 export interface WorkloadTiming {
@@ -39,15 +38,13 @@ export interface WorkloadMeasured {
 /** Brings the backend up, builds the plan for the job's world (`planFor` may refuse it) and times it. */
 export async function timeWorkload(options: ResolvedOptions, timing: WorkloadTiming,
   planFor: (nranks: number) => WorkloadPlan, io: IO, hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<WorkloadMeasured> {
-  return withSequenceBackend(options, io, hooks,
-    (up, env) => timePlan(options, timing, planFor(up.info.nranks), io, env, up));
+  return withSequenceBackend(options, io, hooks, planFor, (s) => timePlan(options, timing, io, s));
 }
 
 /** The measurement proper, once the backend is up and the progress boards listen. */
-async function timePlan(run: ResolvedOptions, t: WorkloadTiming, plan: WorkloadPlan, io: IO, env: NodeJS.ProcessEnv,
-  up: BackendUp): Promise<WorkloadMeasured> {
+async function timePlan(run: ResolvedOptions, t: WorkloadTiming, io: IO,
+  { up, env, plan, root }: SequenceRun<WorkloadPlan>): Promise<WorkloadMeasured> {
   const { info, native, dog } = up;
-  const root = (info.worldRank ?? info.rank) === 0;
   const maxBytes = Math.max(...plan.configurations.flatMap((c) => c.ops.map((o) => o.bytes)));
   const ctx: LayoutContext = { env, minBytes: 0, maxBytes };
   const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.steps, dtypes: [t.dtype] };
