@@ -17,13 +17,12 @@ import { commandHelp, parseOptions, type CommandOptions } from '../config/option
 import { asText } from '../config/resolve.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { flag, helpFlag, PASS_ON_FLAGS } from '../config/flags.js';
+import { flag, helpFlag, inGroup, PASS_ON_FLAGS } from '../config/flags.js';
 import { AcceptChecks } from './runs.js';
 import { withChildRuns } from '../engine/child-runs.js';
 import { crowdingRefusal } from '../launch/mpirun.js';
-import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
-import { checkOutputPaths, OutputError } from '../report/outputs.js';
+import { checkOutputPaths, writeDocument, writeOutputFile } from '../report/outputs.js';
 
 /**
  * Default --tolerance: a size regresses only when its median time is more than 1 + this times the baseline's (and
@@ -56,7 +55,7 @@ const ACCEPT_FLAGS = [
   helpFlag(OPTIONS),
 ] as const;
 
-const ACCEPT_TABLE = [...ACCEPT_FLAGS, ...LAUNCH_FLAGS.map((f) => ({ ...f, group: LAUNCH_GROUP }))] as const;
+const ACCEPT_TABLE = [...ACCEPT_FLAGS, ...inGroup(LAUNCH_FLAGS, LAUNCH_GROUP)] as const;
 
 export const ACCEPT_OPTIONS: CommandOptions<typeof ACCEPT_TABLE> = {
   command: 'accept',
@@ -160,24 +159,11 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: IO):
           world: { nranks: session.world.nranks, backend: session.world.backend }, host: session.world.host,
           checks: all.filter((r) => r.check.baseline).map((r) => baselineCheck(r.check, r.docs.length, samplesBySize(r.check, r.docs))),
         };
-        write('--save-baseline', opts.saveBaseline, `${JSON.stringify(b)}\n`);
+        writeOutputFile('--save-baseline', opts.saveBaseline, `${JSON.stringify(b)}\n`);
         doc.savedBaseline = opts.saveBaseline;
       }
     }
-    const toStdout = outputs.some((o) => o.path === '-');
-    for (const line of renderVerdictText(doc)) (toStdout ? io.err : io.out)(line);
-    for (const o of outputs) {
-      if (o.path === '-') io.out(o.render(doc).replace(/\n$/, ''));
-      else write(o.flag, o.path, o.render(doc));
-    }
+    await writeDocument(doc, outputs, io, { lines: renderVerdictText(doc), besideStdout: 'stderr' });
     return exitCode;
   });
-}
-
-function write(flag: string, path: string, text: string): void {
-  try {
-    writeFileAtomic(path, text);
-  } catch (e) {
-    throw new OutputError(`${flag}: cannot write ${path}: ${(e as Error).message}`);
-  }
 }

@@ -13,6 +13,7 @@ import { UsageError } from '../core/errors.js';
 import type { GlooAlgo } from '../core/types.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { isNativeError, type BackendInfo, type NativeBackend } from '../native/binding.js';
+import { torchelasticRunId } from '../launch/job-token.js';
 import { slurmStep } from '../launch/slurm.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
@@ -80,7 +81,7 @@ export function glooWorld(env: Env = process.env): GlooWorld {
   }
   const rank = intVar(env, 'RANK'), size = intVar(env, 'WORLD_SIZE');
   if (rank !== undefined && size !== undefined) {
-    const run = env.TORCHELASTIC_RUN_ID ?? `${env.MASTER_ADDR ?? 'localhost'}-${env.MASTER_PORT ?? '0'}`;
+    const run = torchelasticRunId(env) ?? `${env.MASTER_ADDR ?? 'localhost'}-${env.MASTER_PORT ?? '0'}`;
     return check({
       launcher: 'torchrun', rank, size, localRank: intVar(env, 'LOCAL_RANK') ?? rank,
       localSize: intVar(env, 'LOCAL_WORLD_SIZE') ?? (isLoopback(env.MASTER_ADDR) ? size : 1),

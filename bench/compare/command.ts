@@ -10,9 +10,8 @@ import type { IO } from '../core/io.js';
 import { BackendUnavailableError, EXIT, UsageError } from '../core/errors.js';
 import { flag, helpFlag } from '../config/flags.js';
 import type { BackendName } from '../core/types.js';
-import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
-import { checkOutputPaths, OutputError } from '../report/outputs.js';
+import { checkOutputPaths, writeDocument, writeOutputFile } from '../report/outputs.js';
 import { analyze } from './analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from './document.js';
 import { checkCombination, parseProgram, type ProgramSpec } from './program.js';
@@ -198,16 +197,12 @@ function buildDoc(plan: ComparePlan, runs: CompareRuns, children: ChildRuns, sta
   };
 }
 
-/** The output files (not stdout, which gets the final document once); `final`: the HTML page too. */
-async function writeFiles(plan: ComparePlan, doc: CompareDocument, final: boolean): Promise<void> {
+/** The output files as the runs come (not stdout, which gets the final document once, nor the HTML page: charts cost
+ *  a moment; the page is written at the end). */
+async function writeFiles(plan: ComparePlan, doc: CompareDocument): Promise<void> {
   for (const o of plan.opts.outputs) {
-    if (o.path === '-') continue;
-    if (!final && o.flag === '--html') continue; // charts cost a moment; the page is written at the end
-    try {
-      writeFileAtomic(o.path, await o.render(doc));
-    } catch (e) {
-      throw new OutputError(`${o.flag}: cannot write ${o.path}: ${(e as Error).message}`);
-    }
+    if (o.path === '-' || o.flag === '--html') continue;
+    writeOutputFile(o.flag, o.path, await o.render(doc));
   }
 }
 
@@ -221,12 +216,9 @@ export async function compareCommand(argv: string[], scriptPath: string, io: IO)
       quiet: plan.opts.quiet }, children, kept !== null, io);
     if (plan.backend !== null && backendRecord(plan.backend).tuningLog && !session.interrupted) await session.runNcclProbe();
     // the files are rewritten after every run, so an interrupted comparison leaves what it measured
-    await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, children, startTime, 'incomplete'), false));
+    await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, children, startTime, 'incomplete')));
     const doc = buildDoc(plan, session, children, startTime, session.interrupted ? 'interrupted' : 'complete');
-    await writeFiles(plan, doc, true);
-    const toStdout = plan.opts.outputs.some((o) => o.path === '-');
-    for (const line of renderText(doc)) (toStdout ? io.err : io.out)(line);
-    for (const o of plan.opts.outputs) if (o.path === '-') io.out((await o.render(doc)).replace(/\n$/, ''));
+    await writeDocument(doc, plan.opts.outputs, io, { lines: renderText(doc), besideStdout: 'stderr' });
     return doc.exitCode;
   });
 }

@@ -308,6 +308,15 @@ export const FLAGS = Object.freeze([
 export type PassOnFlag = Extract<(typeof FLAGS)[number], { passOn: true }>;
 export const PASS_ON_FLAGS: readonly PassOnFlag[] = FLAGS.filter((f): f is PassOnFlag => 'passOn' in f && f.passOn === true);
 
+/** The run's flag that sets `field`, for a command that takes it with its own default or help (replay, workload). */
+type RunFlagOf<F> = Extract<(typeof FLAGS)[number], { field: F }>;
+export const runFlag = <F extends (typeof FLAGS)[number]['field']>(field: F): RunFlagOf<F> =>
+  FLAGS.find((f) => f.field === field) as RunFlagOf<F>;
+
+/** Run flags a command takes as they are, listed in its --help under `group` (accept, replay, workload). */
+export const inGroup = <F extends FlagSpec>(flags: readonly F[], group: string): F[] =>
+  flags.map((f) => ({ ...f, group }));
+
 /** -h and --version: they end parsing, as nccl-tests prints its usage as soon as getopt reaches -h. */
 export const ACTIONS: readonly ActionFlag[] = Object.freeze([
   { kind: 'action', short: 'h', long: 'help', action: 'help', group: 'Other', help: 'print this help and exit' },

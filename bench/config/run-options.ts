@@ -2,7 +2,7 @@
 // command) → resolveOptions(), -h → help text; and the command line of a child that reruns the same options.
 // Pure: no I/O.
 import { UsageError } from '../core/errors.js';
-import { ACTIONS, FLAGS, GROUPS, flagName, type OptionField, type ValueFlag } from './flags.js';
+import { ACTIONS, FLAGS, GROUPS, flagName, type FlagSpec, type OptionField, type ValueFlag } from './flags.js';
 import { COLLECTIVES, PROGRAMS, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from './flags.js';
 import { flagHelp, optionSpecs, tokenize, type OptionSpec } from './option-parser.js';
@@ -126,4 +126,20 @@ export function childArguments(options: ResolvedOptions, programNamesCollective:
     if (arg !== null) out.push(arg);
   }
   return out;
+}
+
+/**
+ * The flags of a command that runs the engine itself (replay, workload), as given, split: its own words, rendered back
+ * as typed (`--long`, `--long=value`) for its children under --np, and the run flags, which go through the run's
+ * parser (cross-checked exactly as for a run) and come back resolved.
+ */
+export function splitRunFlags(command: string, ordered: readonly { field: string; value: unknown }[],
+  table: readonly FlagSpec[], ownFields: ReadonlySet<string>): { own: string[]; run: ResolvedOptions } {
+  const words = (own: boolean): string[] => ordered.filter((t) => ownFields.has(t.field) === own).map((t) => {
+    const f = table.find((x) => x.kind !== 'action' && x.field === t.field)!;
+    return t.value === true ? `--${f.long}` : `--${f.long}=${asText(t.value)}`;
+  });
+  const parsed = parseCommandLine(['all_reduce', ...words(false)], 'collbench');
+  if (parsed.kind !== 'run') throw new UsageError(`${command}: see --help`);
+  return { own: words(true), run: parsed.options };
 }

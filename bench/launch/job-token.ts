@@ -3,6 +3,7 @@
 // every rank of one job and no other job, the boards from a random number rank 0 shares at start-up.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ENV } from '../core/environment.js';
+import { slurmJobId } from './slurm.js';
 
 /** A job's token (a digest: the id itself never travels) and the variable(s) it came from, to name in messages. */
 export interface JobToken { token: string; source: string }
@@ -20,15 +21,22 @@ const digest = (id: string): string => createHash('sha256').update(`collbench jo
 export function launcherJobToken(env: NodeJS.ProcessEnv): JobToken | null {
   const explicit = env[ENV.JOB_TOKEN]?.trim();
   if (explicit) return { token: digest(`token:${explicit}`), source: ENV.JOB_TOKEN };
-  const run = env.TORCHELASTIC_RUN_ID?.trim();
-  if (run && run !== 'none') return { token: digest(`torchelastic:${run}`), source: 'TORCHELASTIC_RUN_ID' };
-  const job = (env.SLURM_JOB_ID ?? env.SLURM_JOBID)?.trim();
+  const run = torchelasticRunId(env);
+  if (run) return { token: digest(`torchelastic:${run}`), source: 'TORCHELASTIC_RUN_ID' };
+  const job = slurmJobId(env);
   if (job) {
     const step = env.SLURM_STEP_ID?.trim();
     return step ? { token: digest(`slurm:${job}.${step}`), source: 'SLURM_JOB_ID.SLURM_STEP_ID' }
       : { token: digest(`slurm:${job}`), source: 'SLURM_JOB_ID' };
   }
   return null;
+}
+
+/** torchrun's id of this job (TORCHELASTIC_RUN_ID), or null where it names no job: unset, or 'none', the default
+ *  outside torchrun's standalone mode that every such job shares. */
+export function torchelasticRunId(env: NodeJS.ProcessEnv): string | null {
+  const run = env.TORCHELASTIC_RUN_ID?.trim();
+  return run && run !== 'none' ? run : null;
 }
 
 /** Whether a token a peer sent is the job's, compared in constant time (no timing says how much of it matched). */

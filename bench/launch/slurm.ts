@@ -231,7 +231,12 @@ export function slurmStep(env: Env = process.env): SlurmStep | null {
     throw new UsageError(`SLURM_PROCID=${rank} SLURM_LOCALID=${localRank}: not a task of a step of ${size} tasks ` +
       `(${localSize} on this node)`);
   }
-  return { rank, size, localRank, localSize, nodes, jobId: env.SLURM_JOB_ID ?? env.SLURM_JOBID ?? '0', stepId: env.SLURM_STEP_ID };
+  return { rank, size, localRank, localSize, nodes, jobId: slurmJobId(env) ?? '0', stepId: env.SLURM_STEP_ID };
+}
+
+/** Slurm's job id (SLURM_JOB_ID, or the older SLURM_JOBID), null outside a Slurm job. */
+export function slurmJobId(env: Env = process.env): string | null {
+  return (env.SLURM_JOB_ID ?? env.SLURM_JOBID)?.trim() || null;
 }
 
 /** True when srun gave this task a PMIx or PMI server (`srun --mpi=pmix`, `--mpi=pmi2`) an MPI library can join. */

@@ -7,8 +7,7 @@ import { withChildRuns } from '../engine/child-runs.js';
 import { checkReachable, LocateJobs } from './runs.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { writeFileAtomic } from '../report/atomic-write.js';
-import { OutputError } from '../report/outputs.js';
+import { documentJson, writeDocument } from '../report/outputs.js';
 import { renderLocateText } from './document.js';
 import { runLocate } from './flow.js';
 import { LOCATE_OPTIONS, parseLocateArgs, type LocateOptions, type PlanRequest } from './options.js';
@@ -62,19 +61,8 @@ export async function locateCommand(argv: string[], scriptPath: string, io: IO):
       s.progress(`checking that mpirun reaches ${opts.hosts.length} hosts`);
       await checkReachable(s, opts.hosts);
       const doc = await runLocate(s, argv);
-      const toStdout = opts.jsonFile === '-';
-      for (const line of renderLocateText(doc)) (toStdout ? io.err : io.out)(line);
-      if (opts.jsonFile !== null) {
-        const text = `${JSON.stringify(doc, null, 2)}\n`;
-        if (toStdout) io.out(text.trimEnd());
-        else {
-          try {
-            writeFileAtomic(opts.jsonFile, text);
-          } catch (e) {
-            throw new OutputError(`locate: -J: cannot write ${opts.jsonFile}: ${(e as Error).message}`);
-          }
-        }
-      }
+      await writeDocument(doc, [{ flag: 'locate: -J', path: opts.jsonFile, render: documentJson }], io,
+        { lines: renderLocateText(doc), besideStdout: 'stderr' });
       // Ctrl-C / SIGTERM: 128 + the signal as any interrupted command; stopped by --max-time: the (partial) verdict's own
       return children.signalExit() ?? doc.exitCode;
     } finally {

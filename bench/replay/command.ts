@@ -4,18 +4,16 @@
 // rank reads and plans the same steps, times them through the engine's timed call sequences (runs.ts), and rank 0
 // prints the per-step table and totals and writes -J / --csv.
 import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
-import { parseCommandLine } from '../config/run-options.js';
-import { asText } from '../config/resolve.js';
+import { splitRunFlags } from '../config/run-options.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag, type ResolvedOptions } from '../config/flags.js';
+import { FLAGS, flag, helpFlag, inGroup, runFlag, type ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { launchRanks } from '../engine/launch-ranks.js';
 import { preflight } from '../engine/preflight.js';
 import { relayVerdict } from '../launch/verdict-relay.js';
 import { launcherRank } from '../launch/launcher.js';
-import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
-import { checkOutputPaths } from '../report/outputs.js';
+import { checkOutputPaths, documentJson, outputFiles, writeDocument, type DocumentOutput } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { VERSION } from '../version.js';
 import { TraceError, type ReplayTrace } from './calls.js';
@@ -30,16 +28,14 @@ type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'oversu
 const RUN_GROUP = 'Run options (as for runs)';
 const RUN_FIELDS_TAKEN = ['np', 'hosts', 'oversubscribe', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec'];
 const RUN_FLAGS = FLAGS.filter((f): f is RunFlag => RUN_FIELDS_TAKEN.includes(f.field));
-const byField = <F extends (typeof FLAGS)[number]['field']>(field: F): Extract<(typeof FLAGS)[number], { field: F }> =>
-  FLAGS.find((f) => f.field === field) as Extract<(typeof FLAGS)[number], { field: F }>;
 const CHECKS = 'Checks', MEASURE = 'Measurement', OUTPUT = 'Output';
 const REPLAY_FLAGS = [
   flag.toggle('skip-unknown', 'skipUnknown', CHECKS, 'replay the rest of a trace that holds operations collbench does not know (listed)'),
   flag.toggle('shrink', 'shrink', CHECKS, 'replay a trace of more ranks than the job on the job\'s ranks: ranks 0..np-1\'s sequences, ' +
     'world groups cut to np (as PARAM\'s --auto-shrink); refused without it'),
-  { ...byField('iters'), default: 20, group: MEASURE, help: 'timed iterations of the whole sequence (and of each step alone)' },
-  { ...byField('warmupIters'), default: 5, group: MEASURE, help: 'untimed iterations before them' },
-  { ...byField('check'), group: MEASURE, help: 'count wrong elements of every step once (0 = no check)' },
+  { ...runFlag('iters'), default: 20, group: MEASURE, help: 'timed iterations of the whole sequence (and of each step alone)' },
+  { ...runFlag('warmupIters'), default: 5, group: MEASURE, help: 'untimed iterations before them' },
+  { ...runFlag('check'), group: MEASURE, help: 'count wrong elements of every step once (0 = no check)' },
   flag.toggle('gaps', 'gaps', MEASURE, 'keep the recorded time between calls (flight-recorder dumps record it) as busy waits'),
   flag.toggle('dry-run', 'dryRun', MEASURE, 'read and check the trace, print its steps and exit; runs nothing'),
   flag.output('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-replay", with ops[]; schema/collbench-replay.v1.schema.json); - = stdout'),
@@ -48,7 +44,7 @@ const REPLAY_FLAGS = [
   flag.quiet(OUTPUT),
   helpFlag(OUTPUT),
 ] as const;
-const REPLAY_TABLE = [...REPLAY_FLAGS, ...RUN_FLAGS.map((f) => ({ ...f, group: RUN_GROUP }))] as const;
+const REPLAY_TABLE = [...REPLAY_FLAGS, ...inGroup(RUN_FLAGS, RUN_GROUP)] as const;
 
 export const REPLAY_OPTIONS: CommandOptions<typeof REPLAY_TABLE> = {
   command: 'replay',
@@ -90,23 +86,18 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs | 'help' {
   const { stop, positionals, values: v, ordered, given } = parseOptions(argv, REPLAY_OPTIONS);
   if (stop === 'help') return 'help';
   if (!positionals.length) throw new UsageError('replay: give the trace: files or folders (see --help)');
-  const words = (own: boolean): string[] => ordered.filter((t) => OWN_FIELDS.has(t.field) === own).map((t) => {
-    const f = REPLAY_TABLE.find((x) => x.kind !== 'action' && x.field === t.field)!;
-    return t.value === true ? `--${f.long}` : `--${f.long}=${asText(t.value)}`;
-  });
-  const parsed = parseCommandLine(['all_reduce', ...words(false)], 'collbench');
-  if (parsed.kind !== 'run') throw new UsageError('replay: see --help');
+  const { own, run } = splitRunFlags('replay', ordered, REPLAY_TABLE, OWN_FIELDS);
   return {
     traces: positionals, skipUnknown: v.skipUnknown, shrink: v.shrink, iters: v.iters, warmupIters: v.warmupIters,
     check: v.check > 0, gaps: v.gaps, dryRun: v.dryRun, json: v.json, csv: v.csv, force: v.force, quiet: v.quiet,
-    own: [...positionals, ...words(true)], run: parsed.options, npGiven: given.has('np'),
+    own: [...positionals, ...own], run, npGiven: given.has('np'),
   };
 }
 
-function outputs(a: ReplayArgs): { flag: string; path: string }[] {
-  return [['-J', a.json], ['--csv', a.csv]]
-    .filter((x): x is [string, string] => x[1] !== null && x[1] !== '-').map(([flag, path]) => ({ flag, path }));
+function documentOutputs(a: ReplayArgs): DocumentOutput<ReplayDocument>[] {
+  return [{ flag: '-J', path: a.json, render: documentJson }, { flag: '--csv', path: a.csv, render: renderCsv }];
 }
+const outputs = (a: ReplayArgs): { flag: string; path: string }[] => outputFiles(documentOutputs(a));
 
 /** Reads and checks the trace for `nranks` ranks (null: its own); a bad trace becomes the command's usage error. */
 async function readAndPlan(a: ReplayArgs, nranks: number | null): Promise<{ trace: ReplayTrace; plan: ReplayPlan }> {
@@ -169,18 +160,6 @@ async function runReplay(a: ReplayArgs, trace: ReplayTrace, io: IO, argv: string
     version: VERSION, startTime, argv: typed, backend: { name: m.info.backend, version: m.info.libraryVersionShort },
     hosts: m.hosts, exitCode,
   });
-  writeOutputs(a, doc, io);
+  await writeDocument(doc, documentOutputs(a), io, { lines: renderText(doc), besideStdout: 'none' });
   return exitCode;
-}
-
-function writeOutputs(a: ReplayArgs, doc: ReplayDocument, io: IO): void {
-  const toStdout = [a.json, a.csv].includes('-');
-  if (!toStdout) for (const line of renderText(doc)) io.out(line);
-  const emit = (path: string | null, text: string): void => {
-    if (path === null) return;
-    if (path === '-') io.out(text.replace(/\n$/, ''));
-    else writeFileAtomic(path, text);
-  };
-  emit(a.json, JSON.stringify(doc, null, 2) + '\n');
-  emit(a.csv, renderCsv(doc));
 }

@@ -2,19 +2,13 @@
 // native specs and timed through the workload engine's timed call sequences (native runSequence, timed_loop.h
 // benchSequence; no second timed loop): the whole sequence back to back for the time per replayed iteration (with
 // the data check, and --gaps' recorded idle time between calls), then each step alone for its own median and p99.
-import { getCollective } from '../collectives/index.js';
-import type { LayoutContext } from '../collectives/descriptor.js';
 import type { MatrixSource } from '../collectives/alltoallv-plan.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { shortHost } from '../core/ranks.js';
-import { DTYPE_BYTES, type HalfSpec } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
-import { withBackend, type BackendUp } from '../engine/bring-up.js';
-import { preflight } from '../engine/preflight.js';
 import type { SuiteHooks } from '../engine/context.js';
-import { localSpecs } from '../engine/half-spec.js';
-import { attachProgressBoards } from '../engine/attach-boards.js';
+import { sequenceSpecs, withSequenceBackend, type SequenceRun } from '../engine/timed-sequences.js';
 import type { ReplayPlan, ReplayStep } from './steps.js';
 
 export interface ReplayTiming {
@@ -58,35 +52,18 @@ function matrixOf(step: ReplayStep): MatrixSource {
 /** Brings the backend up, plans the steps for the job's world (`planFor` may refuse it) and times them. */
 export async function timeReplay(options: ResolvedOptions, timing: ReplayTiming, planFor: (nranks: number) => ReplayPlan, io: IO,
   hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<ReplayMeasured> {
-  const env = hooks.env ?? process.env;
-  return withBackend(options, io, { ...hooks, preflight: preflight(options, env) }, async (up) => {
-    await up.adjust();
-    const board = await attachProgressBoards({ info: up.info, native: up.native, dog: up.dog, io }, env);
-    try {
-      return await timeSteps(options, timing, planFor(up.info.nranks), io, env, up);
-    } finally {
-      board?.close();
-    }
-  });
+  return withSequenceBackend(options, io, hooks, planFor, (s) => timeSteps(options, timing, io, s));
 }
 
-async function timeSteps(run: ResolvedOptions, t: ReplayTiming, plan: ReplayPlan, io: IO, env: NodeJS.ProcessEnv,
-  up: BackendUp): Promise<ReplayMeasured> {
+async function timeSteps(run: ResolvedOptions, t: ReplayTiming, io: IO,
+  { up, env, plan, root }: SequenceRun<ReplayPlan>): Promise<ReplayMeasured> {
   const { info, native, dog } = up;
-  const root = (info.worldRank ?? info.rank) === 0;
   const maxBytes = Math.max(...plan.steps.map((s) => s.bytes));
   const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.iters };
-  let sendBytes = 0, recvBytes = 0;
-  const specs = plan.steps.map((s, k) => {
-    const ctx: LayoutContext = s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes };
-    const h = localSpecs(options, getCollective(s.collective), info, ctx, { dtype: s.dtype, op: s.op, root: Math.max(s.root, 0) },
-      s.bytes, false, t.check ? 1 : 0, k + 1);
-    const ts = DTYPE_BYTES[s.dtype];
-    sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
-    recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
-    return h.specs as HalfSpec | HalfSpec[];
-  });
-  native.allocate(sendBytes + 64, recvBytes + 64);
+  const [specs] = sequenceSpecs(options, up, [plan.steps.map((s, k) => ({
+    collective: s.collective, sweep: { dtype: s.dtype, op: s.op, root: Math.max(s.root, 0) }, bytes: s.bytes,
+    seed: k + 1, ctx: s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes },
+  }))], t.check);
   const total = plan.steps.reduce((a, s) => a + s.bytes, 0);
   const rounds = t.iters + t.warmupIters;
   const gapUs = t.gaps ? recordedGapsUs(plan.steps) : null;

@@ -117,6 +117,49 @@ export function checkOutputPaths(specs: readonly { flag: string; path: string }[
   }
 }
 
+/** Replaces one output file atomically (writeFileAtomic); a failure is an OutputError naming the flag and the file. */
+export function writeOutputFile(flag: string, path: string, text: string, durable = true): void {
+  try {
+    writeFileAtomic(path, text, durable);
+  } catch (e) {
+    throw new OutputError(`${flag}: cannot write ${path}: ${(e as Error).message}`);
+  }
+}
+
+/** One output of a command's own document (accept, compare, locate, replay, workload): the flag that asked for it,
+ *  its file (`-` = stdout, null = not asked for) and how the document becomes its text. */
+export interface DocumentOutput<D> {
+  flag: string;
+  path: string | null;
+  render(doc: D): string | Promise<string>;
+}
+
+/** The outputs asked for that are files (not stdout), as checkOutputPaths and the launcher take them. */
+export function outputFiles(outputs: readonly DocumentOutput<never>[]): { flag: string; path: string }[] {
+  return outputs.flatMap((o) => (o.path === null || o.path === '-' ? [] : [{ flag: o.flag, path: o.path }]));
+}
+
+/** A document as indented JSON with a final newline, as the commands' -J writes it. */
+export const documentJson = (doc: unknown): string => `${JSON.stringify(doc, null, 2)}\n`;
+
+/**
+ * The one writer of a command's finished document: the text summary on stdout, or, when a document goes to stdout,
+ * on stderr (`summaryBesideStdout` 'stderr') or not at all ('none'), so that stdout holds only that document; then
+ * each output in order, a file replaced atomically (OutputError when it cannot be), stdout's printed.
+ */
+export async function writeDocument<D>(doc: D, outputs: readonly DocumentOutput<D>[], io: IO,
+  summary: { lines: readonly string[]; besideStdout: 'stderr' | 'none' }): Promise<void> {
+  const toStdout = outputs.some((o) => o.path === '-');
+  if (!toStdout) for (const line of summary.lines) io.out(line);
+  else if (summary.besideStdout === 'stderr') for (const line of summary.lines) io.err(line);
+  for (const o of outputs) {
+    if (o.path === null) continue;
+    const text = await o.render(doc);
+    if (o.path === '-') io.out(text.replace(/\n$/, ''));
+    else writeOutputFile(o.flag, o.path, text);
+  }
+}
+
 /** During a run the exporters rewrite their files at most this often (ms): the first row after a quiet spell at once,
  *  rows that follow sooner together, at most this long afterwards. A rewrite per row cost about 0.3-0.6 ms of JavaScript
  *  and file-system work per row (more as the document grows: a soak rewrote O(rows²)); run beside the row-halves queued
@@ -146,12 +189,8 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
         toStdout(texts[i]!.replace(/\n$/, ''));
         return;
       }
-      try {
-        // Durable (fsync) at the end only: the rewrites during the run are replaced soon.
-        writeFileAtomic(s.path, texts[i]!, final);
-      } catch (e) {
-        throw new OutputError(`${s.flag}: cannot write ${s.path}: ${(e as Error).message}`);
-      }
+      // Durable (fsync) at the end only: the rewrites during the run are replaced soon.
+      writeOutputFile(s.flag, s.path, texts[i]!, final);
     });
   };
   // Rewrites go one after the other (a timer's and a row's never interleave); a failed one is thrown at the next call.

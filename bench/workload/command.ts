@@ -4,15 +4,13 @@
 // compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
 // Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
 import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/option-parser.js';
-import { parseCommandLine } from '../config/run-options.js';
-import { asText } from '../config/resolve.js';
+import { splitRunFlags } from '../config/run-options.js';
 import { EXIT, UsageError } from '../core/errors.js';
-import { FLAGS, flag, helpFlag, type PassOnFlag, type ResolvedOptions } from '../config/flags.js';
+import { FLAGS, flag, helpFlag, inGroup, runFlag, type PassOnFlag, type ResolvedOptions } from '../config/flags.js';
 import { DTYPE_BYTES, DTYPES, type DTypeName } from '../core/types.js';
 import { launcherRank } from '../launch/launcher.js';
-import { writeFileAtomic } from '../report/atomic-write.js';
 import { isoLocal } from '../report/exporters/json.js';
-import { checkOutputPaths } from '../report/outputs.js';
+import { checkOutputPaths, documentJson, outputFiles, writeDocument, type DocumentOutput } from '../report/outputs.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { VERSION } from '../version.js';
 import { recommend, summarize } from './analyze.js';
@@ -31,8 +29,6 @@ import { relayVerdict } from '../launch/verdict-relay.js';
 type RunFlag = PassOnFlag | Extract<(typeof FLAGS)[number], { field: 'timeoutSec' }>;
 const RUN_GROUP = 'Run options (as for runs)';
 const RUN_FLAGS = FLAGS.filter((f): f is RunFlag => 'passOn' in f || f.field === 'timeoutSec');
-const byField = <F extends (typeof FLAGS)[number]['field']>(field: F): Extract<(typeof FLAGS)[number], { field: F }> =>
-  FLAGS.find((f) => f.field === field) as Extract<(typeof FLAGS)[number], { field: F }>;
 const MODEL = 'Model', CONFIGS = 'Configurations', MEASURE = 'Measurement', OUTPUT = 'Output';
 const DTYPE_NAMES = ['bf16', 'fp16', 'fp32', 'fp64', ...DTYPES] as const;
 const WORKLOAD_FLAGS = [
@@ -54,12 +50,12 @@ const WORKLOAD_FLAGS = [
   default: null as number | null },
   flag.int(undefined, 'repeats', 'repeats', 5, 'repeat count', 2, undefined, MEASURE, 'interleaved repeats of every configuration',
     { value: '<count>' }),
-  { ...byField('iters'), default: 10, group: MEASURE, help: 'timed steps per repeat' },
-  { ...byField('warmupIters'), default: 2, group: MEASURE, help: 'untimed steps before them' },
+  { ...runFlag('iters'), default: 10, group: MEASURE, help: 'timed steps per repeat' },
+  { ...runFlag('warmupIters'), default: 2, group: MEASURE, help: 'untimed steps before them' },
   flag.number('compute-ms', 'computeMs', 0, 'compute time (ms)', 0, undefined, MEASURE, 'stand-in compute per step (busy wait ' +
     'spread over the calls in proportion to their bytes); also times the step with it and reports how much communication it hid',
   { value: '<ms>' }),
-  { ...byField('check'), group: MEASURE, help: 'count wrong elements once per call of the first repeat (0 = no check)' },
+  { ...runFlag('check'), group: MEASURE, help: 'count wrong elements once per call of the first repeat (0 = no check)' },
   flag.toggle('dry-run', 'dryRun', MEASURE, 'print the sequences (calls, sizes) and exit; runs nothing'),
   flag.output('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-workload", schema/collbench-workload.v1.schema.json); ' +
     '- = stdout'),
@@ -69,7 +65,7 @@ const WORKLOAD_FLAGS = [
   flag.quiet(OUTPUT),
   helpFlag(OUTPUT),
 ] as const;
-const WORKLOAD_TABLE = [...WORKLOAD_FLAGS, ...RUN_FLAGS.map((f) => ({ ...f, group: RUN_GROUP }))] as const;
+const WORKLOAD_TABLE = [...WORKLOAD_FLAGS, ...inGroup(RUN_FLAGS, RUN_GROUP)] as const;
 
 export const WORKLOAD_OPTIONS: CommandOptions<typeof WORKLOAD_TABLE> = {
   command: 'workload',
@@ -148,15 +144,9 @@ export function parseWorkloadArgs(argv: readonly string[]): WorkloadArgs | 'help
   only('unitLayers', '--unit-layers', 'fsdp');
   only('world', '--world', 'fsdp');
   const dtype = DTYPE_ALIASES[v.dtype] ?? v.dtype as DTypeName;
-  // The run flags go through the run's own parser too, so that they are cross-checked exactly as for a run.
-  const words = (own: boolean): string[] => ordered.filter((t) => OWN_FIELDS.has(t.field) === own).map((t) => {
-    const f = WORKLOAD_TABLE.find((x) => x.kind !== 'action' && x.field === t.field)!;
-    return t.value === true ? `--${f.long}` : `--${f.long}=${asText(t.value)}`;
-  });
-  const parsed = parseCommandLine(['all_reduce', ...words(false)], 'collbench');
-  if (parsed.kind !== 'run') throw new UsageError('workload: see --help');
+  const { own, run } = splitRunFlags('workload', ordered, WORKLOAD_TABLE, OWN_FIELDS);
   return {
-    kind, dtype, repeats: v.repeats, own: [kind, ...words(true)], run: parsed.options,
+    kind, dtype, repeats: v.repeats, own: [kind, ...own], run,
     params: v.params === null ? null : parseCount(v.params, 'workload: --params'),
     layers: v.layers,
     paramSizes: v.paramSizes,
@@ -181,10 +171,11 @@ export function buildPlan(a: WorkloadArgs, world: number): WorkloadPlan {
     : fsdpPlan(model, a.dtype, bytes, world, a.unitLayers);
 }
 
-function outputs(a: WorkloadArgs): { flag: string; path: string }[] {
-  return [['-J', a.json], ['--csv', a.csv], ['--html', a.html]]
-    .filter((x): x is [string, string] => x[1] !== null && x[1] !== '-').map(([flag, path]) => ({ flag, path }));
+function documentOutputs(a: WorkloadArgs): DocumentOutput<WorkloadDocument>[] {
+  return [{ flag: '-J', path: a.json, render: documentJson }, { flag: '--csv', path: a.csv, render: renderCsv },
+    { flag: '--html', path: a.html, render: renderHtml }];
 }
+const outputs = (a: WorkloadArgs): { flag: string; path: string }[] => outputFiles(documentOutputs(a));
 
 /** `onTimeout`: what ends the process when -T expires and the backend has no job-wide abort (cli/main.ts decides). */
 export async function workloadCommand(argv: string[], scriptPath: string, io: IO, onTimeout?: () => never): Promise<number> {
@@ -235,19 +226,6 @@ async function runWorkload(a: WorkloadArgs, io: IO, argv: string[], env: NodeJS.
     plan, settings, summaries, samples, recommendation: recommend(summaries), version: VERSION, startTime, argv: typed,
     backend: { name: info.backend, version: info.libraryVersionShort }, nranks: info.nranks, hosts, exitCode,
   });
-  await writeOutputs(a, doc, io);
+  await writeDocument(doc, documentOutputs(a), io, { lines: renderText(doc), besideStdout: 'none' });
   return exitCode;
-}
-
-async function writeOutputs(a: WorkloadArgs, doc: WorkloadDocument, io: IO): Promise<void> {
-  const toStdout = [a.json, a.csv, a.html].includes('-');
-  if (!toStdout) for (const line of renderText(doc)) io.out(line);
-  const emit = (path: string | null, text: string): void => {
-    if (path === null) return;
-    if (path === '-') io.out(text.replace(/\n$/, ''));
-    else writeFileAtomic(path, text);
-  };
-  emit(a.json, JSON.stringify(doc, null, 2) + '\n');
-  emit(a.csv, renderCsv(doc));
-  if (a.html !== null) emit(a.html, await renderHtml(doc));
 }

@@ -1,21 +1,17 @@
 // A workload's measurement on one rank (`collbench workload`): the backend brought up as a run's, every
 // configuration's sequence of calls (workload/plan.ts) timed back to back through the native timed loop, `repeats`
 // times in a rotated order, with progress lines; rank 0 gets the samples and the job's hosts for its document.
-import { getCollective } from '../collectives/index.js';
 import type { LayoutContext } from '../collectives/descriptor.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import type { SweepCase } from '../config/cases.js';
 import { shortHost } from '../core/ranks.js';
-import { DTYPE_BYTES, type DTypeName, type HalfSpec } from '../core/types.js';
+import type { DTypeName } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { RepeatSamples } from './analyze.js';
 import { gapsFor, type WorkloadPlan } from './plan.js';
-import { withBackend, type BackendUp } from '../engine/bring-up.js';
-import { preflight } from '../engine/preflight.js';
 import type { SuiteHooks } from '../engine/context.js';
-import { localSpecs } from '../engine/half-spec.js';
-import { attachProgressBoards } from '../engine/attach-boards.js';
+import { sequenceSpecs, withSequenceBackend, type SequenceRun } from '../engine/timed-sequences.js';
 
 /** How each configuration is timed. */
 export interface WorkloadTiming {
@@ -42,39 +38,22 @@ export interface WorkloadMeasured {
 /** Brings the backend up, builds the plan for the job's world (`planFor` may refuse it) and times it. */
 export async function timeWorkload(options: ResolvedOptions, timing: WorkloadTiming,
   planFor: (nranks: number) => WorkloadPlan, io: IO, hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<WorkloadMeasured> {
-  const env = hooks.env ?? process.env;
-  return withBackend(options, io, { ...hooks, preflight: preflight(options, env) }, async (up) => {
-    await up.adjust();
-    // As in runs: an expired wait names the rank that did not arrive and where the others are (progress boards).
-    const board = await attachProgressBoards({ info: up.info, native: up.native, dog: up.dog, io }, env);
-    try {
-      return await timePlan(options, timing, planFor(up.info.nranks), io, env, up);
-    } finally {
-      board?.close();
-    }
-  });
+  return withSequenceBackend(options, io, hooks, planFor, (s) => timePlan(options, timing, io, s));
 }
 
 /** The measurement proper, once the backend is up and the progress boards listen. */
-async function timePlan(run: ResolvedOptions, t: WorkloadTiming, plan: WorkloadPlan, io: IO, env: NodeJS.ProcessEnv,
-  up: BackendUp): Promise<WorkloadMeasured> {
+async function timePlan(run: ResolvedOptions, t: WorkloadTiming, io: IO,
+  { up, env, plan, root }: SequenceRun<WorkloadPlan>): Promise<WorkloadMeasured> {
   const { info, native, dog } = up;
-  const root = (info.worldRank ?? info.rank) === 0;
   const maxBytes = Math.max(...plan.configurations.flatMap((c) => c.ops.map((o) => o.bytes)));
   const ctx: LayoutContext = { env, minBytes: 0, maxBytes };
   const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.steps, dtypes: [t.dtype] };
   const sweep: SweepCase = { dtype: t.dtype, op: 'sum', root: 0 };
   let seed = 0;
   // One spec (or one per local rank) per call; buffers for the largest call of any configuration.
-  let sendBytes = 0, recvBytes = 0;
-  const specs = plan.configurations.map((c) => c.ops.map((o) => {
-    const h = localSpecs(options, getCollective(o.collective), info, ctx, sweep, o.bytes, false, t.check ? 1 : 0, ++seed);
-    const ts = DTYPE_BYTES[t.dtype];
-    sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
-    recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
-    return h.specs as HalfSpec | HalfSpec[];
-  }));
-  native.allocate(sendBytes + 64, recvBytes + 64);
+  const specs = sequenceSpecs(options, up, plan.configurations.map((c) => c.ops.map((o) => ({
+    collective: o.collective, sweep, bytes: o.bytes, ctx, seed: ++seed,
+  }))), t.check);
   const samples: RepeatSamples[][] = plan.configurations.map(() => []);
   const computeUs = t.computeMs * 1e3;
   for (let r = 0; r < t.repeats; r++) {

@@ -13,7 +13,10 @@ import { renderJson as renderJsonDoc, reportBuilder } from '../../bench/report/e
 import { renderJunit, xmlEscape } from '../../bench/report/exporters/junit.js';
 import { renderMarkdown } from '../../bench/report/exporters/md.js';
 import { ncclTestsJson } from '../../bench/report/exporters/nccl-tests-json.js';
-import { buildReporters, checkOutputPaths, EXPORT_INTERVAL_MS, exportReporter } from '../../bench/report/outputs.js';
+import {
+  buildReporters, checkOutputPaths, documentJson, EXPORT_INTERVAL_MS, exportReporter, OutputError, outputFiles,
+  writeDocument,
+} from '../../bench/report/outputs.js';
 import { prettyReporter } from '../../bench/report/reporters/pretty.js';
 import { formatDuration, progressReporter, progressWanted } from '../../bench/report/reporters/progress.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
@@ -260,5 +263,43 @@ describe('--format pretty', () => {
     assert.match(text, /┌/);
     assert.match(text, /│ +16 │ +4 │ +10.00 │/);
     assert.match(text, /# Out of bounds values : 1 FAILED/);
+  });
+});
+
+describe('writeDocument (the commands\' one output writer)', () => {
+  const doc = { kind: 'x', rows: [1, 2] };
+  const captured = (): { io: { out: (l: string) => void; err: (l: string) => void }; out: string[]; err: string[] } => {
+    const out: string[] = [], err: string[] = [];
+    return { io: { out: (l) => out.push(l), err: (l) => err.push(l) }, out, err };
+  };
+
+  it('summary on stdout, files written whole; a document on stdout: summary to stderr or none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cb-tidy-docout-'));
+    const file = join(dir, 'doc.json');
+    const a = captured();
+    await writeDocument(doc, [{ flag: '-J', path: file, render: documentJson },
+      { flag: '--csv', path: null, render: () => 'no' }], a.io, { lines: ['summary'], besideStdout: 'stderr' });
+    assert.deepEqual(a.out, ['summary']);
+    assert.deepEqual(a.err, []);
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), doc);
+    const b = captured();
+    await writeDocument(doc, [{ flag: '-J', path: '-', render: documentJson }], b.io,
+      { lines: ['summary'], besideStdout: 'stderr' });
+    assert.deepEqual(b.err, ['summary']);
+    assert.deepEqual(b.out, [JSON.stringify(doc, null, 2)]);
+    const c = captured();
+    await writeDocument(doc, [{ flag: '--csv', path: '-', render: async () => 'a,b\n' }], c.io,
+      { lines: ['summary'], besideStdout: 'none' });
+    assert.deepEqual([c.out, c.err], [['a,b'], []]);
+    assert.deepEqual(outputFiles([{ flag: '-J', path: '-', render: documentJson },
+      { flag: '--csv', path: file, render: documentJson }, { flag: '--html', path: null, render: documentJson }]),
+    [{ flag: '--csv', path: file }]);
+  });
+
+  it('a file that cannot be written is an OutputError naming the flag and the file', async () => {
+    const missing = join(mkdtempSync(join(tmpdir(), 'cb-tidy-docout-')), 'gone', 'doc.json');
+    await assert.rejects(writeDocument(doc, [{ flag: 'locate: -J', path: missing, render: documentJson }],
+      captured().io, { lines: [], besideStdout: 'stderr' }),
+    (e: unknown) => e instanceof OutputError && e.message.startsWith(`locate: -J: cannot write ${missing}: ENOENT`));
   });
 });
