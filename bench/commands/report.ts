@@ -6,13 +6,12 @@ import { basename } from 'node:path';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { flag, helpFlag } from '../config/flags.js';
-import { writeFileAtomic } from '../report/atomic-write.js';
 import {
   chartRunFromNcclTests, chartRunFromReport, isNcclTestsJson, meanBySeriesAndSize, renderHtml, type ChartRun,
 } from '../report/exporters/html.js';
 import { mdEscape, mdTable } from '../report/exporters/md.js';
 import { adaptiveFloat } from '../report/format.js';
-import { checkOutputPaths, OutputError } from '../report/outputs.js';
+import { checkOutputPaths, writeOutputFile } from '../report/outputs.js';
 import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
 import { errorText, schemaErrors } from '../report/json-schemas.js';
 import { REPLAY_KIND, renderReplayOverlay, ReplayOverlayError, type ReplayDocument } from '../report/replay-document.js';
@@ -147,7 +146,7 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
     }
     if (md === '-') io.out(text.replace(/\n$/, ''));
     else {
-      writeFileAtomic(md!, text);
+      writeOutputFile('--md', md!, text);
       io.err(`report: wrote ${md} (Markdown, ${replays.length} replay${replays.length === 1 ? '' : 's'}: ${labels.join(', ')})`);
     }
     return EXIT.OK;
@@ -156,11 +155,7 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
   const title = values.title ?? (runs.length === 1 ? `collbench report: ${runs[0]!.label}` : `collbench report: ${labels.join(' vs ')}`);
   const write = (flag: string, path: string, text: string): void => {
     if (path === '-') { io.out(text.replace(/\n$/, '')); return; }
-    try {
-      writeFileAtomic(path, text);
-    } catch (e) {
-      throw new OutputError(`${flag}: cannot write ${path}: ${(e as Error).message}`);
-    }
+    writeOutputFile(flag, path, text);
     // on stderr: a report on stdout (-) stays clean
     io.err(`report: wrote ${path} (${flag === '--html' ? 'HTML' : 'Markdown'}, ${runs.length} run${runs.length === 1 ? '' : 's'}: ` +
       `${labels.join(', ')})`);
