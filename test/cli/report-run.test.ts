@@ -152,7 +152,8 @@ describe('--json-format nccl-tests', () => {
     }
     const table = parseRows(r.stdout);
     assert.equal(j.results.length, table.length);
-    j.results.forEach((res: any, i: number) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    j.results.forEach((res: any, i: number) => {
       assert.deepEqual(Object.keys(res), ['size', 'count', 'type', 'redop', 'root', 'out_of_place', 'out_of_place_per_iter',
         'in_place', 'in_place_per_iter', 'actual_iterations', 'experiment_name']);
       assert.equal(res.size, table[i]!.size);

@@ -3,10 +3,12 @@
 // NCCL_TESTS_MIN_BW average check, when set, is a test case of its own. Mirrors the nccl-tests verdicts.
 import { PLACEMENTS, type ReportDocument, type ReportHalf, type ReportRow } from '../schema.js';
 
+// XML 1.0 has no way to carry most control characters: they are dropped.
+// eslint-disable-next-line no-control-regex
+const XML_FORBIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g;
+
 export function xmlEscape(s: string): string {
-  // XML 1.0 has no way to carry most control characters: drop them.
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '')
+  return s.replace(XML_FORBIDDEN, '')
     .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
 }
 
