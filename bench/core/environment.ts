@@ -92,6 +92,9 @@ export const VARIABLES = Object.freeze([
   v('ARGV', 'internal', 'the user\'s command line (JSON array) that --np, compare, accept, locate and workload pass to their children, so ' +
     'that each child\'s report records the command to rerun (report/provenance.ts ARGV_ENV)', 'the process\'s own argv',
     ['bench/report/provenance.ts']),
+  v('STDERR_TTY', 'internal', '1: the --np launcher\'s stderr is a terminal, so rank 0 draws the progress bar although mpirun ' +
+    'hands it a pipe (unset: rank 0 prints a plain progress line every 10 s instead)', 'rank 0 asks its own stderr',
+    ['bench/engine/launch-ranks.ts', 'bench/report/reporters/progress.ts']),
   v('GLOO_LAUNCHER', 'internal', 'collbench: the gloo ranks were started by collbench --np (RANK, WORLD_SIZE are torchrun\'s names)',
     'the launcher is read from its own variables (Open MPI, PMI, torchrun)', ['bench/backends/gloo.ts', 'bench/launch/local-ranks.ts']),
   v('CLOCK_ALIGN', 'hook', 'barrier: estimate clock offsets between ranks even when they share one clock (to see the estimate\'s accuracy)',
