@@ -80,10 +80,10 @@ async function timePlan(run: ResolvedOptions, t: WorkloadTiming, plan: WorkloadP
   const computeUs = t.computeMs * 1e3;
   // Rank 0 says how far it is: the time left on each repeat's line, and a plain line every 10 s between them.
   const planned = t.repeats * plan.configurations.length;
-  let done = 0, now = '';
+  let done = 0, now = '', doneAtMs: number | undefined;
   const started = Date.now();
   const ticker = root && !t.quiet
-    ? periodicProgress(io.err, () => ({ done, planned, unit: 'configurations × repeats', what: now })) : null;
+    ? periodicProgress(io.err, () => ({ done, planned, unit: 'configuration runs', what: now, doneAtMs })) : null;
   try {
     for (let r = 0; r < t.repeats; r++) {
       for (let j = 0; j < plan.configurations.length; j++) {
@@ -94,11 +94,12 @@ async function timePlan(run: ResolvedOptions, t: WorkloadTiming, plan: WorkloadP
         const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
           dog.expectedSec(t.steps + t.warmupSteps, bytes) + ((t.steps + t.warmupSteps) * computeUs) / 1e6,
           native.runSequence(specs[i]!, { iters: t.steps, warmupIters: t.warmupSteps, gapUs, check }));
-        now = `${c.label}, repeat ${r + 1}`;
+        now = `${plan.varies} ${c.label}, repeat ${r + 1}`;
         const comm = await run(undefined, t.check && r === 0);
         const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
         samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
         done++;
+        doneAtMs = Date.now();
         if (root && !t.quiet) {
           const elapsed = (Date.now() - started) / 1000;
           io.err(`# repeat ${r + 1}/${t.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +

@@ -15,7 +15,7 @@ import { renderMarkdown } from '../../bench/report/exporters/md.js';
 import { ncclTestsJson } from '../../bench/report/exporters/nccl-tests-json.js';
 import { buildReporters, checkOutputPaths, EXPORT_INTERVAL_MS, exportReporter } from '../../bench/report/outputs.js';
 import { prettyReporter } from '../../bench/report/reporters/pretty.js';
-import { formatDuration, periodicProgress, progressMode, progressReporter, progressWanted } from '../../bench/report/reporters/progress.js';
+import { formatDuration, periodicProgress, progressMode, progressReporter, progressWanted, timeLeft } from '../../bench/report/reporters/progress.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
 import { UsageError } from '../../bench/core/errors.js';
 import type { ReportDocument } from '../../bench/report/schema.js';
@@ -242,6 +242,12 @@ describe('progress', () => {
     await new Promise((r) => setTimeout(r, 45));
     ticker.stop();
     assert.equal(lines[0], 'progress: 12/40 rows, 1m20s elapsed, ~3m07s left (now x 8MB)');
+    // 20 s into the 13th row, at the pace of the 12 done (5 s each): 28 rows less the 20 s spent (2m00s) would be less
+    // than the 27 rows after it take (2m15s)
+    assert.equal(timeLeft(80, 12, 40, 20), '2m15s');
+    assert.equal(timeLeft(62, 12, 40, 2), '2m18s'); // 2 s into it: 28 × 5 s less 2 s
+    assert.equal(timeLeft(80, 12, 40, 0), '3m07s');
+    assert.equal(timeLeft(80, 0, 40, 0), '?');
   });
 
   it('draws rows done/total, the size and an ETA, and erases itself before each row prints', async () => {

@@ -41,9 +41,16 @@ export function progressWanted(stream: ProgressStream, quiet: boolean, env: Node
   return progressMode(stream, quiet, env) === 'bar';
 }
 
-/** The time left, from the pace so far: '?' before the first unit is done or when the total is unknown. */
-export function timeLeft(elapsedSec: number, done: number, planned: number | null): string {
-  return planned !== null && done > 0 ? formatDuration((elapsedSec / done) * Math.max(0, planned - done)) : '?';
+/**
+ * The time left, from the pace of the units done so far: '?' before the first is done or when the total is unknown.
+ * `inCurrentSec`: time already spent on the unit under way, which is not to be waited for again (yet at least the
+ * units after it remain), so that the estimate does not grow while one long row runs.
+ */
+export function timeLeft(elapsedSec: number, done: number, planned: number | null, inCurrentSec = 0): string {
+  if (planned === null || done <= 0) return '?';
+  const pace = Math.max(0, elapsedSec - inCurrentSec) / done;
+  const remaining = Math.max(0, planned - done);
+  return formatDuration(Math.max(pace * Math.max(0, remaining - 1), pace * remaining - inCurrentSec));
 }
 
 /** How often a plain progress line is printed when stderr is not a terminal. */
@@ -53,15 +60,20 @@ export const PROGRESS_LINE_PERIOD_MS = 10_000;
  * A plain progress line every `periodMs` while something runs (`progress: 12/40 rows, 1m20s elapsed, ~3m05s left`),
  * for logs and pipes; the first one only after a period, so a short run prints none. `status()` gives the counts.
  */
-export interface ProgressStatus { done: number; planned: number | null; unit: string; what?: string }
+export interface ProgressStatus {
+  done: number; planned: number | null; unit: string; what?: string;
+  /** When the last unit was done (ms, the clock `now` reads). */
+  doneAtMs?: number;
+}
 
 export function periodicProgress(write: (line: string) => void, status: () => ProgressStatus,
   periodMs = PROGRESS_LINE_PERIOD_MS, now: () => number = Date.now): { stop(): void } {
   const started = now();
   const timer = setInterval(() => {
-    const { done, planned, unit, what } = status();
-    const elapsed = (now() - started) / 1000;
-    const left = timeLeft(elapsed, done, planned);
+    const { done, planned, unit, what, doneAtMs } = status();
+    const t = now();
+    const elapsed = (t - started) / 1000;
+    const left = timeLeft(elapsed, done, planned, doneAtMs === undefined ? 0 : (t - doneAtMs) / 1000);
     write(`progress: ${done}${planned !== null ? `/${planned}` : ''} ${unit}, ${formatDuration(elapsed)} elapsed` +
       `${left === '?' ? '' : `, ~${left} left`}${what ? ` (now ${what})` : ''}`);
   }, periodMs);
@@ -74,6 +86,7 @@ export function progressLinesReporter(stream: ProgressStream, periodMs = PROGRES
   let ticker: { stop(): void } | null = null;
   let planned: number | null = null;
   let done = 0;
+  let doneAtMs: number | undefined;
   let what = '';
   let collective = '';
   const stop = (): void => { ticker?.stop(); ticker = null; };
@@ -81,13 +94,16 @@ export function progressLinesReporter(stream: ProgressStream, periodMs = PROGRES
     begin(meta) {
       planned = meta.plannedRows ?? null;
       collective = meta.options.collective;
-      const status = (): ProgressStatus => ({ done, planned, unit: 'rows', what });
+      const status = (): ProgressStatus => ({ done, planned, unit: 'rows', what, doneAtMs });
       ticker = periodicProgress((line) => stream.write(line + '\n'), status, periodMs);
     },
     rowStart(next: RowStart) {
       what = rowLabel(collective, next);
     },
-    row() { done++; },
+    row() {
+      done++;
+      doneAtMs = Date.now();
+    },
     end: stop,
     abandon: stop,
   };
