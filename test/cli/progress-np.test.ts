@@ -21,13 +21,15 @@ describe('progress under --np with the mpi backend', () => {
   });
 
   it('prints a plain line every ~10 s on stderr when it is not a terminal; stdout keeps only the table', () => {
-    // two rows of ~5 s and ~10 s on an idle 2-core machine (longer under load): at least one line, with an estimate
-    const args = ['-b', '2M', '-e', '4M', '-f', '2', '-n', '800', '-w', '1', '--np', '2', '--backend', 'mpi'];
+    // two rows, 15 s or more on a 2-core machine (4.8 s idle at -n 2000), longer under load: at least one line
+    const args = ['-b', '2M', '-e', '4M', '-f', '2', '-n', '6000', '-w', '1', '--np', '2', '--backend', 'mpi'];
     const r = runProgram('all_reduce_perf', args, { env: { CI: undefined }, timeoutMs: 300_000 });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('progress: '));
     assert.ok(lines.length >= 1, `no progress line on stderr:\n${r.stderr}`);
-    for (const l of lines) assert.match(l, /^progress: [0-2]\/2 rows, \d+s elapsed(, ~\d+s left)? \(now all_reduce float [24]MB\)$/);
+    const duration = String.raw`\d+(?:m\d\d)?s`; // formatDuration below an hour: 45s, 3m05s
+    const line = new RegExp(String.raw`^progress: [0-2]/2 rows, ${duration} elapsed(, ~${duration} left)? \(now all_reduce float [24]MB\)$`);
+    for (const l of lines) assert.match(l, line);
     assert.doesNotMatch(r.stdout, /progress|rows \|/);
     assert.equal(parseRows(r.stdout).length, 2);
     for (const line of r.stdout.split('\n')) {
@@ -36,7 +38,7 @@ describe('progress under --np with the mpi backend', () => {
   });
 
   it('prints none with --quiet, nor in a short run', () => {
-    const quiet = runProgram('all_reduce_perf', ['-b', '2M', '-e', '4M', '-f', '2', '-n', '800', '--np', '2', '--quiet'],
+    const quiet = runProgram('all_reduce_perf', ['-b', '2M', '-e', '4M', '-f', '2', '-n', '6000', '--np', '2', '--quiet'],
       { env: { CI: undefined }, timeoutMs: 300_000 });
     assert.equal(quiet.code, 0, quiet.stderr);
     assert.equal(quiet.stderr, '');

@@ -242,9 +242,10 @@ describe('progress', () => {
     await new Promise((r) => setTimeout(r, 45));
     ticker.stop();
     assert.equal(lines[0], 'progress: 12/40 rows, 1m20s elapsed, ~3m07s left (now x 8MB)');
-    // 20 s into the 13th row, at the pace of the 12 done (5 s each): 28 rows less the 20 s spent (2m00s) would be less
-    // than the 27 rows after it take (2m15s)
-    assert.equal(timeLeft(80, 12, 40, 20), '2m15s');
+    // 8 s into the 13th row, at the pace of the 12 done (6 s each): 28 rows less the 8 s spent (2m40s) would be less
+    // than the 27 rows after it take (2m42s); 13 s into it (over twice the pace) the pace says nothing
+    assert.equal(timeLeft(80, 12, 40, 8), '2m42s');
+    assert.equal(timeLeft(85, 12, 40, 13), '?');
     assert.equal(timeLeft(62, 12, 40, 2), '2m18s'); // 2 s into it: 28 × 5 s less 2 s
     assert.equal(timeLeft(80, 12, 40, 0), '3m07s');
     assert.equal(timeLeft(80, 0, 40, 0), '?');

@@ -44,11 +44,14 @@ export function progressWanted(stream: ProgressStream, quiet: boolean, env: Node
 /**
  * The time left, from the pace of the units done so far: '?' before the first is done or when the total is unknown.
  * `inCurrentSec`: time already spent on the unit under way, which is not to be waited for again (yet at least the
- * units after it remain), so that the estimate does not grow while one long row runs.
+ * units after it remain), so that the estimate does not grow while one long row runs; '?' once that unit has taken
+ * more than twice the pace, rather than a confident "~0s left".
  */
 export function timeLeft(elapsedSec: number, done: number, planned: number | null, inCurrentSec = 0): string {
   if (planned === null || done <= 0) return '?';
   const pace = Math.max(0, elapsedSec - inCurrentSec) / done;
+  // A unit taking more than twice the pace (a larger size at the end of a sweep): the pace says nothing of it.
+  if (inCurrentSec > 2 * pace) return '?';
   const remaining = Math.max(0, planned - done);
   return formatDuration(Math.max(pace * Math.max(0, remaining - 1), pace * remaining - inCurrentSec));
 }
