@@ -43,6 +43,8 @@ serial=(
   test/cli/launch-stop.test.ts
   # a failing verdict under --np, `| head -1`, --hosts nosuchhost:2: exit codes and the absence of mpirun's banners
   test/cli/launch-outcome.test.ts
+  # a 2-rank mpirun sweep of about 2 minutes whose plain progress line must appear every 10 s, and a bar under script(1)
+  test/cli/progress-np.test.ts
   # kill -9 of a random rank: the job must end within -T 10 + 5 s, and no process naming its folder may be left
   test/cli/rank-death.test.ts
   # the executor hands a batch of short calls over in one turn of the event loop within a 250 ms hold while a long

@@ -95,6 +95,9 @@ export const VARIABLES = Object.freeze([
   v('VERDICT_DIR', 'internal', 'the folder the --np launcher gives its ranks: a rank whose run ends with a failing verdict ' +
     'writes it there and exits 0, so mpirun sees no crash and the launcher exits with the verdict (launch/verdict-relay.ts)',
   'unset: a rank exits with its verdict', ['bench/launch/verdict-relay.ts']),
+  v('STDERR_TTY', 'internal', '1: the --np launcher\'s stderr is a terminal, so rank 0 draws the progress bar although mpirun ' +
+    'hands it a pipe (unset: rank 0 prints a plain progress line every 10 s instead)', 'rank 0 asks its own stderr',
+    ['bench/engine/launch-ranks.ts', 'bench/report/reporters/progress.ts']),
   v('GLOO_LAUNCHER', 'internal', 'collbench: the gloo ranks were started by collbench --np (RANK, WORLD_SIZE are torchrun\'s names)',
     'the launcher is read from its own variables (Open MPI, PMI, torchrun)', ['bench/backends/gloo.ts', 'bench/launch/local-ranks.ts']),
   v('CLOCK_ALIGN', 'hook', 'barrier: estimate clock offsets between ranks even when they share one clock (to see the estimate\'s accuracy)',

@@ -7,6 +7,7 @@ import { localRanksPlan, runLocalRanks } from '../launch/local-ranks.js';
 import { mpirunPlan, runUnderMpirun } from '../launch/mpirun.js';
 import { VERDICT_DIR_ENV, verdictFolder } from '../launch/verdict-relay.js';
 import { removeOrphanedTemps } from '../report/atomic-write.js';
+import { ENV } from '../core/environment.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import type { Preflight } from './preflight.js';
 
@@ -33,7 +34,11 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext, 
   // A rank that finishes with a failing verdict leaves it here and exits 0: a verdict is not a crash
   // (launch/verdict-relay.ts).
   const verdicts = verdictFolder();
-  const childEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed), [VERDICT_DIR_ENV]: verdicts.dir };
+  const childEnv: NodeJS.ProcessEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed), [VERDICT_DIR_ENV]: verdicts.dir };
+  // mpirun hands the ranks a pipe for stderr: rank 0 learns here that the user sees a terminal, and draws its bar
+  // (report/reporters/progress.ts) rather than the plain lines meant for logs.
+  if (process.stderr.isTTY) childEnv[ENV.STDERR_TTY] = '1';
+  else delete childEnv[ENV.STDERR_TTY];
   const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
   const np = options.np!;
   let code: number;

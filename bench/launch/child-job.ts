@@ -83,7 +83,7 @@ function meaningfulLines(text: string): string[] {
   return text.split('\n').map((l) => l.trimEnd()).filter((l) => {
     const t = l.trim();
     return t !== '' && !/^[-=*]{5,}$/.test(t) && !l.startsWith('#') && !/^at /.test(t) && !/^Node\.js v\d/.test(t) &&
-      !/^[{}[\]]$/.test(t) && !/^\^+$/.test(t);
+      !/^[{}[\]]$/.test(t) && !/^\^+$/.test(t) && !/^progress: \d/.test(t); // a run's periodic progress line
   });
 }
 

@@ -29,6 +29,13 @@ export class MpirunNotices {
     const lines = (this.partial + chunk).split('\n');
     this.partial = lines.pop()!;
     for (const line of lines) this.line(line);
+    // A terminal redraw (rank 0's progress bar: carriage returns and escapes, no newline) passes at once; it is never
+    // part of a banner.
+    // eslint-disable-next-line no-control-regex -- terminal escapes are what is looked for
+    if (this.block === null && /[\r\u001b]/.test(this.partial)) {
+      this.pass(this.partial);
+      this.partial = '';
+    }
   }
 
   /** The end of the stream: a half line, or a banner that never closed, is printed as it is. */

@@ -150,12 +150,20 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
     // The launcher itself ends (an uncaught error, process.exit): nothing it started may outlive it.
     const onExit = () => { if (!exited) signalGroup('SIGKILL'); };
     process.on('exit', onExit);
+    // Rank 0's progress bar (on a terminal) and its table rows reach this launcher through two pipes, so a row may
+    // come before the bar's erasure: a bar line still open on the terminal is erased before stdout text is written.
+    let barOpen = false;
     child.stdout!.on('data', (chunk: Buffer) => {
       if (received === 'SIGPIPE') return;
+      if (barOpen && process.stderr.isTTY) { writeAll(2, Buffer.from('\r\u001b[K')); barOpen = false; }
       if (!writeAll(1, chunk)) stop('SIGPIPE', 'SIGTERM');
     });
     // After a broken stdout the ranks' deaths are the launcher's doing: nothing more to say.
-    const notices = new MpirunNotices((text) => { if (received !== 'SIGPIPE') process.stderr.write(text); });
+    const notices = new MpirunNotices((text) => {
+      if (received === 'SIGPIPE' || text === '') return;
+      process.stderr.write(text);
+      barOpen = !text.endsWith('\n');
+    });
     child.stderr!.on('data', (chunk: Buffer) => notices.push(chunk.toString('utf8')));
     let status: number | null = null;
     child.on('error', (e) => { process.off('exit', onExit); reject(e); });

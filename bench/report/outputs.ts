@@ -17,7 +17,7 @@ import { renderNcclTestsJson } from './exporters/nccl-tests-json.js';
 import type { Reporter } from './reporter.js';
 import { ncclTableReporter } from './reporters/nccl-table-reporter.js';
 import { prettyReporter } from './reporters/pretty.js';
-import { progressReporter, progressWanted, type ProgressStream } from './reporters/progress.js';
+import { progressLinesReporter, progressMode, progressReporter, type ProgressStream } from './reporters/progress.js';
 import type { ReportDocument } from './schema.js';
 
 /** A report file could not be written during the run (disk full, directory removed): exit 5. */
@@ -233,7 +233,7 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
 
 /**
  * Rank 0's reporters for these options, in the order they must run for each row: progress (erases its
- * line), the live table, the exporters. `stderr` is where the progress bar may draw.
+ * line), the live table, the exporters. `stderr` is where the progress bar or lines go.
  */
 export function buildReporters(options: ResolvedOptions, io: IO,
   ctx: { stderr?: ProgressStream; env?: NodeJS.ProcessEnv } = {}): Reporter[] {
@@ -242,7 +242,9 @@ export function buildReporters(options: ResolvedOptions, io: IO,
   const tableOut = specs.some((s) => s.path === '-') ? io.err : io.out;
   const reporters: Reporter[] = [];
   const stderr = ctx.stderr ?? process.stderr;
-  if (progressWanted(stderr, options.quiet, env)) reporters.push(progressReporter(stderr));
+  const progress = progressMode(stderr, options.quiet, env);
+  if (progress === 'bar') reporters.push(progressReporter(stderr));
+  else if (progress === 'lines') reporters.push(progressLinesReporter(stderr));
   reporters.push(options.format === 'pretty' ? prettyReporter(tableOut) : ncclTableReporter(tableOut));
   if (specs.length > 0) reporters.push(exportReporter(specs, io.out, env));
   return reporters;

@@ -12,6 +12,7 @@ import type { RepeatSamples } from './analyze.js';
 import { gapsFor, type WorkloadPlan } from './plan.js';
 import type { SuiteHooks } from '../engine/context.js';
 import { sequenceSpecs, withSequenceBackend, type SequenceRun } from '../engine/timed-sequences.js';
+import { formatDuration, periodicProgress, timeLeft } from '../report/reporters/progress.js';
 
 /** How each configuration is timed. */
 export interface WorkloadTiming {
@@ -56,28 +57,43 @@ async function timePlan(run: ResolvedOptions, t: WorkloadTiming, io: IO,
   }))), t.check);
   const samples: RepeatSamples[][] = plan.configurations.map(() => []);
   const computeUs = t.computeMs * 1e3;
-  for (let r = 0; r < t.repeats; r++) {
-    for (let j = 0; j < plan.configurations.length; j++) {
-      const i = (j + r) % plan.configurations.length; // a rotated order each repeat: no configuration always first
-      const c = plan.configurations[i]!;
-      const bytes = c.ops.reduce((x, o) => x + o.bytes, 0);
-      const label = `workload ${plan.kind} ${plan.varies} ${c.label}, repeat ${r + 1}`;
-      const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
-        dog.expectedSec(t.steps + t.warmupSteps, bytes) + ((t.steps + t.warmupSteps) * computeUs) / 1e6,
-        native.runSequence(specs[i]!, { iters: t.steps, warmupIters: t.warmupSteps, gapUs, check }));
-      const comm = await run(undefined, t.check && r === 0);
-      const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
-      samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
-      if (root && !t.quiet) {
-        io.err(`# repeat ${r + 1}/${t.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
-          `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}`);
-      }
-      if (comm.wrong > 0 && root && comm.firstWrong) {
-        const f = comm.firstWrong;
-        io.err(`# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
-          `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`);
+  // Rank 0 says how far it is: the time left on each repeat's line, and a plain line every 10 s between them.
+  const planned = t.repeats * plan.configurations.length;
+  let done = 0, now = '', doneAtMs: number | undefined;
+  const started = Date.now();
+  const ticker = root && !t.quiet
+    ? periodicProgress(io.err, () => ({ done, planned, unit: 'configuration runs', what: now, doneAtMs })) : null;
+  try {
+    for (let r = 0; r < t.repeats; r++) {
+      for (let j = 0; j < plan.configurations.length; j++) {
+        const i = (j + r) % plan.configurations.length; // a rotated order each repeat: no configuration always first
+        const c = plan.configurations[i]!;
+        const bytes = c.ops.reduce((x, o) => x + o.bytes, 0);
+        const label = `workload ${plan.kind} ${plan.varies} ${c.label}, repeat ${r + 1}`;
+        const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
+          dog.expectedSec(t.steps + t.warmupSteps, bytes) + ((t.steps + t.warmupSteps) * computeUs) / 1e6,
+          native.runSequence(specs[i]!, { iters: t.steps, warmupIters: t.warmupSteps, gapUs, check }));
+        now = `${plan.varies} ${c.label}, repeat ${r + 1}`;
+        const comm = await run(undefined, t.check && r === 0);
+        const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
+        samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
+        done++;
+        doneAtMs = Date.now();
+        if (root && !t.quiet) {
+          const elapsed = (Date.now() - started) / 1000;
+          io.err(`# repeat ${r + 1}/${t.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
+            `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}` +
+            ` (${done}/${planned}, ${formatDuration(elapsed)} elapsed, ~${timeLeft(elapsed, done, planned)} left)`);
+        }
+        if (comm.wrong > 0 && root && comm.firstWrong) {
+          const f = comm.firstWrong;
+          io.err(`# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
+            `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`);
+        }
       }
     }
+  } finally {
+    ticker?.stop();
   }
   // The job's hosts, for the document (rank 0 receives every rank's).
   const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));

@@ -18,7 +18,7 @@ import {
   writeDocument,
 } from '../../bench/report/outputs.js';
 import { prettyReporter } from '../../bench/report/reporters/pretty.js';
-import { formatDuration, progressReporter, progressWanted } from '../../bench/report/reporters/progress.js';
+import { formatDuration, periodicProgress, progressMode, progressReporter, progressWanted, timeLeft } from '../../bench/report/reporters/progress.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
 import { UsageError } from '../../bench/core/errors.js';
 import type { ReportDocument } from '../../bench/report/schema.js';
@@ -219,9 +219,39 @@ describe('progress', () => {
     assert.equal(progressWanted({ isTTY: true, write: () => true }, false, { CI: 'true' }), false);
     const o = resolveOptions({ collective: 'all_reduce' });
     const piped = buildReporters(o, { out: () => {}, err: () => {} }, { stderr: { isTTY: false, write: () => true }, env: {} });
-    assert.equal(piped.length, 1); // the table only
+    assert.equal(piped.length, 2); // the table and the plain progress lines
+    const quiet = buildReporters({ ...o, quiet: true }, { out: () => {}, err: () => {} },
+      { stderr: { isTTY: false, write: () => true }, env: {} });
+    assert.equal(quiet.length, 1); // the table only
     const term = buildReporters(o, { out: () => {}, err: () => {} }, { stderr: { isTTY: true, write: () => true }, env: {} });
     assert.equal(term.length, 2);
+  });
+
+  it('draws the bar for rank 0 under mpirun when the launcher\'s stderr is a terminal; plain lines elsewhere', () => {
+    const pipe = { isTTY: false, write: () => true };
+    assert.equal(progressMode(pipe, false, { COLLBENCH_STDERR_TTY: '1' }), 'bar');
+    assert.equal(progressMode(pipe, false, {}), 'lines');
+    assert.equal(progressMode(pipe, false, { COLLBENCH_STDERR_TTY: '1', TERM: 'dumb' }), 'lines');
+    assert.equal(progressMode(pipe, true, { COLLBENCH_STDERR_TTY: '1' }), null);
+  });
+
+  it('prints a plain line each period with rows done, elapsed and the time left, none before the first period', async () => {
+    const lines: string[] = [];
+    let t = 0, done = 0;
+    const ticker = periodicProgress((l) => lines.push(l), () => ({ done, planned: 40, unit: 'rows', what: 'x 8MB' }), 30, () => t);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(lines, []);
+    t = 80_000; done = 12;
+    await new Promise((r) => setTimeout(r, 45));
+    ticker.stop();
+    assert.equal(lines[0], 'progress: 12/40 rows, 1m20s elapsed, ~3m07s left (now x 8MB)');
+    // 8 s into the 13th row, at the pace of the 12 done (6 s each): 28 rows less the 8 s spent (2m40s) would be less
+    // than the 27 rows after it take (2m42s); 13 s into it (over twice the pace) the pace says nothing
+    assert.equal(timeLeft(80, 12, 40, 8), '2m42s');
+    assert.equal(timeLeft(85, 12, 40, 13), '?');
+    assert.equal(timeLeft(62, 12, 40, 2), '2m18s'); // 2 s into it: 28 × 5 s less 2 s
+    assert.equal(timeLeft(80, 12, 40, 0), '3m07s');
+    assert.equal(timeLeft(80, 0, 40, 0), '?');
   });
 
   it('draws rows done/total, the size and an ETA, and erases itself before each row prints', async () => {
