@@ -111,14 +111,14 @@ lint: node-deps
 
 # One layout at the tree's 120 columns, by tools instead of by hand: prettier for the TypeScript (.prettierrc.json,
 # .prettierignore), clang-format for the C++ (.clang-format). `make format` rewrites the files, `make format-check`
-# fails on any file that differs. Not yet part of `make test`: the tree is formatted once, when no branch is open.
+# fails on any file that differs; `make test` runs it with the lint, before the build.
 FORMAT_TS := 'bench/**/*.ts' 'test/**/*.ts' 'scripts/**/*.ts' eslint.config.js
 FORMAT_CPP = $(shell git ls-files 'native/*.cc' 'native/*.h' 'native/*.cu' 'native/*.c')
 format: node-deps
 	npx prettier --log-level warn --write $(FORMAT_TS)
 	clang-format -i $(FORMAT_CPP)
 
-format-check: node-deps
+format-check: deps
 	npx prettier --log-level warn --check $(FORMAT_TS)
 	clang-format --dry-run --Werror $(FORMAT_CPP)
 
@@ -126,8 +126,8 @@ format-check: node-deps
 test-unit: node-deps
 	scripts/run-tests.sh unit
 
-# lint first: a lint error fails in seconds, before the build and the long tests.
-test: lint build nccl-cache
+# lint and the format check first: they fail in seconds, before the build and the long tests.
+test: lint format-check build nccl-cache
 	scripts/run-tests.sh all
 
 # The long forms of the fault tests (docs/reliability.md), not run by make test: 10 kill -9 trials per backend

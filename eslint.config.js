@@ -21,13 +21,24 @@ export default defineConfig(
     rules: {
       // node:test's describe/it/test return promises the runner itself awaits; everything else must be
       // awaited, .catch'ed or marked `void`.
-      '@typescript-eslint/no-floating-promises': ['error', {
-        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite'] }],
-      }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite'] },
+          ],
+        },
+      ],
       // `_name` marks a parameter or binding kept on purpose (interface signatures, destructuring).
-      '@typescript-eslint/no-unused-vars': ['error', {
-        argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_',
-      }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrorsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+        },
+      ],
       // Re-throwing or rejecting with a caught `unknown` (catch (e) { …; throw e; }) is this code's way of
       // passing an error on unchanged.
       '@typescript-eslint/only-throw-error': ['error', { allowThrowingUnknown: true, allowThrowingAny: true }],

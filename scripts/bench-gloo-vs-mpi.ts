@@ -13,11 +13,32 @@ const rounds = Number(process.argv[2] ?? 5);
 const iters = Number(process.argv[3] ?? 20);
 type Backend = 'mpi' | 'gloo';
 
-interface Row { size: number; busBw: number; timeUs: number }
+interface Row {
+  size: number;
+  busBw: number;
+  timeUs: number;
+}
 
 /** One sweep on one backend: out-of-place time and busbw per size (checked: #wrong must be 0). */
 function sweep(backend: Backend): Row[] {
-  const args = ['--backend', backend, '--np', '2', '-b', '1K', '-e', '64M', '-f', '2', '-n', String(iters), '-w', '2', '-d', 'float'];
+  const args = [
+    '--backend',
+    backend,
+    '--np',
+    '2',
+    '-b',
+    '1K',
+    '-e',
+    '64M',
+    '-f',
+    '2',
+    '-n',
+    String(iters),
+    '-w',
+    '2',
+    '-d',
+    'float',
+  ];
   const r = spawnSync(join(root, 'bin', 'all_reduce_perf'), args, { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`all_reduce_perf ${args.join(' ')} exited ${r.status}:\n${r.stderr}`);
   const rows: Row[] = [];
@@ -58,8 +79,11 @@ const lines = [
 ];
 for (const [size, m] of samples.mpi) {
   const g = samples.gloo.get(size)!;
-  const mb = median(m.bw), gb = median(g.bw);
-  lines.push(`| ${sizeText(size)} | ${median(m.us).toFixed(1)} | ${mb.toFixed(2)} | ${median(g.us).toFixed(1)} | ${gb.toFixed(2)} | ` +
-    `${mb > 0 ? (gb / mb).toFixed(2) : 'n/a'} |`);
+  const mb = median(m.bw),
+    gb = median(g.bw);
+  lines.push(
+    `| ${sizeText(size)} | ${median(m.us).toFixed(1)} | ${mb.toFixed(2)} | ${median(g.us).toFixed(1)} | ${gb.toFixed(2)} | ` +
+      `${mb > 0 ? (gb / mb).toFixed(2) : 'n/a'} |`,
+  );
 }
 process.stdout.write(lines.join('\n') + '\n');

@@ -39,27 +39,47 @@ function count(text: string, what: string, min: number): number {
   return n;
 }
 
-const { values: argv } = (() => { try { return parseArgs({
-  options: {
-    backends: { type: 'string', default: BACKENDS.join(',') }, colls: { type: 'string', default: COLLS.join(',') },
-    bytes: { type: 'string', default: '64' }, low: { type: 'string', default: '5000' },
-    high: { type: 'string', default: '15000' }, 'native-dir': { type: 'string' }, json: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-  strict: true, allowPositionals: false,
-}); } catch (e) { return fail((e as Error).message); } })();
+const { values: argv } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        backends: { type: 'string', default: BACKENDS.join(',') },
+        colls: { type: 'string', default: COLLS.join(',') },
+        bytes: { type: 'string', default: '64' },
+        low: { type: 'string', default: '5000' },
+        high: { type: 'string', default: '15000' },
+        'native-dir': { type: 'string' },
+        json: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+})();
 if (argv.help) {
   console.log(USAGE);
   process.exit(0);
 }
-const backends = argv.backends.split(',').map((b) => (BACKENDS as readonly string[]).includes(b) ? b as Backend : fail(`--backends: unknown backend '${b}'`));
-const colls = argv.colls.split(',').map((c) => (COLLS as readonly string[]).includes(c) ? c : fail(`--colls: unknown collective '${c}' (${COLLS.join(', ')})`));
+const backends = argv.backends
+  .split(',')
+  .map((b) =>
+    (BACKENDS as readonly string[]).includes(b) ? (b as Backend) : fail(`--backends: unknown backend '${b}'`),
+  );
+const colls = argv.colls
+  .split(',')
+  .map((c) =>
+    (COLLS as readonly string[]).includes(c) ? c : fail(`--colls: unknown collective '${c}' (${COLLS.join(', ')})`),
+  );
 const bytes = count(argv.bytes, 'bytes', 4);
 const low = count(argv.low, 'low', 1);
 const high = count(argv.high, 'high', low + 1);
 const dir = argv['native-dir'] ?? join(root, 'build', 'Release');
 for (const b of backends) {
-  for (const p of [`plain_${b}_loop`, `native_${b}_loop`]) if (!existsSync(join(dir, p))) fail(`${join(dir, p)} is missing: build first (make build)`);
+  for (const p of [`plain_${b}_loop`, `native_${b}_loop`])
+    if (!existsSync(join(dir, p))) fail(`${join(dir, p)} is missing: build first (make build)`);
 }
 if (spawnSync('valgrind', ['--version']).error) {
   console.error('bench-instructions: valgrind is not installed (make bench-instructions installs it with apt)');
@@ -71,26 +91,55 @@ process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
 /** Instructions callgrind counted over a whole run of `program` with -n `ops`. */
 function instructions(program: string, coll: string, ops: number): number {
-  const env = { ...process.env, OMPI_MCA_pml: 'ob1', OMPI_MCA_ess_singleton_isolated: '1' };  // as bench-overhead's 1-rank MPI
-  const r = spawnSync('valgrind', ['--tool=callgrind', `--callgrind-out-file=${join(work, 'callgrind.out')}`, join(dir, program),
-    '-c', coll, '-b', String(bytes), '-e', String(bytes), '-n', String(ops), '-w', '10', '-i', '0'],
-  { encoding: 'utf8', env, maxBuffer: 1 << 24, timeout: 600_000 });
+  const env = { ...process.env, OMPI_MCA_pml: 'ob1', OMPI_MCA_ess_singleton_isolated: '1' }; // as bench-overhead's 1-rank MPI
+  const r = spawnSync(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      `--callgrind-out-file=${join(work, 'callgrind.out')}`,
+      join(dir, program),
+      '-c',
+      coll,
+      '-b',
+      String(bytes),
+      '-e',
+      String(bytes),
+      '-n',
+      String(ops),
+      '-w',
+      '10',
+      '-i',
+      '0',
+    ],
+    { encoding: 'utf8', env, maxBuffer: 1 << 24, timeout: 600_000 },
+  );
   const m = /Collected : (\d+)/.exec(r.stderr ?? '');
-  if (r.error || r.status !== 0 || !m) throw new Error(`${program} -c ${coll} under valgrind: ${r.error?.message ?? `exit ${r.status}`}\n${r.stderr}`);
+  if (r.error || r.status !== 0 || !m)
+    throw new Error(`${program} -c ${coll} under valgrind: ${r.error?.message ?? `exit ${r.status}`}\n${r.stderr}`);
   return Number(m[1]);
 }
 
-const perOp = (program: string, coll: string): number => (instructions(program, coll, high) - instructions(program, coll, low)) / (high - low);
+const perOp = (program: string, coll: string): number =>
+  (instructions(program, coll, high) - instructions(program, coll, low)) / (high - low);
 
-console.log(`# collbench instructions per op: plain loop vs collbench's own loop and backend (native loop, no Node), valgrind callgrind, 1 rank, ${bytes} B, out of place, float sum, (count at -n ${high} - count at -n ${low}) / ${high - low}`);
-console.log(`${'backend'.padEnd(8)}${'collective'.padEnd(16)}${'plain'.padStart(8)}${'collbench'.padStart(11)}${'added'.padStart(8)}${'ratio'.padStart(8)}`);
+console.log(
+  `# collbench instructions per op: plain loop vs collbench's own loop and backend (native loop, no Node), valgrind callgrind, 1 rank, ${bytes} B, out of place, float sum, (count at -n ${high} - count at -n ${low}) / ${high - low}`,
+);
+console.log(
+  `${'backend'.padEnd(8)}${'collective'.padEnd(16)}${'plain'.padStart(8)}${'collbench'.padStart(11)}${'added'.padStart(8)}${'ratio'.padStart(8)}`,
+);
 const rows: { backend: Backend; coll: string; bytes: number; plain: number; collbench: number; added: number }[] = [];
 for (const backend of backends) {
   for (const coll of colls) {
-    const plain = perOp(`plain_${backend}_loop`, coll), collbench = perOp(`native_${backend}_loop`, coll);
+    const plain = perOp(`plain_${backend}_loop`, coll),
+      collbench = perOp(`native_${backend}_loop`, coll);
     rows.push({ backend, coll, bytes, plain, collbench, added: collbench - plain });
-    console.log(`${backend.padEnd(8)}${coll.padEnd(16)}${plain.toFixed(0).padStart(8)}${collbench.toFixed(0).padStart(11)}` +
-      `${(collbench - plain >= 0 ? '+' : '') + (collbench - plain).toFixed(0)}`.padStart(8) + `${(collbench / plain).toFixed(3)}`.padStart(8));
+    console.log(
+      `${backend.padEnd(8)}${coll.padEnd(16)}${plain.toFixed(0).padStart(8)}${collbench.toFixed(0).padStart(11)}` +
+        `${(collbench - plain >= 0 ? '+' : '') + (collbench - plain).toFixed(0)}`.padStart(8) +
+        `${(collbench / plain).toFixed(3)}`.padStart(8),
+    );
   }
 }
-if (argv.json) writeFileSync(argv.json, `${JSON.stringify({ kind: 'collbench-instructions', bytes, low, high, rows }, null, 2)}\n`);
+if (argv.json)
+  writeFileSync(argv.json, `${JSON.stringify({ kind: 'collbench-instructions', bytes, low, high, rows }, null, 2)}\n`);

@@ -19,7 +19,9 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const COLLS = ['all_reduce', 'all_gather', 'alltoall', 'broadcast', 'reduce_scatter', 'sendrecv'] as const;
 type Coll = (typeof COLLS)[number];
 type Backend = 'mpi' | 'gloo';
-const GOAL_RATIO = 1.05, GOAL_ADDED_US = 0.10, OUTLIER_FACTOR = 2;
+const GOAL_RATIO = 1.05,
+  GOAL_ADDED_US = 0.1,
+  OUTLIER_FACTOR = 2;
 
 // ---- options ---------------------------------------------------------------------------------------------
 
@@ -75,21 +77,39 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-const { values: argv } = (() => { try { return parseArgs({
-  options: {
-    rounds: { type: 'string', default: '7' }, iters: { type: 'string', default: '100' },
-    'gloo-iters': { type: 'string', default: '20' },
-    warmup: { type: 'string', default: '5' }, 'start-delay-ms': { type: 'string', default: '300' }, backends: { type: 'string', default: 'mpi,gloo' },
-    ranks: { type: 'string', default: '1,2' }, colls: { type: 'string', default: COLLS.join(',') },
-    'min-bytes': { type: 'string', default: '8' }, 'max-bytes': { type: 'string', default: '4M' },
-    json: { type: 'string' }, yield: { type: 'string' }, 'thread-level': { type: 'string' },
-    'thread-level-cost': { type: 'boolean', default: false }, 'native-loop': { type: 'boolean', default: false },
-    control: { type: 'boolean', default: false }, 'with-control': { type: 'boolean', default: false }, imb: { type: 'string' },
-    'imb-off-cache': { type: 'boolean', default: false }, strict: { type: 'boolean', default: false },
-    'native-dir': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false },
-  },
-  strict: true,
-}); } catch (e) { return fail((e as Error).message); } })();
+const { values: argv } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        rounds: { type: 'string', default: '7' },
+        iters: { type: 'string', default: '100' },
+        'gloo-iters': { type: 'string', default: '20' },
+        warmup: { type: 'string', default: '5' },
+        'start-delay-ms': { type: 'string', default: '300' },
+        backends: { type: 'string', default: 'mpi,gloo' },
+        ranks: { type: 'string', default: '1,2' },
+        colls: { type: 'string', default: COLLS.join(',') },
+        'min-bytes': { type: 'string', default: '8' },
+        'max-bytes': { type: 'string', default: '4M' },
+        json: { type: 'string' },
+        yield: { type: 'string' },
+        'thread-level': { type: 'string' },
+        'thread-level-cost': { type: 'boolean', default: false },
+        'native-loop': { type: 'boolean', default: false },
+        control: { type: 'boolean', default: false },
+        'with-control': { type: 'boolean', default: false },
+        imb: { type: 'string' },
+        'imb-off-cache': { type: 'boolean', default: false },
+        strict: { type: 'boolean', default: false },
+        'native-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+    });
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+})();
 if (argv.help) {
   console.log(USAGE);
   process.exit(0);
@@ -125,7 +145,8 @@ const opts = {
 if (opts.minBytes < 1 || opts.minBytes > opts.maxBytes) fail('--min-bytes must be >= 1 and <= --max-bytes');
 if (opts.imb !== null && !existsSync(opts.imb)) fail(`--imb: ${resolve(opts.imb)} does not exist`);
 if (opts.imbOffCache && opts.imb === null) fail('--imb-off-cache: needs --imb PATH');
-if (opts.imb !== null && !(opts.backends.includes('mpi') && opts.ranks.includes(2))) fail('--imb: runs beside the MPI cells at 2 ranks; add mpi to --backends and 2 to --ranks');
+if (opts.imb !== null && !(opts.backends.includes('mpi') && opts.ranks.includes(2)))
+  fail('--imb: runs beside the MPI cells at 2 ranks; add mpi to --backends and 2 to --ranks');
 if (opts.yieldWhenIdle !== null && !['0', '1'].includes(opts.yieldWhenIdle)) fail('--yield: 0 or 1');
 if (!['single', 'funneled', 'serialized', 'multiple'].includes(opts.threadLevel)) {
   fail('--thread-level: single, funneled, serialized or multiple');
@@ -146,7 +167,11 @@ for (let s = opts.minBytes; s <= opts.maxBytes; s *= 2) SIZES.push(s);
 const snapshot = mkdtempSync(join(tmpdir(), 'collbench-overhead-build-'));
 process.on('exit', () => rmSync(snapshot, { recursive: true, force: true }));
 for (const backend of opts.backends) {
-  for (const file of [`collbench_${backend}.node`, `plain_${backend}_loop`, ...(opts.nativeLoop ? [`native_${backend}_loop`] : [])]) {
+  for (const file of [
+    `collbench_${backend}.node`,
+    `plain_${backend}_loop`,
+    ...(opts.nativeLoop ? [`native_${backend}_loop`] : []),
+  ]) {
     const src = join(argv['native-dir'] ?? join(root, 'build', 'Release'), file);
     if (!existsSync(src)) fail(`${src} is missing: build first (npx cmake-js compile -d native -O build)`);
     cpSync(src, join(snapshot, file));
@@ -192,22 +217,55 @@ function run(program: string[], ranks: number, env: NodeJS.ProcessEnv): string {
   }
 }
 
-const itersOf = (backend: Backend, ranks: number): number => (backend === 'gloo' && ranks > 1 ? opts.glooIters : opts.iters);
-const sweepArgs = (backend: Backend, ranks: number): string[] => ['-b', String(opts.minBytes), '-e', String(opts.maxBytes),
-  '-f', '2', '-n', String(itersOf(backend, ranks)), '-w', String(opts.warmup)];
+const itersOf = (backend: Backend, ranks: number): number =>
+  backend === 'gloo' && ranks > 1 ? opts.glooIters : opts.iters;
+const sweepArgs = (backend: Backend, ranks: number): string[] => [
+  '-b',
+  String(opts.minBytes),
+  '-e',
+  String(opts.maxBytes),
+  '-f',
+  '2',
+  '-n',
+  String(itersOf(backend, ranks)),
+  '-w',
+  String(opts.warmup),
+];
 
 /** One row per requested size: out-of-place µs and the row's actual size (chunked collectives round down). */
-interface Sample { us: number; bytes: number }
+interface Sample {
+  us: number;
+  bytes: number;
+}
 
 function collbenchSweep(backend: Backend, ranks: number, coll: Coll): Sample[] {
   const dir = mkdtempSync(join(tmpdir(), 'collbench-overhead-'));
   try {
     const json = join(dir, 'report.json');
-    run([join(root, 'bin', `${coll}_perf`), '--backend', backend, ...sweepArgs(backend, ranks), '-d', 'float', '-c', '0', '-a', '3',
-      '-J', json], ranks, toolEnv(backend, ranks));
-    const doc = JSON.parse(readFileSync(json, 'utf8')) as { rows: { sizeBytes: number; outOfPlace: { timeUs: number | null } }[] };
+    run(
+      [
+        join(root, 'bin', `${coll}_perf`),
+        '--backend',
+        backend,
+        ...sweepArgs(backend, ranks),
+        '-d',
+        'float',
+        '-c',
+        '0',
+        '-a',
+        '3',
+        '-J',
+        json,
+      ],
+      ranks,
+      toolEnv(backend, ranks),
+    );
+    const doc = JSON.parse(readFileSync(json, 'utf8')) as {
+      rows: { sizeBytes: number; outOfPlace: { timeUs: number | null } }[];
+    };
     // Rows come in sweep order (one case, one cycle); chunked collectives may report size 0 for several.
-    if (doc.rows.length !== SIZES.length) throw new Error(`collbench ${coll}: ${doc.rows.length} rows, expected ${SIZES.length}`);
+    if (doc.rows.length !== SIZES.length)
+      throw new Error(`collbench ${coll}: ${doc.rows.length} rows, expected ${SIZES.length}`);
     return doc.rows.map((r) => ({ us: r.outOfPlace.timeUs ?? NaN, bytes: r.sizeBytes }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -216,9 +274,15 @@ function collbenchSweep(backend: Backend, ranks: number, coll: Coll): Sample[] {
 
 /** A reference loop's sweep: plain_<backend>_loop (the engine's calls only) or native_<backend>_loop (collbench's loop). */
 function loopSweep(exe: string, backend: Backend, ranks: number, coll: Coll, extra: string[]): Sample[] {
-  const out = run([join(snapshot, exe), '-c', coll, ...sweepArgs(backend, ranks), '-s', String(opts.startDelayMs), ...extra], ranks,
-    toolEnv(backend, ranks));
-  const rows = out.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).map((l) => l.trim().split(/\s+/).map(Number));
+  const out = run(
+    [join(snapshot, exe), '-c', coll, ...sweepArgs(backend, ranks), '-s', String(opts.startDelayMs), ...extra],
+    ranks,
+    toolEnv(backend, ranks),
+  );
+  const rows = out
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.startsWith('#'))
+    .map((l) => l.trim().split(/\s+/).map(Number));
   if (rows.length !== SIZES.length || rows.some((r, i) => r[0] !== SIZES[i])) {
     throw new Error(`${exe} ${coll}: unexpected output:\n${out}`);
   }
@@ -238,8 +302,12 @@ const analyse = (size: number, bytes: number, aUs: number[], bUs: number[]): Siz
 // ---- IMB-MPI1 (optional) ---------------------------------------------------------------------------------
 
 const IMB_NAMES: Record<Coll, string> = {
-  all_reduce: 'Allreduce', all_gather: 'Allgather', alltoall: 'Alltoall', broadcast: 'Bcast',
-  reduce_scatter: 'Reduce_scatter_block', sendrecv: 'Sendrecv',
+  all_reduce: 'Allreduce',
+  all_gather: 'Allgather',
+  alltoall: 'Alltoall',
+  broadcast: 'Bcast',
+  reduce_scatter: 'Reduce_scatter_block',
+  sendrecv: 'Sendrecv',
 };
 
 /** IMB-MPI1 from PATH: the executable itself, a tree where it is built, or a source tree to build in a temp dir. */
@@ -255,33 +323,64 @@ function imbExecutable(path: string): string {
   cpSync(p, build, { recursive: true, filter: (src) => !src.includes(`${p}/.git`) });
   // IMB builds with -Werror, which Open MPI's deprecated C++ bindings (pulled in by mpi.h under mpicxx) fail on
   // recent g++: skip them, as IMB uses the C API only.
-  const r = spawnSync('make', ['-C', build, 'IMB-MPI1', 'CC=mpicc', 'CXX=mpicxx', 'CPPFLAGS=-DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1'],
-    { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(
+    'make',
+    ['-C', build, 'IMB-MPI1', 'CC=mpicc', 'CXX=mpicxx', 'CPPFLAGS=-DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1'],
+    { encoding: 'utf8', maxBuffer: 1 << 26 },
+  );
   if (r.status !== 0 || !existsSync(join(build, 'IMB-MPI1'))) {
     throw new Error(`--imb: building IMB-MPI1 in ${build} failed:\n${(r.stderr ?? '').slice(-3000)}`);
   }
   return join(build, 'IMB-MPI1');
 }
 
-interface ImbRow { bytes: number; repetitions: number; tMinUs: number; tMaxUs: number; tAvgUs: number }
+interface ImbRow {
+  bytes: number;
+  repetitions: number;
+  tMinUs: number;
+  tMaxUs: number;
+  tAvgUs: number;
+}
 
 /** IMB-MPI1's text output → benchmark name → rows ("# Benchmarking NAME", "# #processes = N", header, numbers). */
 function parseImb(text: string, processes: number): Map<string, ImbRow[]> {
   const out = new Map<string, ImbRow[]>();
-  let name: string | null = null, procs = 0, cols: string[] | null = null;
+  let name: string | null = null,
+    procs = 0,
+    cols: string[] | null = null;
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     const bench = /^#\s*Benchmarking\s+(\S+)/.exec(line);
-    if (bench) { name = bench[1]!; cols = null; procs = 0; continue; }
+    if (bench) {
+      name = bench[1]!;
+      cols = null;
+      procs = 0;
+      continue;
+    }
     const np = /^#\s*#processes\s*=\s*(\d+)/.exec(line);
-    if (np) { procs = Number(np[1]); continue; }
-    if (name && /^#bytes\b/.test(line)) { cols = line.split(/\s+/); continue; }
+    if (np) {
+      procs = Number(np[1]);
+      continue;
+    }
+    if (name && /^#bytes\b/.test(line)) {
+      cols = line.split(/\s+/);
+      continue;
+    }
     if (!name || !cols || procs !== processes) continue;
-    if (line === '' || line.startsWith('#')) { if (line === '') cols = null; continue; }
+    if (line === '' || line.startsWith('#')) {
+      if (line === '') cols = null;
+      continue;
+    }
     const f = line.split(/\s+/).map(Number);
     if (f.some((x) => !Number.isFinite(x))) continue;
     const at = (c: string): number => f[cols!.indexOf(c)] ?? NaN;
-    const row = { bytes: at('#bytes'), repetitions: at('#repetitions'), tMinUs: at('t_min[usec]'), tMaxUs: at('t_max[usec]'), tAvgUs: at('t_avg[usec]') };
+    const row = {
+      bytes: at('#bytes'),
+      repetitions: at('#repetitions'),
+      tMinUs: at('t_min[usec]'),
+      tMaxUs: at('t_max[usec]'),
+      tAvgUs: at('t_avg[usec]'),
+    };
     out.set(name, [...(out.get(name) ?? []), row]);
   }
   return out;
@@ -298,14 +397,31 @@ const imbBytesOf = (coll: Coll, rowBytes: number, ranks: number): number =>
 
 /** IMB-MPI1's command for one collective at 2 ranks over the sweep's sizes (IMB counts all_gather's per-rank block). */
 function imbArgs(exe: string, coll: Coll): string[] {
-  const lo = Math.max(0, Math.floor(Math.log2(opts.minBytes / IMB_RANKS))), hi = Math.ceil(Math.log2(opts.maxBytes));
-  return [exe, '-npmin', String(IMB_RANKS), '-msglog', `${lo}:${hi}`, '-iter', String(opts.iters), '-iter_policy', 'off',
-    '-time', '600', '-zero_size', 'off', ...(opts.imbOffCache ? ['-off_cache', '-1'] : []), IMB_NAMES[coll]];
+  const lo = Math.max(0, Math.floor(Math.log2(opts.minBytes / IMB_RANKS))),
+    hi = Math.ceil(Math.log2(opts.maxBytes));
+  return [
+    exe,
+    '-npmin',
+    String(IMB_RANKS),
+    '-msglog',
+    `${lo}:${hi}`,
+    '-iter',
+    String(opts.iters),
+    '-iter_policy',
+    'off',
+    '-time',
+    '600',
+    '-zero_size',
+    'off',
+    ...(opts.imbOffCache ? ['-off_cache', '-1'] : []),
+    IMB_NAMES[coll],
+  ];
 }
 
 /** One IMB-MPI1 run of `coll`: its row for each size of the sweep (null where IMB has no such size). */
 function imbSweep(exe: string, coll: Coll, rowBytes: number[]): (ImbRow | null)[] {
-  const rows = parseImb(run(imbArgs(exe, coll), IMB_RANKS, toolEnv('mpi', IMB_RANKS)), IMB_RANKS).get(IMB_NAMES[coll]) ?? [];
+  const rows =
+    parseImb(run(imbArgs(exe, coll), IMB_RANKS, toolEnv('mpi', IMB_RANKS)), IMB_RANKS).get(IMB_NAMES[coll]) ?? [];
   return rowBytes.map((bytes) => rows.find((r) => r.bytes === imbBytesOf(coll, bytes, IMB_RANKS)) ?? null);
 }
 
@@ -316,26 +432,42 @@ const pad = (s: string, n: number): string => s.padStart(n);
 const nameA = opts.threadLevelCost ? 'multiple' : opts.nativeLoop ? 'native' : opts.control ? 'control' : 'collbench';
 const nameB = opts.threadLevelCost ? opts.threadLevel : 'plain';
 /** Rounds above OUTLIER_FACTOR x their tool's median over a cell's sizes: the judged tool's (a) or the plain loop's (b). */
-const outliersOf = (sizes: SizeResult[], tool: 'a' | 'b'): number => sizes.reduce((n, s) => n + (tool === 'a' ? s.aOutliers : s.bOutliers), 0);
+const outliersOf = (sizes: SizeResult[], tool: 'a' | 'b'): number =>
+  sizes.reduce((n, s) => n + (tool === 'a' ? s.aOutliers : s.bOutliers), 0);
 
 /** One tool judged against the plain loop over a cell's sizes: collbench (or its stand-in), or the control. */
-interface Judged { sizes: SizeResult[]; outliersOk: boolean }
+interface Judged {
+  sizes: SizeResult[];
+  outliersOk: boolean;
+}
 interface CellResult extends Judged {
-  backend: Backend; ranks: number; coll: Coll; loadStart: number; loadEnd: number;
-  control: Judged | null;   // --with-control: the plain loop's second run in the same rounds, judged the same way
+  backend: Backend;
+  ranks: number;
+  coll: Coll;
+  loadStart: number;
+  loadEnd: number;
+  control: Judged | null; // --with-control: the plain loop's second run in the same rounds, judged the same way
 }
 const cells: CellResult[] = [];
 const started = new Date();
 const cores = availableParallelism();
 
-console.log(`# collbench overhead: ${nameA} vs ${nameB}, float sum, ${SIZES[0]}..${SIZES.at(-1)} B, -n ${opts.iters} (gloo at 2+ ranks: ${opts.glooIters}) -w ${opts.warmup}, ` +
-  `${opts.rounds} interleaved rounds (${opts.withControl ? `with the control, ${nameB} again: the six orders by turn` : 'order alternates'}), ` +
-  'time = out-of-place, max over ranks (-a 3)');
-console.log(`# host ${hostname()} (${cores} cores), ${started.toISOString()}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}` +
-  `, modules ${argv['native-dir'] ?? join(root, 'build', 'Release')}, reference loops start after ${opts.startDelayMs} ms, ` +
-  `plain MPI thread level ${opts.threadLevel}, OMPI_MCA_mpi_yield_when_idle=${opts.yieldWhenIdle ?? process.env.OMPI_MCA_mpi_yield_when_idle ?? '(unset)'}`);
-console.log(`# goal per size: ${nameA} median <= ${GOAL_RATIO} x ${nameB} median, or at most ${GOAL_ADDED_US.toFixed(2)} us more; ` +
-  `outliers: rounds above ${OUTLIER_FACTOR} x that tool's median for the size`);
+console.log(
+  `# collbench overhead: ${nameA} vs ${nameB}, float sum, ${SIZES[0]}..${SIZES.at(-1)} B, -n ${opts.iters} (gloo at 2+ ranks: ${opts.glooIters}) -w ${opts.warmup}, ` +
+    `${opts.rounds} interleaved rounds (${opts.withControl ? `with the control, ${nameB} again: the six orders by turn` : 'order alternates'}), ` +
+    'time = out-of-place, max over ranks (-a 3)',
+);
+console.log(
+  `# host ${hostname()} (${cores} cores), ${started.toISOString()}, load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}` +
+    `, modules ${argv['native-dir'] ?? join(root, 'build', 'Release')}, reference loops start after ${opts.startDelayMs} ms, ` +
+    `plain MPI thread level ${opts.threadLevel}, OMPI_MCA_mpi_yield_when_idle=${opts.yieldWhenIdle ?? process.env.OMPI_MCA_mpi_yield_when_idle ?? '(unset)'}`,
+);
+console.log(
+  `# goal per size: ${nameA} median <= ${GOAL_RATIO} x ${nameB} median, or at most ${GOAL_ADDED_US.toFixed(2)} us more; ` +
+    `outliers: rounds above ${OUTLIER_FACTOR} x that tool's median for the size`,
+);
 
 // IMB-MPI1, when asked for: built (or found) once, before anything is measured (a failed build ends the run, exit 1),
 // then run in every round of the 2-rank MPI cells beside the two tools.
@@ -355,17 +487,41 @@ for (const backend of opts.backends) {
   for (const ranks of opts.ranks) {
     for (const coll of opts.colls) {
       const loadStart = loadavg()[0]!;
-      const a: Sample[][] = [], b: Sample[][] = [], c: Sample[][] = [];
-      const sweepA = (): Sample[] => (opts.threadLevelCost ? plainSweep(backend, ranks, coll, 'multiple')
-        : opts.nativeLoop ? loopSweep(`native_${backend}_loop`, backend, ranks, coll, [])
-          : opts.control ? plainSweep(backend, ranks, coll) : collbenchSweep(backend, ranks, coll));
+      const a: Sample[][] = [],
+        b: Sample[][] = [],
+        c: Sample[][] = [];
+      const sweepA = (): Sample[] =>
+        opts.threadLevelCost
+          ? plainSweep(backend, ranks, coll, 'multiple')
+          : opts.nativeLoop
+            ? loopSweep(`native_${backend}_loop`, backend, ranks, coll, [])
+            : opts.control
+              ? plainSweep(backend, ranks, coll)
+              : collbenchSweep(backend, ranks, coll);
       const sweepB = (): Sample[] => plainSweep(backend, ranks, coll);
       const withImb = imbExe !== null && backend === 'mpi' && ranks === IMB_RANKS;
       const imbOf: (ImbRow | null)[][] = [];
-      const sweepImb = (): void => { if (withImb) imbOf.push(imbSweep(imbExe!, coll, a[0]?.map((x) => x.bytes) ?? b[0]!.map((x) => x.bytes))); };
+      const sweepImb = (): void => {
+        if (withImb) imbOf.push(imbSweep(imbExe!, coll, a[0]?.map((x) => x.bytes) ?? b[0]!.map((x) => x.bytes)));
+      };
       // Rounds alternate A B, B A (IMB, when asked for, last, first); with a control C, the six orders of A B C in turn.
-      const runA = (): void => { a.push(sweepA()); }, runB = (): void => { b.push(sweepB()); }, runC = (): void => { c.push(sweepB()); };
-      const threeWay = [[runA, runB, runC], [runC, runB, runA], [runB, runC, runA], [runA, runC, runB], [runC, runA, runB], [runB, runA, runC]];
+      const runA = (): void => {
+          a.push(sweepA());
+        },
+        runB = (): void => {
+          b.push(sweepB());
+        },
+        runC = (): void => {
+          c.push(sweepB());
+        };
+      const threeWay = [
+        [runA, runB, runC],
+        [runC, runB, runA],
+        [runB, runC, runA],
+        [runA, runC, runB],
+        [runC, runA, runB],
+        [runB, runA, runC],
+      ];
       for (let r = 0; r < opts.rounds; r++) {
         const tools = opts.withControl ? threeWay[r % threeWay.length]! : aFirst(r) ? [runA, runB] : [runB, runA];
         for (const step of r % 2 === 0 ? [...tools, sweepImb] : [sweepImb, ...tools]) step();
@@ -376,30 +532,53 @@ for (const backend of opts.backends) {
       const judge = (x: Sample[][], name: string): Judged => {
         const sizes = SIZES.map((size, i) => {
           const bytes = x[0]![i]!.bytes;
-          if (b[0]![i]!.bytes !== bytes) throw new Error(`${backend} ${coll} ${size}: ${name}'s and ${nameB}'s row sizes differ (${bytes} vs ${b[0]![i]!.bytes})`);
-          return analyse(size, bytes, x.map((s) => s[i]!.us), b.map((s) => s[i]!.us));
+          if (b[0]![i]!.bytes !== bytes)
+            throw new Error(
+              `${backend} ${coll} ${size}: ${name}'s and ${nameB}'s row sizes differ (${bytes} vs ${b[0]![i]!.bytes})`,
+            );
+          return analyse(
+            size,
+            bytes,
+            x.map((s) => s[i]!.us),
+            b.map((s) => s[i]!.us),
+          );
         });
         markBeyondNoise(sizes);
         return { sizes, outliersOk: outliersOf(sizes, 'a') <= outliersOf(sizes, 'b') };
       };
-      const cell: CellResult = { backend, ranks, coll, loadStart, loadEnd, ...judge(a, nameA), control: opts.withControl ? judge(c, 'control') : null };
+      const cell: CellResult = {
+        backend,
+        ranks,
+        coll,
+        loadStart,
+        loadEnd,
+        ...judge(a, nameA),
+        control: opts.withControl ? judge(c, 'control') : null,
+      };
       cells.push(cell);
       const { sizes, control } = cell;
-      const verdict = (j: Judged, name: string): string => `goal met at ${j.sizes.filter((s) => s.met).length}/${j.sizes.length} sizes ` +
+      const verdict = (j: Judged, name: string): string =>
+        `goal met at ${j.sizes.filter((s) => s.met).length}/${j.sizes.length} sizes ` +
         `(missed beyond noise: ${j.sizes.filter((s) => s.beyondNoise).length}); outliers ${name} ${outliersOf(j.sizes, 'a')}/${j.sizes.length * opts.rounds}, ` +
         `${nameB} ${outliersOf(j.sizes, 'b')}/${j.sizes.length * opts.rounds} ${j.outliersOk ? 'ok' : 'WORSE'}`;
-      console.log(`\n## ${backend} ${ranks} rank${ranks > 1 ? 's' : ''} ${coll}: ${verdict(cell, nameA)}; load ${loadStart.toFixed(1)} -> ${loadEnd.toFixed(1)}`);
+      console.log(
+        `\n## ${backend} ${ranks} rank${ranks > 1 ? 's' : ''} ${coll}: ${verdict(cell, nameA)}; load ${loadStart.toFixed(1)} -> ${loadEnd.toFixed(1)}`,
+      );
       if (control) console.log(`#  control, ${nameB} again in the same rounds: ${verdict(control, 'control')}`);
       const goalOf = (s: SizeResult): string => (s.met ? 'ok' : s.beyondNoise ? 'MISSED' : 'missed (noise)');
-      console.log(`${pad('size', 9)} ${pad('bytes', 8)} ${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad('ratio', 6)} ` +
-        `${pad('added_us', 9)} ${pad('ratio ci95', 11)} ${pad('ratio p25-p75', 13)} ${pad('min-max', 11)} ${pad('out', 5)}  ` +
-        `${control ? `${'goal'.padEnd(14)}  control ratio, goal` : 'goal'}`);
+      console.log(
+        `${pad('size', 9)} ${pad('bytes', 8)} ${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad('ratio', 6)} ` +
+          `${pad('added_us', 9)} ${pad('ratio ci95', 11)} ${pad('ratio p25-p75', 13)} ${pad('min-max', 11)} ${pad('out', 5)}  ` +
+          `${control ? `${'goal'.padEnd(14)}  control ratio, goal` : 'goal'}`,
+      );
       sizes.forEach((s, i) => {
         const k = control?.sizes[i];
-        console.log(`${pad(String(s.size), 9)} ${pad(String(s.bytes), 8)} ${pad(f(s.aMedian), 12)} ${pad(f(s.bMedian), 11)} ` +
-          `${pad(f(s.ratio, 3), 6)} ${pad(f(s.addedUs), 9)} ${pad(`${f(s.ciLo)}-${f(s.ciHi)}`, 11)} ` +
-          `${pad(`${f(s.ratioP25)}-${f(s.ratioP75)}`, 13)} ${pad(`${f(s.ratioMin)}-${f(s.ratioMax)}`, 11)} ` +
-          `${pad(`${s.aOutliers}/${s.bOutliers}`, 5)}  ${k ? `${goalOf(s).padEnd(14)}  ${f(k.ratio, 3)} ${goalOf(k)}` : goalOf(s)}`);
+        console.log(
+          `${pad(String(s.size), 9)} ${pad(String(s.bytes), 8)} ${pad(f(s.aMedian), 12)} ${pad(f(s.bMedian), 11)} ` +
+            `${pad(f(s.ratio, 3), 6)} ${pad(f(s.addedUs), 9)} ${pad(`${f(s.ciLo)}-${f(s.ciHi)}`, 11)} ` +
+            `${pad(`${f(s.ratioP25)}-${f(s.ratioP75)}`, 13)} ${pad(`${f(s.ratioMin)}-${f(s.ratioMax)}`, 11)} ` +
+            `${pad(`${s.aOutliers}/${s.bOutliers}`, 5)}  ${k ? `${goalOf(s).padEnd(14)}  ${f(k.ratio, 3)} ${goalOf(k)}` : goalOf(s)}`,
+        );
       });
     }
   }
@@ -412,50 +591,84 @@ const imbTable = [...imbRounds].flatMap(([coll, rounds]) => {
     const got = rounds.map((r) => r[i]).filter((r): r is ImbRow => r !== null);
     if (got.length === 0) return [];
     const tMax = median(got.map((r) => r.tMaxUs));
-    return [{ coll, bytes: s.bytes, imbBytes: got[0]!.bytes, rounds: got.length, tAvgUs: median(got.map((r) => r.tAvgUs)), tMaxUs: tMax,
-      aMedian: s.aMedian, bMedian: s.bMedian, aOverImb: s.aMedian / tMax, bOverImb: s.bMedian / tMax,
-      outliers: got.filter((r) => r.tMaxUs > OUTLIER_FACTOR * tMax).length, aOutliers: s.aOutliers, bOutliers: s.bOutliers }];
+    return [
+      {
+        coll,
+        bytes: s.bytes,
+        imbBytes: got[0]!.bytes,
+        rounds: got.length,
+        tAvgUs: median(got.map((r) => r.tAvgUs)),
+        tMaxUs: tMax,
+        aMedian: s.aMedian,
+        bMedian: s.bMedian,
+        aOverImb: s.aMedian / tMax,
+        bOverImb: s.bMedian / tMax,
+        outliers: got.filter((r) => r.tMaxUs > OUTLIER_FACTOR * tMax).length,
+        aOutliers: s.aOutliers,
+        bOutliers: s.bOutliers,
+      },
+    ];
   });
 });
 if (imbTable.length) {
-  console.log(`\n## IMB-MPI1 at ${IMB_RANKS} ranks, run in every round beside ${nameA} and ${nameB} (mpi, medians over rounds); ` +
-    `e.g. ${launch(IMB_RANKS, imbArgs(imbExe!, opts.colls[0]!), toolEnv('mpi', IMB_RANKS)).flat().join(' ')}`);
-  console.log(`${pad('coll', 15)} ${pad('bytes', 8)} ${pad('imb_bytes', 9)} ${pad('imb_t_avg', 10)} ${pad('imb_t_max', 10)} ` +
-    `${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad(`${nameA}/imb`, 14)} ${pad(`${nameB}/imb`, 10)} ${pad('out a/b/imb', 11)}`);
+  console.log(
+    `\n## IMB-MPI1 at ${IMB_RANKS} ranks, run in every round beside ${nameA} and ${nameB} (mpi, medians over rounds); ` +
+      `e.g. ${launch(IMB_RANKS, imbArgs(imbExe!, opts.colls[0]!), toolEnv('mpi', IMB_RANKS)).flat().join(' ')}`,
+  );
+  console.log(
+    `${pad('coll', 15)} ${pad('bytes', 8)} ${pad('imb_bytes', 9)} ${pad('imb_t_avg', 10)} ${pad('imb_t_max', 10)} ` +
+      `${pad(`${nameA}us`, 12)} ${pad(`${nameB}us`, 11)} ${pad(`${nameA}/imb`, 14)} ${pad(`${nameB}/imb`, 10)} ${pad('out a/b/imb', 11)}`,
+  );
   for (const t of imbTable) {
-    console.log(`${pad(t.coll, 15)} ${pad(String(t.bytes), 8)} ${pad(String(t.imbBytes), 9)} ${pad(f(t.tAvgUs), 10)} ` +
-      `${pad(f(t.tMaxUs), 10)} ${pad(f(t.aMedian), 12)} ${pad(f(t.bMedian), 11)} ${pad(f(t.aOverImb, 3), 14)} ${pad(f(t.bOverImb, 3), 10)} ` +
-      `${pad(`${t.aOutliers}/${t.bOutliers}/${t.outliers}`, 11)}`);
+    console.log(
+      `${pad(t.coll, 15)} ${pad(String(t.bytes), 8)} ${pad(String(t.imbBytes), 9)} ${pad(f(t.tAvgUs), 10)} ` +
+        `${pad(f(t.tMaxUs), 10)} ${pad(f(t.aMedian), 12)} ${pad(f(t.bMedian), 11)} ${pad(f(t.aOverImb, 3), 14)} ${pad(f(t.bOverImb, 3), 10)} ` +
+        `${pad(`${t.aOutliers}/${t.bOutliers}/${t.outliers}`, 11)}`,
+    );
   }
   const share = (n: (t: (typeof imbTable)[number]) => number): string =>
     `${imbTable.reduce((k, t) => k + n(t), 0)}/${imbTable.reduce((k, t) => k + t.rounds, 0)}`;
-  console.log(`# outlier rounds (above ${OUTLIER_FACTOR} x the tool's median) over these rows: ${nameA} ${share((t) => t.aOutliers)}, ` +
-    `${nameB} ${share((t) => t.bOutliers)}, IMB-MPI1 ${share((t) => t.outliers)}`);
+  console.log(
+    `# outlier rounds (above ${OUTLIER_FACTOR} x the tool's median) over these rows: ${nameA} ${share((t) => t.aOutliers)}, ` +
+      `${nameB} ${share((t) => t.bOutliers)}, IMB-MPI1 ${share((t) => t.outliers)}`,
+  );
 }
 const imb = imbExe === null ? null : { executable: imbExe, table: imbTable, rounds: Object.fromEntries(imbRounds) };
 
 /** A run's tally for one judged tool: the main one, or the control (its cells' `control`). */
 function tally(judged: (c: CellResult) => Judged | null) {
-  const of = cells.flatMap((c) => { const j = judged(c); return j ? [{ c, j }] : []; });
+  const of = cells.flatMap((c) => {
+    const j = judged(c);
+    return j ? [{ c, j }] : [];
+  });
   const name = (c: CellResult, s?: SizeResult): string => `${c.backend}/${c.ranks}/${c.coll}${s ? `/${s.size}` : ''}`;
   return {
-    cells: of.length, sizes: of.reduce((n, { j }) => n + j.sizes.length, 0),
+    cells: of.length,
+    sizes: of.reduce((n, { j }) => n + j.sizes.length, 0),
     missed: of.flatMap(({ c, j }) => j.sizes.filter((s) => !s.met).map((s) => name(c, s))),
     beyondNoise: of.flatMap(({ c, j }) => j.sizes.filter((s) => s.beyondNoise).map((s) => name(c, s))),
     outliersWorse: of.filter(({ j }) => !j.outliersOk).map(({ c }) => name(c)),
   };
 }
-const main = tally((c) => c), control = opts.withControl ? tally((c) => c.control) : null;
+const main = tally((c) => c),
+  control = opts.withControl ? tally((c) => c.control) : null;
 const ended = new Date();
-const line = (t: ReturnType<typeof tally>): string => `goal met at ${t.sizes - t.missed.length}/${t.sizes} sizes, missed beyond noise at ${t.beyondNoise.length}`;
-console.log(`\n# summary: ${line(main)} ` +
-  `(one-sided Mann-Whitney against ${nameB} plus the goal's allowance, Holm across each cell's sizes, alpha 0.05); ` +
-  `outlier share no worse than ${nameB} ` +
-  `in ${main.cells - main.outliersWorse.length}/${main.cells} backend x ranks x collective cells; ` +
-  `${((ended.getTime() - started.getTime()) / 60000).toFixed(1)} min, ${retries} sweep(s) retried, load average at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+const line = (t: ReturnType<typeof tally>): string =>
+  `goal met at ${t.sizes - t.missed.length}/${t.sizes} sizes, missed beyond noise at ${t.beyondNoise.length}`;
+console.log(
+  `\n# summary: ${line(main)} ` +
+    `(one-sided Mann-Whitney against ${nameB} plus the goal's allowance, Holm across each cell's sizes, alpha 0.05); ` +
+    `outlier share no worse than ${nameB} ` +
+    `in ${main.cells - main.outliersWorse.length}/${main.cells} backend x ranks x collective cells; ` +
+    `${((ended.getTime() - started.getTime()) / 60000).toFixed(1)} min, ${retries} sweep(s) retried, load average at end ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+);
 if (control) {
-  console.log(`# control (${nameB} against itself in the same rounds): ${line(control)}; outlier share no worse in ` +
-    `${control.cells - control.outliersWorse.length}/${control.cells} cells`);
+  console.log(
+    `# control (${nameB} against itself in the same rounds): ${line(control)}; outlier share no worse in ` +
+      `${control.cells - control.outliersWorse.length}/${control.cells} cells`,
+  );
   // Side by side per backend x ranks: what the goal's misses say is the excess of nameA's over the control's.
   console.log(`# per backend x ranks, goal met (beyond noise) ${nameA} | control:`);
   for (const backend of opts.backends) {
@@ -465,7 +678,9 @@ if (control) {
         const sizes = of.flatMap((c) => j(c).sizes);
         return `${sizes.filter((s) => s.met).length}/${sizes.length} (${sizes.filter((s) => s.beyondNoise).length})`;
       };
-      console.log(`#   ${backend} ${ranks} rank${ranks > 1 ? 's' : ''}: ${count((c) => c)} | ${count((c) => c.control!)}`);
+      console.log(
+        `#   ${backend} ${ranks} rank${ranks > 1 ? 's' : ''}: ${count((c) => c)} | ${count((c) => c.control!)}`,
+      );
     }
   }
 }
@@ -475,13 +690,39 @@ if (main.outliersWorse.length) console.log(`# more outliers than ${nameB}: ${mai
 if (control?.beyondNoise.length) console.log(`# control missed beyond noise: ${control.beyondNoise.join(' ')}`);
 
 if (opts.json) {
-  writeFileSync(opts.json, `${JSON.stringify({
-    kind: 'collbench-overhead', started: started.toISOString(), ended: ended.toISOString(), host: hostname(), cores,
-    tools: { a: nameA, b: nameB }, goal: { ratio: GOAL_RATIO, addedUs: GOAL_ADDED_US, outlierFactor: OUTLIER_FACTOR },
-    options: { ...opts, sizes: SIZES }, retries, cells, imb,
-    summary: { sizes: main.sizes, met: main.sizes - main.missed.length, missed: main.missed, missedBeyondNoise: main.beyondNoise, outliersWorse: main.outliersWorse,
-      control: control && { sizes: control.sizes, met: control.sizes - control.missed.length, missed: control.missed,
-        missedBeyondNoise: control.beyondNoise, outliersWorse: control.outliersWorse } },
-  }, null, 1)}\n`);
+  writeFileSync(
+    opts.json,
+    `${JSON.stringify(
+      {
+        kind: 'collbench-overhead',
+        started: started.toISOString(),
+        ended: ended.toISOString(),
+        host: hostname(),
+        cores,
+        tools: { a: nameA, b: nameB },
+        goal: { ratio: GOAL_RATIO, addedUs: GOAL_ADDED_US, outlierFactor: OUTLIER_FACTOR },
+        options: { ...opts, sizes: SIZES },
+        retries,
+        cells,
+        imb,
+        summary: {
+          sizes: main.sizes,
+          met: main.sizes - main.missed.length,
+          missed: main.missed,
+          missedBeyondNoise: main.beyondNoise,
+          outliersWorse: main.outliersWorse,
+          control: control && {
+            sizes: control.sizes,
+            met: control.sizes - control.missed.length,
+            missed: control.missed,
+            missedBeyondNoise: control.beyondNoise,
+            outliersWorse: control.outliersWorse,
+          },
+        },
+      },
+      null,
+      1,
+    )}\n`,
+  );
 }
 if (argv.strict && (main.missed.length || main.outliersWorse.length)) process.exitCode = 1;

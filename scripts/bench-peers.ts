@@ -34,14 +34,19 @@ function options(): ReturnType<typeof parseOptions> {
 function parseOptions() {
   return parseArgs({
     options: {
-      peer: { type: 'string' }, 'peer-bin': { type: 'string' }, rounds: { type: 'string', default: '3' },
-      sizes: { type: 'string' }, colls: { type: 'string' }, iters: { type: 'string' }, json: { type: 'string' },
+      peer: { type: 'string' },
+      'peer-bin': { type: 'string' },
+      rounds: { type: 'string', default: '3' },
+      sizes: { type: 'string' },
+      colls: { type: 'string' },
+      iters: { type: 'string' },
+      json: { type: 'string' },
     },
   });
 }
 const { values: argv } = options();
 const peer = argv.peer === 'gloo' || argv.peer === 'osu' ? argv.peer : fail('--peer must be gloo or osu');
-const peerBin = argv['peer-bin'] || fail('--peer-bin PATH is required (the built benchmark, or OSU\'s directory)');
+const peerBin = argv['peer-bin'] || fail("--peer-bin PATH is required (the built benchmark, or OSU's directory)");
 if (!existsSync(peerBin)) fail(`--peer-bin ${peerBin} does not exist`);
 const rounds = Number(argv.rounds);
 if (!Number.isInteger(rounds) || rounds < 1) fail('--rounds must be a positive integer');
@@ -60,37 +65,71 @@ const WARMUP = 5;
 
 // One collective as both tools name it. Sizes are collbench's (nccl-tests': the whole buffer); OSU's alltoall and
 // allgather sizes are per peer (rank), so they get size / NP.
-interface Coll { name: string; collbench: string; osu: string; osuPerRank: boolean }
+interface Coll {
+  name: string;
+  collbench: string;
+  osu: string;
+  osuPerRank: boolean;
+}
 const COLLS: Coll[] = [
   { name: 'allreduce', collbench: 'all_reduce_perf', osu: 'osu_allreduce', osuPerRank: false },
   { name: 'bcast', collbench: 'broadcast_perf', osu: 'osu_bcast', osuPerRank: false },
   { name: 'alltoall', collbench: 'alltoall_perf', osu: 'osu_alltoall', osuPerRank: true },
   { name: 'allgather', collbench: 'all_gather_perf', osu: 'osu_allgather', osuPerRank: true },
 ];
-const colls = peer === 'gloo'
-  ? [COLLS[0]!]
-  : (argv.colls ?? 'allreduce,bcast,alltoall,allgather').split(',').map((c) => COLLS.find((k) => k.name === c) ??
-    fail(`unknown collective '${c}' (${COLLS.map((k) => k.name).join(', ')})`));
+const colls =
+  peer === 'gloo'
+    ? [COLLS[0]!]
+    : (argv.colls ?? 'allreduce,bcast,alltoall,allgather')
+        .split(',')
+        .map(
+          (c) =>
+            COLLS.find((k) => k.name === c) ??
+            fail(`unknown collective '${c}' (${COLLS.map((k) => k.name).join(', ')})`),
+        );
 
 // us: the tool's time per op (collbench: oop, ip); procs: processes timed (each CPU figure is rounded to 10 ms)
-interface Run { us: number[]; cpuS: number; ops: number; procs: number }
+interface Run {
+  us: number[];
+  cpuS: number;
+  ops: number;
+  procs: number;
+}
 
 /** Runs commands at once (the ranks of one tool), each under /usr/bin/time; resolves their stdout and total CPU. */
 async function timed(cmds: { command: string; args: string[] }[]): Promise<{ out: string[]; cpuS: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-peers-'));
   try {
-    const outs = await Promise.all(cmds.map((c, i) => new Promise<string>((done, reject) => {
-      const child = spawn('/usr/bin/time', ['-f', '%U %S', '-o', join(dir, `t${i}`), c.command, ...c.args],
-        { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '', err = '';
-      child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-      child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-      child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? done(out)
-        : reject(new Error(`${c.command} ${c.args.join(' ')} exited ${code}:\n${err.slice(-2000)}`))));
-    })));
+    const outs = await Promise.all(
+      cmds.map(
+        (c, i) =>
+          new Promise<string>((done, reject) => {
+            const child = spawn('/usr/bin/time', ['-f', '%U %S', '-o', join(dir, `t${i}`), c.command, ...c.args], {
+              stdio: ['ignore', 'pipe', 'pipe'],
+            });
+            let out = '',
+              err = '';
+            child.stdout.on('data', (d: Buffer) => {
+              out += d.toString();
+            });
+            child.stderr.on('data', (d: Buffer) => {
+              err += d.toString();
+            });
+            child.on('error', reject);
+            child.on('close', (code) =>
+              code === 0
+                ? done(out)
+                : reject(new Error(`${c.command} ${c.args.join(' ')} exited ${code}:\n${err.slice(-2000)}`)),
+            );
+          }),
+      ),
+    );
     const cpuS = cmds.reduce((s, _c, i) => {
-      const [u, sys] = readFileSync(join(dir, `t${i}`), 'utf8').trim().split(/\s+/).slice(-2).map(Number);
+      const [u, sys] = readFileSync(join(dir, `t${i}`), 'utf8')
+        .trim()
+        .split(/\s+/)
+        .slice(-2)
+        .map(Number);
       return s + u! + sys!;
     }, 0);
     return { out: outs, cpuS };
@@ -101,10 +140,28 @@ async function timed(cmds: { command: string; args: string[] }[]): Promise<{ out
 
 async function runCollbench(c: Coll, bytes: number, iters: number, warmup: number): Promise<Run> {
   const backend = peer === 'gloo' ? 'gloo' : 'mpi';
-  const args = ['--backend', backend, '--np', String(NP), '-b', String(bytes), '-e', String(bytes), '-n', String(iters),
-    '-w', String(warmup), '-c', '0', '-d', 'float'];
+  const args = [
+    '--backend',
+    backend,
+    '--np',
+    String(NP),
+    '-b',
+    String(bytes),
+    '-e',
+    String(bytes),
+    '-n',
+    String(iters),
+    '-w',
+    String(warmup),
+    '-c',
+    '0',
+    '-d',
+    'float',
+  ];
   const r = await timed([{ command: join(root, 'bin', c.collbench), args }]);
-  const row = r.out[0]!.split('\n').map(splitTableRow).find((x) => x !== null);
+  const row = r.out[0]!.split('\n')
+    .map(splitTableRow)
+    .find((x) => x !== null);
   if (!row) throw new Error(`${c.collbench} ${args.join(' ')} printed no result row:\n${r.out[0]}`);
   // Ops: the warm-up, then per half one untimed op and the timed ones.
   return { us: [Number(row.oop[0]), Number(row.ip[0])], cpuS: r.cpuS, ops: warmup + 2 * (iters + 1), procs: 1 };
@@ -115,15 +172,36 @@ async function runGloo(bytes: number, iters: number, warmup: number): Promise<Ru
   try {
     const ranks = Array.from({ length: NP }, (_v, r) => ({
       command: peerBin,
-      args: ['--size', String(NP), '--rank', String(r), '--shared-path', store, '--prefix', 'p', '--transport', 'tcp',
-        '--tcp-device', 'lo', '--elements', String(Math.max(1, bytes / 4)), '--iteration-count', String(iters),
-        '--warmup-iters', String(warmup), '--no-verify', 'new_allreduce_ring'],
+      args: [
+        '--size',
+        String(NP),
+        '--rank',
+        String(r),
+        '--shared-path',
+        store,
+        '--prefix',
+        'p',
+        '--transport',
+        'tcp',
+        '--tcp-device',
+        'lo',
+        '--elements',
+        String(Math.max(1, bytes / 4)),
+        '--iteration-count',
+        String(iters),
+        '--warmup-iters',
+        String(warmup),
+        '--no-verify',
+        'new_allreduce_ring',
+      ],
     }));
     const r = await timed(ranks);
     const mean = /# mean_us (\S+)/.exec(r.out[0]!);
     if (!mean) {
-      throw new Error('Gloo\'s benchmark printed no \'# mean_us\' (build it with ' +
-        `scripts/bench-peers/build-gloo-benchmark.sh):\n${r.out[0]}`);
+      throw new Error(
+        "Gloo's benchmark printed no '# mean_us' (build it with " +
+          `scripts/bench-peers/build-gloo-benchmark.sh):\n${r.out[0]}`,
+      );
     }
     return { us: [Number(mean[1])], cpuS: r.cpuS, ops: warmup + iters, procs: NP };
   } finally {
@@ -133,8 +211,12 @@ async function runGloo(bytes: number, iters: number, warmup: number): Promise<Ru
 
 async function runOsu(c: Coll, bytes: number, iters: number, warmup: number): Promise<Run> {
   const m = c.osuPerRank ? bytes / NP : bytes;
-  const plan = mpirunPlan({ np: NP, hosts: null, program: [join(peerBin, c.osu)],
-    args: ['-m', `${m}:${m}`, '-i', String(iters), '-x', String(warmup), '-T', 'mpi_float'] });
+  const plan = mpirunPlan({
+    np: NP,
+    hosts: null,
+    program: [join(peerBin, c.osu)],
+    args: ['-m', `${m}:${m}`, '-i', String(iters), '-x', String(warmup), '-T', 'mpi_float'],
+  });
   const r = await timed([plan]);
   const line = r.out[0]!.split('\n').find((l) => new RegExp(`^\\s*${m}\\s+\\S+`).test(l));
   if (!line) throw new Error(`${c.osu} printed no row for ${m} B:\n${r.out[0]}`);
@@ -146,28 +228,48 @@ const runPeer = (c: Coll, bytes: number, iters: number, warmup: number): Promise
   peer === 'gloo' ? runGloo(bytes, iters, warmup) : runOsu(c, bytes, iters, warmup);
 
 // --- rounds -------------------------------------------------------------------------------------
-interface Cell { c: Coll; bytes: number; cb: Run[]; peer: Run[] }
+interface Cell {
+  c: Coll;
+  bytes: number;
+  cb: Run[];
+  peer: Run[];
+}
 // collbench's chunked collectives move 16-byte multiples per rank (nothing below 16 B × ranks): the smallest sizes of
 // alltoall and allgather are raised to that, so that both tools move data.
-const cells: Cell[] = colls.flatMap((c) => [...new Set(sizes.map((b) => (c.osuPerRank ? Math.max(b, 16 * NP) : b)))]
-  .map((bytes) => ({ c, bytes, cb: [] as Run[], peer: [] as Run[] })));
-const baseCb: number[] = [], basePeer: number[] = [];  // CPU seconds of a one-iteration run, per round
+const cells: Cell[] = colls.flatMap((c) =>
+  [...new Set(sizes.map((b) => (c.osuPerRank ? Math.max(b, 16 * NP) : b)))].map((bytes) => ({
+    c,
+    bytes,
+    cb: [] as Run[],
+    peer: [] as Run[],
+  })),
+);
+const baseCb: number[] = [],
+  basePeer: number[] = []; // CPU seconds of a one-iteration run, per round
 const loads: number[] = [loadavg()[0]!];
 const started = new Date();
 for (let round = 0; round < rounds; round++) {
   const first = aFirst(round);
   // Start-up CPU: one iteration, no warm-up, at the smallest size (a run's CPU beyond it is the ops').
-  const c0 = colls[0]!, b0 = sizes[0]!;
-  const bases = [async () => baseCb.push((await runCollbench(c0, b0, 1, 0)).cpuS),
-    async () => basePeer.push((await runPeer(c0, b0, 1, 0)).cpuS)];
+  const c0 = colls[0]!,
+    b0 = sizes[0]!;
+  const bases = [
+    async () => baseCb.push((await runCollbench(c0, b0, 1, 0)).cpuS),
+    async () => basePeer.push((await runPeer(c0, b0, 1, 0)).cpuS),
+  ];
   for (const f of first ? bases : [...bases].reverse()) await f();
   for (const cell of cells) {
     const iters = itersFor(cell.bytes);
-    const steps = [async () => cell.cb.push(await runCollbench(cell.c, cell.bytes, iters, WARMUP)),
-      async () => cell.peer.push(await runPeer(cell.c, cell.bytes, iters, WARMUP))];
+    const steps = [
+      async () => cell.cb.push(await runCollbench(cell.c, cell.bytes, iters, WARMUP)),
+      async () => cell.peer.push(await runPeer(cell.c, cell.bytes, iters, WARMUP)),
+    ];
     for (const f of first ? steps : [...steps].reverse()) await f();
-    process.stderr.write(`round ${round + 1}/${rounds} ${cell.c.name} ${cell.bytes} B: collbench ${cell.cb.at(-1)!.us
-      .join('/')} µs, ${peer} ${cell.peer.at(-1)!.us[0]} µs\n`);
+    process.stderr.write(
+      `round ${round + 1}/${rounds} ${cell.c.name} ${cell.bytes} B: collbench ${cell.cb
+        .at(-1)!
+        .us.join('/')} µs, ${peer} ${cell.peer.at(-1)!.us[0]} µs\n`,
+    );
   }
   loads.push(loadavg()[0]!);
 }
@@ -180,7 +282,8 @@ const spreadText = (xs: number[]): string =>
 /** CPU µs per op of each round: the run's CPU beyond that round's one-iteration run, over the ops beyond its 4 or 1. */
 const cpuPerOp = (runs: Run[], base: number[], baseOps: number): number[] =>
   runs.map((r, i) => ((r.cpuS - base[i]!) * 1e6) / (r.ops - baseOps));
-const baseOpsCb = 2 * 2, baseOpsPeer = 1;
+const baseOpsCb = 2 * 2,
+  baseOpsPeer = 1;
 /** The CPU cell: median (p25–p75), or '< R' where the median is within the rounding of the two CPU times it is
  *  taken from (10 ms per process and run, over the ops). */
 function cpuText(runs: Run[], perOp: number[], baseOps: number): string {
@@ -188,37 +291,55 @@ function cpuText(runs: Run[], perOp: number[], baseOps: number): string {
   return Math.abs(linearQuantile(perOp, 0.5)) < resolution ? `< ${f2(resolution)}` : spreadText(perOp);
 }
 
-console.log(`# collbench beside ${peerName}, ${NP} ranks on this machine, ${rounds} rounds interleaved ` +
-  `(A B, B A, …), started ${started.toISOString()}; load average ${loads.map((l) => l.toFixed(1)).join(' → ')}`);
-console.log('# time: µs per op, median over rounds (p25–p75); ratio: collbench / peer (min–max of the rounds); ' +
-  'CPU: µs per op, both ranks, user + system, beyond a one-iteration run' +
-  (peer === 'osu' ? ' (OSU: with its barrier per op)' : ''));
+console.log(
+  `# collbench beside ${peerName}, ${NP} ranks on this machine, ${rounds} rounds interleaved ` +
+    `(A B, B A, …), started ${started.toISOString()}; load average ${loads.map((l) => l.toFixed(1)).join(' → ')}`,
+);
+console.log(
+  '# time: µs per op, median over rounds (p25–p75); ratio: collbench / peer (min–max of the rounds); ' +
+    'CPU: µs per op, both ranks, user + system, beyond a one-iteration run' +
+    (peer === 'osu' ? ' (OSU: with its barrier per op)' : ''),
+);
 console.log('');
-const header = peer === 'gloo'
-  ? '| size | Gloo benchmark mean µs | collbench µs (out of place) | ratio | CPU/op Gloo µs | ' +
-    'CPU/op collbench µs | CPU ratio |'
-  : '| collective | size | OSU avg µs | collbench µs out of place | ratio | collbench µs in place | ratio | ' +
-    'CPU/op OSU µs | CPU/op collbench µs |';
+const header =
+  peer === 'gloo'
+    ? '| size | Gloo benchmark mean µs | collbench µs (out of place) | ratio | CPU/op Gloo µs | ' +
+      'CPU/op collbench µs | CPU ratio |'
+    : '| collective | size | OSU avg µs | collbench µs out of place | ratio | collbench µs in place | ratio | ' +
+      'CPU/op OSU µs | CPU/op collbench µs |';
 console.log(header);
 console.log(header.replace(/[^|]+/g, '---'));
 const json: unknown[] = [];
 for (const cell of cells) {
   const iters = itersFor(cell.bytes);
-  const peerUs = cell.peer.map((r) => r.us[0]!), oop = cell.cb.map((r) => r.us[0]!), ip = cell.cb.map((r) => r.us[1]!);
+  const peerUs = cell.peer.map((r) => r.us[0]!),
+    oop = cell.cb.map((r) => r.us[0]!),
+    ip = cell.cb.map((r) => r.us[1]!);
   const goal = { ratio: 1.1, addedUs: peer === 'osu' ? 0.2 : 0 };
   const a = analyseSize(cell.bytes, cell.bytes, oop, peerUs, goal, 2);
   const b = analyseSize(cell.bytes, cell.bytes, ip, peerUs, goal, 2);
-  const cpuPeer = cpuPerOp(cell.peer, basePeer, baseOpsPeer), cpuCb = cpuPerOp(cell.cb, baseCb, baseOpsCb);
+  const cpuPeer = cpuPerOp(cell.peer, basePeer, baseOpsPeer),
+    cpuCb = cpuPerOp(cell.cb, baseCb, baseOpsCb);
   const ratioText = (s: typeof a): string =>
     `${s.ratio.toFixed(2)} (${s.ratioMin.toFixed(2)}–${s.ratioMax.toFixed(2)})`;
   const cpuRatio = linearQuantile(cpuCb, 0.5) / linearQuantile(cpuPeer, 0.5);
-  console.log(peer === 'gloo'
-    ? `| ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-      `${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ${cpuText(cell.cb, cpuCb, baseOpsCb)} | ${cpuRatio.toFixed(2)} |`
-    : `| ${cell.c.name} | ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-      `${spreadText(ip)} | ${ratioText(b)} | ${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ` +
-      `${cpuText(cell.cb, cpuCb, baseOpsCb)} |`);
-  json.push({ collective: cell.c.name, bytes: cell.bytes, iters, peerUs, collbenchOopUs: oop, collbenchIpUs: ip,
-    cpuPerOpPeerUs: cpuPeer, cpuPerOpCollbenchUs: cpuCb });
+  console.log(
+    peer === 'gloo'
+      ? `| ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
+          `${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ${cpuText(cell.cb, cpuCb, baseOpsCb)} | ${cpuRatio.toFixed(2)} |`
+      : `| ${cell.c.name} | ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
+          `${spreadText(ip)} | ${ratioText(b)} | ${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ` +
+          `${cpuText(cell.cb, cpuCb, baseOpsCb)} |`,
+  );
+  json.push({
+    collective: cell.c.name,
+    bytes: cell.bytes,
+    iters,
+    peerUs,
+    collbenchOopUs: oop,
+    collbenchIpUs: ip,
+    cpuPerOpPeerUs: cpuPeer,
+    cpuPerOpCollbenchUs: cpuCb,
+  });
 }
 if (argv.json) writeFileSync(argv.json, JSON.stringify({ peer, rounds, started, loads, cells: json }, null, 2) + '\n');

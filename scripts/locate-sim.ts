@@ -22,9 +22,19 @@ import type { PairSchedule } from '../bench/locate/schedule.js';
 import { DEFAULT_RULE } from '../bench/locate/decide.js';
 import { seededRandom } from '../bench/core/stats.js';
 
-interface Noise { name: string; job: number; iter: number; contend: number; dip: number }
+interface Noise {
+  name: string;
+  job: number;
+  iter: number;
+  contend: number;
+  dip: number;
+}
 /** `unlucky`: the pair of the bad host and its `other` host does not show the fault in its first pairs-stage repeat. */
-interface Fault { kind: 'none' | 'host' | 'link'; slowdown: number; unlucky?: boolean }
+interface Fault {
+  kind: 'none' | 'host' | 'link';
+  slowdown: number;
+  unlucky?: boolean;
+}
 
 const NOISES: Noise[] = [
   { name: 'calm (cluster-like: ±5 % per job)', job: 0.05, iter: 0.03, contend: 0.02, dip: 0.01 },
@@ -33,7 +43,10 @@ const NOISES: Noise[] = [
 ];
 const FAULTS: Fault[] = [
   { kind: 'none', slowdown: 1 },
-  ...[1.25, 1.33, 1.5, 2, 3, 4, 10].flatMap((s): Fault[] => [{ kind: 'host', slowdown: s }, { kind: 'link', slowdown: s }]),
+  ...[1.25, 1.33, 1.5, 2, 3, 4, 10].flatMap((s): Fault[] => [
+    { kind: 'host', slowdown: s },
+    { kind: 'link', slowdown: s },
+  ]),
 ];
 
 /** Time model: start-up per job, and per sample (iteration half) a time ∝ size / busbw; 3 sizes as the defaults. */
@@ -46,9 +59,16 @@ class SimMeasurer implements Measurer {
   clock = 0;
   stopReason: string | null = null;
   private readonly gauss: () => number;
-  constructor(readonly opts: LocateOptions, private readonly noise: Noise, private readonly fault: Fault,
-    private readonly badHost: string, private readonly badLink: [string, string], private readonly rand: () => number,
-    private readonly startupSec: number, private readonly budgets: boolean) {
+  constructor(
+    readonly opts: LocateOptions,
+    private readonly noise: Noise,
+    private readonly fault: Fault,
+    private readonly badHost: string,
+    private readonly badLink: [string, string],
+    private readonly rand: () => number,
+    private readonly startupSec: number,
+    private readonly budgets: boolean,
+  ) {
     this.gauss = () => Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
   }
 
@@ -60,17 +80,25 @@ class SimMeasurer implements Measurer {
   /** Virtual seconds per stage (progress line's first two words), for SIM_DEBUG. */
   readonly byStage = new Map<string, number>();
   private stage = 'start';
-  progress(line: string): void { this.stage = line.split(' ').slice(0, 2).join(' ').replace(/:$/, ''); }
+  progress(line: string): void {
+    this.stage = line.split(' ').slice(0, 2).join(' ').replace(/:$/, '');
+  }
 
   /** The repeat being measured (MeasureStep.firstRepeat onwards). */
   private repeat = 1;
 
   private cap(hosts: string[]): number {
-    const unlucky = this.fault.unlucky === true && this.stage === 'stage pairs' && this.repeat === 1 && hosts.length === 2 &&
-      hosts.includes(this.badHost) && hosts.includes(this.badLink[1]);
+    const unlucky =
+      this.fault.unlucky === true &&
+      this.stage === 'stage pairs' &&
+      this.repeat === 1 &&
+      hosts.length === 2 &&
+      hosts.includes(this.badHost) &&
+      hosts.includes(this.badLink[1]);
     if (unlucky) return 1;
     if (this.fault.kind === 'host' && hosts.includes(this.badHost)) return 1 / this.fault.slowdown;
-    if (this.fault.kind === 'link' && hosts.includes(this.badLink[0]) && hosts.includes(this.badLink[1])) return 1 / this.fault.slowdown;
+    if (this.fault.kind === 'link' && hosts.includes(this.badLink[0]) && hosts.includes(this.badLink[1]))
+      return 1 / this.fault.slowdown;
     return 1;
   }
 
@@ -98,7 +126,11 @@ class SimMeasurer implements Measurer {
     return { bySize, ends };
   }
 
-  measure(rounds: GroupSpec[][], repeats: number, step?: MeasureStep): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
+  measure(
+    rounds: GroupSpec[][],
+    repeats: number,
+    step?: MeasureStep,
+  ): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
     const byId = new Map<string, GroupSamples>();
     const jobs: LocateJob[] = [];
     for (const g of rounds.flat()) byId.set(g.id, { id: g.id, hosts: g.hosts, bySize: new Map(), failed: null });
@@ -115,7 +147,8 @@ class SimMeasurer implements Measurer {
           let limit = Infinity;
           if (this.budgets && step) {
             if (step.budget.capSec !== null) limit = step.budget.capSec;
-            if (step.budget.afterFirst !== null && runs.length > 1 && full[i]! > firstDone) limit = Math.min(limit, step.budget.afterFirst * firstDone);
+            if (step.budget.afterFirst !== null && runs.length > 1 && full[i]! > firstDone)
+              limit = Math.min(limit, step.budget.afterFirst * firstDone);
           }
           const done = Math.min(full[i]!, limit);
           wall = Math.max(wall, done);
@@ -129,8 +162,17 @@ class SimMeasurer implements Measurer {
           });
           const ok = kept > 0;
           if (!ok) group.failed ??= 'stopped at its time budget before its first size finished';
-          jobs.push({ id: x.g.id, hosts: x.g.hosts, repeat: r, status: ok ? 'ok' : 'failed', error: ok ? null : 'stopped at its time budget',
-            durationSec: done, budgetSec: Number.isFinite(limit) ? limit : null, capped, iterations: x.g.iterations ?? null });
+          jobs.push({
+            id: x.g.id,
+            hosts: x.g.hosts,
+            repeat: r,
+            status: ok ? 'ok' : 'failed',
+            error: ok ? null : 'stopped at its time budget',
+            durationSec: done,
+            budgetSec: Number.isFinite(limit) ? limit : null,
+            capped,
+            iterations: x.g.iterations ?? null,
+          });
         });
         this.clock += wall;
         this.byStage.set(this.stage, (this.byStage.get(this.stage) ?? 0) + wall);
@@ -142,114 +184,215 @@ class SimMeasurer implements Measurer {
 
 const { values } = parseArgs({
   options: {
-    trials: { type: 'string', default: '100' }, hosts: { type: 'string', default: '8' }, seed: { type: 'string', default: '1' },
-    margins: { type: 'string', default: '25,50' }, iterations: { type: 'string', default: '20' },
-    repeats: { type: 'string', default: '2' }, noises: { type: 'string', default: '0,1,2' },
-    startup: { type: 'string', default: '5' }, scale: { type: 'string' }, 'no-budget': { type: 'boolean', default: false },
-    'max-time': { type: 'string', default: '1e9' }, pairs: { type: 'string', default: 'all' },
+    trials: { type: 'string', default: '100' },
+    hosts: { type: 'string', default: '8' },
+    seed: { type: 'string', default: '1' },
+    margins: { type: 'string', default: '25,50' },
+    iterations: { type: 'string', default: '20' },
+    repeats: { type: 'string', default: '2' },
+    noises: { type: 'string', default: '0,1,2' },
+    startup: { type: 'string', default: '5' },
+    scale: { type: 'string' },
+    'no-budget': { type: 'boolean', default: false },
+    'max-time': { type: 'string', default: '1e9' },
+    pairs: { type: 'string', default: 'all' },
     faults: { type: 'string', default: 'all' }, // all, or none (healthy runs only); with --scale: some of none,4,10
     'after-only': { type: 'boolean', default: false }, // with --scale: only with the time budgets (no 'before' column)
     unlucky: { type: 'boolean', default: false }, // issue #41's cases: a slow host, one of its pairs unlucky; --hosts may list counts
   },
 });
-const trials = Number(values.trials), iterations = Number(values.iterations);
-const repeats = Number(values.repeats), startupSec = Number(values.startup), budgets = !values['no-budget'];
+const trials = Number(values.trials),
+  iterations = Number(values.iterations);
+const repeats = Number(values.repeats),
+  startupSec = Number(values.startup),
+  budgets = !values['no-budget'];
 const rand = seededRandom(Number(values.seed)); // so that a table can be reproduced
 
 interface Outcome {
-  verdict: string; right: boolean; wrong: boolean; degradedRight: boolean; wallSec: number; partial: boolean;
+  verdict: string;
+  right: boolean;
+  wrong: boolean;
+  degradedRight: boolean;
+  wallSec: number;
+  partial: boolean;
   /** Links named (any), and the bad host named as a suspect (whatever else was named). */
-  links: number; hostNamed: boolean;
+  links: number;
+  hostNamed: boolean;
 }
 
-async function trial(hosts: string[], noise: Noise, fault: Fault, margin: number, schedule: PairSchedule, useBudgets: boolean): Promise<Outcome> {
+async function trial(
+  hosts: string[],
+  noise: Noise,
+  fault: Fault,
+  margin: number,
+  schedule: PairSchedule,
+  useBudgets: boolean,
+): Promise<Outcome> {
   const bad = hosts[Math.floor(rand() * hosts.length)]!;
   let other = hosts[Math.floor(rand() * hosts.length)]!;
   while (other === bad) other = hosts[Math.floor(rand() * hosts.length)]!;
   const opts: LocateOptions = {
-    hosts, npPerHost: 1, jsonFile: null, repeats, rule: { ...DEFAULT_RULE, margin: margin / 100 }, schedule,
-    timeoutSec: 600, parallel: 0, quiet: true, runArgs: [], iterations, maxTimeSec: Number(values['max-time']), scheduleNote: null, jobSeconds: 10,
+    hosts,
+    npPerHost: 1,
+    jsonFile: null,
+    repeats,
+    rule: { ...DEFAULT_RULE, margin: margin / 100 },
+    schedule,
+    timeoutSec: 600,
+    parallel: 0,
+    quiet: true,
+    runArgs: [],
+    iterations,
+    maxTimeSec: Number(values['max-time']),
+    scheduleNote: null,
+    jobSeconds: 10,
   };
   const m = new SimMeasurer(opts, noise, fault, bad, [bad, other], rand, startupSec, useBudgets);
   const doc = await runLocate(m, []);
   const namedHosts = doc.suspects.map((s) => s.host);
   const namedLinks = doc.links.map((l) => [...l.hosts].sort().join('-'));
   const degraded = doc.degraded.map((d) => d.host);
-  const right = fault.kind === 'host' ? namedHosts.length === 1 && namedHosts[0] === bad && namedLinks.length === 0
-    : fault.kind === 'link' ? namedLinks.length === 1 && namedLinks[0] === [bad, other].sort().join('-') && namedHosts.length === 0 : false;
+  const right =
+    fault.kind === 'host'
+      ? namedHosts.length === 1 && namedHosts[0] === bad && namedLinks.length === 0
+      : fault.kind === 'link'
+        ? namedLinks.length === 1 && namedLinks[0] === [bad, other].sort().join('-') && namedHosts.length === 0
+        : false;
   const degradedRight = fault.kind === 'host' && degraded.length === 1 && degraded[0] === bad;
   const wrong = (doc.verdict === 'suspect' && !right) || (doc.verdict === 'degraded' && !degradedRight);
-  if ((wrong || doc.verdict === 'inconclusive') && process.env.SIM_DEBUG) console.error(`${fault.kind} ${fault.slowdown} bad ${bad} link ${bad}-${other}:`, doc.verdict, doc.reason.slice(0, 300));
-  if (process.env.SIM_DEBUG) console.error(`${hosts.length} hosts, ${fault.kind} ${fault.slowdown}: ${doc.verdict} ${m.clock.toFixed(0)} s, ${doc.cleared.length} cleared in re-tests: ${[...m.byStage].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
-  return { verdict: doc.verdict, right, wrong, degradedRight, wallSec: m.clock, partial: doc.partial, links: doc.links.length, hostNamed: namedHosts.includes(bad) };
+  if ((wrong || doc.verdict === 'inconclusive') && process.env.SIM_DEBUG)
+    console.error(
+      `${fault.kind} ${fault.slowdown} bad ${bad} link ${bad}-${other}:`,
+      doc.verdict,
+      doc.reason.slice(0, 300),
+    );
+  if (process.env.SIM_DEBUG)
+    console.error(
+      `${hosts.length} hosts, ${fault.kind} ${fault.slowdown}: ${doc.verdict} ${m.clock.toFixed(0)} s, ${doc.cleared.length} cleared in re-tests: ${[...m.byStage].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`,
+    );
+  return {
+    verdict: doc.verdict,
+    right,
+    wrong,
+    degradedRight,
+    wallSec: m.clock,
+    partial: doc.partial,
+    links: doc.links.length,
+    hostNamed: namedHosts.includes(bad),
+  };
 }
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 if (values.unlucky) {
   // Issue #41: a slow host one of whose pairs looked better than it is in the pairs stage was named as links.
-  console.log(`# ${trials} trials per line, ${repeats} repeats, 3 sizes × ${iterations} iterations × 2 halves per job, margin 25 %, alpha ${DEFAULT_RULE.alpha}; ` +
-    'one host slower, one of its pairs unlucky in the pairs stage (the fault not showing in its first repeat)');
-  console.log('| noise | hosts | host slower | host named (suspect) | host named (degraded) | only the host (right) | links named | healthy | inconclusive |');
+  console.log(
+    `# ${trials} trials per line, ${repeats} repeats, 3 sizes × ${iterations} iterations × 2 halves per job, margin 25 %, alpha ${DEFAULT_RULE.alpha}; ` +
+      'one host slower, one of its pairs unlucky in the pairs stage (the fault not showing in its first repeat)',
+  );
+  console.log(
+    '| noise | hosts | host slower | host named (suspect) | host named (degraded) | only the host (right) | links named | healthy | inconclusive |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|');
-  for (const noise of String(values.noises).split(',').map((i) => NOISES[Number(i)]!)) {
+  for (const noise of String(values.noises)
+    .split(',')
+    .map((i) => NOISES[Number(i)]!)) {
     for (const nHosts of String(values.hosts).split(',').map(Number)) {
       const hosts = Array.from({ length: nHosts }, (_, i) => `n${i + 1}`);
       for (const slowdown of [2, 3, 1.3]) {
         const outs: Outcome[] = [];
-        for (let t = 0; t < trials; t++) outs.push(await trial(hosts, noise, { kind: 'host', slowdown, unlucky: true }, 25, values.pairs as PairSchedule, budgets));
+        for (let t = 0; t < trials; t++)
+          outs.push(
+            await trial(
+              hosts,
+              noise,
+              { kind: 'host', slowdown, unlucky: true },
+              25,
+              values.pairs as PairSchedule,
+              budgets,
+            ),
+          );
         const p = (f: (o: Outcome) => boolean): string => `${((100 * outs.filter(f).length) / trials).toFixed(0)}%`;
-        console.log(`| ${noise.name} | ${nHosts} | ${slowdown}× | ${p((o) => o.hostNamed)} | ${p((o) => o.degradedRight)} | ${p((o) => o.right || o.degradedRight)} | ` +
-          `${p((o) => o.links > 0)} | ${p((o) => o.verdict === 'healthy')} | ${p((o) => o.verdict === 'inconclusive')} |`);
+        console.log(
+          `| ${noise.name} | ${nHosts} | ${slowdown}× | ${p((o) => o.hostNamed)} | ${p((o) => o.degradedRight)} | ${p((o) => o.right || o.degradedRight)} | ` +
+            `${p((o) => o.links > 0)} | ${p((o) => o.verdict === 'healthy')} | ${p((o) => o.verdict === 'inconclusive')} |`,
+        );
       }
     }
   }
 } else if (values.scale !== undefined) {
   // The time to a verdict at scale: healthy, one host 4× and one 10× slower, with and without the time budgets.
   const noise = NOISES[Number(String(values.noises).split(',')[0])]!;
-  console.log(`# wall time to the verdict (virtual s: ${startupSec} s start-up per job, 3 sizes × ${iterations} iterations, ${repeats} repeats), ` +
-    `${trials} trial(s) per cell, ${noise.name}, --pairs ${values.pairs}, margin 25 %`);
+  console.log(
+    `# wall time to the verdict (virtual s: ${startupSec} s start-up per job, 3 sizes × ${iterations} iterations, ${repeats} repeats), ` +
+      `${trials} trial(s) per cell, ${noise.name}, --pairs ${values.pairs}, margin 25 %`,
+  );
   console.log('| hosts | fault | before: verdict · wall | after: verdict · wall | after / healthy after |');
   console.log('|---|---|---|---|---|');
   for (const n of String(values.scale).split(',').map(Number)) {
     const hosts = Array.from({ length: n }, (_, i) => `n${i + 1}`);
     let healthyAfter = 0;
-    const scaleFaults = ([{ kind: 'none', slowdown: 1 }, { kind: 'host', slowdown: 4 }, { kind: 'host', slowdown: 10 }] as Fault[])
-      .filter((f) => values.faults === 'all' || String(values.faults).split(',').includes(f.kind === 'none' ? 'none' : String(f.slowdown)));
+    const scaleFaults = (
+      [
+        { kind: 'none', slowdown: 1 },
+        { kind: 'host', slowdown: 4 },
+        { kind: 'host', slowdown: 10 },
+      ] as Fault[]
+    ).filter(
+      (f) =>
+        values.faults === 'all' ||
+        String(values.faults)
+          .split(',')
+          .includes(f.kind === 'none' ? 'none' : String(f.slowdown)),
+    );
     for (const fault of scaleFaults) {
       const cells: string[] = [];
       let after = 0;
       for (const useBudgets of values['after-only'] ? [true] : [false, true]) {
         const outs: Outcome[] = [];
-        for (let t = 0; t < trials; t++) outs.push(await trial(hosts, noise, fault, 25, values.pairs as PairSchedule, useBudgets));
+        for (let t = 0; t < trials; t++)
+          outs.push(await trial(hosts, noise, fault, 25, values.pairs as PairSchedule, useBudgets));
         const named = outs.filter((o) => (fault.kind === 'none' ? o.verdict === 'healthy' : o.right)).length;
         const wall = mean(outs.map((o) => o.wallSec));
         if (useBudgets) after = wall;
         const wrong = outs.filter((o) => o.wrong).length;
         if (values['after-only']) cells.push('-');
-        cells.push(`${named}/${trials} ${fault.kind === 'none' ? 'healthy' : 'named'}${wrong ? ` (${wrong} false)` : ''} · ${wall.toFixed(0)} s`);
+        cells.push(
+          `${named}/${trials} ${fault.kind === 'none' ? 'healthy' : 'named'}${wrong ? ` (${wrong} false)` : ''} · ${wall.toFixed(0)} s`,
+        );
       }
       if (fault.kind === 'none') healthyAfter = after;
-      console.log(`| ${n} | ${fault.kind === 'none' ? 'none' : `host ${fault.slowdown}× slower`} | ${cells[0]} | ${cells[1]} | ${healthyAfter ? (after / healthyAfter).toFixed(2) : '-'} |`);
+      console.log(
+        `| ${n} | ${fault.kind === 'none' ? 'none' : `host ${fault.slowdown}× slower`} | ${cells[0]} | ${cells[1]} | ${healthyAfter ? (after / healthyAfter).toFixed(2) : '-'} |`,
+      );
     }
   }
 } else {
   const nHosts = Number(values.hosts);
   const hosts = Array.from({ length: nHosts }, (_, i) => `n${i + 1}`);
-  console.log(`# ${trials} trials per line, ${nHosts} hosts, ${repeats} repeats, 3 sizes × ${iterations} iterations × 2 halves per job, alpha ${DEFAULT_RULE.alpha}` +
-    `${budgets ? '' : ', no time budgets'}`);
-  console.log('| noise | margin | fault | healthy | right suspect named | degraded (right host) | false suspect or degraded | inconclusive | wall time (mean) |');
+  console.log(
+    `# ${trials} trials per line, ${nHosts} hosts, ${repeats} repeats, 3 sizes × ${iterations} iterations × 2 halves per job, alpha ${DEFAULT_RULE.alpha}` +
+      `${budgets ? '' : ', no time budgets'}`,
+  );
+  console.log(
+    '| noise | margin | fault | healthy | right suspect named | degraded (right host) | false suspect or degraded | inconclusive | wall time (mean) |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|');
-  for (const noise of String(values.noises).split(',').map((i) => NOISES[Number(i)]!)) {
+  for (const noise of String(values.noises)
+    .split(',')
+    .map((i) => NOISES[Number(i)]!)) {
     for (const margin of String(values.margins).split(',').map(Number)) {
       for (const fault of FAULTS.filter((f) => values.faults === 'all' || f.kind === 'none')) {
         const outs: Outcome[] = [];
-        for (let t = 0; t < trials; t++) outs.push(await trial(hosts, noise, fault, margin, values.pairs as PairSchedule, budgets));
+        for (let t = 0; t < trials; t++)
+          outs.push(await trial(hosts, noise, fault, margin, values.pairs as PairSchedule, budgets));
         const k = (f: (o: Outcome) => boolean): number => outs.filter(f).length;
         const p = (x: number) => `${((100 * x) / trials).toFixed(0)}%`;
         const what = fault.kind === 'none' ? 'none' : `${fault.kind} ${fault.slowdown}× slower`;
-        console.log(`| ${noise.name} | ${margin}% | ${what} | ${p(k((o) => o.verdict === 'healthy'))} | ${fault.kind === 'none' ? '-' : p(k((o) => o.right))} | ` +
-          `${fault.kind === 'host' ? p(k((o) => o.degradedRight)) : '-'} | ${p(k((o) => o.wrong))} | ${p(k((o) => o.verdict === 'inconclusive'))} | ${mean(outs.map((o) => o.wallSec)).toFixed(0)} s |`);
+        console.log(
+          `| ${noise.name} | ${margin}% | ${what} | ${p(k((o) => o.verdict === 'healthy'))} | ${fault.kind === 'none' ? '-' : p(k((o) => o.right))} | ` +
+            `${fault.kind === 'host' ? p(k((o) => o.degradedRight)) : '-'} | ${p(k((o) => o.wrong))} | ${p(k((o) => o.verdict === 'inconclusive'))} | ${mean(outs.map((o) => o.wallSec)).toFixed(0)} s |`,
+        );
       }
     }
   }

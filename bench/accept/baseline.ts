@@ -30,7 +30,10 @@ export interface BaselineDocument {
   checks: BaselineCheck[];
 }
 
-export interface LoadedBaseline { path: string; doc: BaselineDocument }
+export interface LoadedBaseline {
+  path: string;
+  doc: BaselineDocument;
+}
 
 /** Reads and validates a baseline file; one-line UsageError otherwise. */
 export function loadBaseline(path: string): LoadedBaseline {
@@ -43,24 +46,37 @@ export function loadBaseline(path: string): LoadedBaseline {
   }
   const o = (typeof json === 'object' && json !== null ? json : {}) as { kind?: unknown; schemaVersion?: unknown };
   if (o.kind !== BASELINE_KIND) {
-    throw UsageError.forFlag('--baseline', `${path} is not a collbench accept baseline (kind ${JSON.stringify(o.kind ?? null)}, expected "${BASELINE_KIND}")`);
+    throw UsageError.forFlag(
+      '--baseline',
+      `${path} is not a collbench accept baseline (kind ${JSON.stringify(o.kind ?? null)}, expected "${BASELINE_KIND}")`,
+    );
   }
   if (o.schemaVersion !== BASELINE_SCHEMA_VERSION) {
-    throw UsageError.forFlag('--baseline', `${path} has baseline schema version ${JSON.stringify(o.schemaVersion ?? null)}; this collbench reads version ${BASELINE_SCHEMA_VERSION} (save a new baseline)`);
+    throw UsageError.forFlag(
+      '--baseline',
+      `${path} has baseline schema version ${JSON.stringify(o.schemaVersion ?? null)}; this collbench reads version ${BASELINE_SCHEMA_VERSION} (save a new baseline)`,
+    );
   }
   const errors = schemaErrors('collbench-baseline.v1', json);
   if (errors.length > 0) {
-    throw UsageError.forFlag('--baseline', `${path} does not match its schema: ${errors[0]!.instancePath || '/'}: ${errorText(errors[0]!)}`);
+    throw UsageError.forFlag(
+      '--baseline',
+      `${path} does not match its schema: ${errors[0]!.instancePath || '/'}: ${errorText(errors[0]!)}`,
+    );
   }
   return { path, doc: json as BaselineDocument };
 }
 
 const sizeList = (sizes: readonly number[]): string =>
-  sizes.length <= 4 ? sizes.map(formatSize).join(', ') : `${formatSize(sizes[0]!)}..${formatSize(sizes[sizes.length - 1]!)} (${sizes.length} sizes)`;
+  sizes.length <= 4
+    ? sizes.map(formatSize).join(', ')
+    : `${formatSize(sizes[0]!)}..${formatSize(sizes[sizes.length - 1]!)} (${sizes.length} sizes)`;
 
 /** The profile's compared checks must be the baseline's, with the same collective, datatype, op, placement and sizes. */
 export function matchBaseline(b: LoadedBaseline, profile: Profile): Map<string, BaselineCheck> {
-  const fail = (what: string): never => { throw UsageError.forFlag('--baseline', `${b.path}: ${what}`); };
+  const fail = (what: string): never => {
+    throw UsageError.forFlag('--baseline', `${b.path}: ${what}`);
+  };
   const compared = profile.checks.filter((c) => c.baseline);
   const byId = new Map(b.doc.checks.map((c) => [c.id, c]));
   const wanted = new Set(compared.map((c) => c.id));
@@ -83,17 +99,28 @@ export function matchBaseline(b: LoadedBaseline, profile: Profile): Map<string, 
 /** The world a run had must be the baseline's: same rank count and backend. */
 export function matchWorld(b: LoadedBaseline, world: { nranks: number; backend: string }): void {
   if (world.nranks !== b.doc.world.nranks) {
-    throw UsageError.forFlag('--baseline', `${b.path} was taken on ${b.doc.world.nranks} ranks; this run has ${world.nranks}`);
+    throw UsageError.forFlag(
+      '--baseline',
+      `${b.path} was taken on ${b.doc.world.nranks} ranks; this run has ${world.nranks}`,
+    );
   }
   const name = (s: string): string => s.split(' ')[0]!;
   if (name(world.backend) !== name(b.doc.world.backend)) {
-    throw UsageError.forFlag('--baseline', `${b.path} was taken with backend ${b.doc.world.backend}; this run uses ${world.backend}`);
+    throw UsageError.forFlag(
+      '--baseline',
+      `${b.path} was taken with backend ${b.doc.world.backend}; this run uses ${world.backend}`,
+    );
   }
 }
 
 export function baselineCheck(c: ProfileCheck, runs: number, samples: Map<number, number[]>): BaselineCheck {
   return {
-    id: c.id, collective: c.collective, dtype: c.dtype, op: c.op, placement: c.placement, runs,
+    id: c.id,
+    collective: c.collective,
+    dtype: c.dtype,
+    op: c.op,
+    placement: c.placement,
+    runs,
     sizes: c.sizes.map((s) => ({ sizeBytes: s, samplesUs: samples.get(s) ?? [] })),
   };
 }

@@ -3,15 +3,26 @@
 // of the profile (accept/runs.ts: child runs with per-iteration samples), the rows are judged
 // (bench/accept/rows.ts) and the verdict written; exit 0 pass, 7 a check failed, the run's own code when a run could
 // not finish.
-import { baselineCheck, loadBaseline, matchBaseline, BASELINE_KIND, BASELINE_SCHEMA_VERSION,
-  type BaselineDocument } from './baseline.js';
+import {
+  baselineCheck,
+  loadBaseline,
+  matchBaseline,
+  BASELINE_KIND,
+  BASELINE_SCHEMA_VERSION,
+  type BaselineDocument,
+} from './baseline.js';
 import { judge, samplesBySize } from './evaluate.js';
 import { loadProfile, type Profile } from './profile.js';
 import { checkRows, type CheckRuns } from './rows.js';
 import { bonferroniLevel } from '../core/stats.js';
 import {
-  ACCEPT_KIND, ACCEPT_SCHEMA_VERSION, renderVerdictJson, renderVerdictJunit, renderVerdictText,
-  type AcceptDocument, type Verdict,
+  ACCEPT_KIND,
+  ACCEPT_SCHEMA_VERSION,
+  renderVerdictJson,
+  renderVerdictJunit,
+  renderVerdictText,
+  type AcceptDocument,
+  type Verdict,
 } from './verdict.js';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
 import { asText } from '../config/resolve.js';
@@ -41,14 +52,46 @@ const LAUNCH_GROUP = 'Launch options, passed to every run (as for runs)';
 const OPTIONS = 'Options';
 const ACCEPT_FLAGS = [
   flag.text(undefined, 'profile', 'profile', OPTIONS, 'the acceptance profile (required)', { value: '<file>' }),
-  flag.text(undefined, 'baseline', 'baseline', OPTIONS, 'compare with a baseline saved by --save-baseline (same profile, rank ' +
-    'count and backend)', { value: '<file>' }),
-  flag.output(undefined, 'save-baseline', 'saveBaseline', OPTIONS, 'save this run\'s per-iteration samples as a baseline'),
-  flag.number('tolerance', 'tolerance', DEFAULT_TOLERANCE, 'tolerance', 0, 100, OPTIONS, 'a slowdown within 1 + X times the ' +
-    'baseline is never a regression (0.5 = 50% slower)', { value: '<X>' }),
-  flag.output('J', 'json', 'json', OPTIONS, 'the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); ' +
-    '- = stdout'),
-  flag.output(undefined, 'junit', 'junit', OPTIONS, 'the verdict as JUnit XML, one test case per check row; - = stdout'),
+  flag.text(
+    undefined,
+    'baseline',
+    'baseline',
+    OPTIONS,
+    'compare with a baseline saved by --save-baseline (same profile, rank ' + 'count and backend)',
+    { value: '<file>' },
+  ),
+  flag.output(
+    undefined,
+    'save-baseline',
+    'saveBaseline',
+    OPTIONS,
+    "save this run's per-iteration samples as a baseline",
+  ),
+  flag.number(
+    'tolerance',
+    'tolerance',
+    DEFAULT_TOLERANCE,
+    'tolerance',
+    0,
+    100,
+    OPTIONS,
+    'a slowdown within 1 + X times the ' + 'baseline is never a regression (0.5 = 50% slower)',
+    { value: '<X>' },
+  ),
+  flag.output(
+    'J',
+    'json',
+    'json',
+    OPTIONS,
+    'the verdict as JSON (kind "collbench-accept", schema/collbench-accept.v1.schema.json); ' + '- = stdout',
+  ),
+  flag.output(
+    undefined,
+    'junit',
+    'junit',
+    OPTIONS,
+    'the verdict as JUnit XML, one test case per check row; - = stdout',
+  ),
   flag.timeout(600, OPTIONS, 'how long one run may take before it is killed'),
   flag.force(OPTIONS),
   flag.quiet(OPTIONS),
@@ -88,36 +131,59 @@ interface AcceptOptions {
 export function parseAcceptArgs(args: string[]): AcceptOptions | 'help' {
   const { stop, positionals, values, ordered } = parseOptions(args, ACCEPT_OPTIONS);
   if (stop === 'help') return 'help';
-  if (positionals.length > 0) throw new UsageError(`accept: unexpected argument '${positionals[0]}' (see collbench accept --help)`);
-  if (values.profile === null) throw UsageError.forFlag('accept: --profile', 'missing: name the acceptance profile (profiles/cpu-smoke.yaml, …)');
+  if (positionals.length > 0)
+    throw new UsageError(`accept: unexpected argument '${positionals[0]}' (see collbench accept --help)`);
+  if (values.profile === null)
+    throw UsageError.forFlag('accept: --profile', 'missing: name the acceptance profile (profiles/cpu-smoke.yaml, …)');
   const crowded = crowdingRefusal(values); // once here, not once per run
   if (crowded !== null) throw new UsageError(crowded, '--np');
   const launch = ordered.flatMap((t) => {
     const f = LAUNCH_FLAGS.find((x) => x.field === t.field);
-    return !f ? [] : f.kind === 'switch' ? (t.value === true ? [`--${f.long}`] : []) : [`--${f.long}=${asText(t.value)}`];
+    return !f
+      ? []
+      : f.kind === 'switch'
+        ? t.value === true
+          ? [`--${f.long}`]
+          : []
+        : [`--${f.long}=${asText(t.value)}`];
   });
   return {
-    profile: values.profile, baseline: values.baseline, saveBaseline: values.saveBaseline, json: values.json, junit: values.junit,
-    tolerance: values.tolerance, timeoutSec: values.timeoutSec, quiet: values.quiet, force: values.force, launch, np: values.np,
+    profile: values.profile,
+    baseline: values.baseline,
+    saveBaseline: values.saveBaseline,
+    json: values.json,
+    junit: values.junit,
+    tolerance: values.tolerance,
+    timeoutSec: values.timeoutSec,
+    quiet: values.quiet,
+    force: values.force,
+    launch,
+    np: values.np,
   };
 }
 
-
 export async function acceptCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const opts = parseAcceptArgs(argv);
-  if (opts === 'help') { io.out(commandHelp(ACCEPT_OPTIONS)); return EXIT.OK; }
+  if (opts === 'help') {
+    io.out(commandHelp(ACCEPT_OPTIONS));
+    return EXIT.OK;
+  }
   const outputs = [
     { flag: '-J', path: opts.json, render: renderVerdictJson },
     { flag: '--junit', path: opts.junit, render: renderVerdictJunit },
   ].filter((o): o is { flag: string; path: string; render: (d: AcceptDocument) => string } => o.path !== null);
-  checkOutputPaths([...outputs, ...(opts.saveBaseline ? [{ flag: '--save-baseline', path: opts.saveBaseline }] : [])],
-    { force: opts.force });
+  checkOutputPaths([...outputs, ...(opts.saveBaseline ? [{ flag: '--save-baseline', path: opts.saveBaseline }] : [])], {
+    force: opts.force,
+  });
   if (opts.saveBaseline === '-') throw UsageError.forFlag('--save-baseline', 'needs a file name, not -');
   const profile: Profile = loadProfile(opts.profile);
   const baseline = opts.baseline !== null ? loadBaseline(opts.baseline) : null;
   const matched = baseline ? matchBaseline(baseline, profile) : null;
   if (baseline && opts.np !== null && opts.np !== baseline.doc.world.nranks) {
-    throw UsageError.forFlag('--baseline', `${baseline.path} was taken on ${baseline.doc.world.nranks} ranks; --np asks for ${opts.np}`);
+    throw UsageError.forFlag(
+      '--baseline',
+      `${baseline.path} was taken on ${baseline.doc.world.nranks} ranks; --np asks for ${opts.np}`,
+    );
   }
   const startTime = new Date();
   return withChildRuns(scriptPath, { prefix: 'collbench-accept-' }, async (children) => {
@@ -128,36 +194,77 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: IO):
       // after a run that could not finish (no backend, a crash, a timeout) the verdict is "error" whatever follows:
       // the remaining checks are listed, not run
       const failed = all.find((r) => r.error);
-      all.push(failed ? { check: c, docs: [], results: judge(c, []), error: { line: `not run: check '${failed.check.id}' could not run`, exitCode: failed.error!.exitCode } }
-        : await session.runCheck(c, `[${i + 1}/${profile.checks.length}]`));
+      all.push(
+        failed
+          ? {
+              check: c,
+              docs: [],
+              results: judge(c, []),
+              error: { line: `not run: check '${failed.check.id}' could not run`, exitCode: failed.error!.exitCode },
+            }
+          : await session.runCheck(c, `[${i + 1}/${profile.checks.length}]`),
+      );
     }
     const comparisons = matched ? profile.checks.filter((c) => c.baseline).reduce((n, c) => n + c.sizes.length, 0) : 0;
     const level = bonferroniLevel(ALPHA, comparisons);
-    const rows = all.flatMap((r) => checkRows(r, matched?.has(r.check.id)
-      ? { check: matched.get(r.check.id)!, level, tolerance: r.check.baselineTolerance ?? opts.tolerance } : null));
+    const rows = all.flatMap((r) =>
+      checkRows(
+        r,
+        matched?.has(r.check.id)
+          ? { check: matched.get(r.check.id)!, level, tolerance: r.check.baselineTolerance ?? opts.tolerance }
+          : null,
+      ),
+    );
     const firstError = all.find((r) => r.error)?.error ?? null;
     const errors: string[] = [];
     if (session.interrupted) errors.push('interrupted');
-    const verdict: Verdict = session.interrupted || firstError ? 'error' : rows.every((r) => r.status === 'pass') ? 'pass' : 'fail';
-    const exitCode = session.interrupted ? children.signalExit() ?? 130 : firstError ? firstError.exitCode : verdict === 'pass' ? EXIT.OK : EXIT.WRONG_RESULTS;
+    const verdict: Verdict =
+      session.interrupted || firstError ? 'error' : rows.every((r) => r.status === 'pass') ? 'pass' : 'fail';
+    const exitCode = session.interrupted
+      ? (children.signalExit() ?? 130)
+      : firstError
+        ? firstError.exitCode
+        : verdict === 'pass'
+          ? EXIT.OK
+          : EXIT.WRONG_RESULTS;
     const doc: AcceptDocument = {
-      kind: ACCEPT_KIND, schemaVersion: ACCEPT_SCHEMA_VERSION, verdict, exitCode,
-      startTime: isoLocal(startTime), endTime: isoLocal(new Date()), argv: ['collbench', 'accept', ...argv],
-      profile: { name: profile.name, path: profile.path }, world: session.world,
-      baseline: baseline ? {
-        path: baseline.path, createdAt: baseline.doc.createdAt, host: baseline.doc.host, tolerance: opts.tolerance, alpha: ALPHA, comparisons,
-      } : null,
-      savedBaseline: null, checks: rows, errors,
+      kind: ACCEPT_KIND,
+      schemaVersion: ACCEPT_SCHEMA_VERSION,
+      verdict,
+      exitCode,
+      startTime: isoLocal(startTime),
+      endTime: isoLocal(new Date()),
+      argv: ['collbench', 'accept', ...argv],
+      profile: { name: profile.name, path: profile.path },
+      world: session.world,
+      baseline: baseline
+        ? {
+            path: baseline.path,
+            createdAt: baseline.doc.createdAt,
+            host: baseline.doc.host,
+            tolerance: opts.tolerance,
+            alpha: ALPHA,
+            comparisons,
+          }
+        : null,
+      savedBaseline: null,
+      checks: rows,
+      errors,
     };
     if (opts.saveBaseline !== null) {
       if (verdict === 'error' || !session.world) {
         io.err(`accept: --save-baseline: not written: the runs did not all finish`);
       } else {
         const b: BaselineDocument = {
-          kind: BASELINE_KIND, schemaVersion: BASELINE_SCHEMA_VERSION, createdAt: isoLocal(startTime),
+          kind: BASELINE_KIND,
+          schemaVersion: BASELINE_SCHEMA_VERSION,
+          createdAt: isoLocal(startTime),
           profile: { name: profile.name, path: profile.path },
-          world: { nranks: session.world.nranks, backend: session.world.backend }, host: session.world.host,
-          checks: all.filter((r) => r.check.baseline).map((r) => baselineCheck(r.check, r.docs.length, samplesBySize(r.check, r.docs))),
+          world: { nranks: session.world.nranks, backend: session.world.backend },
+          host: session.world.host,
+          checks: all
+            .filter((r) => r.check.baseline)
+            .map((r) => baselineCheck(r.check, r.docs.length, samplesBySize(r.check, r.docs))),
         };
         writeOutputFile('--save-baseline', opts.saveBaseline, `${JSON.stringify(b)}\n`);
         doc.savedBaseline = opts.saveBaseline;

@@ -26,7 +26,12 @@ export interface Threshold {
 
 /** One row of a run: `sizeBytes` as the profile asks for it (-b/-e/-f; the run may round it per collective, as nccl-tests
  *  does: all_gather of 8 B on 2 ranks moves 0 B), `actualBytes` as the run moved it. */
-export interface SizedHalf { sizeBytes: number; actualBytes: number; half: ReportHalf; other: ReportHalf }
+export interface SizedHalf {
+  sizeBytes: number;
+  actualBytes: number;
+  half: ReportHalf;
+  other: ReportHalf;
+}
 
 /** The median per-iteration time of a half (the table's mean time when the run had no per-iteration samples). */
 export function medianTimeUs(h: ReportHalf): number | null {
@@ -40,8 +45,11 @@ export function medianBusBwGBps(h: ReportHalf): number | null {
   return (h.busBwGBps * h.timeUs) / p50;
 }
 
-const worst = (halves: SizedHalf[], pick: (h: ReportHalf) => number | null | undefined, high: boolean):
-  { value: number; sizeBytes: number | null } => {
+const worst = (
+  halves: SizedHalf[],
+  pick: (h: ReportHalf) => number | null | undefined,
+  high: boolean,
+): { value: number; sizeBytes: number | null } => {
   let best: { value: number; sizeBytes: number | null } = { value: high ? -Infinity : Infinity, sizeBytes: null };
   for (const h of halves) {
     const v = pick(h.half);
@@ -56,32 +64,66 @@ export function thresholdsOf(c: ProfileCheck): Threshold[] {
   const out: Threshold[] = [];
   if (c.minBusBwGBps !== null) {
     const limit = c.minBusBwGBps;
-    out.push({ name: 'minBusBw', limit, unit: 'GB/s', text: `>= ${limit} GB/s`, holds: (m) => m >= limit,
+    out.push({
+      name: 'minBusBw',
+      limit,
+      unit: 'GB/s',
+      text: `>= ${limit} GB/s`,
+      holds: (m) => m >= limit,
       // a 0-byte row has no bandwidth to speak of
-      measure: (h) => worst(h.filter((x) => x.actualBytes > 0), medianBusBwGBps, false), better: (a, b) => b - a });
+      measure: (h) =>
+        worst(
+          h.filter((x) => x.actualBytes > 0),
+          medianBusBwGBps,
+          false,
+        ),
+      better: (a, b) => b - a,
+    });
   }
   if (c.maxTimeUs !== null) {
     const limit = c.maxTimeUs;
-    out.push({ name: 'maxTime', limit, unit: 'us', text: `<= ${limit} us`, holds: (m) => m <= limit,
-      measure: (h) => worst(h, medianTimeUs, true), better: (a, b) => a - b });
+    out.push({
+      name: 'maxTime',
+      limit,
+      unit: 'us',
+      text: `<= ${limit} us`,
+      holds: (m) => m <= limit,
+      measure: (h) => worst(h, medianTimeUs, true),
+      better: (a, b) => a - b,
+    });
   }
   if (c.maxCvPct !== null) {
     const limit = c.maxCvPct;
-    out.push({ name: 'maxCv', limit, unit: '%', text: `<= ${limit} %`, holds: (m) => m <= limit,
-      measure: (h) => worst(h, (x) => x.perIter?.stats.cvPct, true), better: (a, b) => a - b });
+    out.push({
+      name: 'maxCv',
+      limit,
+      unit: '%',
+      text: `<= ${limit} %`,
+      holds: (m) => m <= limit,
+      measure: (h) => worst(h, (x) => x.perIter?.stats.cvPct, true),
+      better: (a, b) => a - b,
+    });
   }
   if (c.wrong) {
-    out.push({ name: 'wrong', limit: 0, unit: 'elements', text: '0 wrong', holds: (m) => m === 0,
+    out.push({
+      name: 'wrong',
+      limit: 0,
+      unit: 'elements',
+      text: '0 wrong',
+      holds: (m) => m === 0,
       measure: (h) => {
         // both halves: a corrupted in-place result is as wrong as an out-of-place one
-        let total = 0, at: number | null = null;
+        let total = 0,
+          at: number | null = null;
         for (const x of h) {
           const w = (x.half.wrong ?? 0) + (x.other.wrong ?? 0);
           if (w > 0 && at === null) at = x.sizeBytes;
           total += w;
         }
         return { value: total, sizeBytes: at };
-      }, better: (a, b) => a - b });
+      },
+      better: (a, b) => a - b,
+    });
   }
   return out;
 }
@@ -91,10 +133,19 @@ export function thresholdsOf(c: ProfileCheck): Threshold[] {
 export function sizedHalves(doc: ReportDocument, c: ProfileCheck): SizedHalf[] {
   const key = PLACEMENTS.find((p) => p.label === c.placement)!.key;
   const otherKey = key === 'outOfPlace' ? 'inPlace' : 'outOfPlace';
-  return doc.rows.map((r, i) => ({ sizeBytes: c.sizes[i] ?? r.sizeBytes, actualBytes: r.sizeBytes, half: r[key], other: r[otherKey] }));
+  return doc.rows.map((r, i) => ({
+    sizeBytes: c.sizes[i] ?? r.sizeBytes,
+    actualBytes: r.sizeBytes,
+    half: r[key],
+    other: r[otherKey],
+  }));
 }
 
-export interface AttemptFigure { value: number; sizeBytes: number | null; holds: boolean }
+export interface AttemptFigure {
+  value: number;
+  sizeBytes: number | null;
+  holds: boolean;
+}
 
 export interface ThresholdResult {
   name: ThresholdName;
@@ -120,8 +171,15 @@ export function judge(c: ProfileCheck, docs: readonly ReportDocument[]): Thresho
     const ranked = [...figures].sort((a, b) => t.better(a.value, b.value));
     const decisive = ranked[Math.min(c.attempts.pass, ranked.length) - 1] ?? { value: NaN, sizeBytes: null };
     return {
-      name: t.name, status: passed >= c.attempts.pass ? 'pass' : 'fail', measured: decisive.value,
-      sizeBytes: decisive.sizeBytes, threshold: t.text, limit: t.limit, unit: t.unit, passed, attempts: figures,
+      name: t.name,
+      status: passed >= c.attempts.pass ? 'pass' : 'fail',
+      measured: decisive.value,
+      sizeBytes: decisive.sizeBytes,
+      threshold: t.text,
+      limit: t.limit,
+      unit: t.unit,
+      passed,
+      attempts: figures,
     };
   });
 }
@@ -134,8 +192,13 @@ export function decided(c: ProfileCheck, results: readonly ThresholdResult[], ru
 }
 
 export interface LateEvidence {
-  rank: number; host: string; rowHalves: number; of: number; medianLateUs: number;
-  device?: number; bus?: string;  // from device arrivals (NCCL -I 1): the rank's GPU
+  rank: number;
+  host: string;
+  rowHalves: number;
+  of: number;
+  medianLateUs: number;
+  device?: number;
+  bus?: string; // from device arrivals (NCCL -I 1): the rank's GPU
 }
 
 /** The rank named late in most of the check's row-halves (both placements, every run), when one was named at all. */
@@ -159,7 +222,10 @@ export function lateEvidence(docs: readonly ReportDocument[]): LateEvidence | nu
     if (best && e.lateUs.length <= best.rowHalves) continue;
     const sorted = [...e.lateUs].sort((a, b) => a - b);
     best = { rank, host: e.host, rowHalves: e.lateUs.length, of, medianLateUs: sorted[Math.floor(sorted.length / 2)]! };
-    if (e.device !== undefined) { best.device = e.device; if (e.bus) best.bus = e.bus; }
+    if (e.device !== undefined) {
+      best.device = e.device;
+      if (e.bus) best.bus = e.bus;
+    }
   }
   return best;
 }

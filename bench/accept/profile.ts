@@ -18,7 +18,10 @@ export const PROFILE_KIND = 'collbench-profile';
 
 export type Placement = 'out-of-place' | 'in-place';
 
-export interface Attempts { pass: number; of: number }
+export interface Attempts {
+  pass: number;
+  of: number;
+}
 
 /** One check of a profile with its defaults filled in. */
 export interface ProfileCheck {
@@ -55,8 +58,13 @@ export interface Profile {
 }
 
 export const RUN_DEFAULTS = {
-  iters: 20, warmupIters: 5, stepFactor: 2, dtype: 'float' as DTypeName, op: 'sum' as OpName,
-  placement: 'out-of-place' as Placement, attempts: { pass: 1, of: 1 },
+  iters: 20,
+  warmupIters: 5,
+  stepFactor: 2,
+  dtype: 'float' as DTypeName,
+  op: 'sum' as OpName,
+  placement: 'out-of-place' as Placement,
+  attempts: { pass: 1, of: 1 },
 };
 
 type Path = (string | number)[];
@@ -77,11 +85,18 @@ function lineOf(doc: Document, lines: LineCounter, path: Path, key?: string): nu
 }
 
 const pathOf = (pointer: string): Path =>
-  pointer === '' ? [] : pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  pointer === ''
+    ? []
+    : pointer
+        .slice(1)
+        .split('/')
+        .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+        .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 
 const keyText = (path: Path): string =>
-  path.length === 0 ? '(top level)' : path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${p}`)).join('');
+  path.length === 0
+    ? '(top level)'
+    : path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${p}`)).join('');
 
 /** The error that says most: an unknown key, else the deepest path, else the first. */
 function pickError(errors: ErrorObject[]): ErrorObject {
@@ -101,7 +116,9 @@ export function loadProfile(path: string): Profile {
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new ProfileError(`--profile: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new ProfileError(
+      `--profile: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   return parseProfile(text, path);
 }
@@ -125,29 +142,61 @@ export function parseProfile(text: string, path: string): Profile {
     const p = e.params as Record<string, unknown>;
     const key = (p.unevaluatedProperty ?? p.additionalProperty ?? p.missingProperty) as string | undefined;
     // a missing one of several (anyOf of required): name them all, on the object's line
-    const alternatives = e.keyword === 'required' && /\/anyOf\/\d+\/required$/.test(e.schemaPath)
-      ? errors.filter((x) => x.keyword === 'required' && x.instancePath === e.instancePath && /\/anyOf\/\d+\/required$/.test(x.schemaPath))
-        .map((x) => String((x.params as { missingProperty: string }).missingProperty)) : [];
-    if (alternatives.length > 1) fail(lineOf(doc, lines, path0), keyText(path0), `needs at least one of ${alternatives.join(', ')}`);
+    const alternatives =
+      e.keyword === 'required' && /\/anyOf\/\d+\/required$/.test(e.schemaPath)
+        ? errors
+            .filter(
+              (x) =>
+                x.keyword === 'required' &&
+                x.instancePath === e.instancePath &&
+                /\/anyOf\/\d+\/required$/.test(x.schemaPath),
+            )
+            .map((x) => String((x.params as { missingProperty: string }).missingProperty))
+        : [];
+    if (alternatives.length > 1)
+      fail(lineOf(doc, lines, path0), keyText(path0), `needs at least one of ${alternatives.join(', ')}`);
     const named = key !== undefined ? [...path0, key] : path0;
     fail(lineOf(doc, lines, path0, p.missingProperty === undefined ? key : undefined), keyText(named), errorText(e));
   }
-  return resolveProfile(data as RawProfile, path, (at, key, what) => fail(lineOf(doc, lines, at, key), keyText([...at, key]), what));
+  return resolveProfile(data as RawProfile, path, (at, key, what) =>
+    fail(lineOf(doc, lines, at, key), keyText([...at, key]), what),
+  );
 }
 
 interface RawRun {
-  iters?: number; warmupIters?: number; stepFactor?: number; dtype?: DTypeName; op?: OpName; placement?: Placement;
+  iters?: number;
+  warmupIters?: number;
+  stepFactor?: number;
+  dtype?: DTypeName;
+  op?: OpName;
+  placement?: Placement;
   attempts?: Attempts;
 }
 interface RawCheck extends RawRun {
-  name?: string; collective: CollectiveName; minBytes: number | string; maxBytes: number | string;
-  minBusBwGBps?: number; maxTimeUs?: number; maxCvPct?: number; wrong?: 0; baseline?: boolean; baselineTolerance?: number;
+  name?: string;
+  collective: CollectiveName;
+  minBytes: number | string;
+  maxBytes: number | string;
+  minBusBwGBps?: number;
+  maxTimeUs?: number;
+  maxCvPct?: number;
+  wrong?: 0;
+  baseline?: boolean;
+  baselineTolerance?: number;
 }
-interface RawProfile { kind: string; version: 1; name: string; description?: string; defaults?: RawRun; checks: RawCheck[] }
+interface RawProfile {
+  kind: string;
+  version: 1;
+  name: string;
+  description?: string;
+  defaults?: RawRun;
+  checks: RawCheck[];
+}
 
 function resolveProfile(raw: RawProfile, path: string, fail: (at: Path, key: string, what: string) => never): Profile {
   const d = { ...RUN_DEFAULTS, ...raw.defaults };
-  if (d.attempts.pass > d.attempts.of) fail(['defaults', 'attempts'], 'pass', `${d.attempts.pass} passes of ${d.attempts.of} attempts cannot happen`);
+  if (d.attempts.pass > d.attempts.of)
+    fail(['defaults', 'attempts'], 'pass', `${d.attempts.pass} passes of ${d.attempts.of} attempts cannot happen`);
   const ids = new Map<string, number>();
   const checks = raw.checks.map((c, index): ProfileCheck => {
     const at: Path = ['checks', index];
@@ -158,21 +207,42 @@ function resolveProfile(raw: RawProfile, path: string, fail: (at: Path, key: str
         return fail(at, key, (e as Error).message.replace(/^\w+: /, ''));
       }
     };
-    const minBytes = size('minBytes'), maxBytes = size('maxBytes');
+    const minBytes = size('minBytes'),
+      maxBytes = size('maxBytes');
     if (minBytes > maxBytes) fail(at, 'maxBytes', `${formatSize(maxBytes)} is below minBytes ${formatSize(minBytes)}`);
-    if (minBytes === 0 && maxBytes > 0) fail(at, 'minBytes', 'a sweep from 0 bytes never grows; start at 1 byte or more');
+    if (minBytes === 0 && maxBytes > 0)
+      fail(at, 'minBytes', 'a sweep from 0 bytes never grows; start at 1 byte or more');
     const r = { ...d, ...c };
-    if (r.attempts.pass > r.attempts.of) fail(at, 'attempts', `${r.attempts.pass} passes of ${r.attempts.of} attempts cannot happen`);
+    if (r.attempts.pass > r.attempts.of)
+      fail(at, 'attempts', `${r.attempts.pass} passes of ${r.attempts.of} attempts cannot happen`);
     const id = c.name ?? `${c.collective} ${formatSize(minBytes)}-${formatSize(maxBytes)}`;
-    if (ids.has(id)) fail(at, c.name !== undefined ? 'name' : 'collective', `check '${id}' is already check ${ids.get(id)! + 1}; give one a name`);
+    if (ids.has(id))
+      fail(
+        at,
+        c.name !== undefined ? 'name' : 'collective',
+        `check '${id}' is already check ${ids.get(id)! + 1}; give one a name`,
+      );
     ids.set(id, index);
     return {
-      index, id, collective: c.collective, minBytes, maxBytes, stepFactor: r.stepFactor,
+      index,
+      id,
+      collective: c.collective,
+      minBytes,
+      maxBytes,
+      stepFactor: r.stepFactor,
       sizes: sweepSizes(minBytes, maxBytes, r.stepFactor, 0),
-      iters: r.iters, warmupIters: r.warmupIters, dtype: r.dtype, op: r.op, placement: r.placement,
+      iters: r.iters,
+      warmupIters: r.warmupIters,
+      dtype: r.dtype,
+      op: r.op,
+      placement: r.placement,
       attempts: { ...r.attempts },
-      minBusBwGBps: c.minBusBwGBps ?? null, maxTimeUs: c.maxTimeUs ?? null, maxCvPct: c.maxCvPct ?? null,
-      wrong: c.wrong === 0, baseline: c.baseline ?? true, baselineTolerance: c.baselineTolerance ?? null,
+      minBusBwGBps: c.minBusBwGBps ?? null,
+      maxTimeUs: c.maxTimeUs ?? null,
+      maxCvPct: c.maxCvPct ?? null,
+      wrong: c.wrong === 0,
+      baseline: c.baseline ?? true,
+      baselineTolerance: c.baselineTolerance ?? null,
     };
   });
   return { path, name: raw.name, description: raw.description ?? '', checks };

@@ -31,30 +31,60 @@ function runExitCode(o: ChildOutcome): number {
 export class AcceptChecks {
   world: { nranks: number; backend: string; host: string } | null = null;
 
-  constructor(private readonly opts: AcceptRunSettings, private readonly children: ChildRuns,
-    private readonly io: IO, private readonly baseline: LoadedBaseline | null) {}
+  constructor(
+    private readonly opts: AcceptRunSettings,
+    private readonly children: ChildRuns,
+    private readonly io: IO,
+    private readonly baseline: LoadedBaseline | null,
+  ) {}
 
   /** A signal stopped the checks: the verdict is "error". */
   get interrupted(): boolean {
     return this.children.stopped;
   }
 
-  progress(line: string): void { if (!this.opts.quiet) this.io.err(`accept: ${line}`); }
+  progress(line: string): void {
+    if (!this.opts.quiet) this.io.err(`accept: ${line}`);
+  }
 
   /** A check's run: its words after the script. */
   childWords(c: ProfileCheck, report: string): string[] {
-    return [c.collective,
-      '-b', String(c.minBytes), '-e', String(c.maxBytes), '-f', String(c.stepFactor),
-      '-n', String(c.iters), '-w', String(c.warmupIters), '-d', c.dtype, '-o', c.op,
-      '-c', c.wrong ? '1' : '0', '-I', '1', '-J', report, '--quiet', ...this.opts.launch];
+    return [
+      c.collective,
+      '-b',
+      String(c.minBytes),
+      '-e',
+      String(c.maxBytes),
+      '-f',
+      String(c.stepFactor),
+      '-n',
+      String(c.iters),
+      '-w',
+      String(c.warmupIters),
+      '-d',
+      c.dtype,
+      '-o',
+      c.op,
+      '-c',
+      c.wrong ? '1' : '0',
+      '-I',
+      '1',
+      '-J',
+      report,
+      '--quiet',
+      ...this.opts.launch,
+    ];
   }
 
   async runCheck(c: ProfileCheck, label: string): Promise<CheckRuns> {
     const docs: ReportDocument[] = [];
     let results: ThresholdResult[] = judge(c, docs);
     for (let attempt = 1; attempt <= c.attempts.of && !this.interrupted; attempt++) {
-      const { outcome, report } = await this.children.run(`check${c.index}-run${attempt}`, (path) => this.childWords(c, path),
-        { timeoutSec: this.opts.timeoutSec });
+      const { outcome, report } = await this.children.run(
+        `check${c.index}-run${attempt}`,
+        (path) => this.childWords(c, path),
+        { timeoutSec: this.opts.timeoutSec },
+      );
       const doc = report.doc?.status === 'complete' ? report.doc : null;
       const finished = outcome.exitCode === 0 || outcome.exitCode === EXIT.WRONG_RESULTS;
       if (!doc || !finished) {
@@ -66,7 +96,8 @@ export class AcceptChecks {
         return { check: c, docs, results, error };
       }
       if (doc.rows.length !== c.sizes.length) {
-        const why = doc.summary?.skipped ?? `the run measured ${doc.rows.length} of the check's ${c.sizes.length} sizes`;
+        const why =
+          doc.summary?.skipped ?? `the run measured ${doc.rows.length} of the check's ${c.sizes.length} sizes`;
         this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: error (${why})`);
         return { check: c, docs, results, error: { line: why, exitCode: EXIT.USAGE } };
       }
@@ -74,8 +105,10 @@ export class AcceptChecks {
       docs.push(doc);
       results = judge(c, docs);
       const failed = results.filter((r) => !r.attempts[attempt - 1]!.holds).map((r) => r.name);
-      this.progress(`${label} ${c.id} run ${attempt}/${c.attempts.of}: ${failed.length ? `missed ${failed.join(', ')}` : 'thresholds held'}` +
-        ` (${outcome.durationSec.toFixed(1)} s)`);
+      this.progress(
+        `${label} ${c.id} run ${attempt}/${c.attempts.of}: ${failed.length ? `missed ${failed.join(', ')}` : 'thresholds held'}` +
+          ` (${outcome.durationSec.toFixed(1)} s)`,
+      );
       if (decided(c, results, docs.length)) break;
     }
     return { check: c, docs, results, error: null };
@@ -84,7 +117,11 @@ export class AcceptChecks {
   /** The first report fixes the world; with a baseline it must be the baseline's (else exit 2, nothing written). */
   private noteWorld(doc: ReportDocument): void {
     if (this.world) return;
-    this.world = { nranks: doc.world.nranks, backend: doc.world.backend, host: doc.ranks[0]?.host ?? doc.provenance.host.hostname };
+    this.world = {
+      nranks: doc.world.nranks,
+      backend: doc.world.backend,
+      host: doc.ranks[0]?.host ?? doc.provenance.host.hostname,
+    };
     if (this.baseline) matchWorld(this.baseline, this.world);
   }
 }

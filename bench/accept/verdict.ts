@@ -64,7 +64,14 @@ export interface AcceptDocument {
   argv: string[];
   profile: { name: string; path: string };
   world: { nranks: number; backend: string; host: string } | null;
-  baseline: { path: string; createdAt: string; host: string; tolerance: number; alpha: number; comparisons: number } | null;
+  baseline: {
+    path: string;
+    createdAt: string;
+    host: string;
+    tolerance: number;
+    alpha: number;
+    comparisons: number;
+  } | null;
   savedBaseline: string | null;
   checks: CheckRow[];
   errors: string[];
@@ -95,17 +102,26 @@ export function lateText(l: LateEvidence): string {
 export function renderVerdictText(d: AcceptDocument): string[] {
   const head = ['check', 'sizes', 'test', 'measured', 'threshold / baseline', 'runs', 'result'];
   const rows = d.checks.map((r) => [
-    r.id, range(r), r.check, measuredText(r), r.threshold,
-    `${r.attempts.passed}/${r.attempts.run} (need ${r.attempts.pass} of ${r.attempts.of})`, r.status.toUpperCase(),
+    r.id,
+    range(r),
+    r.check,
+    measuredText(r),
+    r.threshold,
+    `${r.attempts.passed}/${r.attempts.run} (need ${r.attempts.pass} of ${r.attempts.of})`,
+    r.status.toUpperCase(),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]): string => `# ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
-  const out = [`# collbench accept: profile ${d.profile.name}` +
-    (d.world ? `, ${d.world.nranks} ranks, ${d.world.backend}, host ${d.world.host}` : '')];
+  const out = [
+    `# collbench accept: profile ${d.profile.name}` +
+      (d.world ? `, ${d.world.nranks} ranks, ${d.world.backend}, host ${d.world.host}` : ''),
+  ];
   if (d.baseline) {
-    out.push(`# baseline ${d.baseline.path} (${d.baseline.createdAt}, host ${d.baseline.host}): a size regresses when its ` +
-      `time ratio's ${(100 * (1 - d.baseline.alpha / Math.max(1, d.baseline.comparisons))).toFixed(2)}% interval lies above 1 ` +
-      `and the ratio exceeds ${(1 + d.baseline.tolerance).toFixed(2)}`);
+    out.push(
+      `# baseline ${d.baseline.path} (${d.baseline.createdAt}, host ${d.baseline.host}): a size regresses when its ` +
+        `time ratio's ${(100 * (1 - d.baseline.alpha / Math.max(1, d.baseline.comparisons))).toFixed(2)}% interval lies above 1 ` +
+        `and the ratio exceeds ${(1 + d.baseline.tolerance).toFixed(2)}`,
+    );
   }
   out.push(line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line));
   const named = new Set<string>();
@@ -116,14 +132,18 @@ export function renderVerdictText(d: AcceptDocument): string[] {
     }
     for (const s of r.baseline?.sizes ?? []) {
       if (s.change === 'regression') {
-        out.push(`# ${r.id}: ${formatSize(s.sizeBytes)} B is x${s.ratio.toFixed(2)} slower [${s.low.toFixed(2)}, ${s.high.toFixed(2)}]` +
-          ` (median ${num(s.medianUs, 'us')}, baseline ${num(s.baselineMedianUs, 'us')})`);
+        out.push(
+          `# ${r.id}: ${formatSize(s.sizeBytes)} B is x${s.ratio.toFixed(2)} slower [${s.low.toFixed(2)}, ${s.high.toFixed(2)}]` +
+            ` (median ${num(s.medianUs, 'us')}, baseline ${num(s.baselineMedianUs, 'us')})`,
+        );
       }
     }
     if (r.error) out.push(`# ${r.id}: ${r.error}`);
   }
   for (const e of d.errors) out.push(`# error: ${e}`);
-  out.push(`# verdict: ${d.verdict.toUpperCase()} (${d.checks.filter((c) => c.status === 'pass').length} of ${d.checks.length} checks passed)`);
+  out.push(
+    `# verdict: ${d.verdict.toUpperCase()} (${d.checks.filter((c) => c.status === 'pass').length} of ${d.checks.length} checks passed)`,
+  );
   return out;
 }
 
@@ -137,10 +157,14 @@ export function renderVerdictJunit(d: AcceptDocument): string {
   const failures = d.checks.filter((c) => c.status === 'fail' && !c.error).length;
   const errors = d.checks.filter((c) => c.error).length;
   const out = ['<?xml version="1.0" encoding="UTF-8"?>'];
-  out.push(`<testsuites${attr('name', `collbench accept ${d.profile.name}`)}${attr('tests', d.checks.length)}` +
-    `${attr('failures', failures)}${attr('errors', errors)}>`);
-  out.push(`  <testsuite${attr('name', `accept ${d.profile.name}`)}${attr('tests', d.checks.length)}${attr('failures', failures)}` +
-    `${attr('errors', errors)}${attr('timestamp', d.startTime)}${attr('hostname', d.world?.host ?? '')}>`);
+  out.push(
+    `<testsuites${attr('name', `collbench accept ${d.profile.name}`)}${attr('tests', d.checks.length)}` +
+      `${attr('failures', failures)}${attr('errors', errors)}>`,
+  );
+  out.push(
+    `  <testsuite${attr('name', `accept ${d.profile.name}`)}${attr('tests', d.checks.length)}${attr('failures', failures)}` +
+      `${attr('errors', errors)}${attr('timestamp', d.startTime)}${attr('hostname', d.world?.host ?? '')}>`,
+  );
   out.push('    <properties>');
   out.push(`      <property${attr('name', 'verdict')}${attr('value', d.verdict)}/>`);
   if (d.world) out.push(`      <property${attr('name', 'backend')}${attr('value', d.world.backend)}/>`);
@@ -148,11 +172,16 @@ export function renderVerdictJunit(d: AcceptDocument): string {
   if (d.baseline) out.push(`      <property${attr('name', 'baseline')}${attr('value', d.baseline.path)}/>`);
   out.push('    </properties>');
   for (const r of d.checks) {
-    out.push(`    <testcase${attr('name', `${r.id} ${r.check}`)}${attr('classname', `collbench.accept.${r.collective}`)}>`);
-    const said = `${r.check} ${range(r)}: measured ${measuredText(r)}, required ${r.threshold}` +
+    out.push(
+      `    <testcase${attr('name', `${r.id} ${r.check}`)}${attr('classname', `collbench.accept.${r.collective}`)}>`,
+    );
+    const said =
+      `${r.check} ${range(r)}: measured ${measuredText(r)}, required ${r.threshold}` +
       (r.late ? `; ${lateText(r.late)}` : '');
-    if (r.error) out.push(`      <error${attr('message', r.error)}${attr('type', 'run')}>${xmlEscape(r.error)}</error>`);
-    else if (r.status === 'fail') out.push(`      <failure${attr('message', said)}${attr('type', r.check)}>${xmlEscape(said)}</failure>`);
+    if (r.error)
+      out.push(`      <error${attr('message', r.error)}${attr('type', 'run')}>${xmlEscape(r.error)}</error>`);
+    else if (r.status === 'fail')
+      out.push(`      <failure${attr('message', said)}${attr('type', r.check)}>${xmlEscape(said)}</failure>`);
     out.push(`      <system-out>${xmlEscape(said)}</system-out>`);
     out.push('    </testcase>');
   }

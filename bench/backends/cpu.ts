@@ -13,7 +13,11 @@ import type { Adjusted } from './driver.js';
 /** A CPU rank line: host, pid, `device cpu`, and the CPU model as the device name. */
 export function cpuRankLine(info: BackendInfo): RankLineInfo {
   return {
-    rank: info.rank, host: hostname().split('.')[0], pid: info.pid, device: 'cpu', bus: '-',
+    rank: info.rank,
+    host: hostname().split('.')[0],
+    pid: info.pid,
+    device: 'cpu',
+    bus: '-',
     name: cpus()[0]?.model?.trim() ?? 'cpu',
   };
 }
@@ -42,7 +46,12 @@ export function hostMemoryBytes(): number {
  * and recv; a third with mulsum's scratch) plus RANK_OVERHEAD_BYTES, within 90 % of `availableBytes`. Returns
  * the reduced maximum (a multiple of 1 KiB), or null when maxBytes fits.
  */
-export function hostMemoryCappedMaxBytes(maxBytes: number, availableBytes: number, localRanks: number, buffers: number): number | null {
+export function hostMemoryCappedMaxBytes(
+  maxBytes: number,
+  availableBytes: number,
+  localRanks: number,
+  buffers: number,
+): number | null {
   const perRank = Math.floor((0.9 * availableBytes) / Math.max(1, localRanks)) - RANK_OVERHEAD_BYTES;
   const limit = Math.max(0, Math.floor(perRank / buffers / 1024) * 1024);
   return maxBytes > limit ? limit : null;
@@ -52,15 +61,21 @@ export function hostMemoryCappedMaxBytes(maxBytes: number, availableBytes: numbe
  * The CPU drivers' adjust(): -e reduced, on every rank alike (the smallest limit over the job's nodes), so the
  * buffers fit in host memory instead of the kernel's OOM killer ending the job; refused when not even -b fits.
  */
-export async function cpuMemoryAdjust(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
-  Promise<Adjusted> {
+export async function cpuMemoryAdjust(
+  options: ResolvedOptions,
+  info: BackendInfo,
+  native: NativeBackend,
+): Promise<Adjusted> {
   const buffers = options.ops.includes('mulsum') ? 3 : 2;
-  const mine = hostMemoryCappedMaxBytes(options.maxBytes, hostMemoryBytes(), info.localSize || 1, buffers) ?? options.maxBytes;
+  const mine =
+    hostMemoryCappedMaxBytes(options.maxBytes, hostMemoryBytes(), info.localSize || 1, buffers) ?? options.maxBytes;
   const [limit] = await native.allreduceAsync([mine], COMBINE.min);
   if (limit! >= options.maxBytes) return { options, reducedMaxBytes: null };
   if (limit! < 1024 || limit! < Math.min(options.minBytes, 1024)) {
-    throw new BackendUnavailableError(`not enough host memory for ${buffers} buffers per rank on ${info.localSize || 1} rank(s) ` +
-      `of a node: ${Math.floor(hostMemoryBytes() / MiB)} MiB available (MemAvailable or the cgroup limit)`);
+    throw new BackendUnavailableError(
+      `not enough host memory for ${buffers} buffers per rank on ${info.localSize || 1} rank(s) ` +
+        `of a node: ${Math.floor(hostMemoryBytes() / MiB)} MiB available (MemAvailable or the cgroup limit)`,
+    );
   }
   const maxBytes = limit!;
   return {

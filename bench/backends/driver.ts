@@ -9,7 +9,10 @@ import type { CollectiveName } from '../core/types.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 
 /** What adjust() decided: the options to run with and the reduced -e to announce, if any. */
-export interface Adjusted { options: ResolvedOptions; reducedMaxBytes: number | null }
+export interface Adjusted {
+  options: ResolvedOptions;
+  reducedMaxBytes: number | null;
+}
 
 export interface BackendDriver {
   /** Runs before the module is initialised (process-wide settings the library reads at init). */
@@ -19,7 +22,12 @@ export interface BackendDriver {
   /** This process's line(s) under "# Using devices" (one per rank it drives). */
   rankLine(info: BackendInfo): RankLineInfo | RankLineInfo[];
   /** Comment lines about known defects of the library that this run will meet (`cases`: the pairs it runs, when known). */
-  warnings(options: ResolvedOptions, desc: CollectiveDescriptor, info: BackendInfo, cases?: readonly CasePair[]): string[];
+  warnings(
+    options: ResolvedOptions,
+    desc: CollectiveDescriptor,
+    info: BackendInfo,
+    cases?: readonly CasePair[],
+  ): string[];
   /** --links: this process's link profiler rows as JSON (read and, with `reset`, zeroed), or null when none were
    *  loaded (backends/nccl-links.ts). Absent: the backend has no link profiler. */
   linkRows?(native: NativeBackend, reset: boolean): string | null;
@@ -32,8 +40,7 @@ export interface BackendDriver {
   init?(native: NativeBackend, options: ResolvedOptions): Promise<BackendInfo>;
   /** After init, on every rank alike: options the job's devices and library change (nccl: GPU memory cap,
    *  datatypes the GPUs lack) and the reduced -e to announce, if any. */
-  adjust?(options: ResolvedOptions, info: BackendInfo, native: NativeBackend):
-    Adjusted | Promise<Adjusted>;
+  adjust?(options: ResolvedOptions, info: BackendInfo, native: NativeBackend): Adjusted | Promise<Adjusted>;
   /** The largest element count one op of `collective` can take on this backend, and why; absent or null: no
    *  limit below 2^53. A larger count is refused before any buffer is allocated (one line, exit 2). */
   maxCount?(collective: CollectiveName): { max: number; why: string } | null;

@@ -53,37 +53,53 @@ function intVar(env: Env, name: string): number | undefined {
 export function glooWorld(env: Env = process.env): GlooWorld {
   const check = (w: GlooWorld): GlooWorld => {
     if (w.size < 1 || w.rank >= w.size) {
-      throw new UsageError(`--backend gloo: rank ${w.rank} is not in a world of ${w.size} ranks (from the ${w.launcher} environment)`);
+      throw new UsageError(
+        `--backend gloo: rank ${w.rank} is not in a world of ${w.size} ranks (from the ${w.launcher} environment)`,
+      );
     }
     return w;
   };
   const explicitRunId = env[ENV.GLOO_RUN_ID];
   if (env[ENV.GLOO_LAUNCHER] === 'collbench') {
-    const rank = intVar(env, 'RANK') ?? 0, size = intVar(env, 'WORLD_SIZE') ?? 1;
+    const rank = intVar(env, 'RANK') ?? 0,
+      size = intVar(env, 'WORLD_SIZE') ?? 1;
     return check({
-      launcher: 'collbench', rank, size, localRank: intVar(env, 'LOCAL_RANK') ?? rank,
-      localSize: intVar(env, 'LOCAL_WORLD_SIZE') ?? size, runId: explicitRunId ?? 'collbench',
+      launcher: 'collbench',
+      rank,
+      size,
+      localRank: intVar(env, 'LOCAL_RANK') ?? rank,
+      localSize: intVar(env, 'LOCAL_WORLD_SIZE') ?? size,
+      runId: explicitRunId ?? 'collbench',
     });
   }
-  const ompiRank = intVar(env, 'OMPI_COMM_WORLD_RANK'), ompiSize = intVar(env, 'OMPI_COMM_WORLD_SIZE');
-  const pmiRank = intVar(env, 'PMI_RANK'), pmiSize = intVar(env, 'PMI_SIZE');
+  const ompiRank = intVar(env, 'OMPI_COMM_WORLD_RANK'),
+    ompiSize = intVar(env, 'OMPI_COMM_WORLD_SIZE');
+  const pmiRank = intVar(env, 'PMI_RANK'),
+    pmiSize = intVar(env, 'PMI_SIZE');
   if ((ompiRank !== undefined && ompiSize !== undefined) || (pmiRank !== undefined && pmiSize !== undefined)) {
-    const rank = ompiRank ?? pmiRank!, size = ompiSize ?? pmiSize!;
+    const rank = ompiRank ?? pmiRank!,
+      size = ompiSize ?? pmiSize!;
     const job = env.PMIX_NAMESPACE ?? env.OMPI_MCA_ess_base_jobid ?? env.PMI_JOBID ?? 'mpi';
     // srun --mpi=pmi2 gives PMI_RANK/PMI_SIZE but nothing node-local: the step's layout says it.
     const step = ompiRank === undefined ? slurmStep(env) : null;
     return check({
-      launcher: 'mpi', rank, size,
+      launcher: 'mpi',
+      rank,
+      size,
       localRank: intVar(env, 'OMPI_COMM_WORLD_LOCAL_RANK') ?? intVar(env, 'MPI_LOCALRANKID') ?? step?.localRank ?? rank,
       localSize: intVar(env, 'OMPI_COMM_WORLD_LOCAL_SIZE') ?? intVar(env, 'MPI_LOCALNRANKS') ?? step?.localSize ?? size,
       runId: explicitRunId ?? `mpi-${job}`,
     });
   }
-  const rank = intVar(env, 'RANK'), size = intVar(env, 'WORLD_SIZE');
+  const rank = intVar(env, 'RANK'),
+    size = intVar(env, 'WORLD_SIZE');
   if (rank !== undefined && size !== undefined) {
     const run = torchelasticRunId(env) ?? `${env.MASTER_ADDR ?? 'localhost'}-${env.MASTER_PORT ?? '0'}`;
     return check({
-      launcher: 'torchrun', rank, size, localRank: intVar(env, 'LOCAL_RANK') ?? rank,
+      launcher: 'torchrun',
+      rank,
+      size,
+      localRank: intVar(env, 'LOCAL_RANK') ?? rank,
       localSize: intVar(env, 'LOCAL_WORLD_SIZE') ?? (isLoopback(env.MASTER_ADDR) ? size : 1),
       runId: explicitRunId ?? `torchrun-${run}`,
     });
@@ -91,7 +107,11 @@ export function glooWorld(env: Env = process.env): GlooWorld {
   const step = slurmStep(env);
   if (step !== null) {
     return check({
-      launcher: 'slurm', rank: step.rank, size: step.size, localRank: step.localRank, localSize: step.localSize,
+      launcher: 'slurm',
+      rank: step.rank,
+      size: step.size,
+      localRank: step.localRank,
+      localSize: step.localSize,
       runId: explicitRunId ?? `slurm-${step.jobId}.${step.stepId}`,
     });
   }
@@ -104,7 +124,7 @@ function isLoopback(addr: string | undefined): boolean {
 
 /** Where this run's ranks meet: the --gloo-store value, or a default that suits the launch. */
 export interface GlooStorePlan {
-  store: string | null;      // null: a 1-rank world (in-memory store)
+  store: string | null; // null: a 1-rank world (in-memory store)
   /** A directory this driver created and rank 0 removes at exit (null when the user chose it). */
   ownedDir: string | null;
 }
@@ -118,8 +138,10 @@ export function glooStorePlan(world: GlooWorld, option: string | null, env: Env 
   if (store) return { store, ownedDir: null };
   if (world.size === 1) return { store: null, ownedDir: null };
   if (world.localSize < world.size) {
-    throw new UsageError(`--gloo-store: ${world.size} ranks on several hosts (${world.launcher} launch) need a store ` +
-      'they all reach: file:DIR on a shared file system, or redis://HOST:PORT');
+    throw new UsageError(
+      `--gloo-store: ${world.size} ranks on several hosts (${world.launcher} launch) need a store ` +
+        'they all reach: file:DIR on a shared file system, or redis://HOST:PORT',
+    );
   }
   // One host: a directory named after the job, created by whichever rank comes first.
   const dir = join(tmpdir(), `collbench-gloo-${world.runId.replace(/[^A-Za-z0-9._-]/g, '_')}`);
@@ -127,7 +149,11 @@ export function glooStorePlan(world: GlooWorld, option: string | null, env: Env 
 }
 
 /** The TCP address: --gloo-iface (a name or an address), GLOO_SOCKET_IFNAME, loopback on one host, else the host name. */
-export function glooTransport(world: GlooWorld, option: string | null, env: Env = process.env): { iface?: string; hostname?: string } {
+export function glooTransport(
+  world: GlooWorld,
+  option: string | null,
+  env: Env = process.env,
+): { iface?: string; hostname?: string } {
   const given = option ?? env.GLOO_SOCKET_IFNAME?.split(',')[0] ?? null;
   if (given) return isIP(given) ? { hostname: given } : { iface: given };
   if (world.localSize >= world.size) return { hostname: '127.0.0.1' };
@@ -164,7 +190,7 @@ export type GlooFloat16 = 'gloo' | 'collbench';
 
 /** What the gloo module's init() returns besides the common fields. */
 export interface GlooInfo extends BackendInfo {
-  transport: string;   // the TCP device as Gloo describes it
+  transport: string; // the TCP device as Gloo describes it
   glooAlgo: GlooAlgo;
   glooFloat16: GlooFloat16;
 }
@@ -183,7 +209,9 @@ function glooTimeoutMs(env: Env): number {
   if (v === undefined || v === '') return GLOO_DEFAULT_TIMEOUT_MS;
   const ms = /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
   if (!(ms >= 1 && ms <= 2 ** 30)) {
-    throw new UsageError(`--backend gloo: ${ENV.GLOO_TIMEOUT_MS}=${v} is not a timeout in milliseconds (an integer from 1 to 2^30)`);
+    throw new UsageError(
+      `--backend gloo: ${ENV.GLOO_TIMEOUT_MS}=${v} is not a timeout in milliseconds (an integer from 1 to 2^30)`,
+    );
   }
   return ms;
 }
@@ -213,13 +241,22 @@ function glooFloat16(env: Env): GlooFloat16 {
  * the user chose the store) and the world it was built from. Pure (for tests): reads `env` only, and
  * throws UsageError naming the variable for a bad value.
  */
-export function glooInitConfig(options: ResolvedOptions, env: Env = process.env): { config: GlooInitConfig; ownedDir: string | null; world: GlooWorld } {
+export function glooInitConfig(
+  options: ResolvedOptions,
+  env: Env = process.env,
+): { config: GlooInitConfig; ownedDir: string | null; world: GlooWorld } {
   const world = glooWorld(env);
   const plan = glooStorePlan(world, options.glooStore, env);
   const transport = glooTransport(world, options.glooIface, env);
   const config: GlooInitConfig = {
-    rank: world.rank, size: world.size, localRank: world.localRank, localSize: world.localSize,
-    runId: world.runId, algo: options.glooAlgo, timeoutMs: glooTimeoutMs(env), float16: glooFloat16(env),
+    rank: world.rank,
+    size: world.size,
+    localRank: world.localRank,
+    localSize: world.localSize,
+    runId: world.runId,
+    algo: options.glooAlgo,
+    timeoutMs: glooTimeoutMs(env),
+    float16: glooFloat16(env),
   };
   if (options.timeoutSec !== null && options.timeoutSec > 0 && options.timeoutSec * 1000 < config.timeoutMs) {
     config.connectTimeoutMs = Math.max(1, Math.round(options.timeoutSec * 1000));
@@ -256,8 +293,13 @@ export function createGlooDriver(env: Env = process.env): BackendDriver {
         // The bring-up's rendezvous ran out of -T: a watchdog timeout (exit 4) as any other wait's.
         const limit = config.connectTimeoutMs;
         if (limit === undefined || !isNativeError(e) || Date.now() - started < limit) throw e;
-        throw Object.assign(new Error(`Test timeout (${options.timeoutSec}s) in the Gloo bring-up (store rendezvous, ` +
-          `connections): ${e.message}`), { code: 'TIMEOUT', backend: 'gloo', site: e.site });
+        throw Object.assign(
+          new Error(
+            `Test timeout (${options.timeoutSec}s) in the Gloo bring-up (store rendezvous, ` +
+              `connections): ${e.message}`,
+          ),
+          { code: 'TIMEOUT', backend: 'gloo', site: e.site },
+        );
       }
     },
     validate(options) {
@@ -268,19 +310,29 @@ export function createGlooDriver(env: Env = process.env): BackendDriver {
     warnings(options, desc: CollectiveDescriptor, info: BackendInfo) {
       const out: string[] = [];
       if (options.collective === 'all_reduce' && options.glooAlgo === 'legacy_bcube' && !isPowerOf(info.nranks, 2)) {
-        out.push(`# Warning: Gloo's legacy AllreduceBcube is known to give wrong sums when the rank count (${info.nranks}) ` +
-          'is not a power of its base (2); the check reports what it computes (use bcube, the new-API version)');
+        out.push(
+          `# Warning: Gloo's legacy AllreduceBcube is known to give wrong sums when the rank count (${info.nranks}) ` +
+            'is not a power of its base (2); the check reports what it computes (use bcube, the new-API version)',
+        );
       }
-      if (options.collective === 'reduce_scatter' && options.glooAlgo === 'legacy_halving_doubling' && info.nranks > 1) {
-        out.push('# Warning: Gloo\'s legacy ReduceScatterHalvingDoubling overwrites the start of its buffer while the ' +
-          'reduce-scatter send from there may still be in flight: expect #wrong > 0 where a send does not complete at ' +
-          'once (e.g. after a smaller size); the default (an all-reduce, as PyTorch does it) has no such race');
+      if (
+        options.collective === 'reduce_scatter' &&
+        options.glooAlgo === 'legacy_halving_doubling' &&
+        info.nranks > 1
+      ) {
+        out.push(
+          "# Warning: Gloo's legacy ReduceScatterHalvingDoubling overwrites the start of its buffer while the " +
+            'reduce-scatter send from there may still be in flight: expect #wrong > 0 where a send does not complete at ' +
+            'once (e.g. after a smaller size); the default (an all-reduce, as PyTorch does it) has no such race',
+        );
       }
       const half = (info as BackendInfo & { glooFloat16?: string }).glooFloat16;
       if (desc.reduces && half === 'gloo' && options.dtypes.includes('half') && info.nranks > 1) {
-        out.push('# Warning: Gloo\'s gloo::float16 drops some stores (its operator= skips the copy when its ' +
-          'operator!= reads the old bits as an integer): expect #wrong > 0 for half now and then; ' +
-          'COLLBENCH_GLOO_FLOAT16=collbench reduces half with collbench\'s own arithmetic instead');
+        out.push(
+          "# Warning: Gloo's gloo::float16 drops some stores (its operator= skips the copy when its " +
+            'operator!= reads the old bits as an integer): expect #wrong > 0 for half now and then; ' +
+            "COLLBENCH_GLOO_FLOAT16=collbench reduces half with collbench's own arithmetic instead",
+        );
       }
       return out;
     },

@@ -20,8 +20,12 @@ const MPI_SPLIT: readonly CollectiveName[] = ['all_reduce', 'broadcast', 'reduce
 /** Whether `pair` meets the library's saturating int8/uint8 MPI_SUM (probed at init: BackendInfo.smallIntSumSaturates):
  *  sum, and avg and mulsum which collbench computes through it, of a reducing collective. */
 function saturatedSum(pair: CasePair, desc: CollectiveDescriptor, info: BackendInfo): boolean {
-  return info.smallIntSumSaturates === true && desc.reduces && (pair.dtype === 'int8' || pair.dtype === 'uint8') &&
-    (pair.op === 'sum' || pair.op === 'avg' || pair.op === 'mulsum');
+  return (
+    info.smallIntSumSaturates === true &&
+    desc.reduces &&
+    (pair.dtype === 'int8' || pair.dtype === 'uint8') &&
+    (pair.op === 'sum' || pair.op === 'avg' || pair.op === 'mulsum')
+  );
 }
 
 export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDriver {
@@ -39,18 +43,27 @@ export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDr
     warnings(options, desc, info, cases) {
       const pairs = cases ?? options.dtypes.flatMap((dtype) => options.ops.map((op) => ({ dtype, op })));
       const met = pairs.some((pair) => saturatedSum(pair, desc, info));
-      return met ? ['# Warning: this MPI library saturates int8/uint8 MPI_SUM instead of wrapping (Open MPI op/avx, ' +
-        'open-mpi/ompi#8045): expect #wrong > 0 for int8/uint8 sum, avg and mulsum; OMPI_MCA_op=^avx avoids that component'] : [];
+      return met
+        ? [
+            '# Warning: this MPI library saturates int8/uint8 MPI_SUM instead of wrapping (Open MPI op/avx, ' +
+              'open-mpi/ompi#8045): expect #wrong > 0 for int8/uint8 sum, avg and mulsum; OMPI_MCA_op=^avx avoids that component',
+          ]
+        : [];
     },
-    knownWrong: (pair, desc, info) => (saturatedSum(pair, desc, info)
-      ? 'int8/uint8 MPI_SUM saturates instead of wrapping: Open MPI op/avx, open-mpi/ompi#8045; OMPI_MCA_op=^avx runs them right' : null),
+    knownWrong: (pair, desc, info) =>
+      saturatedSum(pair, desc, info)
+        ? 'int8/uint8 MPI_SUM saturates instead of wrapping: Open MPI op/avx, open-mpi/ompi#8045; OMPI_MCA_op=^avx runs them right'
+        : null,
     perIterTimer: 'host clock timing',
     // The classes an MPI library answers an op or datatype it lacks with (MPI error classes). Open MPI 4.1 refuses none
     // of collbench's pairs: half, bfloat16 and fp8 go through collbench's own user ops (mpi_types.cc).
     refusals: ['MPI_ERR_OP', 'MPI_ERR_TYPE', 'MPI_ERR_UNSUPPORTED_OPERATION'],
-    maxCount: (collective) => MPI_SPLIT.includes(collective) ? null : {
-      max: INT_MAX,
-      why: `MPI counts are int and Open MPI 4.1 has no big-count (MPI_*_c) calls; collbench splits only ${MPI_SPLIT.join(', ')} into smaller calls`,
-    },
+    maxCount: (collective) =>
+      MPI_SPLIT.includes(collective)
+        ? null
+        : {
+            max: INT_MAX,
+            why: `MPI counts are int and Open MPI 4.1 has no big-count (MPI_*_c) calls; collbench splits only ${MPI_SPLIT.join(', ')} into smaller calls`,
+          },
   };
 }

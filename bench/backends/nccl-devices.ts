@@ -57,8 +57,8 @@ export function planDevices(input: DevicePlanInput, env: Env): DevicePlan | { re
   const needed = first + localRanks;
   if (deviceCount <= 0 || needed <= deviceCount) return { first, sharing: 'own', note: '' };
   const span = `devices ${first}..${needed - 1}: local process rank x -t x -g, or NCCL_TESTS_DEVICE`;
-  const head = `Invalid number of GPUs: ${needed} requested but only ${deviceCount} were found ` +
-    `(this process uses ${span})`;
+  const head =
+    `Invalid number of GPUs: ${needed} requested but only ${deviceCount} were found ` + `(this process uses ${span})`;
   const gpus = `${deviceCount} GPU${deviceCount === 1 ? '' : 's'}`;
   const switchOn = multiRankGpuSwitch(env);
   if (switchOn && input.versionCode >= MULTI_RANK_GPU_SINCE) {
@@ -68,17 +68,25 @@ export function planDevices(input: DevicePlanInput, env: Env): DevicePlan | { re
   const hostId = env.NCCL_HOSTID;
   if (hostId !== undefined && hostId !== '') {
     if (localRanks > deviceCount) {
-      return { refusal: `${head}; this process's ${localRanks} ranks (-t x -g) share its NCCL_HOSTID '${hostId}', ` +
-        `and NCCL ${input.version} refuses two of them on one GPU: one rank per process, or ` +
-        'NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30 or newer)' };
+      return {
+        refusal:
+          `${head}; this process's ${localRanks} ranks (-t x -g) share its NCCL_HOSTID '${hostId}', ` +
+          `and NCCL ${input.version} refuses two of them on one GPU: one rank per process, or ` +
+          'NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30 or newer)',
+      };
     }
-    return { first: first % deviceCount, sharing: 'host-id', 
-      note: `round-robin over ${gpus}: own node, NCCL_HOSTID=${hostId}` };
+    return {
+      first: first % deviceCount,
+      sharing: 'host-id',
+      note: `round-robin over ${gpus}: own node, NCCL_HOSTID=${hostId}`,
+    };
   }
-  const ways = 'several ranks on one GPU need NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30 or newer) or a distinct ' +
+  const ways =
+    'several ranks on one GPU need NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30 or newer) or a distinct ' +
     'NCCL_HOSTID per rank (each its own node to NCCL: the network transport, e.g. NCCL_SOCKET_IFNAME=lo)';
-  const loaded = switchOn ? `NCCL_MULTI_RANK_GPU_ENABLE=1 is set but the loaded NCCL is ${input.version}` :
-    `the loaded NCCL is ${input.version}`;
+  const loaded = switchOn
+    ? `NCCL_MULTI_RANK_GPU_ENABLE=1 is set but the loaded NCCL is ${input.version}`
+    : `the loaded NCCL is ${input.version}`;
   return { refusal: `${head}; ${ways}; ${loaded}` };
 }
 

@@ -8,31 +8,58 @@ type Env = NodeJS.ProcessEnv;
 
 /** Step states, in the plugin's order (CollbenchStepState, native/src/profiler/link_profiler.h). */
 export const STEP_STATES = [
-  'SendGPUWait', 'SendPeerWait', 'SendWait', 'RecvWait', 'RecvFlushWait', 'RecvGPUWait',
+  'SendGPUWait',
+  'SendPeerWait',
+  'SendWait',
+  'RecvWait',
+  'RecvFlushWait',
+  'RecvGPUWait',
 ] as const;
 export type StepState = (typeof STEP_STATES)[number];
 const SEND_WAIT = STEP_STATES.indexOf('SendWait');
 
 /** One direction of one link of one channel as one rank saw it in one row-half (CollbenchLinkRow). */
 export interface LinkRow {
-  peer: number; channel: number; isSend: number; bytes: number; steps: number; ops: number;
+  peer: number;
+  channel: number;
+  isSend: number;
+  bytes: number;
+  steps: number;
+  ops: number;
   /** ns per state summed over steps, and the wall time with at least one step in that state. */
-  stateNs: number[]; stateWallNs: number[];
+  stateNs: number[];
+  stateWallNs: number[];
 }
 /** One kind of collective and how NCCL ran it (CollbenchCollRow). */
 export interface CollRow {
-  func: string; count: number; datatype: string; algo: string; proto: string; nChannels: number; calls: number;
+  func: string;
+  count: number;
+  datatype: string;
+  algo: string;
+  proto: string;
+  nChannels: number;
+  calls: number;
 }
 /** One kernel channel's GPU starts (globaltimer ns, each GPU its own clock) and busy time (CollbenchKernelChRow). */
 export interface KernelChannelRow {
-  channel: number; kernels: number; firstStartNs: number; lastStartNs: number; busyNs: number;
+  channel: number;
+  kernels: number;
+  firstStartNs: number;
+  lastStartNs: number;
+  busyNs: number;
 }
 /** What one rank's plugin held at the end of a row-half. */
 export interface RankLinks {
-  rank: number; host?: string; links: LinkRow[]; colls: CollRow[]; kernelChannels: KernelChannelRow[];
+  rank: number;
+  host?: string;
+  links: LinkRow[];
+  colls: CollRow[];
+  kernelChannels: KernelChannelRow[];
 }
 /** Every rank's rows of one row-half, gathered on rank 0. */
-export interface HalfLinks { ranks: RankLinks[] }
+export interface HalfLinks {
+  ranks: RankLinks[];
+}
 
 /** The rule's constants (docs/links.md explains them; published with every verdict). */
 export const LINK_RULE = {
@@ -51,19 +78,32 @@ export const LINK_RULE = {
 
 /** One send link's verdict over the run. */
 export interface LinkVerdict {
-  rank: number; host: string; peer: number; peerHost: string; channel: number;
-  bytes: number; steps: number;
+  rank: number;
+  host: string;
+  peer: number;
+  peerHost: string;
+  channel: number;
+  bytes: number;
+  steps: number;
   /** bytes / wall ns in SendWait over the row-halves that count (GB/s). */
   gbps: number;
   /** ns per state, summed over steps and row-halves. */
   stateNs: Record<StepState, number>;
-  slowHalves: number; countedHalves: number; slow: boolean;
+  slowHalves: number;
+  countedHalves: number;
+  slow: boolean;
 }
 
 /** A slow link named, or several channels of the same rank -> peer. */
 export interface SlowLink {
-  rank: number; host: string; peer: number; peerHost: string; channels: number[];
-  gbps: number; othersGbps: number; others: number;
+  rank: number;
+  host: string;
+  peer: number;
+  peerHost: string;
+  channels: number[];
+  gbps: number;
+  othersGbps: number;
+  others: number;
 }
 
 export interface LinksVerdict {
@@ -91,14 +131,29 @@ export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
         const k = key(r.rank, l.peer, l.channel);
         let v = acc.get(k);
         if (!v) {
-          v = { rank: r.rank, host: '', peer: l.peer, peerHost: '', channel: l.channel, bytes: 0, steps: 0, gbps: 0,
+          v = {
+            rank: r.rank,
+            host: '',
+            peer: l.peer,
+            peerHost: '',
+            channel: l.channel,
+            bytes: 0,
+            steps: 0,
+            gbps: 0,
             stateNs: Object.fromEntries(STEP_STATES.map((s) => [s, 0])) as Record<StepState, number>,
-            slowHalves: 0, countedHalves: 0, slow: false, countedBytes: 0, countedWallNs: 0 };
+            slowHalves: 0,
+            countedHalves: 0,
+            slow: false,
+            countedBytes: 0,
+            countedWallNs: 0,
+          };
           acc.set(k, v);
         }
         v.bytes += l.bytes;
         v.steps += l.steps;
-        STEP_STATES.forEach((s, i) => { v!.stateNs[s] += l.stateNs[i] ?? 0; });
+        STEP_STATES.forEach((s, i) => {
+          v!.stateNs[s] += l.stateNs[i] ?? 0;
+        });
         const wall = l.stateWallNs[SEND_WAIT] ?? 0;
         if (l.bytes >= LINK_RULE.minBytes && wall >= LINK_RULE.minWaitUs * 1e3) {
           rates.set(k, gbps(l.bytes, wall));
@@ -115,25 +170,42 @@ export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
       if (rate < (1 - LINK_RULE.margin) * median(others)) v.slowHalves += 1;
     }
   }
-  const links = [...acc.values()].map(({ countedBytes, countedWallNs, ...v }) => ({
-    ...v, host: hostOf.get(v.rank) ?? '', peerHost: hostOf.get(v.peer) ?? '',
-    gbps: countedWallNs > 0 ? gbps(countedBytes, countedWallNs) : 0,
-    slow: v.countedHalves >= LINK_RULE.minHalves && v.slowHalves > LINK_RULE.majority * v.countedHalves,
-  })).sort((a, b) => a.rank - b.rank || a.peer - b.peer || a.channel - b.channel);
+  const links = [...acc.values()]
+    .map(({ countedBytes, countedWallNs, ...v }) => ({
+      ...v,
+      host: hostOf.get(v.rank) ?? '',
+      peerHost: hostOf.get(v.peer) ?? '',
+      gbps: countedWallNs > 0 ? gbps(countedBytes, countedWallNs) : 0,
+      slow: v.countedHalves >= LINK_RULE.minHalves && v.slowHalves > LINK_RULE.majority * v.countedHalves,
+    }))
+    .sort((a, b) => a.rank - b.rank || a.peer - b.peer || a.channel - b.channel);
   const slow = links.filter((l) => l.slow);
   const counted = links.filter((l) => l.countedHalves > 0);
   if (slow.length > LINK_RULE.maxSlowShare * counted.length) {
-    return { rule: LINK_RULE, halves: halves.length, links, named: [],
-      doubt: `${slow.length} of ${counted.length} links slow: more than ${LINK_RULE.maxSlowShare * 100}% ` +
-        'is not one link' };
+    return {
+      rule: LINK_RULE,
+      halves: halves.length,
+      links,
+      named: [],
+      doubt:
+        `${slow.length} of ${counted.length} links slow: more than ${LINK_RULE.maxSlowShare * 100}% ` +
+        'is not one link',
+    };
   }
   const groups = new Map<string, LinkVerdict[]>();
   for (const l of slow) groups.set(`${l.rank}>${l.peer}`, [...(groups.get(`${l.rank}>${l.peer}`) ?? []), l]);
   const named = [...groups.values()].map((g): SlowLink => {
     const others = counted.filter((l) => !g.includes(l));
-    return { rank: g[0]!.rank, host: g[0]!.host, peer: g[0]!.peer, peerHost: g[0]!.peerHost,
-      channels: g.map((l) => l.channel), gbps: median(g.map((l) => l.gbps)),
-      othersGbps: median(others.map((l) => l.gbps)), others: others.length };
+    return {
+      rank: g[0]!.rank,
+      host: g[0]!.host,
+      peer: g[0]!.peer,
+      peerHost: g[0]!.peerHost,
+      channels: g.map((l) => l.channel),
+      gbps: median(g.map((l) => l.gbps)),
+      othersGbps: median(others.map((l) => l.gbps)),
+      others: others.length,
+    };
   });
   return { rule: LINK_RULE, halves: halves.length, links, named, doubt: null };
 }
@@ -149,9 +221,12 @@ const rankName = (rank: number, host: string) => `rank ${rank}${host ? ` (${shor
  *  links`, one per link named; one line saying nobody was, and why, when none is. */
 export function slowLinkLines(v: LinksVerdict): string[] {
   if (v.named.length > 0) {
-    return v.named.map((s) => `# slow link: ${rankName(s.rank, s.host)} -> ${rankName(s.peer, s.peerHost)}, ` +
-      `channel${s.channels.length > 1 ? 's' : ''} ${s.channels.join(',')}: ${formatGbps(s.gbps)} GB/s in SendWait vs ` +
-      `${formatGbps(s.othersGbps)} GB/s median of ${s.others} other links`);
+    return v.named.map(
+      (s) =>
+        `# slow link: ${rankName(s.rank, s.host)} -> ${rankName(s.peer, s.peerHost)}, ` +
+        `channel${s.channels.length > 1 ? 's' : ''} ${s.channels.join(',')}: ${formatGbps(s.gbps)} GB/s in SendWait vs ` +
+        `${formatGbps(s.othersGbps)} GB/s median of ${s.others} other links`,
+    );
   }
   const counted = v.links.filter((l) => l.countedHalves > 0);
   if (counted.length === 0) {
@@ -159,9 +234,11 @@ export function slowLinkLines(v: LinksVerdict): string[] {
   }
   const worst = [...counted].sort((a, b) => a.gbps - b.gbps)[0]!;
   const others = median(counted.filter((l) => l !== worst).map((l) => l.gbps));
-  return [`# slow link: none named (${v.doubt ?? `${counted.length} links, ${v.halves} row-halves`}; slowest ` +
-    `${rankName(worst.rank, worst.host)} -> ${rankName(worst.peer, worst.peerHost)}, channel ${worst.channel}: ` +
-    `${formatGbps(worst.gbps)} vs ${formatGbps(others)} GB/s median)`];
+  return [
+    `# slow link: none named (${v.doubt ?? `${counted.length} links, ${v.halves} row-halves`}; slowest ` +
+      `${rankName(worst.rank, worst.host)} -> ${rankName(worst.peer, worst.peerHost)}, channel ${worst.channel}: ` +
+      `${formatGbps(worst.gbps)} vs ${formatGbps(others)} GB/s median)`,
+  ];
 }
 
 /** Bytes per element of an NCCL datatype name as the profiler gives it (ncclFloat32, ncclBfloat16, ncclFloat8e4m3). */
@@ -172,7 +249,12 @@ export function datatypeBytes(name: string): number {
 
 /** How NCCL ran one size of one collective (what the profiler's collective events said). */
 export interface AlgoChoice {
-  func: string; bytes: number; algo: string; proto: string; nChannels: number; calls: number;
+  func: string;
+  bytes: number;
+  algo: string;
+  proto: string;
+  nChannels: number;
+  calls: number;
 }
 
 /** Per collective and size, each (algorithm, protocol, channels) NCCL chose and how often, from every rank's rows. */
@@ -183,8 +265,14 @@ export function algoPerSize(halves: readonly HalfLinks[]): AlgoChoice[] {
       for (const c of r.colls) {
         const bytes = c.count * datatypeBytes(c.datatype);
         const k = `${c.func}/${bytes}/${c.algo}/${c.proto}/${c.nChannels}`;
-        const a = byKey.get(k) ??
-          { func: c.func, bytes, algo: c.algo, proto: c.proto, nChannels: c.nChannels, calls: 0 };
+        const a = byKey.get(k) ?? {
+          func: c.func,
+          bytes,
+          algo: c.algo,
+          proto: c.proto,
+          nChannels: c.nChannels,
+          calls: 0,
+        };
         a.calls += c.calls;
         byKey.set(k, a);
       }
@@ -195,8 +283,11 @@ export function algoPerSize(halves: readonly HalfLinks[]): AlgoChoice[] {
 
 /** `# nccl algo: AllReduce 1048576 B RING/SIMPLE 8 channels (64 calls)`, one per choice. */
 export function algoLines(choices: readonly AlgoChoice[]): string[] {
-  return choices.map((a) => `# nccl algo: ${a.func} ${a.bytes} B ${a.algo}${a.proto ? `/${a.proto}` : ''} ` +
-    `${a.nChannels} channel${a.nChannels === 1 ? '' : 's'} (${a.calls} calls)`);
+  return choices.map(
+    (a) =>
+      `# nccl algo: ${a.func} ${a.bytes} B ${a.algo}${a.proto ? `/${a.proto}` : ''} ` +
+      `${a.nChannels} channel${a.nChannels === 1 ? '' : 's'} (${a.calls} calls)`,
+  );
 }
 
 /** The plugin library's file name; it sits beside the nccl module (build/Release, or the bundle's native folder). */
@@ -209,8 +300,12 @@ export type LinksSetup = { env: Record<string, string>; note: null } | { env: Re
 export function linksSetup(library: string, env: Env): LinksSetup {
   const theirs = env.NCCL_PROFILER_PLUGIN;
   if (theirs !== undefined && theirs !== '' && theirs !== library) {
-    return { env: {}, note: `# links: NCCL_PROFILER_PLUGIN is already set (${theirs}); NCCL loads one profiler: ` +
-      'running without --links' };
+    return {
+      env: {},
+      note:
+        `# links: NCCL_PROFILER_PLUGIN is already set (${theirs}); NCCL loads one profiler: ` +
+        'running without --links',
+    };
   }
   return { env: { NCCL_PROFILER_PLUGIN: library }, note: null };
 }

@@ -30,8 +30,12 @@ export interface LibraryHangView {
 }
 
 export interface RasMissingRank {
-  rank: number; host: string; pid: number; cudaDev: number;
-  unresponsive: boolean | null; dead: boolean | null;
+  rank: number;
+  host: string;
+  pid: number;
+  cudaDev: number;
+  unresponsive: boolean | null;
+  dead: boolean | null;
 }
 
 export interface RasCommunicator {
@@ -83,13 +87,32 @@ export function rankList(ranks: readonly number[]): string {
 }
 
 interface JsonRank {
-  rank: number; host: string; pid: number; cuda_dev: number;
+  rank: number;
+  host: string;
+  pid: number;
+  cuda_dev: number;
   status?: { init_state?: number; async_error?: number; abort_flag?: boolean };
   collective_counts?: Record<string, number>;
 }
-interface JsonMissing { rank: number; host: string; pid: number; cuda_dev: number; status?: { unresponsive?: boolean; considered_dead?: boolean } }
-interface JsonComm { hash: string; size: number; ranks_count: number; ranks?: JsonRank[]; missing_ranks?: JsonMissing[] }
-interface JsonReport { nccl_version?: string; communicators?: JsonComm[]; ras?: { collection_time_sec?: number; timeouts_count?: number } }
+interface JsonMissing {
+  rank: number;
+  host: string;
+  pid: number;
+  cuda_dev: number;
+  status?: { unresponsive?: boolean; considered_dead?: boolean };
+}
+interface JsonComm {
+  hash: string;
+  size: number;
+  ranks_count: number;
+  ranks?: JsonRank[];
+  missing_ranks?: JsonMissing[];
+}
+interface JsonReport {
+  nccl_version?: string;
+  communicators?: JsonComm[];
+  ras?: { collection_time_sec?: number; timeouts_count?: number };
+}
 
 /**
  * NCCL 2.28.7-2.28.9 write a missing rank's `"nvml_dev": N` without the comma before its `"status"`
@@ -109,8 +132,12 @@ export function parseRasJson(text: string): RasView {
   const communicators = doc.communicators.map((c): RasCommunicator => {
     const ranks = c.ranks ?? [];
     const missing = (c.missing_ranks ?? []).map((m): RasMissingRank => ({
-      rank: m.rank, host: m.host, pid: m.pid, cudaDev: m.cuda_dev,
-      unresponsive: m.status?.unresponsive ?? null, dead: m.status?.considered_dead ?? null,
+      rank: m.rank,
+      host: m.host,
+      pid: m.pid,
+      cudaDev: m.cuda_dev,
+      unresponsive: m.status?.unresponsive ?? null,
+      dead: m.status?.considered_dead ?? null,
     }));
     const names = [...new Set(ranks.flatMap((r) => Object.keys(r.collective_counts ?? {})))];
     const mismatches: RasCommunicator['mismatches'] = [];
@@ -122,35 +149,70 @@ export function parseRasJson(text: string): RasView {
         by.set(n, [...(by.get(n) ?? []), r.rank]);
       }
       if (by.size > 1) {
-        mismatches.push({ collective: name, counts: [...by.entries()].sort((a, b) => b[0] - a[0]).map(([count, rs]) => ({ count, ranks: rs })) });
+        mismatches.push({
+          collective: name,
+          counts: [...by.entries()].sort((a, b) => b[0] - a[0]).map(([count, rs]) => ({ count, ranks: rs })),
+        });
       } else {
         counts[name] = [...by.keys()][0] ?? 0;
       }
     }
-    const errorRanks = ranks.filter((r) => (r.status?.async_error ?? 0) !== 0 || (r.status?.init_state ?? 0) !== 0 || r.status?.abort_flag)
+    const errorRanks = ranks
+      .filter((r) => (r.status?.async_error ?? 0) !== 0 || (r.status?.init_state ?? 0) !== 0 || r.status?.abort_flag)
       .map((r) => r.rank);
     const comm: RasCommunicator = {
-      hash: c.hash, size: c.size, ranksAnswered: c.ranks_count, missing, mismatches, counts, errorRanks, status: null,
+      hash: c.hash,
+      size: c.size,
+      ranksAnswered: c.ranks_count,
+      missing,
+      mismatches,
+      counts,
+      errorRanks,
+      status: null,
     };
     if (missing.length > 0) {
-      findings.push({ kind: 'INCOMPLETE', comm: c.hash, text: `${missing.length} of ${c.size} ranks missing: ` +
-        missing.map((m) => `rank ${m.rank} (host ${m.host}, pid ${m.pid}, GPU ${m.cudaDev}` +
-          `${m.unresponsive ? ', unresponsive' : ''}${m.dead ? ', considered dead' : ''})`).join('; ') });
+      findings.push({
+        kind: 'INCOMPLETE',
+        comm: c.hash,
+        text:
+          `${missing.length} of ${c.size} ranks missing: ` +
+          missing
+            .map(
+              (m) =>
+                `rank ${m.rank} (host ${m.host}, pid ${m.pid}, GPU ${m.cudaDev}` +
+                `${m.unresponsive ? ', unresponsive' : ''}${m.dead ? ', considered dead' : ''})`,
+            )
+            .join('; '),
+      });
     }
     const dead = missing.filter((m) => m.dead);
-    if (dead.length > 0) findings.push({ kind: 'DEAD', comm: c.hash, text: `dead peers: ranks ${rankList(dead.map((m) => m.rank))}` });
-    if (errorRanks.length > 0) findings.push({ kind: 'ERROR', comm: c.hash, text: `errors on ranks ${rankList(errorRanks)}` });
+    if (dead.length > 0)
+      findings.push({ kind: 'DEAD', comm: c.hash, text: `dead peers: ranks ${rankList(dead.map((m) => m.rank))}` });
+    if (errorRanks.length > 0)
+      findings.push({ kind: 'ERROR', comm: c.hash, text: `errors on ranks ${rankList(errorRanks)}` });
     for (const m of mismatches) {
-      findings.push({ kind: 'MISMATCH', comm: c.hash, text: `${m.collective} operation counts differ: ` +
-        m.counts.map((x) => `${x.ranks.length === 1 ? 'rank' : 'ranks'} ${rankList(x.ranks)} at ${x.count}`).join('; ') });
+      findings.push({
+        kind: 'MISMATCH',
+        comm: c.hash,
+        text:
+          `${m.collective} operation counts differ: ` +
+          m.counts
+            .map((x) => `${x.ranks.length === 1 ? 'rank' : 'ranks'} ${rankList(x.ranks)} at ${x.count}`)
+            .join('; '),
+      });
     }
     return comm;
   });
   const timeouts = doc.ras?.timeouts_count ?? 0;
-  if (timeouts > 0) findings.push({ kind: 'TIMEOUT', comm: null, text: `${timeouts} timeouts while RAS collected its data` });
+  if (timeouts > 0)
+    findings.push({ kind: 'TIMEOUT', comm: null, text: `${timeouts} timeouts while RAS collected its data` });
   return {
-    format: 'json', ncclVersion: doc.nccl_version ?? null, communicators, findings,
-    collectionSec: doc.ras?.collection_time_sec ?? null, timeouts,
+    format: 'json',
+    ncclVersion: doc.nccl_version ?? null,
+    communicators,
+    findings,
+    collectionSec: doc.ras?.collection_time_sec ?? null,
+    timeouts,
   };
 }
 
@@ -164,7 +226,8 @@ const KINDS: readonly RasFinding['kind'][] = ['INCOMPLETE', 'DEAD', 'ERROR', 'MI
 export function parseRasText(text: string): RasView {
   const lines = text.split('\n');
   const version = /^NCCL version (\S+)/m.exec(text)?.[1] ?? null;
-  if (!/^Communicators/m.test(text) && !/^Errors$/m.test(text)) throw new Error('not a RAS text report (no Communicators or Errors section)');
+  if (!/^Communicators/m.test(text) && !/^Errors$/m.test(text))
+    throw new Error('not a RAS text report (no Communicators or Errors section)');
   const communicators: RasCommunicator[] = [];
   const head = lines.findIndex((l) => /^Group\s+Comms\s+Nodes/.test(l));
   if (head >= 0) {
@@ -173,8 +236,14 @@ export function parseRasText(text: string): RasView {
       const m = /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s*$/.exec(l);
       if (!m) break;
       communicators.push({
-        hash: `group ${m[1]} (${m[2]} communicator${m[2] === '1' ? '' : 's'})`, size: Number(m[5]), ranksAnswered: null,
-        missing: [], mismatches: [], counts: {}, errorRanks: [], status: `${m[7]} ${m[8]}`,
+        hash: `group ${m[1]} (${m[2]} communicator${m[2] === '1' ? '' : 's'})`,
+        size: Number(m[5]),
+        ranksAnswered: null,
+        missing: [],
+        mismatches: [],
+        counts: {},
+        errorRanks: [],
+        status: `${m[7]} ${m[8]}`,
       });
     }
   }
@@ -182,10 +251,17 @@ export function parseRasText(text: string): RasView {
   const start = lines.findIndex((l) => l === 'Errors');
   let current: RasFinding | null = null;
   for (const l of start >= 0 ? lines.slice(start) : []) {
-    if (/^(Errors|Warnings|=+)$/.test(l) || l.trim() === '') { current = null; continue; }
+    if (/^(Errors|Warnings|=+)$/.test(l) || l.trim() === '') {
+      current = null;
+      continue;
+    }
     const headline = /^(?:#(\S+) \((\w+)\) )?([A-Z]+)$/.exec(l);
     if (headline && KINDS.includes(headline[3] as RasFinding['kind'])) {
-      current = { kind: headline[3] as RasFinding['kind'], comm: headline[2] ? `0x${headline[2].replace(/^0+/, '')}` : null, text: '' };
+      current = {
+        kind: headline[3] as RasFinding['kind'],
+        comm: headline[2] ? `0x${headline[2].replace(/^0+/, '')}` : null,
+        text: '',
+      };
       findings.push(current);
     } else if (current && /^\s+/.test(l)) {
       current.text = current.text ? `${current.text}; ${l.trim()}` : l.trim();
@@ -193,21 +269,41 @@ export function parseRasText(text: string): RasView {
   }
   const timeouts = findings.filter((f) => f.kind === 'TIMEOUT').length;
   const took = /^Communicators\.\.\. \(([\d.]+)s\)/m.exec(text);
-  return { format: 'text', ncclVersion: version, communicators, findings, collectionSec: took ? Number(took[1]) : null, timeouts };
+  return {
+    format: 'text',
+    ncclVersion: version,
+    communicators,
+    findings,
+    collectionSec: took ? Number(took[1]) : null,
+    timeouts,
+  };
 }
 
 /** The lines printed beside the verdict: what RAS saw, communicator by communicator, then its findings. */
 export function describeRasView(view: RasView, addr: string): string[] {
   const took = view.collectionSec === null ? '' : `, collected in ${view.collectionSec.toFixed(3)} s`;
-  const out = [`# NCCL RAS at ${addr} (NCCL ${view.ncclVersion ?? '?'}, ${view.format}${took}): ` +
-    `${view.communicators.length} communicator${view.communicators.length === 1 ? '' : 's'}; ` +
-    (view.findings.length === 0 ? 'no rank missing, no INCOMPLETE, MISMATCH, ERROR or dead peer'
-      : view.findings.map((f) => f.kind).filter((k, i, a) => a.indexOf(k) === i).join(', '))];
+  const out = [
+    `# NCCL RAS at ${addr} (NCCL ${view.ncclVersion ?? '?'}, ${view.format}${took}): ` +
+      `${view.communicators.length} communicator${view.communicators.length === 1 ? '' : 's'}; ` +
+      (view.findings.length === 0
+        ? 'no rank missing, no INCOMPLETE, MISMATCH, ERROR or dead peer'
+        : view.findings
+            .map((f) => f.kind)
+            .filter((k, i, a) => a.indexOf(k) === i)
+            .join(', ')),
+  ];
   for (const c of view.communicators) {
     const answered = c.ranksAnswered === null ? `${c.size} ranks` : `${c.ranksAnswered} of ${c.size} ranks answered`;
-    const counts = Object.entries(c.counts).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ');
-    out.push(`#   comm ${c.hash}: ${answered}${c.status ? `, ${c.status}` : ''}` +
-      (c.ranksAnswered === null ? '' : `; operation counts ${counts || 'all 0'}${c.mismatches.length ? ' where they agree' : ''}`));
+    const counts = Object.entries(c.counts)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+    out.push(
+      `#   comm ${c.hash}: ${answered}${c.status ? `, ${c.status}` : ''}` +
+        (c.ranksAnswered === null
+          ? ''
+          : `; operation counts ${counts || 'all 0'}${c.mismatches.length ? ' where they agree' : ''}`),
+    );
   }
   for (const f of view.findings) out.push(`#   ${f.kind}${f.comm ? ` (comm ${f.comm})` : ''}: ${f.text}`);
   return out;
@@ -224,8 +320,11 @@ export function rasAddress(env: NodeJS.ProcessEnv): { host: string; port: number
 }
 
 /** One exchange with a RAS server: handshake, JSON if it takes it (else text), VERBOSE STATUS, the whole reply. */
-export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLINE_MS):
-  Promise<{ format: 'json' | 'text'; reply: string }> {
+export function rasExchange(
+  host: string,
+  port: number,
+  deadlineMs = RAS_DEADLINE_MS,
+): Promise<{ format: 'json' | 'text'; reply: string }> {
   return new Promise((resolve, reject) => {
     const sock: Socket = connect({ host, port });
     const handshake = new BoundedLines(RAS_MAX_LINE_BYTES);
@@ -234,27 +333,45 @@ export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLIN
     let step = 0; // 0: protocol, 1: timeout, 2: format, 3: the report
     let format: 'json' | 'text' = 'json';
     let failed = false;
-    const fail = (why: string): void => { failed = true; clearTimeout(timer); sock.destroy(); reject(new Error(why)); };
-    const timer = setTimeout(() => fail(`no ${step === 3 ? 'complete report' : 'answer'} within ${deadlineMs / 1000} s`), deadlineMs);
-    const send = (line: string): void => { sock.write(`${line}\n`); };
+    const fail = (why: string): void => {
+      failed = true;
+      clearTimeout(timer);
+      sock.destroy();
+      reject(new Error(why));
+    };
+    const timer = setTimeout(
+      () => fail(`no ${step === 3 ? 'complete report' : 'answer'} within ${deadlineMs / 1000} s`),
+      deadlineMs,
+    );
+    const send = (line: string): void => {
+      sock.write(`${line}\n`);
+    };
     const keep = (bytes: Buffer): void => {
       if (failed) return;
       reportBytes += bytes.length;
       if (reportBytes > RAS_MAX_REPLY_BYTES) {
         fail(`a report over ${RAS_MAX_REPLY_BYTES / 2 ** 20} MiB: not read further`);
-      }
-      else report.push(bytes);
+      } else report.push(bytes);
     };
     sock.on('connect', () => send('CLIENT PROTOCOL 2'));
     sock.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ECONNREFUSED' ? 'connection refused' : e.message));
     sock.on('data', (chunk: Buffer) => {
       if (failed) return;
-      if (step === 3) { keep(chunk); return; }
+      if (step === 3) {
+        keep(chunk);
+        return;
+      }
       const lines = handshake.push(chunk);
-      if (lines === null) { fail(`a handshake line over ${RAS_MAX_LINE_BYTES} bytes`); return; }
+      if (lines === null) {
+        fail(`a handshake line over ${RAS_MAX_LINE_BYTES} bytes`);
+        return;
+      }
       for (const [i, raw] of lines.entries()) {
         // The report began in this chunk: the lines after the handshake are its start.
-        if (step === 3) { keep(Buffer.from(`${lines.slice(i).join('\n')}\n`)); break; }
+        if (step === 3) {
+          keep(Buffer.from(`${lines.slice(i).join('\n')}\n`));
+          break;
+        }
         const line = raw.replace(/\r$/, '');
         if (step === 0) {
           if (!/^SERVER PROTOCOL \d+$/.test(line)) return fail(`unexpected handshake answer '${line.slice(0, 80)}'`);
@@ -270,7 +387,8 @@ export function rasExchange(host: string, port: number, deadlineMs = RAS_DEADLIN
       }
       if (step === 3) keep(handshake.takeRest()); // the report is not read in lines: it is bounded as a whole
     });
-    const closed = (): void => { // the server ends the report by closing (an orderly end, or a reset after it)
+    const closed = (): void => {
+      // the server ends the report by closing (an orderly end, or a reset after it)
       clearTimeout(timer);
       if (failed) return;
       if (step < 3) reject(new Error('the server closed the connection during the handshake'));
@@ -291,21 +409,32 @@ export function ncclVersionCode(text: string): number | null {
  * What NCCL's RAS says about the job now, as lines to print and a record for the report. Unavailable, in one
  * line, when RAS is off (NCCL_RAS_ENABLE=0), the loaded NCCL predates it, nothing listens or no answer comes.
  */
-export async function askNcclRas(env: NodeJS.ProcessEnv, libraryVersion: string,
-  deadlineMs = RAS_DEADLINE_MS): Promise<LibraryHangView> {
+export async function askNcclRas(
+  env: NodeJS.ProcessEnv,
+  libraryVersion: string,
+  deadlineMs = RAS_DEADLINE_MS,
+): Promise<LibraryHangView> {
   const source = 'NCCL RAS';
   const addr = rasAddress(env);
-  const unavailable = (reason: string): LibraryHangView =>
-    ({ source, state: 'unavailable', reason, lines: [`# NCCL RAS: ${reason}`], view: null });
+  const unavailable = (reason: string): LibraryHangView => ({
+    source,
+    state: 'unavailable',
+    reason,
+    lines: [`# NCCL RAS: ${reason}`],
+    view: null,
+  });
   if (env.NCCL_RAS_ENABLE?.trim() === '0') return unavailable('off (NCCL_RAS_ENABLE=0): no view from NCCL itself');
   const code = ncclVersionCode(libraryVersion);
-  if (code !== null && code < RAS_MIN_VERSION) return unavailable(`${libraryVersion} has none (RAS came with NCCL 2.24)`);
+  if (code !== null && code < RAS_MIN_VERSION)
+    return unavailable(`${libraryVersion} has none (RAS came with NCCL 2.24)`);
   let answer: { format: 'json' | 'text'; reply: string };
   try {
     answer = await rasExchange(addr.host, addr.port, deadlineMs);
   } catch (e) {
-    return unavailable(`not reachable at ${addr.text}: ${(e as Error).message} (RAS off, NCCL older than 2.24, or ` +
-      'NCCL_RAS_ADDR elsewhere)');
+    return unavailable(
+      `not reachable at ${addr.text}: ${(e as Error).message} (RAS off, NCCL older than 2.24, or ` +
+        'NCCL_RAS_ADDR elsewhere)',
+    );
   }
   let view: RasView;
   try {

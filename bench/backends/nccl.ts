@@ -12,7 +12,14 @@ import type { DTypeName, OpName } from '../core/types.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { underMpiLauncher } from '../launch/launcher.js';
 import { launcherJobToken } from '../launch/job-token.js';
-import { localRanksByHost, rendezvous, RendezvousError, rendezvousNotes, torchrunEnv, type TorchrunEnv } from '../launch/rendezvous.js';
+import {
+  localRanksByHost,
+  rendezvous,
+  RendezvousError,
+  rendezvousNotes,
+  torchrunEnv,
+  type TorchrunEnv,
+} from '../launch/rendezvous.js';
 import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type SpecField } from '../native/binding.js';
 import { moduleBuilt, nativeDir, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
@@ -27,10 +34,26 @@ type Env = NodeJS.ProcessEnv;
 export interface NcclLibraryInfo {
   path: string;
   how: string;
-  version: string;     // "2.30.7"
+  version: string; // "2.30.7"
   versionCode: number; // 23007
-  features: Record<'alltoall' | 'gather' | 'scatter' | 'preMulSum' | 'avg' | 'bfloat16' | 'fp8' | 'config' | 'ctaPolicy' |
-    'ctaPolicyZero' | 'split' | 'register' | 'window' | 'graphs' | 'lastError', boolean>;
+  features: Record<
+    | 'alltoall'
+    | 'gather'
+    | 'scatter'
+    | 'preMulSum'
+    | 'avg'
+    | 'bfloat16'
+    | 'fp8'
+    | 'config'
+    | 'ctaPolicy'
+    | 'ctaPolicyZero'
+    | 'split'
+    | 'register'
+    | 'window'
+    | 'graphs'
+    | 'lastError',
+    boolean
+  >;
   /** -D: '' when this build's device-API kernels run on this library, else why not (native nccl_device.cc). */
   deviceApiRefusal: string;
   /** Normalized NCCL versions (X*10000+Y*100+Z) of the nccl_device.h headers this build has -D kernels for. */
@@ -47,9 +70,16 @@ export interface CudaDevicesInfo {
 }
 
 export interface NcclDeviceInfo {
-  worldRank: number; groupRank: number; ordinal: number;
-  pciDomain: number; pciBus: number; pciDevice: number;
-  ccMajor: number; ccMinor: number; totalMemBytes: number; name: string;
+  worldRank: number;
+  groupRank: number;
+  ordinal: number;
+  pciDomain: number;
+  pciBus: number;
+  pciDevice: number;
+  ccMajor: number;
+  ccMinor: number;
+  totalMemBytes: number;
+  name: string;
 }
 
 export interface NcclInfo extends BackendInfo {
@@ -59,7 +89,7 @@ export interface NcclInfo extends BackendInfo {
   procRank: number;
   nprocs: number;
   library: NcclLibraryInfo;
-  ncclVersion: number;        // ncclGetVersion (nccl-tests' nccl-library=)
+  ncclVersion: number; // ncclGetVersion (nccl-tests' nccl-library=)
   ncclHeadersVersion: number; // the nccl.h our declarations follow (nccl-tests' nccl-headers=)
   controlPlane: string;
   cudaDriverVersion: number;
@@ -69,14 +99,23 @@ export interface NcclInfo extends BackendInfo {
 
 export interface NcclInitConfig {
   lib?: string;
-  procRank: number; nprocs: number; localRank: number; localSize: number;
-  nThreads: number; nGpus: number; firstDevice: number;
+  procRank: number;
+  nprocs: number;
+  localRank: number;
+  localSize: number;
+  nThreads: number;
+  nGpus: number;
+  firstDevice: number;
   /** 1: local rank i on device (firstDevice + i) mod the device count (several ranks per GPU: nccl-devices.ts). */
   shareDevices: number;
   uniqueId: number[];
   splitColor: number;
-  streamNull: number; ctaPolicy: number; localRegister: number; timeoutSec: number;
-  deviceImpl: number; deviceCtaCount: number;  // -D, -V (native nccl_device.cc)
+  streamNull: number;
+  ctaPolicy: number;
+  localRegister: number;
+  timeoutSec: number;
+  deviceImpl: number;
+  deviceCtaCount: number; // -D, -V (native nccl_device.cc)
   controlPlane?: unknown;
 }
 
@@ -99,14 +138,27 @@ export interface NcclNative extends NativeBackend {
  * an NCCL too old for a flag, a rendezvous that never completed): exit 5 with one line.
  */
 export class NcclEnvironmentError extends BackendUnavailableError {
-  constructor(message: string, readonly code: string, readonly backend = 'nccl', readonly site = '') {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly backend = 'nccl',
+    readonly site = '',
+  ) {
     super(message);
     this.name = 'NcclEnvironmentError';
   }
 }
 
-const ENVIRONMENT_CODES = new Set(['NCCL_NOT_FOUND', 'NCCL_TOO_OLD', 'NCCL_SYMBOL_MISSING', 'NCCL_DEVICE_API_UNSUPPORTED', 'CUDA_NO_DEVICE',
-  'CUDA_TOO_FEW_DEVICES', 'CUDA_ERROR_INSUFFICIENT_DRIVER', 'CUDA_ERROR_NO_DEVICE']);
+const ENVIRONMENT_CODES = new Set([
+  'NCCL_NOT_FOUND',
+  'NCCL_TOO_OLD',
+  'NCCL_SYMBOL_MISSING',
+  'NCCL_DEVICE_API_UNSUPPORTED',
+  'CUDA_NO_DEVICE',
+  'CUDA_TOO_FEW_DEVICES',
+  'CUDA_ERROR_INSUFFICIENT_DRIVER',
+  'CUDA_ERROR_NO_DEVICE',
+]);
 
 /** A native failure caused by the machine (library, driver, devices) becomes an NcclEnvironmentError. */
 function environmentFailure(e: unknown, native: NcclNative): unknown {
@@ -137,13 +189,23 @@ export function splitColor(procRank: number, env: Env = process.env): number {
   const spec = env.NCCL_TESTS_SPLIT;
   if (spec === undefined || spec.trim() === '') return -1;
   const m = SPLIT_RE.exec(spec);
-  if (!m) throw new UsageError(`NCCL_TESTS_SPLIT: '${spec}' is not <op><value> with op AND, OR, MOD, DIV (or &, |, %, /)`);
+  if (!m)
+    throw new UsageError(`NCCL_TESTS_SPLIT: '${spec}' is not <op><value> with op AND, OR, MOD, DIV (or &, |, %, /)`);
   const text = m[2].toLowerCase();
-  const value = text.startsWith('0x') ? parseInt(text.slice(2), 16) : text.startsWith('0b') ? parseInt(text.slice(2), 2) : Number(text);
+  const value = text.startsWith('0x')
+    ? parseInt(text.slice(2), 16)
+    : text.startsWith('0b')
+      ? parseInt(text.slice(2), 2)
+      : Number(text);
   switch (m[1].toLowerCase()) {
-    case 'and': case '&': return procRank & value;
-    case 'or': case '|': return procRank | value;
-    case 'mod': case '%':
+    case 'and':
+    case '&':
+      return procRank & value;
+    case 'or':
+    case '|':
+      return procRank | value;
+    case 'mod':
+    case '%':
       if (value === 0) throw new UsageError('NCCL_TESTS_SPLIT: MOD 0 is undefined');
       return procRank % value;
     default:
@@ -153,7 +215,11 @@ export function splitColor(procRank: number, env: Env = process.env): number {
 }
 
 /** CUDA ordinal of this process's first GPU: NCCL_TESTS_DEVICE, else local rank × t × g (nccl-tests). */
-export function firstDevice(localRank: number, options: Pick<ResolvedOptions, 'nThreads' | 'nGpus'>, env: Env = process.env): number {
+export function firstDevice(
+  localRank: number,
+  options: Pick<ResolvedOptions, 'nThreads' | 'nGpus'>,
+  env: Env = process.env,
+): number {
   const d = env.NCCL_TESTS_DEVICE;
   if (d !== undefined && d.trim() !== '') {
     if (!/^\s*\d+\s*$/.test(d)) throw new UsageError(`NCCL_TESTS_DEVICE: '${d}' is not a CUDA device index`);
@@ -169,8 +235,12 @@ export function firstDevice(localRank: number, options: Pick<ResolvedOptions, 'n
  * Datatypes and ops this run may use, given what NCCL and the GPUs offer: `-d all` / `-o all` silently
  * drop what is missing (nccl-tests drops fp8 below sm_90); an explicit request for it is refused.
  */
-export function availableCases(options: Pick<ResolvedOptions, 'dtypes' | 'ops'>, features: NcclLibraryInfo['features'],
-  minComputeCapability: number, versionText: string): { dtypes: DTypeName[]; ops: OpName[] } {
+export function availableCases(
+  options: Pick<ResolvedOptions, 'dtypes' | 'ops'>,
+  features: NcclLibraryInfo['features'],
+  minComputeCapability: number,
+  versionText: string,
+): { dtypes: DTypeName[]; ops: OpName[] } {
   const missingType = (t: DTypeName): string | null => {
     if ((t === 'f8e4m3' || t === 'f8e5m2') && !features.fp8) return `needs NCCL 2.24 or newer (this is ${versionText})`;
     if ((t === 'f8e4m3' || t === 'f8e5m2') && minComputeCapability < 90) {
@@ -181,7 +251,8 @@ export function availableCases(options: Pick<ResolvedOptions, 'dtypes' | 'ops'>,
   };
   const missingOp = (o: OpName): string | null => {
     if (o === 'avg' && !features.avg) return `needs NCCL 2.10 or newer (this is ${versionText})`;
-    if (o === 'mulsum' && !features.preMulSum) return `needs ncclRedOpCreatePreMulSum, NCCL 2.11 or newer (this is ${versionText})`;
+    if (o === 'mulsum' && !features.preMulSum)
+      return `needs ncclRedOpCreatePreMulSum, NCCL 2.11 or newer (this is ${versionText})`;
     return null;
   };
   const { dtypes: allTypes, ops: allOps } = givenAsAll(options);
@@ -213,12 +284,18 @@ export function memoryCappedMaxBytes(maxBytes: number, minTotalMemBytes: number)
 /** Flags the loaded NCCL is too old for (checked before any communicator exists). */
 export function libraryRefusals(options: ResolvedOptions, lib: NcclLibraryInfo): string | null {
   const v = `NCCL ${lib.version} from ${lib.path}`;
-  if (options.localRegister === 1 && !lib.features.register) return `-R 1: buffer registration needs NCCL 2.19 or newer; loaded ${v}`;
-  if (options.localRegister === 2 && !lib.features.window) return `-R 2: symmetric window registration needs NCCL 2.27 or newer; loaded ${v}`;
-  if (options.ctaPolicy >= 0 && !lib.features.ctaPolicy) return `-x: the CTA policy needs NCCL 2.27 or newer; loaded ${v}`;
-  if (options.ctaPolicy === 2 && !lib.features.ctaPolicyZero) return `-x 2: the zero CTA policy needs NCCL 2.28 or newer; loaded ${v}`;
-  if (options.cudaGraph > 0 && !lib.features.graphs) return `-G: CUDA graph capture of NCCL calls needs NCCL 2.9 or newer; loaded ${v}`;
-  if (options.deviceImpl > 0 && lib.deviceApiRefusal) return `-D ${options.deviceImpl}: ${lib.deviceApiRefusal} (${lib.path})`;
+  if (options.localRegister === 1 && !lib.features.register)
+    return `-R 1: buffer registration needs NCCL 2.19 or newer; loaded ${v}`;
+  if (options.localRegister === 2 && !lib.features.window)
+    return `-R 2: symmetric window registration needs NCCL 2.27 or newer; loaded ${v}`;
+  if (options.ctaPolicy >= 0 && !lib.features.ctaPolicy)
+    return `-x: the CTA policy needs NCCL 2.27 or newer; loaded ${v}`;
+  if (options.ctaPolicy === 2 && !lib.features.ctaPolicyZero)
+    return `-x 2: the zero CTA policy needs NCCL 2.28 or newer; loaded ${v}`;
+  if (options.cudaGraph > 0 && !lib.features.graphs)
+    return `-G: CUDA graph capture of NCCL calls needs NCCL 2.9 or newer; loaded ${v}`;
+  if (options.deviceImpl > 0 && lib.deviceApiRefusal)
+    return `-D ${options.deviceImpl}: ${lib.deviceApiRefusal} (${lib.path})`;
   return null;
 }
 
@@ -226,7 +303,10 @@ export function libraryRefusals(options: ResolvedOptions, lib: NcclLibraryInfo):
 // Bootstrap
 
 interface World {
-  procRank: number; nprocs: number; localRank: number; localSize: number;
+  procRank: number;
+  nprocs: number;
+  localRank: number;
+  localSize: number;
   uniqueId: number[];
   controlPlane?: unknown;
   launch: 'single' | 'mpi' | 'torchrun';
@@ -237,7 +317,8 @@ const RENDEZVOUS_TIMEOUT_S = 300;
 function rendezvousTimeoutMs(env: Env): number {
   const t = env[ENV.RENDEZVOUS_TIMEOUT];
   if (t === undefined || t.trim() === '') return RENDEZVOUS_TIMEOUT_S * 1000;
-  if (!/^\s*\d+(\.\d+)?\s*$/.test(t)) throw new UsageError(`${ENV.RENDEZVOUS_TIMEOUT}: '${t}' is not a number of seconds`);
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(t))
+    throw new UsageError(`${ENV.RENDEZVOUS_TIMEOUT}: '${t}' is not a number of seconds`);
   return Number(t) * 1000;
 }
 
@@ -245,15 +326,23 @@ function rendezvousTimeoutMs(env: Env): number {
 function launchEnv(env: Env): TorchrunEnv | null {
   if (underMpiLauncher(env) && env.OMPI_COMM_WORLD_SIZE && env.MASTER_ADDR && env.MASTER_PORT) {
     return torchrunEnv({
-      RANK: env.OMPI_COMM_WORLD_RANK, WORLD_SIZE: env.OMPI_COMM_WORLD_SIZE, LOCAL_RANK: env.OMPI_COMM_WORLD_LOCAL_RANK,
-      MASTER_ADDR: env.MASTER_ADDR, MASTER_PORT: env.MASTER_PORT,
+      RANK: env.OMPI_COMM_WORLD_RANK,
+      WORLD_SIZE: env.OMPI_COMM_WORLD_SIZE,
+      LOCAL_RANK: env.OMPI_COMM_WORLD_LOCAL_RANK,
+      MASTER_ADDR: env.MASTER_ADDR,
+      MASTER_PORT: env.MASTER_PORT,
     });
   }
   return torchrunEnv(env);
 }
 
-async function mpiWorld(native: NcclNative, lib: string | undefined, state: DriverState, initTimeoutSec: number, env: Env):
-  Promise<World> {
+async function mpiWorld(
+  native: NcclNative,
+  lib: string | undefined,
+  state: DriverState,
+  initTimeoutSec: number,
+  env: Env,
+): Promise<World> {
   const mpi = requireNativeModule<NativeBackend>('mpi');
   // MPI_Init under the watchdog as the mpi backend's (a native alarm: it blocks the JS thread).
   const m = mpi.init({ initTimeoutSec }) as BackendInfo;
@@ -265,25 +354,52 @@ async function mpiWorld(native: NcclNative, lib: string | undefined, state: Driv
   let id = new Array<number>(128).fill(0);
   let failure: unknown = null;
   if (m.rank === 0) {
-    try { id = native.uniqueId({ lib }); } catch (e) { failure = e; id = new Array<number>(128).fill(-1); }
+    try {
+      id = native.uniqueId({ lib });
+    } catch (e) {
+      failure = e;
+      id = new Array<number>(128).fill(-1);
+    }
   }
   // On the executor, so that the bring-up watchdog (engine/bring-up.ts) can fire while a peer never arrives.
   const got = await mpi.allreduceAsync(id, COMBINE.rank0);
   if (failure) throw failure as Error;
-  if (got[0] === -1) throw new NcclEnvironmentError('nccl backend unavailable: process 0 could not create the NCCL unique id', 'NCCL_NO_UNIQUE_ID');
+  if (got[0] === -1)
+    throw new NcclEnvironmentError(
+      'nccl backend unavailable: process 0 could not create the NCCL unique id',
+      'NCCL_NO_UNIQUE_ID',
+    );
   return {
-    procRank: m.rank, nprocs: m.nranks, localRank: m.localRank, localSize: m.localSize, uniqueId: got,
-    controlPlane: mpi.controlPlane?.(), launch: 'mpi',
+    procRank: m.rank,
+    nprocs: m.nranks,
+    localRank: m.localRank,
+    localSize: m.localSize,
+    uniqueId: got,
+    controlPlane: mpi.controlPlane?.(),
+    launch: 'mpi',
   };
 }
 
-async function torchrunWorld(native: NcclNative, lib: string | undefined, world: TorchrunEnv, env: Env, state: DriverState):
-  Promise<World> {
-  const mine: { host: string; pid: number; uniqueId?: number[]; error?: string } = { host: hostname(), pid: process.pid };
+async function torchrunWorld(
+  native: NcclNative,
+  lib: string | undefined,
+  world: TorchrunEnv,
+  env: Env,
+  state: DriverState,
+): Promise<World> {
+  const mine: { host: string; pid: number; uniqueId?: number[]; error?: string } = {
+    host: hostname(),
+    pid: process.pid,
+  };
   applyPerRankHostId(env, world.rank, mine.host);
   let failure: unknown = null;
   if (world.rank === 0) {
-    try { mine.uniqueId = native.uniqueId({ lib }); } catch (e) { failure = e; mine.error = (e as Error).message; }
+    try {
+      mine.uniqueId = native.uniqueId({ lib });
+    } catch (e) {
+      failure = e;
+      mine.error = (e as Error).message;
+    }
   }
   let all: (typeof mine)[];
   try {
@@ -294,23 +410,33 @@ async function torchrunWorld(native: NcclNative, lib: string | undefined, world:
       try {
         const p = JSON.parse(s) as typeof mine;
         if (typeof p === 'object' && p !== null && typeof p.host === 'string') return p;
-      } catch { /* said below */ }
-      throw new RendezvousError(`rendezvous: rank ${rank}'s payload is not collbench's: ${JSON.stringify(s.slice(0, 40))}`);
+      } catch {
+        /* said below */
+      }
+      throw new RendezvousError(
+        `rendezvous: rank ${rank}'s payload is not collbench's: ${JSON.stringify(s.slice(0, 40))}`,
+      );
     });
   } catch (e) {
-    if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
+    if (e instanceof RendezvousError)
+      throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw e;
   }
   if (failure) throw failure as Error;
   if (!all[0].uniqueId) {
-    throw new NcclEnvironmentError(`nccl backend unavailable: rank 0 could not create the NCCL unique id (${all[0].error ?? 'no id'})`,
-      'NCCL_NO_UNIQUE_ID');
+    throw new NcclEnvironmentError(
+      `nccl backend unavailable: rank 0 could not create the NCCL unique id (${all[0].error ?? 'no id'})`,
+      'NCCL_NO_UNIQUE_ID',
+    );
   }
   const byHost = localRanksByHost(all.map((p) => p.host));
   return {
-    procRank: world.rank, nprocs: world.worldSize,
-    localRank: world.localRank ?? byHost.localRank[world.rank], localSize: byHost.localSize[world.rank],
-    uniqueId: all[0].uniqueId, launch: 'torchrun',
+    procRank: world.rank,
+    nprocs: world.worldSize,
+    localRank: world.localRank ?? byHost.localRank[world.rank],
+    localSize: byHost.localSize[world.rank],
+    uniqueId: all[0].uniqueId,
+    launch: 'torchrun',
   };
 }
 
@@ -335,7 +461,12 @@ function shutdownMpi(state: DriverState, failed = false): void {
   if (!(failed && state.peers)) mpi?.finalize();
 }
 
-async function initNccl(state: DriverState, nativeAny: NativeBackend, options: ResolvedOptions, env: Env): Promise<NcclInfo> {
+async function initNccl(
+  state: DriverState,
+  nativeAny: NativeBackend,
+  options: ResolvedOptions,
+  env: Env,
+): Promise<NcclInfo> {
   const native = nativeAny as NcclNative;
   const lib = options.ncclLib ?? undefined;
   let library: NcclLibraryInfo;
@@ -356,35 +487,69 @@ async function initNccl(state: DriverState, nativeAny: NativeBackend, options: R
       if (t) {
         world = await torchrunWorld(native, lib, t, env, state);
       } else if (underMpiLauncher(env) && Number(env.OMPI_COMM_WORLD_SIZE ?? env.PMI_SIZE ?? 1) > 1) {
-        throw new NcclEnvironmentError('nccl backend: started by an MPI launcher, but collbench\'s mpi module is not built, ' +
-          'so the processes cannot exchange the NCCL unique id; build it (apt install openmpi-bin libopenmpi-dev; make) or ' +
-          'set MASTER_ADDR and MASTER_PORT for a TCP rendezvous', 'NO_BOOTSTRAP');
+        throw new NcclEnvironmentError(
+          "nccl backend: started by an MPI launcher, but collbench's mpi module is not built, " +
+            'so the processes cannot exchange the NCCL unique id; build it (apt install openmpi-bin libopenmpi-dev; make) or ' +
+            'set MASTER_ADDR and MASTER_PORT for a TCP rendezvous',
+          'NO_BOOTSTRAP',
+        );
       } else {
-        world = { procRank: 0, nprocs: 1, localRank: 0, localSize: 1, uniqueId: native.uniqueId({ lib }), launch: 'single' };
+        world = {
+          procRank: 0,
+          nprocs: 1,
+          localRank: 0,
+          localSize: 1,
+          uniqueId: native.uniqueId({ lib }),
+          launch: 'single',
+        };
       }
     }
   } catch (e) {
     shutdownMpi(state, true);
-    if (e instanceof RendezvousError) throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
+    if (e instanceof RendezvousError)
+      throw new NcclEnvironmentError(`nccl backend unavailable: ${e.message}`, 'RENDEZVOUS');
     throw environmentFailure(e, native);
   }
 
   state.peers = world.nprocs > 1;
   try {
     state.color = splitColor(world.procRank, env);
-    const plan = planDevices({ first: firstDevice(world.localRank, options, env), localRanks: options.nThreads * options.nGpus,
-      deviceCount: native.devices().count, version: library.version, versionCode: library.versionCode }, env);
+    const plan = planDevices(
+      {
+        first: firstDevice(world.localRank, options, env),
+        localRanks: options.nThreads * options.nGpus,
+        deviceCount: native.devices().count,
+        version: library.version,
+        versionCode: library.versionCode,
+      },
+      env,
+    );
     if ('refusal' in plan) {
-      throw new NcclEnvironmentError(`nccl backend unavailable (CUDA_TOO_FEW_DEVICES): ${plan.refusal}`, 'CUDA_TOO_FEW_DEVICES');
+      throw new NcclEnvironmentError(
+        `nccl backend unavailable (CUDA_TOO_FEW_DEVICES): ${plan.refusal}`,
+        'CUDA_TOO_FEW_DEVICES',
+      );
     }
     state.devices = plan;
     const info = await native.init({
-      lib, procRank: world.procRank, nprocs: world.nprocs, localRank: world.localRank, localSize: world.localSize,
-      nThreads: options.nThreads, nGpus: options.nGpus, firstDevice: plan.first, shareDevices: plan.sharing === 'own' ? 0 : 1,
-      uniqueId: world.uniqueId, splitColor: state.color,
-      streamNull: options.streamNull, ctaPolicy: options.ctaPolicy, localRegister: options.localRegister,
-      timeoutSec: options.timeoutSec ?? 0, controlPlane: world.controlPlane,
-      deviceImpl: options.deviceImpl, deviceCtaCount: options.deviceCtaCount,
+      lib,
+      procRank: world.procRank,
+      nprocs: world.nprocs,
+      localRank: world.localRank,
+      localSize: world.localSize,
+      nThreads: options.nThreads,
+      nGpus: options.nGpus,
+      firstDevice: plan.first,
+      shareDevices: plan.sharing === 'own' ? 0 : 1,
+      uniqueId: world.uniqueId,
+      splitColor: state.color,
+      streamNull: options.streamNull,
+      ctaPolicy: options.ctaPolicy,
+      localRegister: options.localRegister,
+      timeoutSec: options.timeoutSec ?? 0,
+      controlPlane: world.controlPlane,
+      deviceImpl: options.deviceImpl,
+      deviceCtaCount: options.deviceCtaCount,
     });
     return info;
   } catch (e) {
@@ -405,8 +570,11 @@ async function adjustOptions(options: ResolvedOptions, infoAny: BackendInfo, nat
   const reduced = memoryCappedMaxBytes(options.maxBytes, minMem);
   const maxBytes = reduced ?? options.maxBytes;
   const adjusted: ResolvedOptions = Object.freeze({
-    ...options, dtypes: Object.freeze(dtypes) as DTypeName[], ops: Object.freeze(ops) as OpName[],
-    maxBytes, minBytes: Math.min(options.minBytes, maxBytes),
+    ...options,
+    dtypes: Object.freeze(dtypes) as DTypeName[],
+    ops: Object.freeze(ops) as OpName[],
+    maxBytes,
+    minBytes: Math.min(options.minBytes, maxBytes),
   });
   return { options: adjusted, reducedMaxBytes: reduced };
 }
@@ -423,15 +591,19 @@ export const DEVICE_API_DTYPES: Record<1 | 2 | 3 | 4, readonly DTypeName[]> = {
 export function refuseDeviceApiCases(options: ResolvedOptions): void {
   const impl = options.deviceImpl as 0 | 1 | 2 | 3 | 4;
   if (impl === 0) {
-    if (options.deviceCtaCount !== 16) throw new UsageError('-V/--device_cta_count: sets the CTAs of the -D kernels; give -D 1..4 with it');
+    if (options.deviceCtaCount !== 16)
+      throw new UsageError('-V/--device_cta_count: sets the CTAs of the -D kernels; give -D 1..4 with it');
     return;
   }
   if (options.collective !== 'all_reduce') {
-    throw new UsageError(`-D/--device_implementation: collbench's device-API kernels exist for all_reduce only, not ${options.collective}`);
+    throw new UsageError(
+      `-D/--device_implementation: collbench's device-API kernels exist for all_reduce only, not ${options.collective}`,
+    );
   }
   const types = DEVICE_API_DTYPES[impl];
   const badOps = options.ops.filter((o) => o !== 'sum');
-  if (badOps.length > 0) throw new UsageError(`-D ${impl}: the device-API kernels reduce with sum only, not ${badOps.join(', ')} (-o sum)`);
+  if (badOps.length > 0)
+    throw new UsageError(`-D ${impl}: the device-API kernels reduce with sum only, not ${badOps.join(', ')} (-o sum)`);
   const badTypes = options.dtypes.filter((t) => !types.includes(t));
   if (badTypes.length > 0) {
     throw new UsageError(`-D ${impl}: no device-API kernel for ${badTypes.join(', ')}; it has ${types.join(', ')}`);
@@ -440,7 +612,15 @@ export function refuseDeviceApiCases(options: ResolvedOptions): void {
 
 /** The nccl driver of one run; `env` is where NCCL_TESTS_*, the launcher's and the rendezvous variables are read. */
 export function createNcclDriver(env: Env = process.env): BackendDriver {
-  const state: DriverState = { mpi: null, color: -1, peers: false, notes: [], devices: null, links: null, linksNote: null };
+  const state: DriverState = {
+    mpi: null,
+    color: -1,
+    peers: false,
+    notes: [],
+    devices: null,
+    links: null,
+    linksNote: null,
+  };
   const linksLibrary = () => join(nativeDir(env), LINK_PROFILER_LIBRARY);
   return {
     prepare(options) {
@@ -457,7 +637,9 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
         throw new UsageError(`--links: ${linksLibrary()} is not built (make native builds it beside the nccl module)`);
       }
       if (options.cudaGraph > 0 && options.streamNull) {
-        throw new UsageError('-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured');
+        throw new UsageError(
+          '-G: CUDA graphs capture created streams; -y 1 uses the legacy default stream, which cannot be captured',
+        );
       }
     },
     init: (native, options) => initNccl(state, native, options, env),
@@ -465,16 +647,26 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
     rankLine(infoAny) {
       const info = infoAny as NcclInfo;
       return info.devices.map((d): RankLineInfo => ({
-        rank: d.worldRank, group: Math.max(state.color, 0), pid: info.pid, host: hostname().split('.')[0], device: d.ordinal,
-        bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice), name: d.name, ...(state.devices?.note ? { note: state.devices.note } : {}),
+        rank: d.worldRank,
+        group: Math.max(state.color, 0),
+        pid: info.pid,
+        host: hostname().split('.')[0],
+        device: d.ordinal,
+        bus: gpuBusId(d.pciDomain, d.pciBus, d.pciDevice),
+        name: d.name,
+        ...(state.devices?.note ? { note: state.devices.note } : {}),
       }));
     },
-    warnings(_options, _desc: CollectiveDescriptor, _info) { return [...state.notes, ...(state.linksNote ? [state.linksNote] : [])]; },
+    warnings(_options, _desc: CollectiveDescriptor, _info) {
+      return [...state.notes, ...(state.linksNote ? [state.linksNote] : [])];
+    },
     linkRows: (native, reset) => (state.links ? (native as NcclNative).linksRead(state.links, reset) : null),
     memoryUsage(native) {
       const m = (native as NcclNative).memoryUsage();
       const [initialization, userAllocated, collective] = native.allreduce(
-        [m.initialization, m.userAllocated, m.collective], COMBINE.max);
+        [m.initialization, m.userAllocated, m.collective],
+        COMBINE.max,
+      );
       return { initialization, userAllocated, collective };
     },
     shutdown: ({ leave }) => shutdownMpi(state, leave),

@@ -30,7 +30,10 @@ export async function findRefusals(probe: RefusalProbe): Promise<Refusal[]> {
   let first: Error | null = null;
   for (const pair of probe.pairs) {
     const wrong = probe.knownWrong?.(pair) ?? null;
-    if (wrong !== null) { mine.push({ ...pair, code: KNOWN_WRONG, message: wrong }); continue; }
+    if (wrong !== null) {
+      mine.push({ ...pair, code: KNOWN_WRONG, message: wrong });
+      continue;
+    }
     try {
       await probe.runOne(pair);
       mine.push(null);
@@ -41,8 +44,11 @@ export async function findRefusals(probe: RefusalProbe): Promise<Refusal[]> {
     }
   }
   const agreed = await probe.agree(mine.map((r) => (r ? 1 : 0)));
-  const refused = probe.pairs.flatMap((pair, i) => (agreed[i] === 1
-    ? [mine[i] ?? { ...pair, code: 'refused by another rank', message: 'another rank\'s library refused this pair' }] : []));
+  const refused = probe.pairs.flatMap((pair, i) =>
+    agreed[i] === 1
+      ? [mine[i] ?? { ...pair, code: 'refused by another rank', message: "another rank's library refused this pair" }]
+      : [],
+  );
   if (refused.length === probe.pairs.length && refused.some((r) => r.code !== KNOWN_WRONG)) {
     if (first !== null) throw first;
     throw new Error(`every datatype x op pair was refused by another rank's library (${refused[0]!.code})`);

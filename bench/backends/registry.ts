@@ -47,18 +47,23 @@ export interface BackendRecord {
 export const BACKENDS: readonly BackendRecord[] = Object.freeze([
   {
     name: 'nccl',
-    howToGet: 'install the CUDA toolkit (nvcc) and run make; NCCL itself is loaded at run time (--nccl-lib, COLLBENCH_NCCL_LIB)',
+    howToGet:
+      'install the CUDA toolkit (nvcc) and run make; NCCL itself is loaded at run time (--nccl-lib, COLLBENCH_NCCL_LIB)',
     system: {
       stems: ['libnccl.so', 'libcuda.so'],
       optional: /^$/, // nothing: the CUDA runtime is linked statically, libcuda and libnccl are dlopen'ed
-      needs: 'an NVIDIA driver (libcuda.so.1) and a libnccl.so.2, loaded at run time: --nccl-lib PATH or ' +
+      needs:
+        'an NVIDIA driver (libcuda.so.1) and a libnccl.so.2, loaded at run time: --nccl-lib PATH or ' +
         'COLLBENCH_NCCL_LIB=PATH, else the system loader path and pip nvidia-nccl-cu* wheels in site-packages',
     },
     launcher: 'mpirun',
     createDriver: createNcclDriver,
     hangView: (env, info) => askNcclRas(env, info.libraryVersionShort.split(' ').slice(0, 2).join(' ')),
     bringUp: 'the NCCL bring-up (unique-id exchange, device choice, communicator init)',
-    gpu: true, tuningLog: true, versionFromInit: false, reportVersionAs: null,
+    gpu: true,
+    tuningLog: true,
+    versionFromInit: false,
+    reportVersionAs: null,
   },
   {
     name: 'mpi',
@@ -66,12 +71,16 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     system: {
       stems: ['libmpi.so'],
       optional: /^lib(mpi|open-rte|open-pal|hwloc|event_core|event_pthreads|udev|z)[-.]/,
-      needs: 'Open MPI 4.x: libmpi.so.40 (Debian/Ubuntu: apt install libopenmpi3 openmpi-bin), mpirun for several ranks',
+      needs:
+        'Open MPI 4.x: libmpi.so.40 (Debian/Ubuntu: apt install libopenmpi3 openmpi-bin), mpirun for several ranks',
     },
     launcher: 'mpirun',
     createDriver: createMpiDriver,
     bringUp: 'the MPI bring-up',
-    gpu: false, tuningLog: false, versionFromInit: true, reportVersionAs: 'mpi',
+    gpu: false,
+    tuningLog: false,
+    versionFromInit: true,
+    reportVersionAs: 'mpi',
   },
   {
     name: 'gloo',
@@ -84,7 +93,10 @@ export const BACKENDS: readonly BackendRecord[] = Object.freeze([
     launcher: 'local-processes',
     createDriver: createGlooDriver,
     bringUp: 'the Gloo bring-up (store rendezvous, connections)',
-    gpu: false, tuningLog: false, versionFromInit: false, reportVersionAs: 'gloo',
+    gpu: false,
+    tuningLog: false,
+    versionFromInit: false,
+    reportVersionAs: 'gloo',
   },
 ] satisfies BackendRecord[]);
 
@@ -103,7 +115,8 @@ export function builtBackends(env: NodeJS.ProcessEnv = process.env): BackendName
 }
 
 export function missingBackendMessage(wanted: BackendName | null, env: NodeJS.ProcessEnv = process.env): string {
-  if (wanted) return `backend ${wanted} is not built (${modulePath(wanted, env)} missing): ${backendRecord(wanted).howToGet}`;
+  if (wanted)
+    return `backend ${wanted} is not built (${modulePath(wanted, env)} missing): ${backendRecord(wanted).howToGet}`;
   return `no backend built: ${backendRecord('mpi').howToGet}`;
 }
 
@@ -134,11 +147,18 @@ export interface SelectedBackend {
 }
 
 /** Why a backend whose library loads cannot run (nccl without a GPU): what was found, and what CUDA said. */
-function devicesMissing(name: BackendName, library: { version: string; path: string }, reason: string, env: NodeJS.ProcessEnv): string {
+function devicesMissing(
+  name: BackendName,
+  library: { version: string; path: string },
+  reason: string,
+  env: NodeJS.ProcessEnv,
+): string {
   const cvd = env.CUDA_VISIBLE_DEVICES;
   const visible = cvd === undefined ? '' : `; CUDA_VISIBLE_DEVICES='${cvd}'`;
-  return `${name} is built and its library was found (${library.version}, ${library.path}), but no GPU is visible ` +
-    `(${reason}${visible})`;
+  return (
+    `${name} is built and its library was found (${library.version}, ${library.path}), but no GPU is visible ` +
+    `(${reason}${visible})`
+  );
 }
 
 /**
@@ -148,8 +168,11 @@ function devicesMissing(name: BackendName, library: { version: string; path: str
  * `probe.ncclLib` is --nccl-lib (the module reads COLLBENCH_NCCL_LIB itself). A backend passed over although its
  * library is here (nccl: libnccl found, no GPU visible) is said in `passedOver` and `fallbackFrom`.
  */
-export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: string | null } = {},
-  env: NodeJS.ProcessEnv = process.env): SelectedBackend {
+export function selectBackend(
+  wanted: BackendName | null,
+  probe: { ncclLib?: string | null } = {},
+  env: NodeJS.ProcessEnv = process.env,
+): SelectedBackend {
   const built = builtBackends(env);
   if (wanted !== null) {
     if (!built.includes(wanted)) throw new BackendUnavailableError(missingBackendMessage(wanted, env));
@@ -159,17 +182,28 @@ export function selectBackend(wanted: BackendName | null, probe: { ncclLib?: str
   let missing: { name: BackendName; why: string } | null = null;
   for (const name of built) {
     const refusal = name === 'mpi' ? slurmMpiRefusal(env) : null;
-    if (refusal !== null) { passed.push(refusal); continue; }
+    if (refusal !== null) {
+      passed.push(refusal);
+      continue;
+    }
     let module: NativeBackend;
-    try { module = requireBackend(name, env); } catch (e) { passed.push((e as Error).message); continue; }
+    try {
+      module = requireBackend(name, env);
+    } catch (e) {
+      passed.push((e as Error).message);
+      continue;
+    }
     const p = (module as Probing).probe?.({ lib: probe.ncclLib ?? undefined });
     if (!p || p.usable) {
       const passedOver = missing && `# Warning: ${missing.name} not used: ${missing.why}; running on ${name}`;
       return { record: backendRecord(name), module, passedOver, fallbackFrom: missing };
     }
-    if (p.library && missing === null) missing = { name, why: devicesMissing(name, p.library, p.reason ?? 'not usable here', env) };
+    if (p.library && missing === null)
+      missing = { name, why: devicesMissing(name, p.library, p.reason ?? 'not usable here', env) };
     passed.push(`${name}: ${p.reason ?? 'not usable here'}`);
   }
   if (passed.length === 0) throw new BackendUnavailableError(missingBackendMessage(null, env));
-  throw new BackendUnavailableError(`no built backend can run here (${passed.join('; ')}); ${backendRecord('mpi').howToGet}`);
+  throw new BackendUnavailableError(
+    `no built backend can run here (${passed.join('; ')}); ${backendRecord('mpi').howToGet}`,
+  );
 }

@@ -27,8 +27,12 @@ function writeLine(fd: number, line: string): void {
 
 /** Line-at-a-time output straight to the file descriptors, so nothing is lost on exit. */
 export const stdio: IO = {
-  out: (line) => { writeLine(1, line); },
-  err: (line) => { writeLine(2, line); },
+  out: (line) => {
+    writeLine(1, line);
+  },
+  err: (line) => {
+    writeLine(2, line);
+  },
 };
 
 type Subcommand = (args: string[], scriptPath: string, io: IO) => Promise<number>;
@@ -57,10 +61,17 @@ const SUBCOMMANDS: Record<string, Subcommand | undefined> = {
   help: async (args, script, io) => {
     if (args.length > 1) throw new UsageError(`help: one word at most: env or a command, got '${args.join(' ')}'`);
     const word = args[0];
-    if (word === 'env') { io.out(environmentText().replace(/\n$/, '')); return EXIT.OK; }
+    if (word === 'env') {
+      io.out(environmentText().replace(/\n$/, ''));
+      return EXIT.OK;
+    }
     const command = word === undefined || word === 'run' ? undefined : SUBCOMMANDS[word];
     if (word !== undefined && word !== 'run' && (command === undefined || word === 'help')) {
-      throw new UsageError(`help: unknown topic '${word}'; valid: env, run, ${Object.keys(SUBCOMMANDS).filter((k) => k !== 'help').join(', ')}`);
+      throw new UsageError(
+        `help: unknown topic '${word}'; valid: env, run, ${Object.keys(SUBCOMMANDS)
+          .filter((k) => k !== 'help')
+          .join(', ')}`,
+      );
     }
     if (command) return command(['--help'], script, io);
     if (word === undefined) io.out(commandList(programBase(script)));
@@ -76,7 +87,10 @@ export async function main(argv: string[], scriptPath: string, io: IO = stdio): 
     const frontEnd = collectiveFromProgram(program) === null;
     const subcommand = frontEnd ? SUBCOMMANDS[argv[0]] : undefined;
     if (subcommand) return await subcommand(argv.slice(1), scriptPath, io);
-    if (frontEnd && argv.length === 0) { io.out(commandList(program).trimEnd()); return EXIT.OK; }
+    if (frontEnd && argv.length === 0) {
+      io.out(commandList(program).trimEnd());
+      return EXIT.OK;
+    }
     const unknown = frontEnd ? unknownWordLine(argv[0], ['run', ...Object.keys(SUBCOMMANDS)]) : null;
     if (unknown !== null) throw new UsageError(unknown);
     // -T expired: the backend's abort ends the job; this exit is for a backend without one.

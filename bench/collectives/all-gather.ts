@@ -1,7 +1,14 @@
 // all_gather descriptor: every rank contributes a b-chunk and receives all n chunks in rank order.
 // Mirrors nccl-tests src/all_gather.cu (16-byte chunk rounding, in-place send at recv + rank*b).
 import {
-  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor,
+  checkHalfArgs,
+  copySeg,
+  nonEmpty,
+  sendPlacement,
+  uniformLayout,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { chunkElems } from './counts.js';
 import type { Segment } from '../core/types.js';
@@ -33,7 +40,10 @@ export function gatherAllHalf(b: number, rank: number, nranks: number, inPlace: 
   const expect: Segment[] = [];
   for (let j = 0; j < nranks; j++) expect.push(copySeg('recv', j * b, b, j));
   return {
-    sendBuf, sendOffset, recvOffset: 0, checked: true,
+    sendBuf,
+    sendOffset,
+    recvOffset: 0,
+    checked: true,
     fill: nonEmpty([copySeg(sendBuf, sendOffset, b, rank)]),
     expect: nonEmpty(expect),
   };

@@ -2,7 +2,14 @@
 // Mirrors nccl-tests src/all_reduce.cu (byte count, init data, busbw factor 2(n-1)/n).
 import { GLOO_ALGOS } from '../core/types.js';
 import {
-  glooAlgoCheck, checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
+  glooAlgoCheck,
+  checkHalfArgs,
+  reduceInputSeg,
+  reduceOutputSeg,
+  sendPlacement,
+  uniformLayout,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { totalElems } from './counts.js';
 
@@ -29,7 +36,10 @@ export const allReduce: CollectiveDescriptor = {
     const c = layout.count;
     const { sendBuf, sendOffset } = sendPlacement(args.inPlace, 0);
     return {
-      sendBuf, sendOffset, recvOffset: 0, checked: true,
+      sendBuf,
+      sendOffset,
+      recvOffset: 0,
+      checked: true,
       fill: [reduceInputSeg(sendBuf, sendOffset, c, args.rank, 0)],
       expect: [reduceOutputSeg(0, c, 0)],
     };

@@ -1,7 +1,14 @@
 // alltoall descriptor: chunk j of rank i's b*n elements lands at chunk i of rank j.
 // Mirrors nccl-tests src/alltoall.cu (16-byte chunk rounding; in-place half is not validated).
 import {
-  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor,
+  checkHalfArgs,
+  copySeg,
+  nonEmpty,
+  sendPlacement,
+  uniformLayout,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { chunkElems } from './counts.js';
 import type { Segment } from '../core/types.js';
@@ -31,7 +38,10 @@ export const alltoall: CollectiveDescriptor = {
     // (the fill still runs so the timed ops move well-formed data).
     if (!args.inPlace) for (let j = 0; j < nranks; j++) expect.push(copySeg('recv', j * b, b, j, rank * b));
     return {
-      sendBuf, sendOffset, recvOffset: 0, checked: !args.inPlace,
+      sendBuf,
+      sendOffset,
+      recvOffset: 0,
+      checked: !args.inPlace,
       fill: nonEmpty([copySeg(sendBuf, sendOffset, b * nranks, rank)]),
       expect: nonEmpty(expect),
     };

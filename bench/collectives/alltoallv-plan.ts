@@ -16,7 +16,10 @@ export class PlanError extends Error {
   override name = 'PlanError';
 }
 
-export interface GeneratedSource { mode: 'generated'; spread: number }
+export interface GeneratedSource {
+  mode: 'generated';
+  spread: number;
+}
 export interface MatrixSource {
   mode: 'matrix';
   file: string;
@@ -71,7 +74,7 @@ export function parseTrafficMatrix(text: string, file: string, scale = 1): Matri
   const lines = text.split('\n');
   for (let ln = 0; ln < lines.length; ln++) {
     const tokens = lines[ln]!.split(/\s+/).filter((t) => t !== '');
-    if (tokens.length === 0) continue;  // blank lines separate nothing
+    if (tokens.length === 0) continue; // blank lines separate nothing
     if (cols < 0) cols = tokens.length;
     else if (tokens.length !== cols) {
       throw new PlanError(`${where}: line ${ln + 1} has ${tokens.length} values, expected ${cols} like the first row`);
@@ -100,7 +103,10 @@ function defaultReadFile(path: string): string {
 }
 
 /** The alltoallv mode selected by the environment (matrix file read through `readFile`). */
-export function loadAlltoallvSource(env: EnvLike, readFile: (path: string) => string = defaultReadFile): AlltoallvSource {
+export function loadAlltoallvSource(
+  env: EnvLike,
+  readFile: (path: string) => string = defaultReadFile,
+): AlltoallvSource {
   const file = env[ENV_MATRIX_FILE];
   if (file === undefined || file === '') return { mode: 'generated', spread: readSpread(env) };
   const scale = readScale(env);
@@ -131,7 +137,9 @@ export function generatedPeerBytes(i: number, j: number, nranks: number, totalBy
 /** Matrix mode needs nranks <= dim. */
 export function checkMatrixRanks(source: MatrixSource, nranks: number): void {
   if (nranks > source.dim) {
-    throw new PlanError(`alltoallv traffic matrix ${source.file} is ${source.dim}x${source.dim}, too small for ${nranks} ranks`);
+    throw new PlanError(
+      `alltoallv traffic matrix ${source.file} is ${source.dim}x${source.dim}, too small for ${nranks} ranks`,
+    );
   }
 }
 
@@ -164,12 +172,16 @@ function matrixTotals(source: MatrixSource, nranks: number): { send: number[]; r
 export function checkMatrixSweep(source: MatrixSource, nranks: number, minBytes: number, maxBytes: number): void {
   checkMatrixRanks(source, nranks);
   if (minBytes !== maxBytes) {
-    throw new PlanError(`alltoallv traffic matrix mode (${source.file}) needs -b equal to -e (got -b ${minBytes} -e ${maxBytes})`);
+    throw new PlanError(
+      `alltoallv traffic matrix mode (${source.file}) needs -b equal to -e (got -b ${minBytes} -e ${maxBytes})`,
+    );
   }
   const t = matrixTotals(source, nranks);
   const need = Math.max(maxOf(t.send), maxOf(t.recv));
   if (maxBytes < need) {
-    throw new PlanError(`alltoallv traffic matrix ${source.file} needs -e of at least ${need} bytes (busiest rank's total; got ${maxBytes})`);
+    throw new PlanError(
+      `alltoallv traffic matrix ${source.file} needs -e of at least ${need} bytes (busiest rank's total; got ${maxBytes})`,
+    );
   }
 }
 
@@ -190,16 +202,28 @@ export interface AlltoallvPlan {
 }
 
 /** Counts of one row; `sizeBytes` is the sweep size (generated mode: per-rank nominal total). */
-export function planAlltoallv(source: AlltoallvSource, sizeBytes: number, dtypeBytes: number, nranks: number): AlltoallvPlan {
+export function planAlltoallv(
+  source: AlltoallvSource,
+  sizeBytes: number,
+  dtypeBytes: number,
+  nranks: number,
+): AlltoallvPlan {
   if (source.mode === 'generated') {
     const paramCount = chunkElems(sizeBytes, dtypeBytes, nranks);
     const totalBytes = paramCount * nranks * dtypeBytes;
     // Bytes depend only on the distance, so one row describes every rank.
     const byDistance: number[] = [];
-    for (let d = 0; d < nranks; d++) byDistance.push(generatedPeerBytes(0, d, nranks, totalBytes, source.spread) / dtypeBytes);
+    for (let d = 0; d < nranks; d++)
+      byDistance.push(generatedPeerBytes(0, d, nranks, totalBytes, source.spread) / dtypeBytes);
     const rankTotal = byDistance.reduce((a, v) => a + v, 0);
     return {
-      source, nranks, dtypeBytes, paramCount, totalBytes, maxSendElems: rankTotal, maxRecvElems: rankTotal,
+      source,
+      nranks,
+      dtypeBytes,
+      paramCount,
+      totalBytes,
+      maxSendElems: rankTotal,
+      maxRecvElems: rankTotal,
       elems: (i, j) => byDistance[(((j - i) % nranks) + nranks) % nranks]!,
     };
   }
@@ -207,7 +231,11 @@ export function planAlltoallv(source: AlltoallvSource, sizeBytes: number, dtypeB
   checkMatrixRanks(source, nranks);
   const t = matrixTotals(source, nranks);
   return {
-    source, nranks, dtypeBytes, paramCount: 0, totalBytes: 0,
+    source,
+    nranks,
+    dtypeBytes,
+    paramCount: 0,
+    totalBytes: 0,
     maxSendElems: maxOf(t.send) / dtypeBytes,
     maxRecvElems: maxOf(t.recv) / dtypeBytes,
     elems: (i, j) => source.cells[i * source.dim + j]! / dtypeBytes,
@@ -225,13 +253,21 @@ export interface AlltoallvRankCounts {
 
 export function rankCounts(plan: AlltoallvPlan, rank: number): AlltoallvRankCounts {
   const n = plan.nranks;
-  const sendCounts: number[] = [], sendDispls: number[] = [], recvCounts: number[] = [], recvDispls: number[] = [];
-  let sendElems = 0, recvElems = 0;
+  const sendCounts: number[] = [],
+    sendDispls: number[] = [],
+    recvCounts: number[] = [],
+    recvDispls: number[] = [];
+  let sendElems = 0,
+    recvElems = 0;
   for (let peer = 0; peer < n; peer++) {
     const s = plan.elems(rank, peer);
-    sendCounts.push(s); sendDispls.push(sendElems); sendElems += s;
+    sendCounts.push(s);
+    sendDispls.push(sendElems);
+    sendElems += s;
     const r = plan.elems(peer, rank);
-    recvCounts.push(r); recvDispls.push(recvElems); recvElems += r;
+    recvCounts.push(r);
+    recvDispls.push(recvElems);
+    recvElems += r;
   }
   const srcOffsets: number[] = [];
   if (plan.source.mode === 'generated') {
@@ -239,7 +275,8 @@ export function rankCounts(plan: AlltoallvPlan, rank: number): AlltoallvRankCoun
     const prefix = [0];
     for (let d = 0; d < n; d++) prefix.push(prefix[d]! + plan.elems(0, d));
     for (let src = 0; src < n; src++) {
-      const start = (n - src) % n, end = start + rank;
+      const start = (n - src) % n,
+        end = start + rank;
       srcOffsets.push(end <= n ? prefix[end]! - prefix[start]! : prefix[n]! - prefix[start]! + prefix[end - n]!);
     }
   } else {
@@ -256,8 +293,12 @@ export function rankCounts(plan: AlltoallvPlan, rank: number): AlltoallvRankCoun
 export function rankTotalsBytes(plan: AlltoallvPlan): { sendBytes: number; recvBytes: number }[] {
   const out: { sendBytes: number; recvBytes: number }[] = [];
   for (let r = 0; r < plan.nranks; r++) {
-    let s = 0, v = 0;
-    for (let p = 0; p < plan.nranks; p++) { s += plan.elems(r, p); v += plan.elems(p, r); }
+    let s = 0,
+      v = 0;
+    for (let p = 0; p < plan.nranks; p++) {
+      s += plan.elems(r, p);
+      v += plan.elems(p, r);
+    }
     out.push({ sendBytes: s * plan.dtypeBytes, recvBytes: v * plan.dtypeBytes });
   }
   return out;

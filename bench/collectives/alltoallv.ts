@@ -2,11 +2,23 @@
 // grouped send/recv. Mirrors nccl-tests src/alltoallv.cu: bw from the busiest rank, count column b or
 // 0, in-place half not validated; per-peer counts come from alltoallv-plan.ts.
 import {
-  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, zeroSeg,
-  type CollectiveDescriptor, type HalfLayout, type Layout, type LayoutContext,
+  allButOneFactor,
+  checkHalfArgs,
+  copySeg,
+  nonEmpty,
+  sendPlacement,
+  zeroSeg,
+  type CollectiveDescriptor,
+  type HalfLayout,
+  type Layout,
+  type LayoutContext,
 } from './descriptor.js';
 import {
-  checkMatrixSweep, loadAlltoallvSource, planAlltoallv, rankCounts, type AlltoallvSource,
+  checkMatrixSweep,
+  loadAlltoallvSource,
+  planAlltoallv,
+  rankCounts,
+  type AlltoallvSource,
 } from './alltoallv-plan.js';
 import type { Segment } from '../core/types.js';
 
@@ -45,9 +57,15 @@ export const alltoallv: CollectiveDescriptor = {
     // nccl-tests sizes every rank's buffers, rotation and bandwidth by the busiest rank.
     const busiestBytes = Math.max(plan.maxSendElems, plan.maxRecvElems) * dtypeBytes;
     return {
-      sizeBytes: busiestBytes, count: plan.paramCount, algBytes: busiestBytes,
-      sendElems: mine.sendElems, recvElems: mine.recvElems, checkElems: plan.maxRecvElems,
-      rotateBytes: busiestBytes, peers: mine.peers, srcOffsets: mine.srcOffsets,
+      sizeBytes: busiestBytes,
+      count: plan.paramCount,
+      algBytes: busiestBytes,
+      sendElems: mine.sendElems,
+      recvElems: mine.recvElems,
+      checkElems: plan.maxRecvElems,
+      rotateBytes: busiestBytes,
+      peers: mine.peers,
+      srcOffsets: mine.srcOffsets,
     };
   },
   half(layout, args): HalfLayout {
@@ -65,7 +83,10 @@ export const alltoallv: CollectiveDescriptor = {
       expect.push(zeroSeg(layout.recvElems, layout.checkElems - layout.recvElems));
     }
     return {
-      sendBuf, sendOffset, recvOffset: 0, checked: !args.inPlace,
+      sendBuf,
+      sendOffset,
+      recvOffset: 0,
+      checked: !args.inPlace,
       fill: nonEmpty([copySeg(sendBuf, sendOffset, layout.sendElems, args.rank)]),
       expect: nonEmpty(expect),
     };

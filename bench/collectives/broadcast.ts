@@ -1,7 +1,13 @@
 // broadcast descriptor: the root's c elements reach every rank.
 // Mirrors nccl-tests src/broadcast.cu (count c, busbw factor 1).
 import {
-  checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
+  checkHalfArgs,
+  copySeg,
+  nonEmpty,
+  sendPlacement,
+  uniformLayout,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { totalElems } from './counts.js';
 
@@ -25,7 +31,10 @@ export const broadcast: CollectiveDescriptor = {
     const c = layout.count;
     const { sendBuf, sendOffset } = sendPlacement(args.inPlace, 0);
     return {
-      sendBuf, sendOffset, recvOffset: 0, checked: true,
+      sendBuf,
+      sendOffset,
+      recvOffset: 0,
+      checked: true,
       fill: nonEmpty(args.rank === args.root ? [copySeg(sendBuf, sendOffset, c, args.root)] : []),
       expect: nonEmpty([copySeg('recv', 0, c, args.root)]),
     };

@@ -112,35 +112,60 @@ export interface CollectiveDescriptor {
 export function glooAlgoCheck(algos: readonly GlooAlgo[]): NonNullable<CollectiveDescriptor['validate']> {
   return (o, flag) => {
     if (algos.includes(o.glooAlgo)) return;
-    throw UsageError.forFlag(flag('glooAlgo'), algos.length === 1
-      ? `chooses all_reduce and reduce_scatter algorithms; ${o.collective} has one Gloo implementation`
-      : `${o.collective} takes ${algos.join(', ')}, not ${o.glooAlgo}`);
+    throw UsageError.forFlag(
+      flag('glooAlgo'),
+      algos.length === 1
+        ? `chooses all_reduce and reduce_scatter algorithms; ${o.collective} has one Gloo implementation`
+        : `${o.collective} takes ${algos.join(', ')}, not ${o.glooAlgo}`,
+    );
   };
 }
 
 /** Layout of the collectives whose counts are the same on every rank. */
-export function uniformLayout(dtypeBytes: number, count: number, sendElems: number, recvElems: number,
-  algElems: number): Layout {
+export function uniformLayout(
+  dtypeBytes: number,
+  count: number,
+  sendElems: number,
+  recvElems: number,
+  algElems: number,
+): Layout {
   const sizeBytes = Math.max(sendElems, recvElems) * dtypeBytes;
   return {
-    sizeBytes, count, algBytes: algElems * dtypeBytes, sendElems, recvElems,
-    checkElems: recvElems, rotateBytes: sizeBytes,
+    sizeBytes,
+    count,
+    algBytes: algElems * dtypeBytes,
+    sendElems,
+    recvElems,
+    checkElems: recvElems,
+    rotateBytes: sizeBytes,
   };
 }
 
 /** (n-1)/n: the factor of the collectives where each rank moves all but its own chunk. */
 export const allButOneFactor = (nranks: number): number => (nranks - 1) / nranks;
 
-export function seg(buf: Segment['buf'], kind: SegmentKind, offset: number, count: number,
-  indexBase = 0, stream = 0, rank = 0): Segment {
+export function seg(
+  buf: Segment['buf'],
+  kind: SegmentKind,
+  offset: number,
+  count: number,
+  indexBase = 0,
+  stream = 0,
+  rank = 0,
+): Segment {
   return { buf, kind, offset, count, indexBase, stream, rank };
 }
 /** Non-reducing data owned by rank `stream`, starting at its send-data offset `indexBase`. */
 export const copySeg = (buf: Segment['buf'], offset: number, count: number, stream: number, indexBase = 0): Segment =>
   seg(buf, 'copy', offset, count, indexBase, stream, 0);
 /** Rank `rank`'s contribution to a reduction, global indices from `indexBase`. */
-export const reduceInputSeg = (buf: Segment['buf'], offset: number, count: number, rank: number, indexBase = 0): Segment =>
-  seg(buf, 'reduceInput', offset, count, indexBase, 0, rank);
+export const reduceInputSeg = (
+  buf: Segment['buf'],
+  offset: number,
+  count: number,
+  rank: number,
+  indexBase = 0,
+): Segment => seg(buf, 'reduceInput', offset, count, indexBase, 0, rank);
 /** The reduced value, global indices from `indexBase` (always in the recv buffer). */
 export const reduceOutputSeg = (offset: number, count: number, indexBase = 0): Segment =>
   seg('recv', 'reduceOutput', offset, count, indexBase, 0, 0);
@@ -152,7 +177,10 @@ export function nonEmpty(segments: Segment[]): Segment[] {
 }
 
 /** Where the send data lives for a half: its own buffer, or the recv buffer at the in-place offset. */
-export function sendPlacement(inPlace: boolean, inPlaceSendOffset: number): { sendBuf: 'send' | 'recv'; sendOffset: number } {
+export function sendPlacement(
+  inPlace: boolean,
+  inPlaceSendOffset: number,
+): { sendBuf: 'send' | 'recv'; sendOffset: number } {
   return inPlace ? { sendBuf: 'recv', sendOffset: inPlaceSendOffset } : { sendBuf: 'send', sendOffset: 0 };
 }
 

@@ -1,7 +1,15 @@
 // gather descriptor: every rank's b-chunk lands at chunk `rank` of the root's recv buffer.
 // Mirrors nccl-tests src/gather.cu: non-roots must leave their recv buffer as initialised.
 import {
-  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, zeroSeg, type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor,
+  checkHalfArgs,
+  copySeg,
+  nonEmpty,
+  sendPlacement,
+  uniformLayout,
+  zeroSeg,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { chunkElems } from './counts.js';
 import type { Segment } from '../core/types.js';
@@ -31,12 +39,19 @@ export const gather: CollectiveDescriptor = {
       for (let j = 0; j < nranks; j++) expect.push(copySeg('recv', j * b, b, j));
     } else if (args.inPlace) {
       // Unchanged: zeros around the rank's own chunk written by the fill.
-      expect.push(zeroSeg(0, rank * b), copySeg('recv', rank * b, b, rank), zeroSeg((rank + 1) * b, (nranks - rank - 1) * b));
+      expect.push(
+        zeroSeg(0, rank * b),
+        copySeg('recv', rank * b, b, rank),
+        zeroSeg((rank + 1) * b, (nranks - rank - 1) * b),
+      );
     } else {
       expect.push(zeroSeg(0, b * nranks));
     }
     return {
-      sendBuf, sendOffset, recvOffset: 0, checked: true,
+      sendBuf,
+      sendOffset,
+      recvOffset: 0,
+      checked: true,
       fill: nonEmpty([copySeg(sendBuf, sendOffset, b, rank)]),
       expect: nonEmpty(expect),
     };

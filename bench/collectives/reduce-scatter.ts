@@ -1,7 +1,15 @@
 // reduce_scatter descriptor: every rank contributes b*n elements and receives its reduced b-chunk.
 // Mirrors nccl-tests src/reduce_scatter.cu (16-byte chunk rounding, in-place recv at rank*b).
 import {
-  glooAlgoCheck, allButOneFactor, checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
+  glooAlgoCheck,
+  allButOneFactor,
+  checkHalfArgs,
+  reduceInputSeg,
+  reduceOutputSeg,
+  sendPlacement,
+  uniformLayout,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { chunkElems } from './counts.js';
 
@@ -28,7 +36,10 @@ export const reduceScatter: CollectiveDescriptor = {
     const { sendBuf, sendOffset } = sendPlacement(args.inPlace, 0);
     const recvOffset = args.inPlace ? args.rank * b : 0;
     return {
-      sendBuf, sendOffset, recvOffset, checked: true,
+      sendBuf,
+      sendOffset,
+      recvOffset,
+      checked: true,
       fill: [reduceInputSeg(sendBuf, sendOffset, b * args.nranks, args.rank, 0)],
       expect: [reduceOutputSeg(recvOffset, b, args.rank * b)],
     };

@@ -1,7 +1,14 @@
 // reduce descriptor: every rank contributes c elements, only the root receives the reduction.
 // Mirrors nccl-tests src/reduce.cu: non-roots must leave their recv buffer as initialised.
 import {
-  checkHalfArgs, reduceInputSeg, reduceOutputSeg, sendPlacement, uniformLayout, zeroSeg, type CollectiveDescriptor, type HalfLayout,
+  checkHalfArgs,
+  reduceInputSeg,
+  reduceOutputSeg,
+  sendPlacement,
+  uniformLayout,
+  zeroSeg,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { totalElems } from './counts.js';
 
@@ -26,9 +33,12 @@ export const reduce: CollectiveDescriptor = {
     const { sendBuf, sendOffset } = sendPlacement(args.inPlace, 0);
     const input = reduceInputSeg(sendBuf, sendOffset, c, args.rank, 0);
     // Non-roots: recv buffer unchanged = zeros out-of-place, own input in place.
-    const expect = args.rank === args.root ? [reduceOutputSeg(0, c, 0)]
-      : args.inPlace ? [reduceInputSeg('recv', 0, c, args.rank, 0)]
-        : [zeroSeg(0, c)];
+    const expect =
+      args.rank === args.root
+        ? [reduceOutputSeg(0, c, 0)]
+        : args.inPlace
+          ? [reduceInputSeg('recv', 0, c, args.rank, 0)]
+          : [zeroSeg(0, c)];
     return { sendBuf, sendOffset, recvOffset: 0, checked: true, fill: [input], expect };
   },
 };

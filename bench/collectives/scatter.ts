@@ -1,7 +1,14 @@
 // scatter descriptor: chunk r of the root's b*n elements lands on rank r.
 // Mirrors nccl-tests src/scatter.cu (16-byte chunk rounding, in-place recv at rank*b).
 import {
-  allButOneFactor, checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
+  allButOneFactor,
+  checkHalfArgs,
+  copySeg,
+  nonEmpty,
+  sendPlacement,
+  uniformLayout,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { chunkElems } from './counts.js';
 
@@ -26,7 +33,10 @@ export const scatter: CollectiveDescriptor = {
     const { sendBuf, sendOffset } = sendPlacement(args.inPlace, 0);
     const recvOffset = args.inPlace ? args.rank * b : 0;
     return {
-      sendBuf, sendOffset, recvOffset, checked: true,
+      sendBuf,
+      sendOffset,
+      recvOffset,
+      checked: true,
       fill: nonEmpty(args.rank === args.root ? [copySeg(sendBuf, sendOffset, b * args.nranks, args.root)] : []),
       expect: nonEmpty([copySeg('recv', recvOffset, b, args.root, args.rank * b)]),
     };

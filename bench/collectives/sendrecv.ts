@@ -1,7 +1,13 @@
 // sendrecv descriptor: ring shift, each rank sends c elements to rank+1 and receives from rank-1.
 // Mirrors nccl-tests src/sendrecv.cu (loops -o ops though they are unused; in-place not validated).
 import {
-  checkHalfArgs, copySeg, nonEmpty, sendPlacement, uniformLayout, type CollectiveDescriptor, type HalfLayout,
+  checkHalfArgs,
+  copySeg,
+  nonEmpty,
+  sendPlacement,
+  uniformLayout,
+  type CollectiveDescriptor,
+  type HalfLayout,
 } from './descriptor.js';
 import { totalElems } from './counts.js';
 
@@ -27,7 +33,10 @@ export const sendrecv: CollectiveDescriptor = {
     const { sendBuf, sendOffset } = sendPlacement(args.inPlace, 0);
     const prev = (args.rank - 1 + args.nranks) % args.nranks;
     return {
-      sendBuf, sendOffset, recvOffset: 0, checked: !args.inPlace,
+      sendBuf,
+      sendOffset,
+      recvOffset: 0,
+      checked: !args.inPlace,
       fill: nonEmpty([copySeg(sendBuf, sendOffset, c, args.rank)]),
       expect: nonEmpty(args.inPlace ? [] : [copySeg('recv', 0, c, prev)]),
     };

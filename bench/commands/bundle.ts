@@ -4,8 +4,19 @@
 // layout), schema/, profiles/ (collbench accept), POSIX launchers for collbench and the 11 nccl-tests names, and bundle/README.md.
 import { spawnSync } from 'node:child_process';
 import {
-  chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync,
-  statSync, symlinkSync, writeFileSync,
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
@@ -42,7 +53,9 @@ export interface BundleManifest {
 
 const BUNDLE_FLAGS = [
   flag.text('o', 'output', 'output', 'Options', 'the tarball to write', {
-    value: '<file>', defaultText: `collbench-${VERSION}-linux-<arch>.tar.xz`, check: (v) => (v === '' ? 'needs a file name' : null),
+    value: '<file>',
+    defaultText: `collbench-${VERSION}-linux-<arch>.tar.xz`,
+    check: (v) => (v === '' ? 'needs a file name' : null),
   }),
   flag.force('Options', 'replace an existing file (without it, it is refused before anything is staged)'),
   helpFlag('Options'),
@@ -51,7 +64,8 @@ const BUNDLE_FLAGS = [
 export const BUNDLE_OPTIONS: CommandOptions<typeof BUNDLE_FLAGS> = {
   command: 'bundle',
   usage: 'collbench bundle [-o FILE] [--force]',
-  about: '  Writes a tarball of this Node.js runtime, the compiled JavaScript, production dependencies, every built native\n' +
+  about:
+    '  Writes a tarball of this Node.js runtime, the compiled JavaScript, production dependencies, every built native\n' +
     '  module, launchers for collbench and the *_perf programs, and a README. Extract it anywhere and run\n' +
     '  <dir>/bin/all_reduce_perf; no Node.js or npm needed there.',
   groups: ['Options'],
@@ -63,8 +77,14 @@ export function bundleName(arch: string = process.arch): string {
   return `collbench-${VERSION}-linux-${arch}`;
 }
 
-interface LockPackage { dev?: boolean; optional?: boolean; link?: boolean; dependencies?: Record<string, string>;
-  optionalDependencies?: Record<string, string>; peerDependencies?: Record<string, string> }
+interface LockPackage {
+  dev?: boolean;
+  optional?: boolean;
+  link?: boolean;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
 
 /**
  * The lockfile keys (node_modules/a, node_modules/a/node_modules/b, …) of the packages the runtime needs:
@@ -73,7 +93,8 @@ interface LockPackage { dev?: boolean; optional?: boolean; link?: boolean; depen
  */
 export function runtimePackages(root: string): string[] {
   const lockPath = join(root, 'package-lock.json');
-  if (!existsSync(lockPath)) throw new UsageError(`bundle: ${lockPath} missing: run collbench bundle from a source tree`);
+  if (!existsSync(lockPath))
+    throw new UsageError(`bundle: ${lockPath} missing: run collbench bundle from a source tree`);
   const lock = JSON.parse(readFileSync(lockPath, 'utf8')) as { packages: Record<string, LockPackage> };
   const pkgs = lock.packages;
   const resolveDep = (name: string, from: string): string | null => {
@@ -105,7 +126,9 @@ export function runtimePackages(root: string): string[] {
       visit(dep, { ...p.dependencies, ...p.optionalDependencies, ...p.peerDependencies }, opt);
     }
   };
-  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
   const top = manifest.dependencies ?? {};
   visit('', top, new Set());
   return [...wanted].sort();
@@ -135,9 +158,14 @@ function glibcVersion(): string | null {
 /** Fills the staging directory `top` with the bundle's tree; returns its manifest. */
 export function stageBundle(top: string, root: string = packageRoot): BundleManifest {
   const dist = join(root, 'dist');
-  if (!existsSync(join(dist, 'bin', 'collbench.js'))) throw new UsageError(`bundle: ${dist} is not built: run make build`);
+  if (!existsSync(join(dist, 'bin', 'collbench.js')))
+    throw new UsageError(`bundle: ${dist} is not built: run make build`);
   const nativeDir = builtModulesDir();
-  const modules = existsSync(nativeDir) ? readdirSync(nativeDir).filter((f) => f.endsWith('.node')).sort() : [];
+  const modules = existsSync(nativeDir)
+    ? readdirSync(nativeDir)
+        .filter((f) => f.endsWith('.node'))
+        .sort()
+    : [];
   if (modules.length === 0) throw new UsageError(`bundle: no native module in ${nativeDir}: run make build`);
   const packages = runtimePackages(root);
 
@@ -156,12 +184,27 @@ export function stageBundle(top: string, root: string = packageRoot): BundleMani
     const src = join(root, key);
     const nested = src + sep + 'node_modules';
     // Nested node_modules are packages of their own in the lockfile, copied (or left out) by that entry.
-    cpSync(src, join(top, key), { recursive: true, dereference: true,
-      filter: (p) => p !== nested && !p.startsWith(nested + sep) && shipped(p) });
+    cpSync(src, join(top, key), {
+      recursive: true,
+      dereference: true,
+      filter: (p) => p !== nested && !p.startsWith(nested + sep) && shipped(p),
+    });
   }
   // dist/ is ESM: the bundle's package.json says so, and names the version (nothing else reads it).
-  writeFileSync(join(top, 'package.json'), JSON.stringify({ name: 'collbench', version: VERSION, private: true,
-    type: 'module', description: 'collbench self-contained bundle (see README.md)' }, null, 2) + '\n');
+  writeFileSync(
+    join(top, 'package.json'),
+    JSON.stringify(
+      {
+        name: 'collbench',
+        version: VERSION,
+        private: true,
+        type: 'module',
+        description: 'collbench self-contained bundle (see README.md)',
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   // The launchers: bin/<name> (sh) → bundled node → libexec/<name>, a link to dist/bin/collbench.js whose
   // name selects the collective, exactly as the source tree's bin/ links do.
   mkdirSync(join(top, 'bin'));
@@ -171,8 +214,14 @@ export function stageBundle(top: string, root: string = packageRoot): BundleMani
     symlinkSync(join('..', 'dist', 'bin', 'collbench.js'), join(top, 'libexec', p));
   }
   const manifest: BundleManifest = {
-    collbench: VERSION, created: new Date().toISOString(), node: process.version, platform: process.platform,
-    arch: process.arch, glibc: glibcVersion(), modules, dependencies: packages.map((k) => k.replace(/^node_modules\//, '')),
+    collbench: VERSION,
+    created: new Date().toISOString(),
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+    glibc: glibcVersion(),
+    modules,
+    dependencies: packages.map((k) => k.replace(/^node_modules\//, '')),
   };
   writeFileSync(join(top, BUNDLE_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
   writeFileSync(join(top, 'README.md'), readme(root, manifest));
@@ -187,30 +236,56 @@ function readme(root: string, m: BundleManifest): string {
     return `| ${b} | ${built ? `build/Release/collbench_${b}.node` : 'not in this bundle (not built)'} | ${system.needs} |`;
   }).join('\n');
   const vars: Record<string, string> = {
-    VERSION: m.collbench, NAME: bundleName(m.arch), ARCH: m.arch, NODE: m.node, GLIBC: m.glibc ?? 'unknown',
-    CREATED: m.created, MODULES: modules, PROGRAMS: PROGRAMS.join(', '),
+    VERSION: m.collbench,
+    NAME: bundleName(m.arch),
+    ARCH: m.arch,
+    NODE: m.node,
+    GLIBC: m.glibc ?? 'unknown',
+    CREATED: m.created,
+    MODULES: modules,
+    PROGRAMS: PROGRAMS.join(', '),
   };
   return template.replace(/\{\{(\w+)\}\}/g, (all, k: string) => vars[k] ?? all);
 }
 
 function run(cmd: string, args: string[], cwd?: string): void {
   const r = spawnSync(cmd, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-  if (r.error) throw new UsageError(`bundle: cannot run ${cmd}: ${r.error.message}${cmd === 'tar' || cmd === 'xz' ? ' (install tar and xz-utils)' : ''}`);
+  if (r.error)
+    throw new UsageError(
+      `bundle: cannot run ${cmd}: ${r.error.message}${cmd === 'tar' || cmd === 'xz' ? ' (install tar and xz-utils)' : ''}`,
+    );
   if (r.status !== 0) throw new Error(`bundle: ${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr.trim()}`);
 }
 
 /** Stages, then tars with xz -6 (reproducible order and owners) into `output`; returns its size in bytes. */
 export function writeBundle(output: string, io: IO): number {
-  if (process.platform !== 'linux') throw new UsageError(`bundle: only Linux bundles are supported (this is ${process.platform})`);
+  if (process.platform !== 'linux')
+    throw new UsageError(`bundle: only Linux bundles are supported (this is ${process.platform})`);
   const staging = mkdtempSync(join(tmpdir(), 'collbench-bundle-'));
   const name = bundleName();
   try {
     const m = stageBundle(join(staging, name));
-    io.err(`collbench bundle: staged ${name} (Node.js ${m.node}, modules ${m.modules.join(' ')}, ${m.dependencies.length} packages)`);
+    io.err(
+      `collbench bundle: staged ${name} (Node.js ${m.node}, modules ${m.modules.join(' ')}, ${m.dependencies.length} packages)`,
+    );
     const partial = `${output}.partial`;
     mkdirSync(dirname(output), { recursive: true });
-    run('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', `--mtime=${m.created}`,
-      '-I', 'xz -6 -T0', '-cf', partial, name], staging);
+    run(
+      'tar',
+      [
+        '--sort=name',
+        '--owner=0',
+        '--group=0',
+        '--numeric-owner',
+        `--mtime=${m.created}`,
+        '-I',
+        'xz -6 -T0',
+        '-cf',
+        partial,
+        name,
+      ],
+      staging,
+    );
     renameSync(partial, output);
     return statSync(output).size;
   } finally {
@@ -220,8 +295,12 @@ export function writeBundle(output: string, io: IO): number {
 
 export async function bundleCommand(argv: string[], io: IO): Promise<number> {
   const { stop, positionals, values } = parseOptions(argv, BUNDLE_OPTIONS);
-  if (stop === 'help') { io.out(commandHelp(BUNDLE_OPTIONS)); return 0; }
-  if (positionals.length > 0) throw new UsageError(`bundle: unknown argument '${positionals[0]}' (usage: collbench bundle [-o FILE] [--force])`);
+  if (stop === 'help') {
+    io.out(commandHelp(BUNDLE_OPTIONS));
+    return 0;
+  }
+  if (positionals.length > 0)
+    throw new UsageError(`bundle: unknown argument '${positionals[0]}' (usage: collbench bundle [-o FILE] [--force])`);
   const file = resolve(values.output ?? `${bundleName()}.tar.xz`);
   if (existsSync(file) && !values.force) {
     throw new UsageError(`bundle: ${file} already exists; refusing to overwrite it (give --force to replace it)`);
@@ -229,6 +308,7 @@ export async function bundleCommand(argv: string[], io: IO): Promise<number> {
   const size = writeBundle(file, io);
   const mb = (size / 1e6).toFixed(1);
   io.out(`${file} (${mb} MB)`);
-  if (size > MAX_BUNDLE_BYTES) io.err(`collbench bundle: warning: ${mb} MB is over the ${MAX_BUNDLE_BYTES / 1e6} MB budget`);
+  if (size > MAX_BUNDLE_BYTES)
+    io.err(`collbench bundle: warning: ${mb} MB is over the ${MAX_BUNDLE_BYTES / 1e6} MB budget`);
   return 0;
 }

@@ -33,8 +33,9 @@ export interface BackendReport {
   /** Shared libraries this module brought into the process (realpaths), e.g. libmpi.so.40.30.4. */
   libraries: string[];
   /** nccl only: the libnccl it would load and how it was found. */
-  nccl?: { path: string; how: string; version: string; versionCode: number; deviceApi: string; multiRankGpu: string } |
-    { error: string };
+  nccl?:
+    | { path: string; how: string; version: string; versionCode: number; deviceApi: string; multiRankGpu: string }
+    | { error: string };
   /** nccl only: CUDA's view of the machine. */
   cuda?: { devices: number; driverVersion: number; runtimeVersion: number; error: string | null };
   /** What the module needs from the system (its registry record). */
@@ -59,7 +60,11 @@ function glibcVersion(): string | null {
 /** Shared objects mapped into this process whose file name matches one of the stems (libmpi.so, …). */
 function mappedLibraries(stems: readonly string[]): string[] {
   let maps: string;
-  try { maps = readFileSync('/proc/self/maps', 'utf8'); } catch { return []; }
+  try {
+    maps = readFileSync('/proc/self/maps', 'utf8');
+  } catch {
+    return [];
+  }
   const found = new Set<string>();
   for (const line of maps.split('\n')) {
     if (!line.includes('/')) continue;
@@ -73,7 +78,11 @@ function mappedLibraries(stems: readonly string[]): string[] {
 function readManifest(): BundleManifest | null {
   const path = `${packageRoot}/${BUNDLE_MANIFEST}`;
   if (!existsSync(path)) return null;
-  try { return JSON.parse(readFileSync(path, 'utf8')) as BundleManifest; } catch { return null; }
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as BundleManifest;
+  } catch {
+    return null;
+  }
 }
 
 function firstLine(e: unknown): string {
@@ -81,37 +90,79 @@ function firstLine(e: unknown): string {
 }
 
 interface NcclProbe {
-  usable: boolean; reason?: string;
-  library?: { path: string; how: string; version: string; versionCode: number; deviceApiRefusal: string; deviceApiBuilt: number[] };
-  devices: { count: number; cudaError: number; errorName: string; errorText: string; driverVersion: number; runtimeVersion: number };
+  usable: boolean;
+  reason?: string;
+  library?: {
+    path: string;
+    how: string;
+    version: string;
+    versionCode: number;
+    deviceApiRefusal: string;
+    deviceApiBuilt: number[];
+  };
+  devices: {
+    count: number;
+    cudaError: number;
+    errorName: string;
+    errorText: string;
+    driverVersion: number;
+    runtimeVersion: number;
+  };
 }
 
 /** -D's device-API kernels against this library: which NCCL headers they were built for, and whether they run on it. */
 function deviceApiLine(lib: NonNullable<NcclProbe['library']>): string {
   const built = lib.deviceApiBuilt.map((v) => `${Math.floor(v / 10000)}.${Math.floor(v / 100) % 100}.${v % 100}`);
   const what = built.length > 0 ? `built for NCCL ${built.join(', ')}` : 'none built';
-  return lib.deviceApiRefusal === '' ? `${what}; usable with this library` : `${what}; not with this library: ${lib.deviceApiRefusal}`;
+  return lib.deviceApiRefusal === ''
+    ? `${what}; usable with this library`
+    : `${what}; not with this library: ${lib.deviceApiRefusal}`;
 }
 
 function probeBackend(name: BackendName, ncclLib: string | undefined): BackendReport {
   const system = backendRecord(name).system;
   const r: BackendReport = {
-    name, built: existsSync(modulePath(name)), loadable: false, usable: false, reason: null,
-    modulePath: modulePath(name), version: null, libraries: [], needs: system.needs,
+    name,
+    built: existsSync(modulePath(name)),
+    loadable: false,
+    usable: false,
+    reason: null,
+    modulePath: modulePath(name),
+    version: null,
+    libraries: [],
+    needs: system.needs,
   };
-  if (!r.built) { r.reason = `not built (${r.modulePath} missing)`; return r; }
+  if (!r.built) {
+    r.reason = `not built (${r.modulePath} missing)`;
+    return r;
+  }
   let module;
-  try { module = requireBackend(name); } catch (e) { r.reason = firstLine(e); return r; }
+  try {
+    module = requireBackend(name);
+  } catch (e) {
+    r.reason = firstLine(e);
+    return r;
+  }
   r.loadable = true;
   r.libraries = mappedLibraries(system.stems);
   if (backendRecord(name).gpu) {
     const p = (module as unknown as { probe(o: { lib?: string }): NcclProbe }).probe({ lib: ncclLib });
     const d = p.devices;
-    r.cuda = { devices: d.count, driverVersion: d.driverVersion, runtimeVersion: d.runtimeVersion,
-      error: d.cudaError !== 0 ? `${d.errorName}: ${d.errorText}` : null };
+    r.cuda = {
+      devices: d.count,
+      driverVersion: d.driverVersion,
+      runtimeVersion: d.runtimeVersion,
+      error: d.cudaError !== 0 ? `${d.errorName}: ${d.errorText}` : null,
+    };
     if (p.library) {
-      r.nccl = { path: p.library.path, how: p.library.how, version: p.library.version, versionCode: p.library.versionCode,
-        deviceApi: deviceApiLine(p.library), multiRankGpu: multiRankGpuSupport(p.library.version, p.library.versionCode) };
+      r.nccl = {
+        path: p.library.path,
+        how: p.library.how,
+        version: p.library.version,
+        versionCode: p.library.versionCode,
+        deviceApi: deviceApiLine(p.library),
+        multiRankGpu: multiRankGpuSupport(p.library.version, p.library.versionCode),
+      };
       r.version = `NCCL ${p.library.version}`;
       r.libraries = mappedLibraries(system.stems);
     } else r.nccl = { error: p.reason ?? 'libnccl not found' };
@@ -120,17 +171,26 @@ function probeBackend(name: BackendName, ncclLib: string | undefined): BackendRe
     return r;
   }
   if (backendRecord(name).versionFromInit) {
-    if (underMpiLauncher()) { r.usable = true; r.version = null; return r; } // init would be collective
+    if (underMpiLauncher()) {
+      r.usable = true;
+      r.version = null;
+      return r;
+    } // init would be collective
     // An srun task without PMIx: Open MPI would abort this process in MPI_Init.
     const refusal = slurmMpiRefusal();
-    if (refusal !== null) { r.reason = refusal; return r; }
+    if (refusal !== null) {
+      r.reason = refusal;
+      return r;
+    }
     try {
       prepareSingletonMpi();
       const info = module.init() as BackendInfo;
       r.version = info.libraryVersionShort || info.libraryVersion;
       module.finalize();
       r.usable = true;
-    } catch (e) { r.reason = `MPI_Init failed: ${firstLine(e)}`; }
+    } catch (e) {
+      r.reason = `MPI_Init failed: ${firstLine(e)}`;
+    }
     return r;
   }
   // gloo: the version is the headers' (libgloo has no version call); a single rank needs no peers.
@@ -148,10 +208,16 @@ function defaultBackend(ncclLib: string | undefined): BackendName | null {
 }
 
 function gpuList(): string[] | null {
-  const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,pci.bus_id,memory.total,driver_version', '--format=csv,noheader'],
-    { encoding: 'utf8', timeout: 15_000 });
+  const r = spawnSync(
+    'nvidia-smi',
+    ['--query-gpu=index,name,pci.bus_id,memory.total,driver_version', '--format=csv,noheader'],
+    { encoding: 'utf8', timeout: 15_000 },
+  );
   if (r.error || r.status !== 0) return null;
-  return r.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+  return r.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 }
 
 export function collectInfo(ncclLib?: string): InfoReport {
@@ -161,7 +227,13 @@ export function collectInfo(ncclLib?: string): InfoReport {
   return {
     collbench: VERSION,
     installation: { root: packageRoot, kind: manifest ? 'bundle' : 'source', bundle: manifest, nativeDir: nativeDir() },
-    node: { version: process.version, execPath: realpathSync(process.execPath), platform: process.platform, arch: process.arch, glibc: glibcVersion() },
+    node: {
+      version: process.version,
+      execPath: realpathSync(process.execPath),
+      platform: process.platform,
+      arch: process.arch,
+      glibc: glibcVersion(),
+    },
     backends,
     defaultBackend: defaultBackend(ncclLib),
     gpus: gpuList(),
@@ -177,32 +249,60 @@ export function formatInfo(info: InfoReport): string[] {
   const out: string[] = [];
   const b = info.installation.bundle;
   out.push(`collbench ${info.collbench}`);
-  out.push(`  installation  ${info.installation.root} (${b ? `bundle built ${b.created} with Node.js ${b.node}, glibc ${b.glibc ?? '?'}` : 'source tree'})`);
-  out.push(`  runtime       Node.js ${info.node.version} ${info.node.platform}-${info.node.arch} (${info.node.execPath}), glibc ${info.node.glibc ?? 'unknown'}`);
+  out.push(
+    `  installation  ${info.installation.root} (${b ? `bundle built ${b.created} with Node.js ${b.node}, glibc ${b.glibc ?? '?'}` : 'source tree'})`,
+  );
+  out.push(
+    `  runtime       Node.js ${info.node.version} ${info.node.platform}-${info.node.arch} (${info.node.execPath}), glibc ${info.node.glibc ?? 'unknown'}`,
+  );
   if (b?.glibc && info.node.glibc && compareVersions(info.node.glibc, b.glibc) < 0)
-    out.push(`  WARNING       this glibc ${info.node.glibc} is older than the build machine's ${b.glibc}: modules may fail to load`);
-  out.push(`  modules       ${info.installation.nativeDir}${process.env[ENV.NATIVE_DIR] ? ` (${ENV.NATIVE_DIR})` : ''}`);
+    out.push(
+      `  WARNING       this glibc ${info.node.glibc} is older than the build machine's ${b.glibc}: modules may fail to load`,
+    );
+  out.push(
+    `  modules       ${info.installation.nativeDir}${process.env[ENV.NATIVE_DIR] ? ` (${ENV.NATIVE_DIR})` : ''}`,
+  );
   out.push(`backends (in order of preference; default here: ${info.defaultBackend ?? 'none usable'})`);
   for (const r of info.backends) {
-    const state = !r.built ? 'not built' : !r.loadable ? 'UNAVAILABLE' : r.usable ? 'usable' : 'loaded, not usable here';
+    const state = !r.built
+      ? 'not built'
+      : !r.loadable
+        ? 'UNAVAILABLE'
+        : r.usable
+          ? 'usable'
+          : 'loaded, not usable here';
     out.push(`  ${r.name.padEnd(5)} ${state}${r.version ? `: ${r.version}` : ''}`);
     if (r.reason) out.push(`        why: ${r.reason}`);
-    if (r.nccl) out.push('error' in r.nccl ? `        libnccl: not found (--nccl-lib PATH or COLLBENCH_NCCL_LIB=PATH)`
-      : `        libnccl: NCCL ${r.nccl.version} (${r.nccl.versionCode}) ${r.nccl.path} (found via ${r.nccl.how})\n` +
-        `        -D kernels: ${r.nccl.deviceApi}\n` +
-        `        several ranks per GPU: ${r.nccl.multiRankGpu}`);
-    if (r.cuda) out.push(`        CUDA: ${r.cuda.devices} device(s), driver ${cudaVersion(r.cuda.driverVersion)}, runtime ${cudaVersion(r.cuda.runtimeVersion)}${r.cuda.error ? ` (${r.cuda.error})` : ''}`);
+    if (r.nccl)
+      out.push(
+        'error' in r.nccl
+          ? `        libnccl: not found (--nccl-lib PATH or COLLBENCH_NCCL_LIB=PATH)`
+          : `        libnccl: NCCL ${r.nccl.version} (${r.nccl.versionCode}) ${r.nccl.path} (found via ${r.nccl.how})\n` +
+              `        -D kernels: ${r.nccl.deviceApi}\n` +
+              `        several ranks per GPU: ${r.nccl.multiRankGpu}`,
+      );
+    if (r.cuda)
+      out.push(
+        `        CUDA: ${r.cuda.devices} device(s), driver ${cudaVersion(r.cuda.driverVersion)}, runtime ${cudaVersion(r.cuda.runtimeVersion)}${r.cuda.error ? ` (${r.cuda.error})` : ''}`,
+      );
     for (const lib of r.libraries) out.push(`        loads ${lib}`);
     if (r.built && !r.usable) out.push(`        needs: ${r.needs}`);
   }
-  if (info.gpus) { out.push('GPUs (nvidia-smi)'); for (const g of info.gpus) out.push(`  ${g}`); }
+  if (info.gpus) {
+    out.push('GPUs (nvidia-smi)');
+    for (const g of info.gpus) out.push(`  ${g}`);
+  }
   const env = Object.entries(info.env).filter(([k]) => k !== ENV.ARGV);
-  if (env.length > 0) { out.push('environment'); for (const [k, v] of env) out.push(`  ${k}=${v}`); }
+  if (env.length > 0) {
+    out.push('environment');
+    for (const [k, v] of env) out.push(`  ${k}=${v}`);
+  }
   return out;
 }
 
 function compareVersions(a: string, b: string): number {
-  const pa = a.split('.').map(Number), pb = b.split('.').map(Number);
+  const pa = a.split('.').map(Number),
+    pb = b.split('.').map(Number);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
     const d = (pa[i] ?? 0) - (pb[i] ?? 0);
     if (d !== 0) return d;
@@ -212,15 +312,22 @@ function compareVersions(a: string, b: string): number {
 
 const INFO_FLAGS = [
   flag.toggle('json', 'json', 'Options', 'one JSON object instead of text'),
-  flag.text(undefined, 'nccl-lib', 'ncclLib', 'Options', 'the libnccl.so.2 (or its directory) to try, as for a benchmark run',
-    { value: '<path>', defaultText: ENV.NCCL_LIB, check: (v) => (v === '' ? 'needs a path' : null) }),
+  flag.text(
+    undefined,
+    'nccl-lib',
+    'ncclLib',
+    'Options',
+    'the libnccl.so.2 (or its directory) to try, as for a benchmark run',
+    { value: '<path>', defaultText: ENV.NCCL_LIB, check: (v) => (v === '' ? 'needs a path' : null) },
+  ),
   helpFlag('Options'),
 ] as const;
 
 export const INFO_OPTIONS: CommandOptions<typeof INFO_FLAGS> = {
   command: 'info',
   usage: 'collbench info [--json] [--nccl-lib PATH]',
-  about: '  Prints collbench\'s version, the Node.js runtime, each backend module (built, loadable, usable here, and why\n' +
+  about:
+    "  Prints collbench's version, the Node.js runtime, each backend module (built, loadable, usable here, and why\n" +
     '  not), the libraries they load (libmpi, libgloo, the libnccl the nccl backend would use) and the GPUs.',
   groups: ['Options'],
   flags: INFO_FLAGS,
@@ -229,8 +336,12 @@ export const INFO_OPTIONS: CommandOptions<typeof INFO_FLAGS> = {
 
 export async function infoCommand(argv: string[], io: IO): Promise<number> {
   const { stop, positionals, values } = parseOptions(argv, INFO_OPTIONS);
-  if (stop === 'help') { io.out(commandHelp(INFO_OPTIONS)); return 0; }
-  if (positionals.length > 0) throw new UsageError(`info: unknown argument '${positionals[0]}' (try collbench info --help)`);
+  if (stop === 'help') {
+    io.out(commandHelp(INFO_OPTIONS));
+    return 0;
+  }
+  if (positionals.length > 0)
+    throw new UsageError(`info: unknown argument '${positionals[0]}' (try collbench info --help)`);
   const info = collectInfo(values.ncclLib ?? undefined);
   if (values.json) io.out(JSON.stringify(info, null, 2));
   else for (const line of formatInfo(info)) io.out(line);

@@ -7,23 +7,47 @@ import { commandHelp, parseOptions, type CommandOptions } from '../config/option
 import { EXIT, UsageError } from '../core/errors.js';
 import { flag, helpFlag } from '../config/flags.js';
 import {
-  chartRunFromNcclTests, chartRunFromReport, isNcclTestsJson, meanBySeriesAndSize, renderHtml, type ChartRun,
+  chartRunFromNcclTests,
+  chartRunFromReport,
+  isNcclTestsJson,
+  meanBySeriesAndSize,
+  renderHtml,
+  type ChartRun,
 } from '../report/exporters/html.js';
 import { mdEscape, mdTable } from '../report/exporters/md.js';
 import { adaptiveFloat } from '../report/format.js';
 import { checkOutputPaths, writeOutputFile } from '../report/outputs.js';
 import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
 import { errorText, schemaErrors } from '../report/json-schemas.js';
-import { REPLAY_KIND, renderReplayOverlay, ReplayOverlayError, type ReplayDocument } from '../report/replay-document.js';
+import {
+  REPLAY_KIND,
+  renderReplayOverlay,
+  ReplayOverlayError,
+  type ReplayDocument,
+} from '../report/replay-document.js';
 
 const OPTIONS = 'Options';
 const REPORT_FLAGS = [
-  flag.output(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: busbw vs size, time vs size (log2 size axis, one line ' +
-    'per run and placement), and per run with -I 1 per-rank samples a rank × size heatmap of time / median rank'),
+  flag.output(
+    undefined,
+    'html',
+    'html',
+    OPTIONS,
+    'self-contained HTML page: busbw vs size, time vs size (log2 size axis, one line ' +
+      'per run and placement), and per run with -I 1 per-rank samples a rank × size heatmap of time / median rank',
+  ),
   flag.output(undefined, 'md', 'md', OPTIONS, 'Markdown: the runs, and busbw and time per size side by side'),
-  flag.repeated('label', 'label', OPTIONS, 'name of the next run in the legend (repeat, in file order; default: the file name)',
-    { value: '<name>' }),
-  flag.text(undefined, 'title', 'title', OPTIONS, 'page title', { value: '<text>', defaultText: 'collbench report: the labels' }),
+  flag.repeated(
+    'label',
+    'label',
+    OPTIONS,
+    'name of the next run in the legend (repeat, in file order; default: the file name)',
+    { value: '<name>' },
+  ),
+  flag.text(undefined, 'title', 'title', OPTIONS, 'page title', {
+    value: '<text>',
+    defaultText: 'collbench report: the labels',
+  }),
   flag.force(OPTIONS, 'replace output files that already exist (without it they are refused)'),
   helpFlag(OPTIONS),
 ] as const;
@@ -31,14 +55,19 @@ const REPORT_FLAGS = [
 export const REPORT_OPTIONS: CommandOptions<typeof REPORT_FLAGS> = {
   command: 'report',
   usage: 'collbench report FILE.json [FILE.json …] [--html OUT.html] [--md OUT.md] [--label NAME …] [--title TEXT]',
-  about: '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).\n' +
+  about:
+    '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).\n' +
     '  Replays (collbench replay -J) of the same steps overlay step by step, in Markdown (--md).',
   groups: [OPTIONS],
   flags: REPORT_FLAGS,
   footer: '  At least one of --html and --md is needed; - writes it to stdout.',
 };
 
-export interface LoadedRun { file: string; run: ChartRun; doc: ReportDocument | null }
+export interface LoadedRun {
+  file: string;
+  run: ChartRun;
+  doc: ReportDocument | null;
+}
 
 /** Reads one input file: a collbench report (validated against the schema) or an nccl-tests JSON file. */
 export function loadRun(file: string, label: string): LoadedRun {
@@ -57,14 +86,18 @@ export function loadRun(file: string, label: string): LoadedRun {
   if (typeof json === 'object' && json !== null && (json as { kind?: unknown }).kind === REPORT_KIND) {
     const errors = reportErrors(json);
     if (errors.length > 0) {
-      throw new UsageError(`report: ${file} does not match the collbench report schema: ${errors.slice(0, 3).join('; ')}` +
-        `${errors.length > 3 ? ` (+${errors.length - 3} more)` : ''}`);
+      throw new UsageError(
+        `report: ${file} does not match the collbench report schema: ${errors.slice(0, 3).join('; ')}` +
+          `${errors.length > 3 ? ` (+${errors.length - 3} more)` : ''}`,
+      );
     }
     const doc = json as ReportDocument;
     return { file, doc, run: chartRunFromReport(doc, label, file) };
   }
   if (isNcclTestsJson(json)) return { file, doc: null, run: chartRunFromNcclTests(json, label, file) };
-  throw new UsageError(`report: ${file} is neither a collbench report (kind "${REPORT_KIND}") nor nccl-tests JSON ("version": 3)`);
+  throw new UsageError(
+    `report: ${file} is neither a collbench report (kind "${REPORT_KIND}") nor nccl-tests JSON ("version": 3)`,
+  );
 }
 
 /** A replay document (kind "collbench-replay", checked against its schema), or null for anything else. */
@@ -77,7 +110,10 @@ function replayOf(file: string): ReplayDocument | null {
   }
   if (typeof json !== 'object' || json === null || (json as { kind?: unknown }).kind !== REPLAY_KIND) return null;
   const errors = schemaErrors('collbench-replay.v1', json);
-  if (errors.length) throw new UsageError(`report: ${file} does not match the replay schema: ${errors.slice(0, 3).map(errorText).join('; ')}`);
+  if (errors.length)
+    throw new UsageError(
+      `report: ${file} does not match the replay schema: ${errors.slice(0, 3).map(errorText).join('; ')}`,
+    );
   return json as ReplayDocument;
 }
 
@@ -98,35 +134,54 @@ export function renderComparisonMarkdown(runs: ChartRun[], title: string): strin
   const lines = [`# ${mdEscape(title)}`, ''];
   for (const r of runs) {
     lines.push(`## ${mdEscape(r.label)}${r.source ? ` (${mdEscape(r.source)})` : ''}`, '');
-    for (const [k, v] of r.facts) lines.push(`- ${mdEscape(k)}: ${k === 'rerun' || k === 'command' ? `\`${v.replace(/`/g, "'")}\`` : mdEscape(v)}`);
+    for (const [k, v] of r.facts)
+      lines.push(`- ${mdEscape(k)}: ${k === 'rerun' || k === 'command' ? `\`${v.replace(/`/g, "'")}\`` : mdEscape(v)}`);
     lines.push('');
   }
   const points = runs.flatMap((r) => meanBySeriesAndSize(r.points));
   const series = [...new Set(points.map((p) => p.series))];
   const sizes = [...new Set(points.map((p) => p.sizeBytes))].sort((a, b) => a - b);
   const at = new Map(points.map((p) => [`${p.series}\u0000${p.sizeBytes}`, p]));
-  for (const [field, heading, unit, w] of [['busBwGBps', 'Bus bandwidth', 'GB/s', 6], ['timeUs', 'Time', 'us', 7]] as const) {
+  for (const [field, heading, unit, w] of [
+    ['busBwGBps', 'Bus bandwidth', 'GB/s', 6],
+    ['timeUs', 'Time', 'us', 7],
+  ] as const) {
     lines.push(`## ${heading} (${unit})`, '');
-    const rows = sizes.map((size) => [String(size), ...series.map((s) => {
-      const v = at.get(`${s}\u0000${size}`)?.[field];
-      return v === undefined || v === null ? '' : adaptiveFloat(v, w).trim();
-    })]);
+    const rows = sizes.map((size) => [
+      String(size),
+      ...series.map((s) => {
+        const v = at.get(`${s}\u0000${size}`)?.[field];
+        return v === undefined || v === null ? '' : adaptiveFloat(v, w).trim();
+      }),
+    ]);
     lines.push(...mdTable(['size (B)', ...series.map(mdEscape)], rows), '');
   }
   return `${lines.join('\n')}\n`;
 }
 
-export async function reportCommand(args: string[], io: { out(line: string): void; err(line: string): void }): Promise<number> {
+export async function reportCommand(
+  args: string[],
+  io: { out(line: string): void; err(line: string): void },
+): Promise<number> {
   const parsed = parseOptions(args, REPORT_OPTIONS);
-  if (parsed.stop === 'help') { io.out(commandHelp(REPORT_OPTIONS)); return EXIT.OK; }
+  if (parsed.stop === 'help') {
+    io.out(commandHelp(REPORT_OPTIONS));
+    return EXIT.OK;
+  }
   const files = parsed.positionals;
   const values = parsed.values;
-  if (files.length === 0) throw new UsageError('report: no input file; give one or more report JSON files (see --help)');
-  const html = values.html, md = values.md;
+  if (files.length === 0)
+    throw new UsageError('report: no input file; give one or more report JSON files (see --help)');
+  const html = values.html,
+    md = values.md;
   if (html === null && md === null) throw new UsageError('report: nothing to write; give --html FILE and/or --md FILE');
   const given = values.label;
-  if (given.length > files.length) throw UsageError.forFlag('report: --label', `${given.length} labels for ${files.length} files`);
-  const outputs = [...(html !== null ? [{ flag: '--html', path: html }] : []), ...(md !== null ? [{ flag: '--md', path: md }] : [])];
+  if (given.length > files.length)
+    throw UsageError.forFlag('report: --label', `${given.length} labels for ${files.length} files`);
+  const outputs = [
+    ...(html !== null ? [{ flag: '--html', path: html }] : []),
+    ...(md !== null ? [{ flag: '--md', path: md }] : []),
+  ];
   checkOutputPaths(outputs, { force: values.force });
 
   const labels = labelsFor(files, given);
@@ -134,12 +189,18 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
   if (replays.some((r) => r !== null)) {
     // Replays (`collbench replay -J`) overlay step by step, in Markdown; they do not mix with runs.
     const odd = replays.findIndex((r) => r === null);
-    if (odd >= 0) throw new UsageError(`report: ${files[odd]} is not a replay but ${files[replays.findIndex((r) => r !== null)]} is: overlay replays with replays`);
+    if (odd >= 0)
+      throw new UsageError(
+        `report: ${files[odd]} is not a replay but ${files[replays.findIndex((r) => r !== null)]} is: overlay replays with replays`,
+      );
     if (html !== null) throw UsageError.forFlag('report: --html', 'replays are overlaid in Markdown only (--md)');
     const title = values.title ?? `collbench report: ${labels.join(' vs ')}`;
     let text: string;
     try {
-      text = renderReplayOverlay(replays.map((doc, i) => ({ label: labels[i]!, file: files[i]!, doc: doc! })), title);
+      text = renderReplayOverlay(
+        replays.map((doc, i) => ({ label: labels[i]!, file: files[i]!, doc: doc! })),
+        title,
+      );
     } catch (e) {
       if (e instanceof ReplayOverlayError) throw new UsageError(`report: ${e.message}`);
       throw e;
@@ -147,18 +208,27 @@ export async function reportCommand(args: string[], io: { out(line: string): voi
     if (md === '-') io.out(text.replace(/\n$/, ''));
     else {
       writeOutputFile('--md', md!, text);
-      io.err(`report: wrote ${md} (Markdown, ${replays.length} replay${replays.length === 1 ? '' : 's'}: ${labels.join(', ')})`);
+      io.err(
+        `report: wrote ${md} (Markdown, ${replays.length} replay${replays.length === 1 ? '' : 's'}: ${labels.join(', ')})`,
+      );
     }
     return EXIT.OK;
   }
   const runs = files.map((f, i) => loadRun(f, labels[i]!).run);
-  const title = values.title ?? (runs.length === 1 ? `collbench report: ${runs[0]!.label}` : `collbench report: ${labels.join(' vs ')}`);
+  const title =
+    values.title ??
+    (runs.length === 1 ? `collbench report: ${runs[0]!.label}` : `collbench report: ${labels.join(' vs ')}`);
   const write = (flag: string, path: string, text: string): void => {
-    if (path === '-') { io.out(text.replace(/\n$/, '')); return; }
+    if (path === '-') {
+      io.out(text.replace(/\n$/, ''));
+      return;
+    }
     writeOutputFile(flag, path, text);
     // on stderr: a report on stdout (-) stays clean
-    io.err(`report: wrote ${path} (${flag === '--html' ? 'HTML' : 'Markdown'}, ${runs.length} run${runs.length === 1 ? '' : 's'}: ` +
-      `${labels.join(', ')})`);
+    io.err(
+      `report: wrote ${path} (${flag === '--html' ? 'HTML' : 'Markdown'}, ${runs.length} run${runs.length === 1 ? '' : 's'}: ` +
+        `${labels.join(', ')})`,
+    );
   };
   if (html !== null) write('--html', html, await renderHtml(runs, title));
   if (md !== null) write('--md', md, renderComparisonMarkdown(runs, title));

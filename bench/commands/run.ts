@@ -13,16 +13,26 @@ import { VERSION } from '../version.js';
 export async function runCommand(argv: string[], scriptPath: string, io: IO, onTimeout: () => never): Promise<number> {
   const program = programBase(scriptPath);
   const parsed = parseCommandLine(argv, program);
-  if (parsed.kind === 'help') { io.out(parsed.text); return EXIT.OK; }
-  if (parsed.kind === 'version') { io.out(`collbench ${VERSION}`); return EXIT.OK; }
+  if (parsed.kind === 'help') {
+    io.out(parsed.text);
+    return EXIT.OK;
+  }
+  if (parsed.kind === 'version') {
+    io.out(`collbench ${VERSION}`);
+    return EXIT.OK;
+  }
   const options = parsed.options;
   const checked = preflight(options); // once, for the --np launcher or this process's run
   if (options.np !== null) {
-    return launchRanks(options, {
-      program: [process.execPath, ...process.execArgv, scriptPath],
-      programNamesCollective: collectiveFromProgram(program) !== null,
-      typed: [scriptPath, ...argv],
-    }, checked);
+    return launchRanks(
+      options,
+      {
+        program: [process.execPath, ...process.execArgv, scriptPath],
+        programNamesCollective: collectiveFromProgram(program) !== null,
+        typed: [scriptPath, ...argv],
+      },
+      checked,
+    );
   }
   const outcome = await runSuite(options, io, { argv: [scriptPath, ...argv], onTimeout, preflight: checked });
   return relayVerdict(outcome.exitCode); // a rank of collbench's --np: its launcher gives the verdict

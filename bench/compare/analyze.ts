@@ -12,17 +12,24 @@ import type { CollectiveName } from '../core/types.js';
 import type { ChildOutcome } from '../launch/child-job.js';
 import { failureLine } from '../launch/child-job.js';
 import type {
-  CombinationStatus, CompareCase, CompareCombination, CompareRun, JudgedOn, RunStatus, SizeVerdict, Spread,
+  CombinationStatus,
+  CompareCase,
+  CompareCombination,
+  CompareRun,
+  JudgedOn,
+  RunStatus,
+  SizeVerdict,
+  Spread,
 } from './document.js';
 import type { Combination } from './settings.js';
 
 /** One run of one combination as it ended: what the child did and the report it left (if any). */
 export interface RunResult {
   run: number;
-  outcome: ChildOutcome | null;  // null: not run (pending or skipped)
+  outcome: ChildOutcome | null; // null: not run (pending or skipped)
   skipped?: boolean;
   doc: ReportDocument | null;
-  docError: string | null;       // why the report could not be read
+  docError: string | null; // why the report could not be read
   reportPath: string | null;
 }
 
@@ -48,7 +55,8 @@ export function classifyRun(r: RunResult, timeoutSec: number): { status: RunStat
   if (r.skipped) return { status: 'skipped', error: 'not run: an earlier run of this combination failed' };
   const o = r.outcome;
   if (!o) return { status: 'pending', error: null };
-  if (o.spawnError || o.timedOut || o.interrupted) return { status: o.timedOut ? 'timeout' : 'failed', error: failureLine(o, timeoutSec) };
+  if (o.spawnError || o.timedOut || o.interrupted)
+    return { status: o.timedOut ? 'timeout' : 'failed', error: failureLine(o, timeoutSec) };
   const line = failureLine(o, timeoutSec);
   if (o.exitCode === EXIT.OK || o.exitCode === EXIT.WRONG_RESULTS) {
     if (!r.doc) return { status: 'failed', error: `${line}, but no readable report: ${r.docError ?? 'missing'}` };
@@ -76,7 +84,11 @@ function combinationStatus(runs: CompareRun[]): { status: CombinationStatus; err
 }
 
 function stderrTail(text: string, lines = 12): string {
-  return text.split('\n').filter((l) => l.trim() !== '').slice(-lines).join('\n');
+  return text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .slice(-lines)
+    .join('\n');
 }
 
 export interface Analysis {
@@ -93,19 +105,34 @@ export interface Analysis {
 /** busbw, unless its factor is 0 at this rank count (then every busbw is 0 by definition): time. */
 export function judgedOn(collective: CollectiveName, nranks: number | null): JudgedOn {
   if (nranks === null || getCollective(collective).busBwFactor(nranks) !== 0) return { metric: 'busbw', why: null };
-  return { metric: 'time', why: `busbw is 0 by definition for ${collective} on ${nranks} rank${nranks === 1 ? '' : 's'} (its factor is 0)` };
+  return {
+    metric: 'time',
+    why: `busbw is 0 by definition for ${collective} on ${nranks} rank${nranks === 1 ? '' : 's'} (its factor is 0)`,
+  };
 }
 
-interface Acc { bus: number[]; time: number[]; wrong: number | null; count: number }
+interface Acc {
+  bus: number[];
+  time: number[];
+  wrong: number | null;
+  count: number;
+}
 
 /**
  * Builds the verdict. `placement` picks the half whose busbw is compared; #wrong counts both halves.
  * A combination is eligible to be "best" only when every run completed with #wrong 0 everywhere: a
  * failed, rejected, timed-out or corrupting setting is shown, never counted.
  */
-export function analyze(combos: readonly Combination[], results: ReadonlyMap<string, readonly RunResult[]>,
-  opts: { placement: 'out-of-place' | 'in-place'; timeoutSec: number; collective: CollectiveName;
-    probeEvents?: readonly NcclTuningEvent[] | null }): Analysis {
+export function analyze(
+  combos: readonly Combination[],
+  results: ReadonlyMap<string, readonly RunResult[]>,
+  opts: {
+    placement: 'out-of-place' | 'in-place';
+    timeoutSec: number;
+    collective: CollectiveName;
+    probeEvents?: readonly NcclTuningEvent[] | null;
+  },
+): Analysis {
   const key = opts.placement === 'in-place' ? 'inPlace' : 'outOfPlace';
   const cases = new Map<string, { type: string; redop: string; root: number; sizes: Map<number, Map<string, Acc>> }>();
   let firstDoc: ReportDocument | null = null;
@@ -114,9 +141,14 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
     const runs: CompareRun[] = (results.get(c.id) ?? []).map((r) => {
       const { status, error } = classifyRun(r, opts.timeoutSec);
       const run: CompareRun = {
-        run: r.run, status, error, exitCode: r.outcome?.exitCode ?? null, signal: r.outcome?.signal ?? null,
+        run: r.run,
+        status,
+        error,
+        exitCode: r.outcome?.exitCode ?? null,
+        signal: r.outcome?.signal ?? null,
         durationSec: r.outcome ? Math.round(r.outcome.durationSec * 1000) / 1000 : null,
-        report: r.doc ? r.reportPath : null, rows: r.doc?.rows.length ?? 0,
+        report: r.doc ? r.reportPath : null,
+        rows: r.doc?.rows.length ?? 0,
       };
       if (FAILING.includes(status) && r.outcome) run.stderrTail = stderrTail(r.outcome.stderrTail);
       return run;
@@ -129,11 +161,20 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
       for (const row of doc.rows) {
         const ck = `${row.type}\u0000${row.redop}\u0000${row.root}`;
         let cs = cases.get(ck);
-        if (!cs) { cs = { type: row.type, redop: row.redop, root: row.root, sizes: new Map() }; cases.set(ck, cs); }
+        if (!cs) {
+          cs = { type: row.type, redop: row.redop, root: row.root, sizes: new Map() };
+          cases.set(ck, cs);
+        }
         let bySize = cs.sizes.get(row.sizeBytes);
-        if (!bySize) { bySize = new Map(); cs.sizes.set(row.sizeBytes, bySize); }
+        if (!bySize) {
+          bySize = new Map();
+          cs.sizes.set(row.sizeBytes, bySize);
+        }
         let acc = bySize.get(c.id);
-        if (!acc) { acc = { bus: [], time: [], wrong: null, count: row.count }; bySize.set(c.id, acc); }
+        if (!acc) {
+          acc = { bus: [], time: [], wrong: null, count: row.count };
+          bySize.set(c.id, acc);
+        }
         const h = row[key];
         if (h.busBwGBps !== null) acc.bus.push(h.busBwGBps);
         if (h.timeUs !== null) acc.time.push(h.timeUs);
@@ -146,8 +187,17 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
     }
     const { status, error } = combinationStatus(runs);
     return {
-      id: c.id, baseline: c.baseline, label: c.label, settings: c.settings, env: c.env, unset: c.unset, args: c.args,
-      status, error, wrong, runs,
+      id: c.id,
+      baseline: c.baseline,
+      label: c.label,
+      settings: c.settings,
+      env: c.env,
+      unset: c.unset,
+      args: c.args,
+      status,
+      error,
+      wrong,
+      runs,
     };
   });
 
@@ -159,49 +209,70 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
   const onTime = judged.metric === 'time';
   const winners: string[] = [];
   const outCases: CompareCase[] = [...cases.values()].map((cs) => {
-    const sizes: SizeVerdict[] = [...cs.sizes.entries()].sort((a, b) => a[0] - b[0]).map(([sizeBytes, bySize]) => {
-      // The judged samples: busbw (higher is better), or time (lower is better) where busbw's factor is 0.
-      const samples = (id: string | null): number[] => (id === null ? [] : (onTime ? bySize.get(id)?.time : bySize.get(id)?.bus) ?? []);
-      /** How much better x is than ref, as a ratio (> 1: better): busbw over busbw, or ref's time over x's. */
-      const gain = (x: Spread, ref: Spread): number | null =>
-        (onTime ? (x.median > 0 ? ref.median / x.median : null) : (ref.median > 0 ? x.median / ref.median : null));
-      const base = spread(samples(baseline));
-      const results = combos.map((c) => {
-        const acc = bySize.get(c.id);
-        const judged = spread(samples(c.id));
-        const g = judged && base ? gain(judged, base) : null;
+    const sizes: SizeVerdict[] = [...cs.sizes.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([sizeBytes, bySize]) => {
+        // The judged samples: busbw (higher is better), or time (lower is better) where busbw's factor is 0.
+        const samples = (id: string | null): number[] =>
+          id === null ? [] : ((onTime ? bySize.get(id)?.time : bySize.get(id)?.bus) ?? []);
+        /** How much better x is than ref, as a ratio (> 1: better): busbw over busbw, or ref's time over x's. */
+        const gain = (x: Spread, ref: Spread): number | null =>
+          onTime ? (x.median > 0 ? ref.median / x.median : null) : ref.median > 0 ? x.median / ref.median : null;
+        const base = spread(samples(baseline));
+        const results = combos.map((c) => {
+          const acc = bySize.get(c.id);
+          const judged = spread(samples(c.id));
+          const g = judged && base ? gain(judged, base) : null;
+          return {
+            id: c.id,
+            n: (onTime ? acc?.time : acc?.bus)?.length ?? 0,
+            busBwGBps: spread(acc?.bus ?? []),
+            timeUs: spread(acc?.time ?? []),
+            wrong: acc?.wrong ?? null,
+            vsDefaultPct: g === null ? null : (g - 1) * 100,
+            judged,
+          };
+        });
+        const eligible = results
+          .filter((r) => r.judged !== null && statusOf.get(r.id) === 'ok')
+          .sort((a, b) => (onTime ? a.judged!.median - b.judged!.median : b.judged!.median - a.judged!.median));
+        const best = eligible[0] ?? null,
+          second = eligible[1] ?? null;
+        const runs = best ? best.n : 0;
+        const count = [...bySize.values()][0]?.count ?? 0;
+        // The gain's size: a bootstrap interval of the ratio of medians over the interleaved runs (95 %; for times the
+        // default's over the best's). Whether there is one at all: the Mann-Whitney test of the runs, corrected across
+        // the case's sizes below (Holm).
+        const versus = best && baseline && best.id !== baseline ? { a: samples(best.id), b: samples(baseline) } : null;
+        const ci = versus
+          ? bootstrapRatio(onTime ? versus.b : versus.a, onTime ? versus.a : versus.b, { seed: sizeBytes + 1 })
+          : null;
+        const g = best && base ? gain(best.judged!, base) : null;
         return {
-          id: c.id, n: (onTime ? acc?.time : acc?.bus)?.length ?? 0, busBwGBps: spread(acc?.bus ?? []), timeUs: spread(acc?.time ?? []), wrong: acc?.wrong ?? null,
-          vsDefaultPct: g === null ? null : (g - 1) * 100, judged,
+          sizeBytes,
+          count,
+          results: results.map(({ judged: _, ...r }) => r),
+          best: best?.id ?? null,
+          runnerUp: second?.id ?? null,
+          gainPct: g === null ? null : (g - 1) * 100,
+          gainInterval: ci ? { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100, level: ci.level } : null,
+          gainP: versus && versus.a.length >= 2 && versus.b.length >= 2 ? mannWhitneyP(versus.a, versus.b) : null,
+          significance: null,
+          clear:
+            best && second && runs > 1 && second.n > 1
+              ? onTime
+                ? best.judged!.max < second.judged!.min
+                : best.judged!.min > second.judged!.max
+              : null,
+          ncclChoice: opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null,
         };
       });
-      const eligible = results.filter((r) => r.judged !== null && statusOf.get(r.id) === 'ok')
-        .sort((a, b) => (onTime ? a.judged!.median - b.judged!.median : b.judged!.median - a.judged!.median));
-      const best = eligible[0] ?? null, second = eligible[1] ?? null;
-      const runs = best ? best.n : 0;
-      const count = [...bySize.values()][0]?.count ?? 0;
-      // The gain's size: a bootstrap interval of the ratio of medians over the interleaved runs (95 %; for times the
-      // default's over the best's). Whether there is one at all: the Mann-Whitney test of the runs, corrected across
-      // the case's sizes below (Holm).
-      const versus = best && baseline && best.id !== baseline ? { a: samples(best.id), b: samples(baseline) } : null;
-      const ci = versus ? bootstrapRatio(onTime ? versus.b : versus.a, onTime ? versus.a : versus.b, { seed: sizeBytes + 1 }) : null;
-      const g = best && base ? gain(best.judged!, base) : null;
-      return {
-        sizeBytes, count, results: results.map(({ judged: _, ...r }) => r),
-        best: best?.id ?? null, runnerUp: second?.id ?? null,
-        gainPct: g === null ? null : (g - 1) * 100,
-        gainInterval: ci ? { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100, level: ci.level } : null,
-        gainP: versus && versus.a.length >= 2 && versus.b.length >= 2 ? mannWhitneyP(versus.a, versus.b) : null,
-        significance: null,
-        clear: best && second && runs > 1 && second.n > 1
-          ? (onTime ? best.judged!.max < second.judged!.min : best.judged!.min > second.judged!.max) : null,
-        ncclChoice: opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null,
-      };
-    });
     // Holm's correction over the sizes that have a test: "significant" at some size is then not luck across many.
     const tested = sizes.filter((sv) => sv.gainP !== null);
     const passed = holm(tested.map((sv) => sv.gainP!));
-    tested.forEach((sv, i) => { sv.significance = passed[i] ? 'significant' : 'no significant difference'; });
+    tested.forEach((sv, i) => {
+      sv.significance = passed[i] ? 'significant' : 'no significant difference';
+    });
     const crossovers: CompareCase['crossovers'] = [];
     let prev: string | null = null;
     for (const s of sizes) {
@@ -214,12 +285,20 @@ export function analyze(combos: readonly Combination[], results: ReadonlyMap<str
   });
 
   const statuses = combinations.map((c) => c.status);
-  const exitCode = statuses.includes('wrong') ? EXIT.WRONG_RESULTS
-    : statuses.some((s) => s === 'failed' || s === 'rejected') ? EXIT.BACKEND
-      : statuses.includes('timeout') ? EXIT.TIMEOUT : EXIT.OK;
+  const exitCode = statuses.includes('wrong')
+    ? EXIT.WRONG_RESULTS
+    : statuses.some((s) => s === 'failed' || s === 'rejected')
+      ? EXIT.BACKEND
+      : statuses.includes('timeout')
+        ? EXIT.TIMEOUT
+        : EXIT.OK;
   return {
-    combinations, cases: outCases, winners,
-    backend: doc0?.world.backend ?? null, nranks, judgedOn: judged,
+    combinations,
+    cases: outCases,
+    winners,
+    backend: doc0?.world.backend ?? null,
+    nranks,
+    judgedOn: judged,
     nodes: doc0 ? new Set(doc0.ranks.map((r) => r.host)).size || null : null,
     exitCode,
   };

@@ -16,7 +16,12 @@ import { analyze } from './analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from './document.js';
 import { checkCombination, parseProgram, type ProgramSpec } from './program.js';
 import {
-  renderCompareCsv, renderCompareHtml, renderCompareJson, renderCompareJunit, renderCompareMarkdown, renderText,
+  renderCompareCsv,
+  renderCompareHtml,
+  renderCompareJson,
+  renderCompareJunit,
+  renderCompareMarkdown,
+  renderText,
 } from './render.js';
 import { withChildRuns, type ChildRuns } from '../engine/child-runs.js';
 import { CompareRuns } from './runs.js';
@@ -28,30 +33,93 @@ const PLACEMENTS = ['out-of-place', 'in-place'] as const;
 const SETTINGS = 'Settings (at least one; values separated by commas, \\, for a comma inside a value)';
 const OPTIONS = 'Options';
 const COMPARE_FLAGS = [
-  flag.repeated('env', 'env', SETTINGS, 'an environment variable (NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple,LL,LL128, …)',
-    { value: '<NAME=v1,v2>' }),
-  flag.repeated('mca', 'mca', SETTINGS, 'an Open MPI MCA parameter, passed as OMPI_MCA_NAME; coll_tuned_* parameters also get ' +
-    'coll_tuned_use_dynamic_rules=1 (e.g. --mca coll_tuned_allreduce_algorithm=0,1,2,3,4,5,6)', { value: '<NAME=v1,v2>' }),
-  flag.repeated('gloo-algo', 'glooAlgo', SETTINGS, 'the gloo backend\'s all_reduce algorithm (--gloo-algo of the program; needs ' +
-    '--backend gloo)', { value: '<a,b>' }),
-  flag.int(undefined, 'repeats', 'repeats', 5, 'repeat count', 1, 1000, OPTIONS, 'runs per combination, interleaved run by run (odd ' +
-    'runs in order, even runs reversed); the gain over the default gets a bootstrap interval and a rank-test verdict',
-  { value: '<R>' }),
-  flag.int(undefined, 'runs', 'runs', 5, 'repeat count', 1, 1000, OPTIONS, 'the older spelling of --repeats', { value: '<R>' }),
+  flag.repeated(
+    'env',
+    'env',
+    SETTINGS,
+    'an environment variable (NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple,LL,LL128, …)',
+    { value: '<NAME=v1,v2>' },
+  ),
+  flag.repeated(
+    'mca',
+    'mca',
+    SETTINGS,
+    'an Open MPI MCA parameter, passed as OMPI_MCA_NAME; coll_tuned_* parameters also get ' +
+      'coll_tuned_use_dynamic_rules=1 (e.g. --mca coll_tuned_allreduce_algorithm=0,1,2,3,4,5,6)',
+    { value: '<NAME=v1,v2>' },
+  ),
+  flag.repeated(
+    'gloo-algo',
+    'glooAlgo',
+    SETTINGS,
+    "the gloo backend's all_reduce algorithm (--gloo-algo of the program; needs " + '--backend gloo)',
+    { value: '<a,b>' },
+  ),
+  flag.int(
+    undefined,
+    'repeats',
+    'repeats',
+    5,
+    'repeat count',
+    1,
+    1000,
+    OPTIONS,
+    'runs per combination, interleaved run by run (odd ' +
+      'runs in order, even runs reversed); the gain over the default gets a bootstrap interval and a rank-test verdict',
+    { value: '<R>' },
+  ),
+  flag.int(undefined, 'runs', 'runs', 5, 'repeat count', 1, 1000, OPTIONS, 'the older spelling of --repeats', {
+    value: '<R>',
+  }),
   flag.timeout(600, OPTIONS, 'how long one run may take before it is killed and reported'),
-  flag.choice('placement', 'placement', PLACEMENTS, 'out-of-place', 'placement', OPTIONS, 'the half whose busbw is compared',
-    { value: '<out-of-place|in-place>' }),
-  flag.output('J', 'json', 'json', OPTIONS, 'the comparison as JSON (kind "collbench-compare"); - = stdout, for every output'),
+  flag.choice(
+    'placement',
+    'placement',
+    PLACEMENTS,
+    'out-of-place',
+    'placement',
+    OPTIONS,
+    'the half whose busbw is compared',
+    { value: '<out-of-place|in-place>' },
+  ),
+  flag.output(
+    'J',
+    'json',
+    'json',
+    OPTIONS,
+    'the comparison as JSON (kind "collbench-compare"); - = stdout, for every output',
+  ),
   flag.output(undefined, 'csv', 'csv', OPTIONS, 'one line per size × combination'),
   flag.output(undefined, 'md', 'md', OPTIONS, 'Markdown tables'),
-  flag.output(undefined, 'html', 'html', OPTIONS, 'self-contained HTML page: the verdict tables and busbw/time charts, one line per ' +
-    'combination'),
-  flag.output(undefined, 'junit', 'junit', OPTIONS, 'JUnit XML, one test case per combination (failed, rejected, timed out or wrong ' +
-    'results fail)'),
-  flag.output(undefined, 'tuner-csv', 'tunerCsv', OPTIONS, 'the winners in the format of NCCL\'s example tuner plugin ' +
-    '(NCCL_TUNER_CONFIG_FILE)'),
-  flag.text(undefined, 'reports-dir', 'reportsDir', OPTIONS, 'keep every run\'s own JSON report (and the NCCL log) in DIR',
-    { value: '<dir>', defaultText: 'a temporary folder, removed' }),
+  flag.output(
+    undefined,
+    'html',
+    'html',
+    OPTIONS,
+    'self-contained HTML page: the verdict tables and busbw/time charts, one line per ' + 'combination',
+  ),
+  flag.output(
+    undefined,
+    'junit',
+    'junit',
+    OPTIONS,
+    'JUnit XML, one test case per combination (failed, rejected, timed out or wrong ' + 'results fail)',
+  ),
+  flag.output(
+    undefined,
+    'tuner-csv',
+    'tunerCsv',
+    OPTIONS,
+    "the winners in the format of NCCL's example tuner plugin " + '(NCCL_TUNER_CONFIG_FILE)',
+  ),
+  flag.text(
+    undefined,
+    'reports-dir',
+    'reportsDir',
+    OPTIONS,
+    "keep every run's own JSON report (and the NCCL log) in DIR",
+    { value: '<dir>', defaultText: 'a temporary folder, removed' },
+  ),
   flag.quiet(OPTIONS),
   flag.force(OPTIONS),
   helpFlag(OPTIONS),
@@ -88,11 +156,14 @@ export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
   const { stop, positionals, values, given, ordered } = parseOptions(args, COMPARE_OPTIONS);
   if (stop === 'help') return 'help';
   if (positionals.length > 0) {
-    throw new UsageError(`compare: unexpected argument '${positionals[0]}' (the program goes after --; see collbench compare --help)`);
+    throw new UsageError(
+      `compare: unexpected argument '${positionals[0]}' (the program goes after --; see collbench compare --help)`,
+    );
   }
   // --repeats R (or its older spelling --runs R): runs per combination; 5 by default, the fewest with which a rank test
   // can call a gain significant after a correction over a few sizes (3 against 3 never can).
-  if (given.has('repeats') && given.has('runs')) throw UsageError.forFlag('compare: --repeats', 'give --repeats or --runs (the same setting), not both');
+  if (given.has('repeats') && given.has('runs'))
+    throw UsageError.forFlag('compare: --repeats', 'give --repeats or --runs (the same setting), not both');
   const axes: Axis[] = [];
   for (const t of ordered) {
     if (t.field === 'env' || t.field === 'mca') axes.push(parseAxis(t.field, t.value as string));
@@ -109,8 +180,14 @@ export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
   add('--junit', values.junit, renderCompareJunit);
   add('--tuner-csv', values.tunerCsv, renderTunerCsv);
   return {
-    axes, placement: values.placement, outputs, quiet: values.quiet, force: values.force, reportsDir: values.reportsDir,
-    runs: given.has('runs') ? values.runs : values.repeats, timeoutSec: values.timeoutSec,
+    axes,
+    placement: values.placement,
+    outputs,
+    quiet: values.quiet,
+    force: values.force,
+    reportsDir: values.reportsDir,
+    runs: given.has('runs') ? values.runs : values.repeats,
+    timeoutSec: values.timeoutSec,
   };
 }
 
@@ -138,7 +215,10 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
   const dash = argv.indexOf('--');
   const opts = parseCompareArgs(dash < 0 ? argv : argv.slice(0, dash));
   if (opts === 'help') return 'help';
-  if (dash < 0) throw new UsageError('compare: no program; put it after --, e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M');
+  if (dash < 0)
+    throw new UsageError(
+      'compare: no program; put it after --, e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M',
+    );
   const combos = combinations(opts.axes);
   const program = parseProgram(argv.slice(dash + 1));
   for (const c of combos) checkCombination(program, c);
@@ -146,23 +226,34 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
   const backend = predictBackend(program);
   if (opts.outputs.some((o) => o.flag === '--tuner-csv')) {
     if (!TUNER_COLLECTIVE[program.collective]) {
-      throw UsageError.forFlag('--tuner-csv', `NCCL's example tuner plugin does not tune ${program.collective}; it takes ${Object.keys(TUNER_COLLECTIVE).join(', ')}`);
+      throw UsageError.forFlag(
+        '--tuner-csv',
+        `NCCL's example tuner plugin does not tune ${program.collective}; it takes ${Object.keys(TUNER_COLLECTIVE).join(', ')}`,
+      );
     }
     const ncclAxis = opts.axes.some((a) => a.kind === 'env' && /^NCCL_/.test(a.name));
     if (!ncclAxis && (backend === null || !backendRecord(backend).tuningLog)) {
-      throw UsageError.forFlag('--tuner-csv', 'writes NCCL algorithm/protocol choices; compare NCCL settings (--env NCCL_ALGO=…, NCCL_PROTO=…) on the nccl backend');
+      throw UsageError.forFlag(
+        '--tuner-csv',
+        'writes NCCL algorithm/protocol choices; compare NCCL settings (--env NCCL_ALGO=…, NCCL_PROTO=…) on the nccl backend',
+      );
     }
   }
   // NCCL_* variables change nothing on another backend: every combination would run alike
   const ncclVariable = opts.axes.find((a) => a.kind === 'env' && /^NCCL_/.test(a.name));
   if (ncclVariable && backend !== 'nccl' && program.options.backend === null) {
     // the backend was left to choose and NCCL is not the one here (no GPU, no libnccl): every run would be doomed
-    throw new BackendUnavailableError(`compare: --env ${ncclVariable.name} compares NCCL settings, but the nccl backend cannot ` +
-      `run here${backend !== null ? ` (the best one here is ${backend})` : ''}; collbench info says why; nothing was run`);
+    throw new BackendUnavailableError(
+      `compare: --env ${ncclVariable.name} compares NCCL settings, but the nccl backend cannot ` +
+        `run here${backend !== null ? ` (the best one here is ${backend})` : ''}; collbench info says why; nothing was run`,
+    );
   }
   if (ncclVariable && backend !== null && backend !== 'nccl') {
-    throw UsageError.forFlag(`--env ${ncclVariable.name}`, `has no effect on the ${backend} backend (only NCCL reads NCCL_* ` +
-      `variables), so every combination would run alike; compare on --backend nccl, or compare ${backend === 'gloo' ? '--gloo-algo' : '--mca'} settings`);
+    throw UsageError.forFlag(
+      `--env ${ncclVariable.name}`,
+      `has no effect on the ${backend} backend (only NCCL reads NCCL_* ` +
+        `variables), so every combination would run alike; compare on --backend nccl, or compare ${backend === 'gloo' ? '--gloo-algo' : '--mca'} settings`,
+    );
   }
   return { argv, opts, combos, program, backend };
 }
@@ -179,21 +270,46 @@ function keptReportsDirectory(opts: CompareOptions): string | null {
 }
 
 /** The comparison's document as it stands: every run so far analysed, the verdict per size. */
-function buildDoc(plan: ComparePlan, runs: CompareRuns, children: ChildRuns, startTime: Date, status: CompareDocument['status']): CompareDocument {
+function buildDoc(
+  plan: ComparePlan,
+  runs: CompareRuns,
+  children: ChildRuns,
+  startTime: Date,
+  status: CompareDocument['status'],
+): CompareDocument {
   const { opts, combos, program, argv } = plan;
   const a = analyze(combos, runs.results, {
-    placement: opts.placement, timeoutSec: opts.timeoutSec, collective: program.collective, probeEvents: runs.probeEvents,
+    placement: opts.placement,
+    timeoutSec: opts.timeoutSec,
+    collective: program.collective,
+    probeEvents: runs.probeEvents,
   });
   return {
-    kind: COMPARE_KIND, schemaVersion: COMPARE_SCHEMA_VERSION, status,
-    startTime: isoLocal(startTime), endTime: status === 'incomplete' ? null : isoLocal(new Date()),
-    argv: ['collbench', 'compare', ...argv], program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
+    kind: COMPARE_KIND,
+    schemaVersion: COMPARE_SCHEMA_VERSION,
+    status,
+    startTime: isoLocal(startTime),
+    endTime: status === 'incomplete' ? null : isoLocal(new Date()),
+    argv: ['collbench', 'compare', ...argv],
+    program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
     axes: opts.axes.map((x) => ({ kind: x.kind, name: x.name, values: [...x.values] })),
-    runsPerCombination: opts.runs, placement: opts.placement, timeoutSec: opts.timeoutSec,
-    backend: a.backend, nranks: a.nranks, nodes: a.nodes, judgedOn: a.judgedOn, combinations: a.combinations, cases: a.cases,
-    probe: runs.probe, winners: a.winners,
+    runsPerCombination: opts.runs,
+    placement: opts.placement,
+    timeoutSec: opts.timeoutSec,
+    backend: a.backend,
+    nranks: a.nranks,
+    nodes: a.nodes,
+    judgedOn: a.judgedOn,
+    combinations: a.combinations,
+    cases: a.cases,
+    probe: runs.probe,
+    winners: a.winners,
     // the NCCL probe is a checked default run too: wrong results there are wrong results
-    exitCode: runs.interrupted ? children.signalExit() ?? 130 : a.exitCode === EXIT.OK && runs.probe?.status === 'wrong' ? EXIT.WRONG_RESULTS : a.exitCode,
+    exitCode: runs.interrupted
+      ? (children.signalExit() ?? 130)
+      : a.exitCode === EXIT.OK && runs.probe?.status === 'wrong'
+        ? EXIT.WRONG_RESULTS
+        : a.exitCode,
   };
 }
 
@@ -208,17 +324,35 @@ async function writeFiles(plan: ComparePlan, doc: CompareDocument): Promise<void
 
 export async function compareCommand(argv: string[], scriptPath: string, io: IO): Promise<number> {
   const plan = planCompare(argv);
-  if (plan === 'help') { io.out(commandHelp(COMPARE_OPTIONS)); return EXIT.OK; }
+  if (plan === 'help') {
+    io.out(commandHelp(COMPARE_OPTIONS));
+    return EXIT.OK;
+  }
   const kept = keptReportsDirectory(plan.opts);
   const startTime = new Date();
-  return withChildRuns(scriptPath, kept !== null ? { dir: kept } : { prefix: 'collbench-compare-' }, async (children) => {
-    const session = new CompareRuns({ combos: plan.combos, program: plan.program, runs: plan.opts.runs, timeoutSec: plan.opts.timeoutSec,
-      quiet: plan.opts.quiet }, children, kept !== null, io);
-    if (plan.backend !== null && backendRecord(plan.backend).tuningLog && !session.interrupted) await session.runNcclProbe();
-    // the files are rewritten after every run, so an interrupted comparison leaves what it measured
-    await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, children, startTime, 'incomplete')));
-    const doc = buildDoc(plan, session, children, startTime, session.interrupted ? 'interrupted' : 'complete');
-    await writeDocument(doc, plan.opts.outputs, io, { lines: renderText(doc), besideStdout: 'stderr' });
-    return doc.exitCode;
-  });
+  return withChildRuns(
+    scriptPath,
+    kept !== null ? { dir: kept } : { prefix: 'collbench-compare-' },
+    async (children) => {
+      const session = new CompareRuns(
+        {
+          combos: plan.combos,
+          program: plan.program,
+          runs: plan.opts.runs,
+          timeoutSec: plan.opts.timeoutSec,
+          quiet: plan.opts.quiet,
+        },
+        children,
+        kept !== null,
+        io,
+      );
+      if (plan.backend !== null && backendRecord(plan.backend).tuningLog && !session.interrupted)
+        await session.runNcclProbe();
+      // the files are rewritten after every run, so an interrupted comparison leaves what it measured
+      await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, children, startTime, 'incomplete')));
+      const doc = buildDoc(plan, session, children, startTime, session.interrupted ? 'interrupted' : 'complete');
+      await writeDocument(doc, plan.opts.outputs, io, { lines: renderText(doc), besideStdout: 'stderr' });
+      return doc.exitCode;
+    },
+  );
 }

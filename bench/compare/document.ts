@@ -14,15 +14,15 @@ export type RunStatus = 'ok' | 'wrong' | 'failed' | 'rejected' | 'timeout' | 'sk
 export type CombinationStatus = 'ok' | 'wrong' | 'failed' | 'rejected' | 'timeout' | 'pending';
 
 export interface CompareRun {
-  run: number;                  // 1-based
+  run: number; // 1-based
   status: RunStatus;
   exitCode: number | null;
   signal: string | null;
   durationSec: number | null;
-  error: string | null;         // one line, for every status but ok/pending
-  report: string | null;        // the child's -J file (kept with --reports-dir)
-  rows: number;                 // rows its report holds
-  stderrTail?: string;          // last lines the child printed on stderr, for failed runs
+  error: string | null; // one line, for every status but ok/pending
+  report: string | null; // the child's -J file (kept with --reports-dir)
+  rows: number; // rows its report holds
+  stderrTail?: string; // last lines the child printed on stderr, for failed runs
 }
 
 export interface CompareCombination {
@@ -34,20 +34,24 @@ export interface CompareCombination {
   unset: string[];
   args: string[];
   status: CombinationStatus;
-  error: string | null;         // the first failed run's error
-  wrong: number | null;         // #wrong summed over sizes, placements and runs; null = nothing checked
+  error: string | null; // the first failed run's error
+  wrong: number | null; // #wrong summed over sizes, placements and runs; null = nothing checked
   runs: CompareRun[];
 }
 
-export interface Spread { median: number; min: number; max: number }
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
 
 export interface CombinationAtSize {
   id: string;
-  n: number;                    // samples (runs × -N cycles) at this size
+  n: number; // samples (runs × -N cycles) at this size
   busBwGBps: Spread | null;
   timeUs: Spread | null;
-  wrong: number | null;         // both placements, all runs; null = not checked
-  vsDefaultPct: number | null;  // median busbw / default's median busbw − 1 (judged on time: default's median time / median time − 1)
+  wrong: number | null; // both placements, all runs; null = not checked
+  vsDefaultPct: number | null; // median busbw / default's median busbw − 1 (judged on time: default's median time / median time − 1)
 }
 
 /**
@@ -55,15 +59,18 @@ export interface CombinationAtSize {
  * size) where busbw's factor is 0 — one rank, or a collective whose factor is 0 at that rank count — so that busbw is
  * 0 for every combination by definition and says nothing. `why`: the header's reason, null for busbw.
  */
-export interface JudgedOn { metric: 'busbw' | 'time'; why: string | null }
+export interface JudgedOn {
+  metric: 'busbw' | 'time';
+  why: string | null;
+}
 
 export interface SizeVerdict {
   sizeBytes: number;
   count: number;
   results: CombinationAtSize[]; // one per combination, in combination order
-  best: string | null;          // id; eligible = status ok (every run completed, #wrong 0 everywhere)
+  best: string | null; // id; eligible = status ok (every run completed, #wrong 0 everywhere)
   runnerUp: string | null;
-  gainPct: number | null;       // best over the default, in percent
+  gainPct: number | null; // best over the default, in percent
   /** The gain's 95 % bootstrap interval (percent, ratio of medians over runs); null with fewer than 2 runs of either,
    *  or when the default is the best. */
   gainInterval: { lo: number; hi: number; level: number } | null;
@@ -71,8 +78,8 @@ export interface SizeVerdict {
   gainP: number | null;
   /** Holm-corrected over the case's sizes at 0.05: 'significant' or 'no significant difference'; null without a test. */
   significance: 'significant' | 'no significant difference' | null;
-  clear: boolean | null;        // best's min > runner-up's max, times: best's max < runner-up's min (null with one run or one eligible)
-  ncclChoice: Choice[] | null;  // what NCCL chose for the default (null when no NCCL log was taken)
+  clear: boolean | null; // best's min > runner-up's max, times: best's max < runner-up's min (null with one run or one eligible)
+  ncclChoice: Choice[] | null; // what NCCL chose for the default (null when no NCCL log was taken)
 }
 
 export interface CompareCase {
@@ -88,7 +95,7 @@ export interface NcclProbe {
   env: Record<string, string>;
   status: RunStatus;
   error: string | null;
-  events: number;               // per-call tuning lines parsed
+  events: number; // per-call tuning lines parsed
   files: string[];
 }
 
@@ -104,13 +111,13 @@ export interface CompareDocument {
   runsPerCombination: number;
   placement: 'out-of-place' | 'in-place';
   timeoutSec: number;
-  backend: string | null;       // from the first child report: "mpi (Open MPI 4.1.4)"
+  backend: string | null; // from the first child report: "mpi (Open MPI 4.1.4)"
   nranks: number | null;
-  nodes: number | null;         // distinct hosts of the ranks
+  nodes: number | null; // distinct hosts of the ranks
   judgedOn: JudgedOn;
   combinations: CompareCombination[];
   cases: CompareCase[];
   probe: NcclProbe | null;
-  winners: string[];            // distinct best ids over all sizes, in order of first appearance
+  winners: string[]; // distinct best ids over all sizes, in order of first appearance
   exitCode: number;
 }

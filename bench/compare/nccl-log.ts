@@ -15,14 +15,14 @@ import type { CollectiveName } from '../core/types.js';
 export type NcclLogFormat = 'v2.24' | 'v2.23' | 'v2.20' | 'symmetric' | 'copy-engine';
 
 export interface NcclTuningEvent {
-  func: string | null;          // 'AllReduce'; null in 2.20–2.22 lines
+  func: string | null; // 'AllReduce'; null in 2.20–2.22 lines
   bytes: number;
-  algo: string;                 // 'RING', 'TREE', 'NVLS', … ; 'SYMMETRIC' / 'CE' for the kernel-less paths
-  proto: string | null;         // 'LL', 'LL128', 'SIMPLE'; null when the path has none
-  detail: string | null;        // symmetric kernel name, CE path, channel range
+  algo: string; // 'RING', 'TREE', 'NVLS', … ; 'SYMMETRIC' / 'CE' for the kernel-less paths
+  proto: string | null; // 'LL', 'LL128', 'SIMPLE'; null when the path has none
+  detail: string | null; // symmetric kernel name, CE path, channel range
   format: NcclLogFormat;
   pid: number | null;
-  lineNo: number;               // 1-based, in the text given
+  lineNo: number; // 1-based, in the text given
 }
 
 /** NCCL_ALGO_* and NCCL_PROTO_* values (nccl_common.h; PAT = 6 since 2.23). */
@@ -31,8 +31,14 @@ export const NCCL_PROTO_NAMES = ['LL', 'LL128', 'SIMPLE'] as const;
 
 /** ncclFuncToString() names of the collectives NCCL tunes (the others go through send/recv). */
 export const NCCL_FUNC_OF: Partial<Record<CollectiveName, string>> = {
-  all_reduce: 'AllReduce', all_gather: 'AllGather', reduce_scatter: 'ReduceScatter',
-  broadcast: 'Broadcast', reduce: 'Reduce', alltoall: 'AlltoAll', gather: 'Gather', scatter: 'Scatter',
+  all_reduce: 'AllReduce',
+  all_gather: 'AllGather',
+  reduce_scatter: 'ReduceScatter',
+  broadcast: 'Broadcast',
+  reduce: 'Reduce',
+  alltoall: 'AlltoAll',
+  gather: 'Gather',
+  scatter: 'Scatter',
 };
 
 // "[2026-06-01 10:00:00] " (optional, NCCL_DEBUG_TIMESTAMP_LEVELS) "host:pid:tid " "[dev] NCCL INFO "
@@ -59,20 +65,55 @@ export function parseNcclTuningLog(text: string): NcclTuningEvent[] {
     const base = { pid, lineNo: i + 1 };
     let m: RegExpExecArray | null;
     if ((m = V224.exec(msg))) {
-      events.push({ ...base, func: m[1]!, bytes: Number(m[2]), algo: m[3]!.toUpperCase(), proto: m[4]!.toUpperCase(),
-        detail: `channels ${m[5]}..${m[6]}`, format: 'v2.24' });
+      events.push({
+        ...base,
+        func: m[1]!,
+        bytes: Number(m[2]),
+        algo: m[3]!.toUpperCase(),
+        proto: m[4]!.toUpperCase(),
+        detail: `channels ${m[5]}..${m[6]}`,
+        format: 'v2.24',
+      });
     } else if ((m = V223.exec(msg))) {
-      events.push({ ...base, func: m[1]!, bytes: Number(m[2]), algo: algoName(m[3]!), proto: protoName(m[4]!),
-        detail: null, format: 'v2.23' });
+      events.push({
+        ...base,
+        func: m[1]!,
+        bytes: Number(m[2]),
+        algo: algoName(m[3]!),
+        proto: protoName(m[4]!),
+        detail: null,
+        format: 'v2.23',
+      });
     } else if ((m = V220.exec(msg))) {
-      events.push({ ...base, func: null, bytes: Number(m[1]), algo: algoName(m[2]!), proto: protoName(m[3]!),
-        detail: null, format: 'v2.20' });
+      events.push({
+        ...base,
+        func: null,
+        bytes: Number(m[1]),
+        algo: algoName(m[2]!),
+        proto: protoName(m[3]!),
+        detail: null,
+        format: 'v2.20',
+      });
     } else if ((m = SYM.exec(msg))) {
-      events.push({ ...base, func: m[1]!, bytes: Number(m[2]), algo: 'SYMMETRIC', proto: null,
-        detail: `kernel ${m[3]} nchannels ${m[4]} nthreads ${m[5]}`, format: 'symmetric' });
+      events.push({
+        ...base,
+        func: m[1]!,
+        bytes: Number(m[2]),
+        algo: 'SYMMETRIC',
+        proto: null,
+        detail: `kernel ${m[3]} nchannels ${m[4]} nthreads ${m[5]}`,
+        format: 'symmetric',
+      });
     } else if ((m = CE.exec(msg))) {
-      events.push({ ...base, func: m[1]!, bytes: Number(m[3]), algo: 'CE', proto: null,
-        detail: `${m[2]}: ${m[4]}`, format: 'copy-engine' });
+      events.push({
+        ...base,
+        func: m[1]!,
+        bytes: Number(m[3]),
+        algo: 'CE',
+        proto: null,
+        detail: `${m[2]}: ${m[4]}`,
+        format: 'copy-engine',
+      });
     }
   });
   return events;
@@ -88,16 +129,29 @@ export function choiceLabel(e: NcclTuningEvent): string {
  * The bytes NCCL logs for one nccl-tests row: the row size, except for AllGather and ReduceScatter in
  * the 2.24+ formats, which log count × type size with NCCL's per-rank count (size / nranks).
  */
-export function loggedBytes(collective: CollectiveName, sizeBytes: number, nranks: number, format: NcclLogFormat): number {
-  const perRank = (collective === 'all_gather' || collective === 'reduce_scatter') && format !== 'v2.23' && format !== 'v2.20';
+export function loggedBytes(
+  collective: CollectiveName,
+  sizeBytes: number,
+  nranks: number,
+  format: NcclLogFormat,
+): number {
+  const perRank =
+    (collective === 'all_gather' || collective === 'reduce_scatter') && format !== 'v2.23' && format !== 'v2.20';
   return perRank ? sizeBytes / Math.max(1, nranks) : sizeBytes;
 }
 
-export interface Choice { label: string; calls: number }
+export interface Choice {
+  label: string;
+  calls: number;
+}
 
 /** What NCCL chose for the calls of one row (most frequent first); [] when it logged nothing for it. */
-export function choicesAt(events: readonly NcclTuningEvent[], collective: CollectiveName, sizeBytes: number,
-  nranks: number): Choice[] {
+export function choicesAt(
+  events: readonly NcclTuningEvent[],
+  collective: CollectiveName,
+  sizeBytes: number,
+  nranks: number,
+): Choice[] {
   const func = NCCL_FUNC_OF[collective];
   if (func === undefined) return [];
   const counts = new Map<string, number>();
@@ -107,7 +161,8 @@ export function choicesAt(events: readonly NcclTuningEvent[], collective: Collec
     const l = choiceLabel(e);
     counts.set(l, (counts.get(l) ?? 0) + 1);
   }
-  return [...counts.entries()].map(([label, calls]) => ({ label, calls }))
+  return [...counts.entries()]
+    .map(([label, calls]) => ({ label, calls }))
     .sort((a, b) => b.calls - a.calls || a.label.localeCompare(b.label));
 }
 
@@ -118,5 +173,8 @@ export function choicesAt(events: readonly NcclTuningEvent[], collective: Collec
 export function choiceCell(choices: readonly Choice[]): string {
   const total = choices.reduce((n, c) => n + c.calls, 0);
   if (total === 0) return '';
-  return choices.filter((c) => c.calls * 10 >= total).map((c) => c.label).join('+');
+  return choices
+    .filter((c) => c.calls * 10 >= total)
+    .map((c) => c.label)
+    .join('+');
 }

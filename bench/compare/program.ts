@@ -11,7 +11,7 @@ import { crowdingRefusal } from '../launch/mpirun.js';
 import type { Combination } from './settings.js';
 
 export interface ProgramSpec {
-  words: string[];              // as typed after --
+  words: string[]; // as typed after --
   collective: CollectiveName;
   /** Arguments of the child `collbench` (collective word first), without compare's own -J. */
   args: string[];
@@ -19,12 +19,18 @@ export interface ProgramSpec {
 }
 
 function unknown(word: string): UsageError {
-  return new UsageError(`compare: unknown program '${word}' after --; give one of ${PROGRAMS.join(', ')}, or collbench <collective>`);
+  return new UsageError(
+    `compare: unknown program '${word}' after --; give one of ${PROGRAMS.join(', ')}, or collbench <collective>`,
+  );
 }
 
 /** Output flags compare sets itself (-J) or that would make every combination overwrite one file. */
 const OWN_OUTPUTS: [keyof ResolvedOptions, string][] = [
-  ['jsonFile', '-J'], ['csvFile', '--csv'], ['mdFile', '--md'], ['junitFile', '--junit'], ['htmlFile', '--html'],
+  ['jsonFile', '-J'],
+  ['csvFile', '--csv'],
+  ['mdFile', '--md'],
+  ['junitFile', '--junit'],
+  ['htmlFile', '--html'],
 ];
 
 function parsed(args: string[], program: string, shown = basename(program)): ResolvedOptions {
@@ -35,14 +41,17 @@ function parsed(args: string[], program: string, shown = basename(program)): Res
     if (e instanceof UsageError) throw new UsageError(`compare: ${shown}: ${e.message}`, e.flag);
     throw e;
   }
-  if (p.kind !== 'run') throw new UsageError(`compare: the program's arguments ask for --${p.kind}; give a benchmark to run`);
+  if (p.kind !== 'run')
+    throw new UsageError(`compare: the program's arguments ask for --${p.kind}; give a benchmark to run`);
   return p.options;
 }
 
 /** Parses `<program> <args…>` (the words after --). Throws UsageError (exit 2) on anything it cannot run. */
 export function parseProgram(words: readonly string[]): ProgramSpec {
   if (words.length === 0) {
-    throw new UsageError('compare: no program after --; e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M -f 2');
+    throw new UsageError(
+      'compare: no program after --; e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M -f 2',
+    );
   }
   const first = words[0]!;
   const base = programBase(first);
@@ -66,7 +75,10 @@ export function parseProgram(words: readonly string[]): ProgramSpec {
   }
   for (const [field, flag] of OWN_OUTPUTS) {
     if (options[field] !== null) {
-      throw UsageError.forFlag(flag, `compare writes each run's report itself; give compare's own --json/--csv/--md/--html/--junit (before --) instead`);
+      throw UsageError.forFlag(
+        flag,
+        `compare writes each run's report itself; give compare's own --json/--csv/--md/--html/--junit (before --) instead`,
+      );
     }
   }
   if (options.runCycles === 0) throw UsageError.forFlag('-N', 'compare needs runs that end; -N 0 runs forever');
@@ -88,6 +100,11 @@ export function checkCombination(p: ProgramSpec, c: Combination): ResolvedOption
 
 /** The child's words after the script: [collective, args…, extra…, --force -J path] (--force: the report folder
  *  is compare's own; a kept --reports-dir may hold an earlier comparison's files). */
-export function childWords(p: ProgramSpec, c: Combination, reportPath: string, extra: readonly string[] = []): string[] {
+export function childWords(
+  p: ProgramSpec,
+  c: Combination,
+  reportPath: string,
+  extra: readonly string[] = [],
+): string[] {
   return [...p.args, ...c.args, ...extra, '--force', '-J', reportPath];
 }

@@ -31,8 +31,12 @@ export class CompareRuns {
   probeEvents: NcclTuningEvent[] | null = null;
 
   /** `keep`: the reports folder is the user's (--reports-dir): the probe's NCCL logs stay listed in the document. */
-  constructor(private readonly plan: CompareRunPlan, private readonly children: ChildRuns, private readonly keep: boolean,
-    private readonly io: IO) {
+  constructor(
+    private readonly plan: CompareRunPlan,
+    private readonly children: ChildRuns,
+    private readonly keep: boolean,
+    private readonly io: IO,
+  ) {
     this.results = new Map(plan.combos.map((c) => [c.id, []]));
   }
 
@@ -41,11 +45,15 @@ export class CompareRuns {
     return this.children.stopped;
   }
 
-  progress(line: string): void { if (!this.plan.quiet) this.io.err(`compare: ${line}`); }
+  progress(line: string): void {
+    if (!this.plan.quiet) this.io.err(`compare: ${line}`);
+  }
 
   async runOne(c: Combination, run: number, tag: string, extraEnv: Record<string, string> = {}): Promise<RunResult> {
-    const r = await this.children.run(tag, (report) => childWords(this.plan.program, c, report),
-      { timeoutSec: this.plan.timeoutSec, env: (base) => childEnv(base, c, extraEnv) });
+    const r = await this.children.run(tag, (report) => childWords(this.plan.program, c, report), {
+      timeoutSec: this.plan.timeoutSec,
+      env: (base) => childEnv(base, c, extraEnv),
+    });
     return { run, outcome: r.outcome, doc: r.report.doc, docError: r.report.error, reportPath: r.reportPath };
   }
 
@@ -56,7 +64,9 @@ export class CompareRuns {
     this.progress(`NCCL probe: default run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING`);
     const r = await this.runOne(base, 0, 'probe-C0', env);
     const { status, error } = classifyRun(r, this.plan.timeoutSec);
-    const files = readdirSync(this.children.dir).filter((f) => /^nccl-tuning\..*\.log$/.test(f)).map((f) => join(this.children.dir, f));
+    const files = readdirSync(this.children.dir)
+      .filter((f) => /^nccl-tuning\..*\.log$/.test(f))
+      .map((f) => join(this.children.dir, f));
     const text = [...files.map((f) => readFileSync(f, 'utf8')), r.outcome?.stdoutTail ?? ''].join('\n');
     this.probeEvents = parseNcclTuningLog(text);
     this.probe = { ran: true, env, status, error, events: this.probeEvents.length, files: this.keep ? files : [] };
@@ -78,7 +88,11 @@ export class CompareRuns {
         if (this.interrupted) break;
         n++;
         const prior = this.results.get(c.id)!;
-        if (prior.some((r) => r.skipped || ['failed', 'rejected', 'timeout'].includes(classifyRun(r, opts.timeoutSec).status))) {
+        if (
+          prior.some(
+            (r) => r.skipped || ['failed', 'rejected', 'timeout'].includes(classifyRun(r, opts.timeoutSec).status),
+          )
+        ) {
           prior.push({ run, outcome: null, skipped: true, doc: null, docError: null, reportPath: null });
           this.progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: skipped (failed before)`);
           continue;
@@ -86,8 +100,10 @@ export class CompareRuns {
         const r = await this.runOne(c, run, `${c.id}-run${run}`);
         prior.push(r);
         const { status, error } = classifyRun(r, opts.timeoutSec);
-        this.progress(`[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: ${status}` +
-          `${error ? ` (${shorten(error)})` : ''} ${r.outcome ? `${r.outcome.durationSec.toFixed(1)} s` : ''}`.trimEnd());
+        this.progress(
+          `[${n}/${total}] run ${run}/${opts.runs} ${c.id} ${c.label}: ${status}` +
+            `${error ? ` (${shorten(error)})` : ''} ${r.outcome ? `${r.outcome.durationSec.toFixed(1)} s` : ''}`.trimEnd(),
+        );
         await afterRun();
       }
     }

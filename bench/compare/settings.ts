@@ -9,7 +9,7 @@ export type AxisKind = 'env' | 'mca' | 'gloo-algo';
 /** One axis as given on the command line: a name and the values it takes, in order. */
 export interface Axis {
   kind: AxisKind;
-  name: string;                 // NCCL_ALGO; coll_tuned_allreduce_algorithm; 'gloo-algo'
+  name: string; // NCCL_ALGO; coll_tuned_allreduce_algorithm; 'gloo-algo'
   values: string[];
 }
 
@@ -22,13 +22,13 @@ export interface Setting {
 
 /** One combination: its settings and what they become for the child process. */
 export interface Combination {
-  id: string;                   // C0 (the default), C1, C2, …
-  baseline: boolean;            // the default: no setting at all
+  id: string; // C0 (the default), C1, C2, …
+  baseline: boolean; // the default: no setting at all
   settings: Setting[];
-  label: string;                // "NCCL_ALGO=Ring NCCL_PROTO=LL", "mca coll_tuned_allreduce_algorithm=4", "default"
-  env: Record<string, string>;  // variables set for the child (on top of the inherited environment)
-  unset: string[];              // inherited variables removed (an axis' own variables, for the baseline)
-  args: string[];               // arguments appended to the program's (--gloo-algo ring)
+  label: string; // "NCCL_ALGO=Ring NCCL_PROTO=LL", "mca coll_tuned_allreduce_algorithm=4", "default"
+  env: Record<string, string>; // variables set for the child (on top of the inherited environment)
+  unset: string[]; // inherited variables removed (an axis' own variables, for the baseline)
+  args: string[]; // arguments appended to the program's (--gloo-algo ring)
 }
 
 /** Open MPI reads any MCA parameter from OMPI_MCA_<name>; coll_tuned_* forcing needs dynamic rules on. */
@@ -50,13 +50,23 @@ export function splitValues(flag: string, name: string, text: string): string[] 
   let cur = '';
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;
-    if (c === '\\' && (text[i + 1] === ',' || text[i + 1] === '\\')) { cur += text[++i]; continue; }
-    if (c === ',') { values.push(cur); cur = ''; continue; }
+    if (c === '\\' && (text[i + 1] === ',' || text[i + 1] === '\\')) {
+      cur += text[++i];
+      continue;
+    }
+    if (c === ',') {
+      values.push(cur);
+      cur = '';
+      continue;
+    }
     cur += c;
   }
   values.push(cur);
   if (values.some((v) => v === '')) {
-    throw UsageError.forFlag(flag, `${name}: empty value in '${text}' (values are separated by commas; write \\, for a comma inside a value)`);
+    throw UsageError.forFlag(
+      flag,
+      `${name}: empty value in '${text}' (values are separated by commas; write \\, for a comma inside a value)`,
+    );
   }
   const dup = values.find((v, i) => values.indexOf(v) !== i);
   if (dup !== undefined) throw UsageError.forFlag(flag, `${name}: value '${dup}' given twice`);
@@ -71,7 +81,10 @@ export function parseAxis(kind: 'env' | 'mca', spec: string): Axis {
   const name = spec.slice(0, eq);
   const pattern = kind === 'env' ? ENV_NAME : MCA_NAME;
   if (!pattern.test(name)) {
-    throw UsageError.forFlag(flag, `'${name}' is not a valid ${kind === 'env' ? 'environment variable' : 'MCA parameter'} name`);
+    throw UsageError.forFlag(
+      flag,
+      `'${name}' is not a valid ${kind === 'env' ? 'environment variable' : 'MCA parameter'} name`,
+    );
   }
   if (kind === 'mca' && name.startsWith(MCA_ENV_PREFIX)) {
     throw UsageError.forFlag(flag, `give the MCA parameter name without ${MCA_ENV_PREFIX} (or use --env ${name}=…)`);
@@ -96,8 +109,11 @@ function checkNcclChoice(variable: string, value: string): void {
     const list = part.includes(':') ? part.slice(part.indexOf(':') + 1) : part;
     for (const item of list.replace(/^\^/, '').split(',')) {
       if (!choices.some((c) => c.toLowerCase() === item.trim().toLowerCase())) {
-        throw UsageError.forFlag('--env', `${variable}: '${item}' in '${value}' is no ${variable === 'NCCL_ALGO' ? 'algorithm' : 'protocol'} ` +
-          `NCCL knows; valid: ${choices.join(', ')} (a list, ^ to exclude, or coll:list;…)`);
+        throw UsageError.forFlag(
+          '--env',
+          `${variable}: '${item}' in '${value}' is no ${variable === 'NCCL_ALGO' ? 'algorithm' : 'protocol'} ` +
+            `NCCL knows; valid: ${choices.join(', ')} (a list, ^ to exclude, or coll:list;…)`,
+        );
       }
     }
   }
@@ -118,19 +134,24 @@ export function axisVariable(a: { kind: AxisKind; name: string }): string | null
 /** Refuses two axes on one variable (twice the same --env, or --env OMPI_MCA_x beside --mca x). */
 export function checkAxes(axes: readonly Axis[]): void {
   if (axes.length === 0) {
-    throw new UsageError('compare: no settings to compare; give at least one --env NAME=v1,v2, --mca NAME=v1,v2 or --gloo-algo a,b');
+    throw new UsageError(
+      'compare: no settings to compare; give at least one --env NAME=v1,v2, --mca NAME=v1,v2 or --gloo-algo a,b',
+    );
   }
   const seen = new Map<string, string>();
   for (const a of axes) {
     const key = axisVariable(a) ?? a.name;
     const shown = a.kind === 'env' ? `--env ${a.name}` : a.kind === 'mca' ? `--mca ${a.name}` : '--gloo-algo';
     const prev = seen.get(key);
-    if (prev !== undefined) throw UsageError.forFlag(shown.split(' ')[0]!, `${shown} repeats ${prev}; give all values in one list`);
+    if (prev !== undefined)
+      throw UsageError.forFlag(shown.split(' ')[0]!, `${shown} repeats ${prev}; give all values in one list`);
     seen.set(key, shown);
   }
   const total = axes.reduce((n, a) => n * a.values.length, 1);
   if (total > MAX_COMBINATIONS) {
-    throw new UsageError(`compare: ${total} combinations is more than ${MAX_COMBINATIONS}; compare fewer values at a time`);
+    throw new UsageError(
+      `compare: ${total} combinations is more than ${MAX_COMBINATIONS}; compare fewer values at a time`,
+    );
   }
 }
 
@@ -155,9 +176,17 @@ export function combinations(axes: readonly Axis[]): Combination[] {
     if (v) unsetForBaseline.add(v);
     if (a.kind === 'mca' && a.name.startsWith('coll_tuned_')) unsetForBaseline.add(MCA_ENV_PREFIX + DYNAMIC_RULES);
   }
-  const out: Combination[] = [{
-    id: 'C0', baseline: true, settings: [], label: 'default', env: {}, unset: [...unsetForBaseline].sort(), args: [],
-  }];
+  const out: Combination[] = [
+    {
+      id: 'C0',
+      baseline: true,
+      settings: [],
+      label: 'default',
+      env: {},
+      unset: [...unsetForBaseline].sort(),
+      args: [],
+    },
+  ];
   let product: Setting[][] = [[]];
   for (const a of axes) {
     product = product.flatMap((prefix) => a.values.map((value) => [...prefix, { kind: a.kind, name: a.name, value }]));
@@ -166,19 +195,33 @@ export function combinations(axes: readonly Axis[]): Combination[] {
     const env: Record<string, string> = {};
     const args: string[] = [];
     for (const s of settings) {
-      if (s.kind === 'gloo-algo') { args.push('--gloo-algo', s.value); continue; }
+      if (s.kind === 'gloo-algo') {
+        args.push('--gloo-algo', s.value);
+        continue;
+      }
       env[axisVariable(s)!] = s.value;
-      if (s.kind === 'mca' && s.name.startsWith('coll_tuned_') && !explicitRules) env[MCA_ENV_PREFIX + DYNAMIC_RULES] = '1';
+      if (s.kind === 'mca' && s.name.startsWith('coll_tuned_') && !explicitRules)
+        env[MCA_ENV_PREFIX + DYNAMIC_RULES] = '1';
     }
     out.push({
-      id: `C${i + 1}`, baseline: false, settings, label: settings.map(settingLabel).join(' '), env, unset: [], args,
+      id: `C${i + 1}`,
+      baseline: false,
+      settings,
+      label: settings.map(settingLabel).join(' '),
+      env,
+      unset: [],
+      args,
     });
   });
   return out;
 }
 
 /** The child's environment for a combination: the inherited one, minus `unset`, plus `env`. */
-export function childEnv(base: NodeJS.ProcessEnv, c: Combination, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+export function childEnv(
+  base: NodeJS.ProcessEnv,
+  c: Combination,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const k of c.unset) delete env[k];
   return { ...env, ...c.env, ...extra };

@@ -8,18 +8,33 @@ import type { Setting } from './settings.js';
 
 /** The plugin's collective_type names (parseCollType in plugin.c); other collectives are not tuned by it. */
 export const TUNER_COLLECTIVE: Partial<Record<CollectiveName, string>> = {
-  all_reduce: 'allreduce', all_gather: 'allgather', reduce_scatter: 'reducescatter', broadcast: 'broadcast', reduce: 'reduce',
+  all_reduce: 'allreduce',
+  all_gather: 'allgather',
+  reduce_scatter: 'reducescatter',
+  broadcast: 'broadcast',
+  reduce: 'reduce',
 };
 
 /** NCCL_ALGO spellings (NCCL accepts any case) and NCCL's log names → the plugin's algorithm names. */
 const ALGO: Record<string, string> = {
-  tree: 'tree', ring: 'ring', collnetdirect: 'collnet_direct', collnet_direct: 'collnet_direct',
-  collnetchain: 'collnet_chain', collnet_chain: 'collnet_chain', nvls: 'nvls', nvlstree: 'nvls_tree',
-  nvls_tree: 'nvls_tree', pat: 'pat',
+  tree: 'tree',
+  ring: 'ring',
+  collnetdirect: 'collnet_direct',
+  collnet_direct: 'collnet_direct',
+  collnetchain: 'collnet_chain',
+  collnet_chain: 'collnet_chain',
+  nvls: 'nvls',
+  nvlstree: 'nvls_tree',
+  nvls_tree: 'nvls_tree',
+  pat: 'pat',
 };
 const PROTO: Record<string, string> = { ll: 'll', ll128: 'll128', simple: 'simple' };
 
-interface Tuple { algorithm: string; protocol: string; channels: number }
+interface Tuple {
+  algorithm: string;
+  protocol: string;
+  channels: number;
+}
 
 function envValue(settings: readonly Setting[], name: string): string | undefined {
   return settings.find((s) => s.kind === 'env' && s.name === name)?.value;
@@ -53,10 +68,13 @@ export function winnerTuple(doc: CompareDocument, size: SizeVerdict): Tuple | st
     }
   }
   if (algorithm === undefined || protocol === undefined) {
-    const missing = [algorithm === undefined ? 'algorithm' : null, protocol === undefined ? 'protocol' : null].filter(Boolean).join(' and ');
+    const missing = [algorithm === undefined ? 'algorithm' : null, protocol === undefined ? 'protocol' : null]
+      .filter(Boolean)
+      .join(' and ');
     return `its ${missing} is NCCL's own choice${c.baseline ? ' and the NCCL log did not show one' : ''}`;
   }
-  const lo = envValue(c.settings, 'NCCL_MIN_NCHANNELS'), hi = envValue(c.settings, 'NCCL_MAX_NCHANNELS');
+  const lo = envValue(c.settings, 'NCCL_MIN_NCHANNELS'),
+    hi = envValue(c.settings, 'NCCL_MAX_NCHANNELS');
   const channels = lo !== undefined && lo === hi && /^\d+$/.test(lo) ? Number(lo) : -1;
   return { algorithm, protocol, channels };
 }
@@ -72,7 +90,7 @@ const finish = (lines: string[]): string =>
 export function renderTunerCsv(doc: CompareDocument): string {
   const coll = TUNER_COLLECTIVE[doc.program.collective as CollectiveName];
   const lines = [
-    '# NCCL tuner configuration written by collbench compare, in the format of NCCL\'s example tuner plugin',
+    "# NCCL tuner configuration written by collbench compare, in the format of NCCL's example tuner plugin",
     '# (plugins/tuner/example): collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks',
     '# Use: NCCL_TUNER_PLUGIN=<path to libnccl-tuner-example.so> NCCL_TUNER_CONFIG_FILE=<this file>',
     `# From: ${doc.argv.join(' ')}`,
@@ -88,16 +106,34 @@ export function renderTunerCsv(doc: CompareDocument): string {
     lines.push('# no measurements; no lines.');
     return finish(lines);
   }
-  if (doc.cases.length > 1) lines.push(`# winners of the sweep ${cs.type} ${cs.redop} root ${cs.root} (the file cannot tell datatypes apart)`);
-  const first = cs.sizes[0]!.sizeBytes, last = cs.sizes[cs.sizes.length - 1]!.sizeBytes;
-  lines.push(`# Measured sizes ${first}..${last} B; a range runs from just above the previous measured size to its last` +
-    ' measured size; sizes outside are left to NCCL.');
-  const nNodes = doc.nodes ?? -1, nRanks = doc.nranks ?? -1;
+  if (doc.cases.length > 1)
+    lines.push(`# winners of the sweep ${cs.type} ${cs.redop} root ${cs.root} (the file cannot tell datatypes apart)`);
+  const first = cs.sizes[0]!.sizeBytes,
+    last = cs.sizes[cs.sizes.length - 1]!.sizeBytes;
+  lines.push(
+    `# Measured sizes ${first}..${last} B; a range runs from just above the previous measured size to its last` +
+      ' measured size; sizes outside are left to NCCL.',
+  );
+  const nNodes = doc.nodes ?? -1,
+    nRanks = doc.nranks ?? -1;
   let open: { min: number; max: number; t: Tuple; ids: Set<string> } | null = null;
   const flush = (): void => {
     if (!open) return;
-    lines.push(`# ${[...open.ids].map((id) => `${id} ${doc.combinations.find((c) => c.id === id)?.label ?? ''}`).join('; ')}`);
-    lines.push([coll, fmtSize(open.min), fmtSize(open.max), open.t.algorithm, open.t.protocol, open.t.channels, nNodes, nRanks].join(','));
+    lines.push(
+      `# ${[...open.ids].map((id) => `${id} ${doc.combinations.find((c) => c.id === id)?.label ?? ''}`).join('; ')}`,
+    );
+    lines.push(
+      [
+        coll,
+        fmtSize(open.min),
+        fmtSize(open.max),
+        open.t.algorithm,
+        open.t.protocol,
+        open.t.channels,
+        nNodes,
+        nRanks,
+      ].join(','),
+    );
     open = null;
   };
   cs.sizes.forEach((s, i) => {

@@ -32,8 +32,12 @@ type Lists = Pick<ResolvedOptions, 'dtypes' | 'ops'>;
 
 const opsOf = (options: Lists, shape: CollectiveShape): OpName[] => (shape.loopsOps ? options.ops : ['sum']);
 
-export function planCases(options: Pick<ResolvedOptions, 'dtypes' | 'ops' | 'root'>, shape: CollectiveShape,
-  nranks: number, refused: readonly CasePair[] = []): SweepCase[] {
+export function planCases(
+  options: Pick<ResolvedOptions, 'dtypes' | 'ops' | 'root'>,
+  shape: CollectiveShape,
+  nranks: number,
+  refused: readonly CasePair[] = [],
+): SweepCase[] {
   const roots = !shape.rooted ? [-1] : options.root === -1 ? [...Array(nranks).keys()] : [options.root];
   const isRefused = (dtype: DTypeName, op: OpName): boolean => refused.some((r) => r.dtype === dtype && r.op === op);
   const cases: SweepCase[] = [];
@@ -73,10 +77,14 @@ export function refusalLines(refused: readonly Refusal[], library: string, shape
     if (pairs.length === 0) return [];
     const names = pairs.map((r) => (shape.loopsOps ? `${r.dtype} ${r.op}` : r.dtype));
     const what = shape.loopsOps ? 'datatype x op pair' : 'datatype';
-    return [`# Skipped ${pairs.length} ${what}${pairs.length === 1 ? '' : 's'} that ${library} ${how} (${why}): ${names.join(', ')}`];
+    return [
+      `# Skipped ${pairs.length} ${what}${pairs.length === 1 ? '' : 's'} that ${library} ${how} (${why}): ${names.join(', ')}`,
+    ];
   };
   const refusals = refused.filter((r) => r.code !== KNOWN_WRONG);
   const wrong = refused.filter((r) => r.code === KNOWN_WRONG);
-  return [...line(refusals, 'refuses', [...new Set(refusals.map((r) => r.code))].join(', ')),
-    ...line(wrong, 'computes wrongly', [...new Set(wrong.map((r) => r.message))].join('; '))];
+  return [
+    ...line(refusals, 'refuses', [...new Set(refusals.map((r) => r.code))].join(', ')),
+    ...line(wrong, 'computes wrongly', [...new Set(wrong.map((r) => r.message))].join('; ')),
+  ];
 }

@@ -48,7 +48,10 @@ export function tokenize(argv: readonly string[], specs: readonly OptionSpec[], 
   const byLong = new Map(specs.map((f) => [f.long, f]));
   const tokens: Tokens = { values: new Map(), ordered: [], positionals: [] };
   const take = (spec: OptionSpec, value: string | true): boolean => {
-    if (spec.stops) { tokens.stop = spec.key; return true; }
+    if (spec.stops) {
+      tokens.stop = spec.key;
+      return true;
+    }
     tokens.values.set(spec.key, value);
     tokens.ordered.push({ key: spec.key, value });
     return false;
@@ -69,7 +72,9 @@ export function tokenize(argv: readonly string[], specs: readonly OptionSpec[], 
       if (!spec) {
         const matches = typed === '' ? [] : specs.filter((f) => f.long.startsWith(typed));
         if (matches.length > 1) {
-          throw new UsageError(`${what}ambiguous option '--${typed}': could be ${matches.map((f) => `--${f.long}`).join(', ')}`);
+          throw new UsageError(
+            `${what}ambiguous option '--${typed}': could be ${matches.map((f) => `--${f.long}`).join(', ')}`,
+          );
         }
         if (matches.length === 0) throw new UsageError(`${what}unknown option '--${typed}' (see --help)`);
         spec = matches[0]!;
@@ -112,9 +117,11 @@ export function tokenize(argv: readonly string[], specs: readonly OptionSpec[], 
 
 /** The tokenizer's view of a table: value flags store under their field, actions (-h, --version) stop parsing. */
 export function optionSpecs(flags: readonly FlagSpec[]): OptionSpec[] {
-  return flags.map((f): OptionSpec => f.kind === 'action'
-    ? { short: f.short, long: f.long, takesValue: false, key: f.action, stops: true }
-    : { short: f.short, long: f.long, takesValue: f.kind !== 'switch', value: f.value, key: f.field });
+  return flags.map((f): OptionSpec =>
+    f.kind === 'action'
+      ? { short: f.short, long: f.long, takesValue: false, key: f.action, stops: true }
+      : { short: f.short, long: f.long, takesValue: f.kind !== 'switch', value: f.value, key: f.field },
+  );
 }
 
 /** A command's options: its name (which prefixes every message), its help text around the table, and the table. */
@@ -153,8 +160,10 @@ export interface ParsedOptions<V = Record<string, unknown>> {
  * Reads a command line with a command's table: getopt_long syntax and prefix rule (tokenize), every value parsed and
  * range-checked by its kind. A bad value is a UsageError naming the command and the option (`compare: --repeats: …`).
  */
-export function parseOptions<L extends readonly FlagSpec[]>(argv: readonly string[], spec: { command: string; flags: L }):
-  ParsedOptions<ValuesOf<L>> {
+export function parseOptions<L extends readonly FlagSpec[]>(
+  argv: readonly string[],
+  spec: { command: string; flags: L },
+): ParsedOptions<ValuesOf<L>> {
   const tokens = tokenize(argv, optionSpecs(spec.flags), `${spec.command}: `);
   const byField = new Map(spec.flags.filter((f): f is ValueFlag => f.kind !== 'action').map((f) => [f.field, f]));
   const ordered = tokens.ordered.map(({ key, value }) => {
@@ -167,7 +176,10 @@ export function parseOptions<L extends readonly FlagSpec[]>(argv: readonly strin
     values[field] = f.repeat ? mine : mine.length > 0 ? mine[mine.length - 1] : f.default;
   }
   return {
-    stop: tokens.stop as ActionFlag['action'] | undefined, values: values as ValuesOf<L>, given: new Set(ordered.map((o) => o.field)), ordered,
+    stop: tokens.stop as ActionFlag['action'] | undefined,
+    values: values as ValuesOf<L>,
+    given: new Set(ordered.map((o) => o.field)),
+    ordered,
     positionals: tokens.positionals,
   };
 }
@@ -215,7 +227,8 @@ export function wrap(text: string, indent: number, width: number): string {
  * 100 columns. A flag only some backends implement says which ([NCCL], [gloo]).
  */
 export function flagHelp(flags: readonly FlagSpec[], groups: readonly string[]): string[] {
-  const head = (f: FlagSpec): string => `  ${f.short ? `-${f.short}, ` : '    '}--${f.long}${f.value ? ` ${f.value}` : ''}`;
+  const head = (f: FlagSpec): string =>
+    `  ${f.short ? `-${f.short}, ` : '    '}--${f.long}${f.value ? ` ${f.value}` : ''}`;
   const column = Math.min(HELP_COLUMN, Math.max(...flags.map((f) => head(f).length + 2)));
   const out: string[] = [];
   for (const group of groups) {
@@ -237,5 +250,7 @@ export function flagHelp(flags: readonly FlagSpec[], groups: readonly string[]):
 /** `<command> --help`: USAGE, what it does, the table by group, the footer. */
 export function commandHelp(spec: CommandOptions): string {
   return [`USAGE: ${spec.usage}`, spec.about, ...flagHelp(spec.flags, spec.groups), '', spec.footer]
-    .filter((l, i, all) => !(l === '' && all[i + 1] === '')).join('\n').replace(/\n+$/, '');
+    .filter((l, i, all) => !(l === '' && all[i + 1] === ''))
+    .join('\n')
+    .replace(/\n+$/, '');
 }

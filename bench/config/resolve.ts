@@ -7,7 +7,13 @@ import { glooAlgoCheck } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';
 import { UsageError } from '../core/errors.js';
 import {
-  DEFAULTS, FLAGS, flagName, type OptionField, type OptionValues, type ResolvedOptions, type ValueFlag,
+  DEFAULTS,
+  FLAGS,
+  flagName,
+  type OptionField,
+  type OptionValues,
+  type ResolvedOptions,
+  type ValueFlag,
 } from './flags.js';
 import { COLLECTIVES, type BackendName, type CollectiveName } from '../core/types.js';
 import { countSweepSizes, parseSize } from './sizes.js';
@@ -25,8 +31,19 @@ const INT_MAX = 2 ** 31 - 1; // the native side holds these in C `int`s
 
 type NumberLike = number | string;
 type BoolLike = boolean | number | string;
-type InputOf<V> = V extends boolean ? BoolLike : V extends number ? NumberLike : V extends number | null ? NumberLike | null
-  : V extends readonly string[] ? string | readonly string[] : V extends string ? string : V extends string | null ? string | null : never;
+type InputOf<V> = V extends boolean
+  ? BoolLike
+  : V extends number
+    ? NumberLike
+    : V extends number | null
+      ? NumberLike | null
+      : V extends readonly string[]
+        ? string | readonly string[]
+        : V extends string
+          ? string
+          : V extends string | null
+            ? string | null
+            : never;
 
 /**
  * What a caller may set. Strings are parsed as on the command line (sizes with K/M/G, integers as
@@ -38,7 +55,9 @@ export type OptionInput = { collective: string; program?: string } & { [K in Opt
 export type FieldNames = Partial<Record<OptionField, string>>;
 
 /** How the command line names every field: `-b` for nccl-tests flags, `--np` for collbench's. */
-export const FIELD_NAMES: Readonly<FieldNames> = Object.freeze(Object.fromEntries(FLAGS.map((f) => [f.field, flagName(f)])));
+export const FIELD_NAMES: Readonly<FieldNames> = Object.freeze(
+  Object.fromEntries(FLAGS.map((f) => [f.field, flagName(f)])),
+);
 
 // strtol(s, NULL, 0) minus its silent garbage: sign, then 0x hex, 0 octal or decimal, nothing else.
 const INT_RE = /^\s*([+-]?)(?:0[xX]([0-9a-fA-F]+)|0([0-7]*)|([1-9]\d*))\s*$/;
@@ -59,8 +78,9 @@ export function parseInteger(text: string): number | undefined {
 
 /** A value given on the command line or by a caller, as text (strings, numbers, booleans; else JSON). */
 export function asText(value: unknown): string {
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value)
-    : JSON.stringify(value) ?? 'undefined';
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    ? String(value)
+    : (JSON.stringify(value) ?? 'undefined');
 }
 
 /** `got X` text: numbers and words as they are, empty or spaced strings quoted. */
@@ -74,7 +94,8 @@ function listText(values: readonly (string | number)[]): string {
 }
 
 function rangeText(f: ValueFlag): string {
-  const min = f.min!, max = f.max ?? INT_MAX;
+  const min = f.min!,
+    max = f.max ?? INT_MAX;
   if (max - min <= 3) {
     const values: number[] = [];
     for (let v = min; v <= max; v++) values.push(v);
@@ -105,7 +126,9 @@ export function parseDuration(text: string): number {
 /** The value of one flag (its default when absent), parsed and range-checked by its kind: the one value parser of
  *  every command's options. `name` is how messages call the flag (`-b`, `compare: --repeats`). */
 export function parseField(f: ValueFlag, given: unknown, name: string): unknown {
-  const fail = (detail: string): never => { throw UsageError.forFlag(name, detail); };
+  const fail = (detail: string): never => {
+    throw UsageError.forFlag(name, detail);
+  };
   if (given === undefined || given === null) return f.default;
   switch (f.kind) {
     case 'int': {
@@ -122,7 +145,8 @@ export function parseField(f: ValueFlag, given: unknown, name: string): unknown 
           fail(`${f.what} must be ${rangeText(f)}, got ${shown(text)} (a leading 0 means octal)`);
         }
       }
-      if (n === undefined || n < f.min! || n > (f.max ?? INT_MAX)) fail(`${f.what} must be ${rangeText(f)}, got ${shown(given)}`);
+      if (n === undefined || n < f.min! || n > (f.max ?? INT_MAX))
+        fail(`${f.what} must be ${rangeText(f)}, got ${shown(given)}`);
       return n;
     }
     case 'bool': {
@@ -141,11 +165,19 @@ export function parseField(f: ValueFlag, given: unknown, name: string): unknown 
       return given;
     }
     case 'real': {
-      const n = typeof given === 'number' ? given : /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(asText(given)) ? Number(given) : NaN;
+      const n =
+        typeof given === 'number'
+          ? given
+          : /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(asText(given))
+            ? Number(given)
+            : NaN;
       const low = f.min ?? -Infinity;
       if (!Number.isFinite(n) || (f.above ? n <= low : n < low) || (f.max !== undefined && n > f.max)) {
-        const range = f.above ? `above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}`
-          : f.max !== undefined ? `from ${f.min} to ${f.max}` : `≥ ${f.min}`;
+        const range = f.above
+          ? `above ${f.min}${f.max !== undefined ? ` and at most ${f.max}` : ''}`
+          : f.max !== undefined
+            ? `from ${f.min} to ${f.max}`
+            : `≥ ${f.min}`;
         fail(`${f.what} must be a number ${range}, got ${shown(given)}`);
       }
       return n;
@@ -153,17 +185,31 @@ export function parseField(f: ValueFlag, given: unknown, name: string): unknown 
     case 'duration': {
       const seconds = typeof given === 'number' ? given : parseDuration(asText(given));
       const inRange = f.min === undefined ? seconds > 0 : seconds >= f.min;
-      if (!Number.isFinite(seconds) || !inRange || (f.max !== undefined && seconds > f.max) || (f.integer && !Number.isInteger(seconds))) {
-        const range = f.min === undefined ? 'above 0' : f.max !== undefined ? `from ${f.min} to ${f.max} s` : `of at least ${f.min} s`;
-        fail(`${f.what} must be ${f.integer ? 'whole seconds' : 'a time'} ${range}: seconds, or with a unit (90s, 30m, 2h, 1d), ` +
-          `got ${shown(given)}`);
+      if (
+        !Number.isFinite(seconds) ||
+        !inRange ||
+        (f.max !== undefined && seconds > f.max) ||
+        (f.integer && !Number.isInteger(seconds))
+      ) {
+        const range =
+          f.min === undefined
+            ? 'above 0'
+            : f.max !== undefined
+              ? `from ${f.min} to ${f.max} s`
+              : `of at least ${f.min} s`;
+        fail(
+          `${f.what} must be ${f.integer ? 'whole seconds' : 'a time'} ${range}: seconds, or with a unit (90s, 30m, 2h, 1d), ` +
+            `got ${shown(given)}`,
+        );
       }
       return seconds;
     }
     case 'choice': {
       if (!f.choices!.includes(asText(given))) {
         const what = f.field === 'backend' ? 'backend' : f.what!;
-        fail(`unknown ${what} ${f.field === 'backend' ? `'${asText(given)}'` : shown(given)}; valid: ${f.choices!.join(', ')}`);
+        fail(
+          `unknown ${what} ${f.field === 'backend' ? `'${asText(given)}'` : shown(given)}; valid: ${f.choices!.join(', ')}`,
+        );
       }
       return given;
     }
@@ -191,8 +237,11 @@ export function parseField(f: ValueFlag, given: unknown, name: string): unknown 
 export function unsupportedFlag(o: ResolvedOptions, backend: BackendName): ValueFlag | null {
   // nccl-tests' letters only: collbench's long-only backend flags were checked against --backend when resolved
   // (--nccl-lib without --backend is a preference that a fallback to a CPU backend may ignore).
-  return FLAGS.find((f) => f.short && f.backends && !(f.backends as readonly string[]).includes(backend) &&
-    o[f.field] !== f.default) ?? null;
+  return (
+    FLAGS.find(
+      (f) => f.short && f.backends && !(f.backends as readonly string[]).includes(backend) && o[f.field] !== f.default,
+    ) ?? null
+  );
 }
 
 /** Throws UsageError when a flag of another backend is set (`-G/--cudagraph (CUDA graphs) needs the nccl backend; …`):
@@ -228,65 +277,105 @@ export function resolveOptions(input: OptionInput, names: FieldNames = {}): Reso
 
 /** Checks between flags (one flag's meaning depends on another). */
 function crossCheck(o: ResolvedOptions, input: OptionInput, name: (f: OptionField) => string): void {
-  const fail = (field: OptionField, detail: string): never => { throw UsageError.forFlag(name(field), detail); };
+  const fail = (field: OptionField, detail: string): never => {
+    throw UsageError.forFlag(name(field), detail);
+  };
 
-  if (input.jsonFormat !== undefined && o.jsonFile === null) fail('jsonFormat', `needs ${name('jsonFile')} FILE (the JSON file it shapes)`);
+  if (input.jsonFormat !== undefined && o.jsonFile === null)
+    fail('jsonFormat', `needs ${name('jsonFile')} FILE (the JSON file it shapes)`);
 
   // collbench's backend-specific flags need that backend named (nccl-tests' GPU letters are refused by the
   // backend that runs, unsupportedFlag(), since nccl-tests' users expect them to parse everywhere).
   for (const f of FLAGS) {
     if (!f.backends || f.short || given(input, f.field) === undefined) continue;
     if (o.backend === null ? f.preference : (f.backends as readonly string[]).includes(o.backend)) continue;
-    fail(f.field, f.preference ? `needs the ${f.backends.join(' or ')} backend, not ${o.backend}` : `needs ${name('backend')} ${f.backends.join(' or ')}`);
+    fail(
+      f.field,
+      f.preference
+        ? `needs the ${f.backends.join(' or ')} backend, not ${o.backend}`
+        : `needs ${name('backend')} ${f.backends.join(' or ')}`,
+    );
   }
   // Gloo's legacy classes (all_reduce legacy_*, reduce_scatter's ReduceScatterHalvingDoubling) keep byte
   // counts in an `int`.
   if (o.glooAlgo.startsWith('legacy_') && o.maxBytes > INT_MAX) {
-    fail('maxBytes', `${o.maxBytes} bytes exceed what Gloo's legacy ` +
-      `${o.collective === 'reduce_scatter' ? 'ReduceScatterHalvingDoubling' : o.glooAlgo} takes (2 GiB - 1)`);
+    fail(
+      'maxBytes',
+      `${o.maxBytes} bytes exceed what Gloo's legacy ` +
+        `${o.collective === 'reduce_scatter' ? 'ReduceScatterHalvingDoubling' : o.glooAlgo} takes (2 GiB - 1)`,
+    );
   }
-  if (o.hosts !== null && o.np === null) fail('hosts', `needs ${name('np')} N (the number of ranks to start on those hosts)`);
-  if (o.oversubscribe && o.np === null) fail('oversubscribe', `needs ${name('np')} N (it allows more ranks than cores)`);
+  if (o.hosts !== null && o.np === null)
+    fail('hosts', `needs ${name('np')} N (the number of ranks to start on those hosts)`);
+  if (o.oversubscribe && o.np === null)
+    fail('oversubscribe', `needs ${name('np')} N (it allows more ranks than cores)`);
 
   // ---- size sweep (nccl-tests: min > max is an error; a sweep that cannot advance loops forever)
-  const maxNote = input.maxBytes === undefined ? ` (the default of ${name('maxBytes')}; give ${name('maxBytes')} too)` : '';
-  if (o.minBytes > o.maxBytes) fail('minBytes', `min size ${o.minBytes} is larger than max size ${o.maxBytes}${maxNote}`);
+  const maxNote =
+    input.maxBytes === undefined ? ` (the default of ${name('maxBytes')}; give ${name('maxBytes')} too)` : '';
+  if (o.minBytes > o.maxBytes)
+    fail('minBytes', `min size ${o.minBytes} is larger than max size ${o.maxBytes}${maxNote}`);
   if (o.minBytes < o.maxBytes) {
     if (o.stepFactor > 1 && o.minBytes === 0) {
-      fail('minBytes', `min size 0 never grows with ${name('stepFactor')} ${o.stepFactor} (0 × ${o.stepFactor} = 0); start at 1 or more`);
+      fail(
+        'minBytes',
+        `min size 0 never grows with ${name('stepFactor')} ${o.stepFactor} (0 × ${o.stepFactor} = 0); start at 1 or more`,
+      );
     }
     if (o.stepFactor <= 1 && o.stepBytes === 0) {
-      fail('stepBytes', `step 0 never advances from ${o.minBytes} to ${o.maxBytes}; give ${name('stepBytes')} > 0 or ${name('stepFactor')} > 1`);
+      fail(
+        'stepBytes',
+        `step 0 never advances from ${o.minBytes} to ${o.maxBytes}; give ${name('stepBytes')} > 0 or ${name('stepFactor')} > 1`,
+      );
     }
   }
   const nSizes = countSweepSizes(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
   if (nSizes > MAX_SWEEP_SIZES) {
-    fail('stepBytes', `the sweep ${o.minBytes}..${o.maxBytes} in steps of ${o.stepBytes} has ${nSizes} sizes ` +
-      `(limit ${MAX_SWEEP_SIZES}); use a larger ${name('stepBytes')} or ${name('stepFactor')} > 1`);
+    fail(
+      'stepBytes',
+      `the sweep ${o.minBytes}..${o.maxBytes} in steps of ${o.stepBytes} has ${nSizes} sizes ` +
+        `(limit ${MAX_SWEEP_SIZES}); use a larger ${name('stepBytes')} or ${name('stepFactor')} > 1`,
+    );
   }
 
   // ---- combinations nccl-tests "fixes" by changing a flag behind the user's back: refuse instead,
   // so a run either does what was asked or does not start.
   if (o.perIterTiming && o.cudaGraph > 0) {
-    fail('perIterTiming', `per-iteration timing cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): ` +
-      'a replayed graph has no per-iteration events (nccl-tests silently disables -I)');
+    fail(
+      'perIterTiming',
+      `per-iteration timing cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): ` +
+        'a replayed graph has no per-iteration events (nccl-tests silently disables -I)',
+    );
   }
   if (o.blocking === 3 && o.cudaGraph > 0) {
-    fail('blocking', `blocking mode 3 cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): ` +
-      'it waits and barriers between iterations, which a captured graph cannot (nccl-tests silently uses 0)');
+    fail(
+      'blocking',
+      `blocking mode 3 cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): ` +
+        'it waits and barriers between iterations, which a captured graph cannot (nccl-tests silently uses 0)',
+    );
   }
   if (o.perIterSkip > o.iters - 1) {
-    fail('perIterSkip', `per-iteration skip must be between 0 and ${o.iters - 1} (${name('iters')} ${o.iters} minus 1), got ${o.perIterSkip}`);
+    fail(
+      'perIterSkip',
+      `per-iteration skip must be between 0 and ${o.iters - 1} (${name('iters')} ${o.iters} minus 1), got ${o.perIterSkip}`,
+    );
   }
   if (o.targetRsdPct !== null && !o.perIterTiming) {
     fail('targetRsdPct', `needs per-iteration timing, which it turns on; drop ${name('perIterTiming')} 0`);
   }
   if (o.targetRsdPct !== null && o.cudaGraph > 0) {
-    fail('targetRsdPct', `cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): a replayed graph has no per-iteration samples`);
+    fail(
+      'targetRsdPct',
+      `cannot be combined with CUDA graphs (${name('cudaGraph')} ${o.cudaGraph}): a replayed graph has no per-iteration samples`,
+    );
   }
-  if (o.perIterSkip > 0 && !o.perIterTiming) fail('perIterSkip', `per-iteration skip needs per-iteration timing (${name('perIterTiming')} 1)`);
+  if (o.perIterSkip > 0 && !o.perIterTiming)
+    fail('perIterSkip', `per-iteration skip needs per-iteration timing (${name('perIterTiming')} 1)`);
   if (o.deviceImpl > 0 && o.localRegister !== 2) {
-    fail('deviceImpl', `device implementation ${o.deviceImpl} needs symmetric buffer registration (${name('localRegister')} 2)`);
+    fail(
+      'deviceImpl',
+      `device implementation ${o.deviceImpl} needs symmetric buffer registration (${name('localRegister')} 2)`,
+    );
   }
 }
 

@@ -12,9 +12,7 @@ import { asText, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput 
 export const RUN_OPTIONS: readonly OptionSpec[] = Object.freeze(optionSpecs([...FLAGS, ...ACTIONS]));
 
 export type ParsedCommand =
-  | { kind: 'help'; text: string }
-  | { kind: 'version' }
-  | { kind: 'run'; options: ResolvedOptions };
+  { kind: 'help'; text: string } | { kind: 'version' } | { kind: 'run'; options: ResolvedOptions };
 
 const PERF_RE = /^(.+?)_perf(?:_[A-Za-z0-9]+)?$/; // nccl-tests NAME_SUFFIX builds: all_reduce_perf_mpi
 
@@ -40,9 +38,7 @@ export function collectiveFromProgram(program: string): CollectiveName | null {
 export function helpText(program: string, collective: CollectiveName | null): string {
   const base = programBase(program);
   const isPerf = PERF_RE.test(base);
-  const usage = isPerf
-    ? `USAGE: ${base} [options]`
-    : `USAGE: ${base} [run] ${collective ?? '<collective>'} [options]`;
+  const usage = isPerf ? `USAGE: ${base} [options]` : `USAGE: ${base} [run] ${collective ?? '<collective>'} [options]`;
   const out: string[] = [usage];
   if (!isPerf && collective === null) out.push(`  collectives: ${COLLECTIVES.join(' ')} (or their *_perf names)`);
   out.push('  Flags are those of nccl-tests (getopt syntax: -b8, -b 8, --minbytes=8, --minbytes 8).');
@@ -81,7 +77,9 @@ export function parseCommandLine(argv: readonly string[], program: string): Pars
 
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}' (see --help)`);
   if (collective === null) {
-    throw new UsageError(`missing collective: ${programBase(program)} [run] <collective> [options]; valid: ${COLLECTIVES.join(', ')}`);
+    throw new UsageError(
+      `missing collective: ${programBase(program)} [run] <collective> [options]; valid: ${COLLECTIVES.join(', ')}`,
+    );
   }
 
   const input: OptionInput = {
@@ -97,8 +95,10 @@ export function parseCommandLine(argv: readonly string[], program: string): Pars
 function flagArgument(f: ValueFlag, value: unknown): string | null {
   if (value === f.default || value === null) return null;
   switch (f.kind) {
-    case 'switch': return value ? `--${f.long}` : null;
-    case 'bool': return `--${f.long}=${value ? 1 : 0}`;
+    case 'switch':
+      return value ? `--${f.long}` : null;
+    case 'bool':
+      return `--${f.long}=${value ? 1 : 0}`;
     case 'list': {
       const items = value as readonly string[];
       const def = f.default as readonly string[];
@@ -107,7 +107,8 @@ function flagArgument(f: ValueFlag, value: unknown): string | null {
       if (items.length === 1) return `--${f.long}=${items[0]}`;
       throw new Error(`${flagName(f)}: ${items.join(',')} cannot be written as one command-line value`);
     }
-    default: return `--${f.long}=${asText(value)}`;
+    default:
+      return `--${f.long}=${asText(value)}`;
   }
 }
 
@@ -117,8 +118,11 @@ function flagArgument(f: ValueFlag, value: unknown): string | null {
  * default, in long form, leaving out the `omit` fields (the launch's own --np, --hosts, --oversubscribe). Built from
  * the parsed options, never by editing the typed words, so a child reads exactly what the parent resolved.
  */
-export function childArguments(options: ResolvedOptions, programNamesCollective: boolean,
-  omit: readonly OptionField[] = ['np', 'hosts', 'oversubscribe']): string[] {
+export function childArguments(
+  options: ResolvedOptions,
+  programNamesCollective: boolean,
+  omit: readonly OptionField[] = ['np', 'hosts', 'oversubscribe'],
+): string[] {
   const out: string[] = programNamesCollective ? [] : [options.collective];
   for (const f of FLAGS) {
     if (omit.includes(f.field)) continue;
@@ -133,12 +137,19 @@ export function childArguments(options: ResolvedOptions, programNamesCollective:
  * as typed (`--long`, `--long=value`) for its children under --np, and the run flags, which go through the run's
  * parser (cross-checked exactly as for a run) and come back resolved.
  */
-export function splitRunFlags(command: string, ordered: readonly { field: string; value: unknown }[],
-  table: readonly FlagSpec[], ownFields: ReadonlySet<string>): { own: string[]; run: ResolvedOptions } {
-  const words = (own: boolean): string[] => ordered.filter((t) => ownFields.has(t.field) === own).map((t) => {
-    const f = table.find((x) => x.kind !== 'action' && x.field === t.field)!;
-    return t.value === true ? `--${f.long}` : `--${f.long}=${asText(t.value)}`;
-  });
+export function splitRunFlags(
+  command: string,
+  ordered: readonly { field: string; value: unknown }[],
+  table: readonly FlagSpec[],
+  ownFields: ReadonlySet<string>,
+): { own: string[]; run: ResolvedOptions } {
+  const words = (own: boolean): string[] =>
+    ordered
+      .filter((t) => ownFields.has(t.field) === own)
+      .map((t) => {
+        const f = table.find((x) => x.kind !== 'action' && x.field === t.field)!;
+        return t.value === true ? `--${f.long}` : `--${f.long}=${asText(t.value)}`;
+      });
   const parsed = parseCommandLine(['all_reduce', ...words(false)], 'collbench');
   if (parsed.kind !== 'run') throw new UsageError(`${command}: see --help`);
   return { own: words(true), run: parsed.options };

@@ -14,7 +14,7 @@ export const NEG_NAN: number = (() => {
 /** Sign bit of a double, NaN and -0 included (glibc prints the sign of a NaN). */
 export function signBit(v: number): boolean {
   f64[0] = v;
-  return (u64[0]! >> 63n) === 1n;
+  return u64[0]! >> 63n === 1n;
 }
 
 /**
@@ -38,4 +38,3 @@ export function cAtof(s: string): number {
   m = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?/.exec(t);
   return m ? Number(m[0]) : 0;
 }
-

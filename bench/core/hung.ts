@@ -15,8 +15,8 @@ export interface Position {
 /** How a rank answered the survey. */
 export type Answer =
   | { rank: number; state: 'answered'; position: Position }
-  | { rank: number; state: 'silent' }   // no answer in time: stopped (SIGSTOP), or its process is hung
-  | { rank: number; state: 'gone' };    // connection refused or reset: its process has ended
+  | { rank: number; state: 'silent' } // no answer in time: stopped (SIGSTOP), or its process is hung
+  | { rank: number; state: 'gone' }; // connection refused or reset: its process has ended
 
 const list = (xs: readonly (string | number)[]): string => xs.join(', ');
 
@@ -40,20 +40,26 @@ export function notArrivedLine(self: Position, answers: readonly Answer[], hostO
   const absent: { rank: number; why: string }[] = [];
   const behind: { rank: number; why: string }[] = [];
   for (const a of [...answers].sort((x, y) => x.rank - y.rank)) {
-    if (a.state === 'silent') absent.push({ rank: a.rank, why: 'does not answer (stopped, or hung outside collbench)' });
+    if (a.state === 'silent')
+      absent.push({ rank: a.rank, why: 'does not answer (stopped, or hung outside collbench)' });
     else if (a.state === 'gone') absent.push({ rank: a.rank, why: 'is gone (its process ended)' });
-    else if (before(a.position, self))
-      behind.push({ rank: a.rank, why: `is still in ${where(a.position)}` });
+    else if (before(a.position, self)) behind.push({ rank: a.rank, why: `is still in ${where(a.position)}` });
   }
   const culprits = absent.length > 0 ? absent : behind;
   if (culprits.length === 0) {
-    return `timeout: every rank reached ${where(self)}; none is missing, so the collective itself did not complete ` +
-      '(the library or the network hangs)';
+    return (
+      `timeout: every rank reached ${where(self)}; none is missing, so the collective itself did not complete ` +
+      '(the library or the network hangs)'
+    );
   }
   const ranks = culprits.map((m) => m.rank);
   const hosts = [...new Set(ranks.map(hostOf))];
-  const also = absent.length > 0 && behind.length > 0
-    ? `; waiting on ${ranks.length === 1 ? 'it' : 'them'}: ${behind.map((m) => `rank ${m.rank} ${m.why}`).join('; ')}` : '';
-  return `timeout: ${ranks.length === 1 ? 'rank' : 'ranks'} ${list(ranks)} (${hosts.length === 1 ? 'host' : 'hosts'} ` +
-    `${list(hosts)}) did not arrive at ${where(self)}: ${culprits.map((m) => `rank ${m.rank} ${m.why}`).join('; ')}${also}`;
+  const also =
+    absent.length > 0 && behind.length > 0
+      ? `; waiting on ${ranks.length === 1 ? 'it' : 'them'}: ${behind.map((m) => `rank ${m.rank} ${m.why}`).join('; ')}`
+      : '';
+  return (
+    `timeout: ${ranks.length === 1 ? 'rank' : 'ranks'} ${list(ranks)} (${hosts.length === 1 ? 'host' : 'hosts'} ` +
+    `${list(hosts)}) did not arrive at ${where(self)}: ${culprits.map((m) => `rank ${m.rank} ${m.why}`).join('; ')}${also}`
+  );
 }

@@ -77,7 +77,11 @@ export function alignClocks(samples: readonly (readonly number[])[], sameClock: 
 
 /** The margin a rank must be late by, in an iteration that took `iterationUs` as the others saw it. */
 export function lateMarginUs(iterationUs: number, clock: ClockAlignment): number {
-  return Math.max(LATE_RULE.floorUs, LATE_RULE.iterationFraction * iterationUs, LATE_RULE.uncertainties * clock.uncertaintyUs);
+  return Math.max(
+    LATE_RULE.floorUs,
+    LATE_RULE.iterationFraction * iterationUs,
+    LATE_RULE.uncertainties * clock.uncertaintyUs,
+  );
 }
 
 /** What one row-half's arrivals say: per process, the share of iterations it arrived last by more than the margin,
@@ -90,7 +94,10 @@ export interface ArrivalEvidence {
 /**
  * Who the others waited for in one row-half. `arrivals`: process × iteration start times, each on its own clock (µs).
  */
-export function arrivalEvidence(arrivals: readonly (readonly number[])[], clock: ClockAlignment): ArrivalEvidence | null {
+export function arrivalEvidence(
+  arrivals: readonly (readonly number[])[],
+  clock: ClockAlignment,
+): ArrivalEvidence | null {
   const procs = arrivals.length;
   const iterations = procs > 0 ? arrivals[0]!.length : 0;
   if (procs < 2 || iterations < 1) return null;
@@ -121,7 +128,14 @@ export function arrivalEvidence(arrivals: readonly (readonly number[])[], clock:
   if (lastFraction <= LATE_RULE.majority) return { lastShare, late: null };
   return {
     lastShare,
-    late: { process: top, lastFraction, medianLateUs: median(lateness[top]!), marginUs, lastCount: lastCounts[top]!, iterations },
+    late: {
+      process: top,
+      lastFraction,
+      medianLateUs: median(lateness[top]!),
+      marginUs,
+      lastCount: lastCounts[top]!,
+      iterations,
+    },
   };
 }
 

@@ -8,14 +8,14 @@
  * (`numa0`) or `-` when unknown (see cpuBusId), and the name is the CPU model.
  */
 export interface RankLineInfo {
-  rank: number;            // global rank
-  group?: number;          // split colour (NCCL_TESTS_SPLIT); 0 when absent
+  rank: number; // global rank
+  group?: number; // split colour (NCCL_TESTS_SPLIT); 0 when absent
   pid: number;
-  host: string;            // full or short host name; cut at the first '.'
+  host: string; // full or short host name; cut at the first '.'
   device: number | string; // CUDA ordinal, or 'cpu'
-  bus: string;             // gpuBusId(…) for GPUs, cpuBusId(…) for CPUs
-  name: string;            // GPU name or CPU model
-  note?: string;           // printed after the name in parentheses: how ranks share a GPU (backends/nccl-devices.ts)
+  bus: string; // gpuBusId(…) for GPUs, cpuBusId(…) for CPUs
+  name: string; // GPU name or CPU model
+  note?: string; // printed after the name in parentheses: how ranks share a GPU (backends/nccl-devices.ts)
 }
 
 /** PCI id as nccl-tests prints it: `%04x:%02x:%02x` (domain:bus:device). */
@@ -41,6 +41,9 @@ export function lateRankName(l: { rank: number; host: string; device?: number; b
   return `rank ${l.rank} on ${l.host ? shortHost(l.host) : '?'}${gpu}`;
 }
 
-
 /** -M: GPU memory in bytes, combined over the job (nccl-tests' getMemInfo categories). */
-export interface MemoryUsage { initialization: number; userAllocated: number; collective: number }
+export interface MemoryUsage {
+  initialization: number;
+  userAllocated: number;
+  collective: number;
+}

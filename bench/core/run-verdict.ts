@@ -18,7 +18,6 @@ export function minBwVerdict(avgBusBw: number, envValue: string | null | undefin
   return avgBusBw < min * 0.9 ? 'FAILED' : 'OK';
 }
 
-
 /** --warn-busbw: a cycle (one pass over the sizes, -N / --duration) whose average busbw is below the threshold
  *  (exactly; NaN, a cycle without rows, is not below). */
 export function cycleBelowWarnBusBw(avgBusBw: number, warnBusBw: number | null): boolean {

@@ -26,8 +26,8 @@ export function medianOf(xs: readonly number[]): number {
 }
 
 export interface RatioInterval {
-  ratio: number;   // median(a) / median(b)
-  lo: number;      // the interval's bounds, at `level`
+  ratio: number; // median(a) / median(b)
+  lo: number; // the interval's bounds, at `level`
   hi: number;
   level: number;
   resamples: number;
@@ -39,8 +39,11 @@ export interface RatioInterval {
  * (1 + level)/2 quantiles of the resampled ratios. Null when either side has fewer than `minSamples` values (default 2:
  * one run proves nothing) or a median is not positive.
  */
-export function bootstrapRatio(a: readonly number[], b: readonly number[],
-  opts: { level?: number; resamples?: number; seed?: number; minSamples?: number } = {}): RatioInterval | null {
+export function bootstrapRatio(
+  a: readonly number[],
+  b: readonly number[],
+  opts: { level?: number; resamples?: number; seed?: number; minSamples?: number } = {},
+): RatioInterval | null {
   const level = opts.level ?? 0.95;
   const resamples = opts.resamples ?? 4000;
   const minSamples = opts.minSamples ?? 2;
@@ -48,9 +51,13 @@ export function bootstrapRatio(a: readonly number[], b: readonly number[],
   const ratio = medianOf(a) / medianOf(b);
   if (!(ratio > 0) || !Number.isFinite(ratio)) return null;
   const rand = seededRandom(opts.seed ?? 1);
-  const xs = [...a], ys = [...b];
-  const [lo, hi] = percentileInterval(resamples, level,
-    () => median(sampleWithReplacement(xs, xs.length, rand)) / median(sampleWithReplacement(ys, ys.length, rand)));
+  const xs = [...a],
+    ys = [...b];
+  const [lo, hi] = percentileInterval(
+    resamples,
+    level,
+    () => median(sampleWithReplacement(xs, xs.length, rand)) / median(sampleWithReplacement(ys, ys.length, rand)),
+  );
   return { ratio, lo, hi, level, resamples };
 }
 
@@ -61,15 +68,24 @@ function percentileInterval(resamples: number, level: number, draw: () => number
   return quantile(values, [(1 - level) / 2, (1 + level) / 2]) as [number, number];
 }
 
-export interface Interval { estimate: number; lo: number; hi: number; level: number; resamples: number }
+export interface Interval {
+  estimate: number;
+  lo: number;
+  hi: number;
+  level: number;
+  resamples: number;
+}
 
 /**
  * Any statistic of paired observations (rows measured together, e.g. one repeat's several times) with a percentile-
  * bootstrap interval at `level`: whole rows resampled with replacement, so what was measured together stays together.
  * Null with fewer than 2 rows or when the statistic of the data is not finite.
  */
-export function bootstrapPaired<T>(rows: readonly T[], statistic: (rows: T[]) => number,
-  opts: { level?: number; resamples?: number; seed?: number } = {}): Interval | null {
+export function bootstrapPaired<T>(
+  rows: readonly T[],
+  statistic: (rows: T[]) => number,
+  opts: { level?: number; resamples?: number; seed?: number } = {},
+): Interval | null {
   const level = opts.level ?? 0.95;
   const resamples = opts.resamples ?? 4000;
   if (rows.length < 2) return null;
@@ -89,8 +105,13 @@ export type Alternative = 'two-sided' | 'less' | 'greater';
  * are no ties; else the normal approximation with tie and continuity corrections. With 3 values a side the smallest
  * two-sided p is 0.1: a rank test cannot call 3 runs against 3 significant at 0.05, which is the honest answer.
  */
-export function mannWhitneyP(a: readonly number[], b: readonly number[], alternative: Alternative = 'two-sided'): number {
-  const n1 = a.length, n2 = b.length;
+export function mannWhitneyP(
+  a: readonly number[],
+  b: readonly number[],
+  alternative: Alternative = 'two-sided',
+): number {
+  const n1 = a.length,
+    n2 = b.length;
   if (n1 === 0 || n2 === 0) return 1;
   const u = wilcoxonRankSum(a as number[], b as number[]) - (n1 * (n1 + 1)) / 2; // U of a: pairs where a is larger
   const all = [...a, ...b].sort((x, y) => x - y);
@@ -112,7 +133,7 @@ export function mannWhitneyP(a: readonly number[], b: readonly number[], alterna
       ties += (j - i) ** 3 - (j - i);
       i = j;
     }
-    const sigma = Math.sqrt((n1 * n2 / 12) * (n + 1 - ties / (n * (n - 1))));
+    const sigma = Math.sqrt(((n1 * n2) / 12) * (n + 1 - ties / (n * (n - 1))));
     if (sigma === 0) return 1;
     return normalCdf((small - (n1 * n2) / 2 + 0.5) / sigma);
   };
@@ -128,8 +149,12 @@ function uDistribution(n1: number, n2: number): number[] {
     const next: number[][] = [[1]]; // n2 = 0
     for (let j = 1; j <= n2; j++) {
       const row = new Array<number>(i * j + 1).fill(0);
-      table[j]!.forEach((c, k) => { row[k + j]! += c; }); // the largest value is from a: it beats all j of b
-      next[j - 1]!.forEach((c, k) => { row[k]! += c; });  // the largest value is from b
+      table[j]!.forEach((c, k) => {
+        row[k + j]! += c;
+      }); // the largest value is from a: it beats all j of b
+      next[j - 1]!.forEach((c, k) => {
+        row[k]! += c;
+      }); // the largest value is from b
       next.push(row);
     }
     table = next;
@@ -166,8 +191,13 @@ export const DEFAULT_RESAMPLES = 4000;
  * Percentile bootstrap of median(current) / median(baseline) (bootstrapRatio, one sample a side is enough here: the
  * samples are per-iteration times, `collbench accept --baseline`); [lo, hi] at `level`.
  */
-export function medianRatioInterval(current: readonly number[], baseline: readonly number[], level: number, seed: number,
-  resamples = DEFAULT_RESAMPLES): RatioInterval {
+export function medianRatioInterval(
+  current: readonly number[],
+  baseline: readonly number[],
+  level: number,
+  seed: number,
+  resamples = DEFAULT_RESAMPLES,
+): RatioInterval {
   if (current.length === 0 || baseline.length === 0) throw new RangeError('medianRatioInterval: empty sample');
   const r = bootstrapRatio(current, baseline, { level, seed, resamples, minSamples: 1 });
   if (!r) throw new RangeError('medianRatioInterval: a median is not positive');
@@ -184,15 +214,15 @@ export function bonferroniLevel(alpha: number, m: number): number {
 // *sorted* samples and its cv = 0 guard for mean <= 0.
 
 export interface IterStats {
-  n: number;        // samples summarised (after the skip)
+  n: number; // samples summarised (after the skip)
   min: number;
   max: number;
   mean: number;
-  p50: number;      // sorted[floor(n/2)]
-  p95: number;      // nearest rank
-  p99: number;      // nearest rank (= max when n < 100)
-  stdev: number;    // population standard deviation
-  cvPct: number;    // stdev / mean · 100 (0 when mean <= 0)
+  p50: number; // sorted[floor(n/2)]
+  p95: number; // nearest rank
+  p99: number; // nearest rank (= max when n < 100)
+  stdev: number; // population standard deviation
+  cvPct: number; // stdev / mean · 100 (0 when mean <= 0)
 }
 
 /** Nearest-rank index: min(n−1, ceil(n·p/100) − 1), computed in integers as nccl-tests does. */

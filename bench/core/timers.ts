@@ -14,5 +14,9 @@ export function setLongTimeout(fire: () => void, ms: number, chunkMs = MAX_TIMER
     timer = setTimeout(left > chunkMs ? arm : fire, Math.max(0, Math.min(left, chunkMs)));
   };
   arm();
-  return { clear: () => { clearTimeout(timer); } };
+  return {
+    clear: () => {
+      clearTimeout(timer);
+    },
+  };
 }

@@ -30,7 +30,8 @@ export async function alignProcessClocks(run: RunContext, ranks: RankLineInfo[])
   // One process: nobody waits for another, except one GPU for another (device arrivals, on one clock).
   if (info.nranks <= localRanks) {
     return info.nranks > 1 && run.driver.deviceArrivals && run.options.perIterTiming
-      ? { clock: alignClocks([[]], true), ranks, localRanks } : null;
+      ? { clock: alignClocks([[]], true), ranks, localRanks }
+      : null;
   }
   const ids = await dog.watch('the start-up exchange of clock ids', 0, native.gatherStringsAsync(monotonicClockId()));
   const samples = await dog.watch('the start-up clock alignment', 0, native.clockSamplesAsync(CLOCK_ROUNDS));
@@ -43,7 +44,10 @@ export async function alignProcessClocks(run: RunContext, ranks: RankLineInfo[])
 
 /** Who the others waited for in one row-half (rank 0 only): each process's share of iterations it was last, and the
  *  rank named late when one stood out. */
-export function arrivalRecord(arrival: ArrivalContext | null, result: HalfResult): Pick<RowHalfRecord, 'late' | 'lastShare'> {
+export function arrivalRecord(
+  arrival: ArrivalContext | null,
+  result: HalfResult,
+): Pick<RowHalfRecord, 'late' | 'lastShare'> {
   if (!arrival || !result.arrivalUs) return { late: null, lastShare: null };
   // Device arrivals: one row per rank, each on its process's host clock once its reference is added.
   const onDevice = result.deviceRefUs ? deviceArrivalsOnHost(result.arrivalUs, result.deviceRefUs) : null;
@@ -56,11 +60,16 @@ export function arrivalRecord(arrival: ArrivalContext | null, result: HalfResult
   const who = late ? arrival.ranks[rankOf(late.process)] : undefined;
   return {
     lastShare: onDevice || arrival.localRanks === 1 ? evidence.lastShare : null,
-    late: late ? {
-      rank: who?.rank ?? rankOf(late.process), host: who?.host ?? '', lastFraction: late.lastFraction,
-      medianLateUs: late.medianLateUs, marginUs: late.marginUs,
-      ...(onDevice && who && typeof who.device === 'number' ? { device: who.device, bus: who.bus } : {}),
-    } : null,
+    late: late
+      ? {
+          rank: who?.rank ?? rankOf(late.process),
+          host: who?.host ?? '',
+          lastFraction: late.lastFraction,
+          medianLateUs: late.medianLateUs,
+          marginUs: late.marginUs,
+          ...(onDevice && who && typeof who.device === 'number' ? { device: who.device, bus: who.bus } : {}),
+        }
+      : null,
   };
 }
 
@@ -78,7 +87,13 @@ export function traceArrivals(env: NodeJS.ProcessEnv, sizeBytes: number, inPlace
   if (!path || !result.arrivalUs?.length) return; // rank 0 holds them
   const device = result.deviceRefUs ? deviceArrivalsOnHost(result.arrivalUs, result.deviceRefUs) : null;
   const line = device
-    ? { sizeBytes, inPlace, deviceUs: device.arrivalsUs, referenceUs: device.referenceUs, hostUs: result.enqueueUs ?? [] }
+    ? {
+        sizeBytes,
+        inPlace,
+        deviceUs: device.arrivalsUs,
+        referenceUs: device.referenceUs,
+        hostUs: result.enqueueUs ?? [],
+      }
     : { sizeBytes, inPlace, hostUs: result.arrivalUs };
   appendFileSync(path, `${JSON.stringify(line)}\n`);
 }

@@ -12,8 +12,10 @@ import type { RunContext } from './context.js';
  * an expired wait can name who did not arrive. The addresses travel in one allreduce (every rank learns every
  * entry). A board that cannot listen leaves its entry empty: the others then report it as not answering.
  */
-export async function attachProgressBoards(run: Pick<RunContext, 'info' | 'native' | 'dog' | 'io'>, env: NodeJS.ProcessEnv):
-  Promise<ProgressBoard | null> {
+export async function attachProgressBoards(
+  run: Pick<RunContext, 'info' | 'native' | 'dog' | 'io'>,
+  env: NodeJS.ProcessEnv,
+): Promise<ProgressBoard | null> {
   const { info, native, dog } = run;
   const locals = info.localRanks ?? 1;
   const processes = info.nranks / locals;
@@ -27,14 +29,22 @@ export async function attachProgressBoards(run: Pick<RunContext, 'info' | 'nativ
   try {
     entry = { ...(await board.listen(boardBindAddress(env))), host };
   } catch (e) {
-    run.io.err(`# Warning: no progress board on ${host} (${(e as Error).message}): a timeout cannot say where this rank is`);
+    run.io.err(
+      `# Warning: no progress board on ${host} (${(e as Error).message}): a timeout cannot say where this rank is`,
+    );
   }
-  const summed = await dog.watch('the start-up exchange of progress boards', 0,
-    native.allreduceAsync([...tokenParts, ...encodeEntry(self, processes, entry)], COMBINE.sum));
+  const summed = await dog.watch(
+    'the start-up exchange of progress boards',
+    0,
+    native.allreduceAsync([...tokenParts, ...encodeEntry(self, processes, entry)], COMBINE.sum),
+  );
   const token = `${summed[0]!.toString(16)}-${summed[1]!.toString(16)}`;
   board.setToken(token);
   dog.attach({
-    board, peers: decodeEntries(summed.slice(2)), self, token,
+    board,
+    peers: decodeEntries(summed.slice(2)),
+    self,
+    token,
   });
   return board;
 }

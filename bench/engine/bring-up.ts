@@ -30,24 +30,36 @@ export function hasPeers(info: BackendInfo): boolean {
  *  (-T, else the default limit). A process that fails leaves at once when it has peers: finalizing would wait for
  *  them in a collective (MPI_Finalize's fence, Gloo's final barrier) while they wait for it in another, and its
  *  reason would never be printed; its non-zero exit ends the job (mpirun, the --np launcher), or their watchdog does. */
-export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: CheckedHooks,
-  body: (up: BackendUp) => Promise<T>): Promise<T> {
+export async function withBackend<T>(
+  options: ResolvedOptions,
+  io: IO,
+  hooks: CheckedHooks,
+  body: (up: BackendUp) => Promise<T>,
+): Promise<T> {
   const env = hooks.env ?? process.env;
   const { record, module: native, driver, passedOver } = hooks.preflight;
   if (passedOver !== null && (launcherRank(env) ?? 0) === 0) io.err(passedOver);
   driver.prepare?.(options);
   const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, env);
-  const info = await dog.watch(record.bringUp, 0,
-    driver.init ? driver.init(native, options) : Promise.resolve(native.init()));
+  const info = await dog.watch(
+    record.bringUp,
+    0,
+    driver.init ? driver.init(native, options) : Promise.resolve(native.init()),
+  );
   let failed = true;
   try {
     const hangView = record.hangView; // the library's own view of a hang (nccl: RAS), printed beside the verdict
     if (hangView) dog.hangView = () => hangView(env, info);
     native.setResultHoldMs(dog.resultHoldMs());
     await placeLoop(native, info, record.gpu, dog, io, env);
-    const adjust = async (): Promise<Adjusted> => (driver.adjust
-      ? dog.watch('the start-up exchange of device and memory limits', 0, Promise.resolve(driver.adjust(options, info, native)))
-      : { options, reducedMaxBytes: null });
+    const adjust = async (): Promise<Adjusted> =>
+      driver.adjust
+        ? dog.watch(
+            'the start-up exchange of device and memory limits',
+            0,
+            Promise.resolve(driver.adjust(options, info, native)),
+          )
+        : { options, reducedMaxBytes: null };
     const result = await body({ driver, native, info, dog, adjust });
     failed = false;
     return result;
@@ -60,13 +72,22 @@ export async function withBackend<T>(options: ResolvedOptions, io: IO, hooks: Ch
 
 /** Keeps the process's other threads off the timed loop's CPU where this process may decide it (engine/loop-cpu.ts).
  *  A refusal (a container without sched_setaffinity, another system) is said once; the run goes on unplaced. */
-async function placeLoop(native: NativeBackend, info: BackendInfo, gpu: boolean, dog: Watchdog, io: IO,
-  env: NodeJS.ProcessEnv): Promise<void> {
+async function placeLoop(
+  native: NativeBackend,
+  info: BackendInfo,
+  gpu: boolean,
+  dog: Watchdog,
+  io: IO,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
   try {
     const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, gpu, env });
-    if ('cpu' in plan) await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
+    if ('cpu' in plan)
+      await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
   } catch (e) {
-    io.err(`# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +
-      'silences this');
+    io.err(
+      `# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +
+        'silences this',
+    );
   }
 }

@@ -18,7 +18,10 @@ export function readReport(path: string): ReportRead {
     json = JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    return { doc: null, error: err.code === 'ENOENT' ? 'the run wrote no report' : `unreadable report: ${err.message}` };
+    return {
+      doc: null,
+      error: err.code === 'ENOENT' ? 'the run wrote no report' : `unreadable report: ${err.message}`,
+    };
   }
   const errors = reportErrors(json);
   if (errors.length) return { doc: null, error: `report does not match the schema: ${errors.slice(0, 2).join('; ')}` };
@@ -52,7 +55,10 @@ export class ChildRuns {
   /** The signal that stopped them, if one did. */
   private signal: NodeJS.Signals | null = null;
 
-  constructor(private readonly scriptPath: string, readonly dir: string) {
+  constructor(
+    private readonly scriptPath: string,
+    readonly dir: string,
+  ) {
     this.env = { ...process.env };
     delete this.env[ARGV_ENV];
   }
@@ -68,7 +74,13 @@ export class ChildRuns {
 
   /** Runs any command as one of these children (locate's reachability probe: mpirun with a one-line script). */
   async start(command: string, args: string[], o: ChildRunOptions): Promise<ChildOutcome> {
-    const child = startChild({ command, args, env: o.env ? o.env(this.env) : this.env, timeoutMs: o.timeoutSec * 1000, graceMs: o.graceMs });
+    const child = startChild({
+      command,
+      args,
+      env: o.env ? o.env(this.env) : this.env,
+      timeoutMs: o.timeoutSec * 1000,
+      graceMs: o.graceMs,
+    });
     this.running.add(child);
     o.started?.(child);
     try {
@@ -85,7 +97,10 @@ export class ChildRuns {
 
   /** Stops every running child (its whole process group); the first reason given is the one kept. */
   stop(why: string, signal: NodeJS.Signals | null = null): void {
-    if (this.stopReason === null) { this.stopReason = why; this.signal = signal; }
+    if (this.stopReason === null) {
+      this.stopReason = why;
+      this.signal = signal;
+    }
     for (const c of this.running) c.stop();
   }
 
@@ -98,11 +113,16 @@ export class ChildRuns {
 
 /** Runs `body` with the children of one command: their reports in `dir` (given: kept; else a temporary folder named
  *  after `prefix`, removed afterwards), SIGINT and SIGTERM stopping every running child while it runs. */
-export async function withChildRuns<T>(scriptPath: string, place: { dir: string } | { prefix: string },
-  body: (children: ChildRuns) => Promise<T>): Promise<T> {
+export async function withChildRuns<T>(
+  scriptPath: string,
+  place: { dir: string } | { prefix: string },
+  body: (children: ChildRuns) => Promise<T>,
+): Promise<T> {
   const dir = 'dir' in place ? place.dir : mkdtempSync(join(tmpdir(), place.prefix));
   const children = new ChildRuns(scriptPath, dir);
-  const onSignal = (signal: NodeJS.Signals): void => { children.stop('interrupted', signal); };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    children.stop('interrupted', signal);
+  };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {

@@ -16,7 +16,10 @@ export interface HostArrivals {
  * `refs`: per rank [host time of the reference (µs), half-width of the window it completed in]. Each GPU keeps its
  * own reference: the device clocks of two GPUs are never compared directly.
  */
-export function deviceArrivalsOnHost(sinceRefUs: readonly (readonly number[])[], refs: readonly (readonly number[])[]): HostArrivals {
+export function deviceArrivalsOnHost(
+  sinceRefUs: readonly (readonly number[])[],
+  refs: readonly (readonly number[])[],
+): HostArrivals {
   if (refs.length !== sinceRefUs.length) {
     throw new Error(`device arrivals: ${sinceRefUs.length} rank rows but ${refs.length} references`);
   }

@@ -10,7 +10,11 @@ import { localSpecs } from './half-spec.js';
 export const LOOKAHEAD_HALVES = 64;
 
 /** Where a row-half is in its sweep: cycle, index of its size, placement. */
-export interface HalfAt { cycle: number; index: number; inPlace: boolean }
+export interface HalfAt {
+  cycle: number;
+  index: number;
+  inPlace: boolean;
+}
 
 /** A row-half submitted to the native executor (one thread per module, first in first out), not yet awaited. */
 export interface QueuedHalf {
@@ -38,8 +42,14 @@ export class HalfQueue {
   /** The sweep repeats until stopped (-N 0, or --duration). */
   private readonly endless: boolean;
 
-  constructor(private readonly run: RunContext, private readonly ctx: LayoutContext, private readonly c: SweepCase,
-    private readonly sizes: number[], private readonly nextSeed: () => number, soak: boolean) {
+  constructor(
+    private readonly run: RunContext,
+    private readonly ctx: LayoutContext,
+    private readonly c: SweepCase,
+    private readonly sizes: number[],
+    private readonly nextSeed: () => number,
+    soak: boolean,
+  ) {
     const { options } = run;
     this.depth = options.targetRsdPct !== null ? 'none' : soak ? 'row' : LOOKAHEAD_HALVES;
     this.endless = soak || options.runCycles === 0;
@@ -55,7 +65,9 @@ export class HalfQueue {
     if (this.queued.length === 0) this.submitNext();
     const q = this.queued.shift()!;
     if (q.at.cycle !== at.cycle || q.at.index !== at.index || q.at.inPlace !== at.inPlace)
-      throw new Error(`internal: row-half queue out of order (queued ${JSON.stringify(q.at)}, wanted ${JSON.stringify(at)})`);
+      throw new Error(
+        `internal: row-half queue out of order (queued ${JSON.stringify(q.at)}, wanted ${JSON.stringify(at)})`,
+      );
     this.fill(at);
     return q;
   }
@@ -93,7 +105,8 @@ export class HalfQueue {
     this.queued.push({ at, h, label, result });
     if (!at.inPlace) this.next = { ...at, inPlace: true };
     else if (at.index + 1 < this.sizes.length) this.next = { cycle: at.cycle, index: at.index + 1, inPlace: false };
-    else if (this.endless || at.cycle + 1 < options.runCycles) this.next = { cycle: at.cycle + 1, index: 0, inPlace: false };
+    else if (this.endless || at.cycle + 1 < options.runCycles)
+      this.next = { cycle: at.cycle + 1, index: 0, inPlace: false };
     else this.next = null;
   }
 }

@@ -34,19 +34,34 @@ export async function launchRanks(options: ResolvedOptions, ctx: LaunchContext, 
   // A rank that finishes with a failing verdict leaves it here and exits 0: a verdict is not a crash
   // (launch/verdict-relay.ts).
   const verdicts = verdictFolder();
-  const childEnv: NodeJS.ProcessEnv = { ...env, [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed), [VERDICT_DIR_ENV]: verdicts.dir };
+  const childEnv: NodeJS.ProcessEnv = {
+    ...env,
+    [ARGV_ENV]: env[ARGV_ENV] ?? JSON.stringify(ctx.typed),
+    [VERDICT_DIR_ENV]: verdicts.dir,
+  };
   // mpirun hands the ranks a pipe for stderr: rank 0 learns here that the user sees a terminal, and draws its bar
   // (report/reporters/progress.ts) rather than the plain lines meant for logs.
   if (process.stderr.isTTY) childEnv[ENV.STDERR_TTY] = '1';
   else delete childEnv[ENV.STDERR_TTY];
-  const args = ctx.childArgs ? ctx.childArgs(childArguments(options, true)) : childArguments(options, ctx.programNamesCollective);
+  const args = ctx.childArgs
+    ? ctx.childArgs(childArguments(options, true))
+    : childArguments(options, ctx.programNamesCollective);
   const np = options.np!;
   let code: number;
   try {
     code = localProcesses
       ? await runLocalRanks(localRanksPlan({ np, program: ctx.program, args }), { env: childEnv })
-      : await runUnderMpirun(mpirunPlan({ np, hosts: options.hosts, oversubscribe: options.oversubscribe, program: ctx.program,
-        args, env }), childEnv);
+      : await runUnderMpirun(
+          mpirunPlan({
+            np,
+            hosts: options.hosts,
+            oversubscribe: options.oversubscribe,
+            program: ctx.program,
+            args,
+            env,
+          }),
+          childEnv,
+        );
     if (code === 0) code = verdicts.verdict();
   } finally {
     verdicts.remove();

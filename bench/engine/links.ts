@@ -3,7 +3,12 @@
 // `# slow link` / `# nccl algo` lines and the JSON report's links.
 import { hostname } from 'node:os';
 import {
-  algoLines, algoPerSize, judgeLinks, slowLinkLines, type HalfLinks, type RankLinks,
+  algoLines,
+  algoPerSize,
+  judgeLinks,
+  slowLinkLines,
+  type HalfLinks,
+  type RankLinks,
 } from '../backends/nccl-links.js';
 import type { LinksCollector, RunContext } from './context.js';
 
@@ -17,7 +22,7 @@ export function linksCollector(run: RunContext): LinksCollector | null {
   return {
     async afterHalf() {
       const rows = driver.linkRows!(native, true);
-      const mine = JSON.stringify({ host: hostname(), read: rows === null ? null : JSON.parse(rows) as unknown });
+      const mine = JSON.stringify({ host: hostname(), read: rows === null ? null : (JSON.parse(rows) as unknown) });
       const all = await run.dog.watch('the gather of link rows', 0, native.gatherStringsAsync(mine));
       if (!all) return;
       gathered = true;
@@ -32,7 +37,7 @@ export function linksCollector(run: RunContext): LinksCollector | null {
     finish() {
       if (!gathered) return null;
       if (!loaded) {
-        const line = '# links: NCCL did not load collbench\'s profiler plugin (NCCL_PROFILER_PLUGIN): no link judged';
+        const line = "# links: NCCL did not load collbench's profiler plugin (NCCL_PROFILER_PLUGIN): no link judged";
         return { lines: [line], verdict: null, algo: [] };
       }
       const verdict = judgeLinks(halves);

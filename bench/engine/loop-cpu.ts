@@ -12,10 +12,14 @@ export const PIN_LOOP_ENV = ENV.PIN_LOOP;
 export type LoopCpuPlan = { cpu: number } | { skip: string };
 
 /** The loop's CPU: the last of the process's CPUs (CPU 0 tends to take more interrupts), or why nothing is moved. */
-export function loopCpuPlan(p: { allowed: readonly number[]; localSize: number; gpu: boolean; env: NodeJS.ProcessEnv }):
-  LoopCpuPlan {
+export function loopCpuPlan(p: {
+  allowed: readonly number[];
+  localSize: number;
+  gpu: boolean;
+  env: NodeJS.ProcessEnv;
+}): LoopCpuPlan {
   if (p.env[PIN_LOOP_ENV] === '0') return { skip: `${PIN_LOOP_ENV}=0` };
-  if (p.gpu) return { skip: 'a GPU backend: placement is the launcher\'s' };
+  if (p.gpu) return { skip: "a GPU backend: placement is the launcher's" };
   if (p.localSize > 1) return { skip: `${p.localSize} processes on this host: placement is the launcher's` };
   if (p.allowed.length < 2) return { skip: `this process may use ${p.allowed.length} CPU` };
   return { cpu: p.allowed[p.allowed.length - 1]! };

@@ -23,15 +23,22 @@ export const TARGET_RSD_MAX_ITERS = 2 ** 20;
  * spent. Rank 0 holds the
  * samples and decides; an allreduce (max of rank 0's decision and the others' 0) makes every rank run the same count.
  */
-export async function measureHalf(run: RunContext, queued: QueuedHalf):
-  Promise<{ result: HalfResult; precision: RowHalfRecord['precision'] }> {
+export async function measureHalf(
+  run: RunContext,
+  queued: QueuedHalf,
+): Promise<{ result: HalfResult; precision: RowHalfRecord['precision'] }> {
   const { options, native } = run;
   const { h, label } = queued;
   const sizeBytes = h.layout.sizeBytes;
   const once = async (iters: number, submitted?: Promise<HalfResult>): Promise<HalfResult> => {
     const specs = Array.isArray(h.specs) ? h.specs.map((s) => ({ ...s, iters })) : { ...h.specs, iters };
     const ops = iters * options.aggIters + h.spec.checkRounds + 1; // timed, checked and the untimed op
-    const result = await run.dog.watch(label, run.dog.expectedSec(ops, sizeBytes), submitted ?? native.runHalf(specs), iters);
+    const result = await run.dog.watch(
+      label,
+      run.dog.expectedSec(ops, sizeBytes),
+      submitted ?? native.runHalf(specs),
+      iters,
+    );
     run.dog.learn(sizeBytes, result.timeUs);
     // The counts are summed as doubles by the library's own allreduce: one that corrupts data (the fault tests' PMPI
     // interposer at index 0) leaves them a hair off a whole number. They are counts.
@@ -56,19 +63,39 @@ export async function measureHalf(run: RunContext, queued: QueuedHalf):
     // The next run takes about twice the last: stop when that would pass the budget.
     const roomy = (now - started + 2 * (now - runStarted)) / 1000 <= budgetSec && iters * 2 <= TARGET_RSD_MAX_ITERS;
     const mine = result.iterUs !== undefined && rsd(result) > target && roomy ? 1 : 0;
-    const [again] = await run.dog.watch(`the --target-rsd decision of ${label}`, 0, native.allreduceAsync([mine], COMBINE.max));
+    const [again] = await run.dog.watch(
+      `the --target-rsd decision of ${label}`,
+      0,
+      native.allreduceAsync([mine], COMBINE.max),
+    );
     if (again !== 1) break;
     iters *= 2;
     runStarted = Date.now();
     result = await once(iters);
   }
   const achieved = rsd(result);
-  return { result, precision: { targetRsdPct: target, rsdPct: achieved, sampleCvPct: cv(result), iterations: iters, met: achieved <= target } };
+  return {
+    result,
+    precision: {
+      targetRsdPct: target,
+      rsdPct: achieved,
+      sampleCvPct: cv(result),
+      iterations: iters,
+      met: achieved <= target,
+    },
+  };
 }
 
 /** Times both halves of one row (out-of-place, then in-place) and records them. */
-export async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cycle: number, index: number,
-  totals: { outOfBounds: number; busBws: number[] }, arrival: ArrivalContext | null): Promise<RowRecord> {
+export async function runRow(
+  run: RunContext,
+  queue: HalfQueue,
+  c: SweepCase,
+  cycle: number,
+  index: number,
+  totals: { outOfBounds: number; busBws: number[] },
+  arrival: ArrivalContext | null,
+): Promise<RowRecord> {
   const { options, desc, info } = run;
   const halves: RowHalfRecord[] = [];
   let layout = null;
@@ -85,13 +112,25 @@ export async function runRow(run: RunContext, queue: HalfQueue, c: SweepCase, cy
     if (h.checked) totals.outOfBounds += result.ranksWithWrong;
     totals.busBws.push(busBw);
     halves.push({
-      inPlace, timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs, algBw, busBw,
-      wrong: h.checked ? result.wrong : null, result, ...arrivalRecord(arrival, result),
+      inPlace,
+      timeUs: options.reportCpuTime ? result.cpuTimeUs : result.timeUs,
+      algBw,
+      busBw,
+      wrong: h.checked ? result.wrong : null,
+      result,
+      ...arrivalRecord(arrival, result),
       ...(precision ? { precision } : {}),
     });
   }
   return {
-    sweep: c, cycle, sizeBytes: layout!.sizeBytes, count: layout!.count, type: c.dtype,
-    redop: desc.redopColumn(c.op), root: desc.rootColumn(c.root), halves: [halves[0]!, halves[1]!], time: new Date(),
+    sweep: c,
+    cycle,
+    sizeBytes: layout!.sizeBytes,
+    count: layout!.count,
+    type: c.dtype,
+    redop: desc.redopColumn(c.op),
+    root: desc.rootColumn(c.root),
+    halves: [halves[0]!, halves[1]!],
+    time: new Date(),
   };
 }

@@ -29,12 +29,19 @@ export interface Preflight {
  */
 export function preflight(options: ResolvedOptions, env: NodeJS.ProcessEnv = process.env): Preflight {
   const launching = options.np !== null;
-  if (launching && underMpiLauncher(env)) throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
-  const { record, module, passedOver, fallbackFrom } = selectBackend(options.backend, { ncclLib: options.ncclLib }, env);
+  if (launching && underMpiLauncher(env))
+    throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
+  const { record, module, passedOver, fallbackFrom } = selectBackend(
+    options.backend,
+    { ncclLib: options.ncclLib },
+    env,
+  );
   const gpuOnly = fallbackFrom === null ? null : unsupportedFlag(options, record.name);
   if (gpuOnly !== null) {
-    throw new BackendUnavailableError(`${flagLabel(gpuOnly)} needs the ${gpuOnly.backends!.join(' or ')} backend, ` +
-      `which cannot run here: ${fallbackFrom!.why}`);
+    throw new BackendUnavailableError(
+      `${flagLabel(gpuOnly)} needs the ${gpuOnly.backends!.join(' or ')} backend, ` +
+        `which cannot run here: ${fallbackFrom!.why}`,
+    );
   }
   const driver = record.createDriver(env);
   driver.validate(options);
@@ -49,7 +56,9 @@ export function preflight(options: ResolvedOptions, env: NodeJS.ProcessEnv = pro
 function refuseJob(options: ResolvedOptions, record: BackendRecord, env: NodeJS.ProcessEnv): void {
   if (record.launcher === 'local-processes' && options.hosts !== null && options.glooStore === null) {
     // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
-    throw new UsageError('--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)');
+    throw new UsageError(
+      '--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)',
+    );
   }
   // More ranks than this host's cores, or than --hosts' slots: refused unless --oversubscribe says it is meant.
   const crowded = crowdingRefusal(options, env);

@@ -12,7 +12,12 @@ import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { averageBusBw } from '../core/metrics.js';
 import {
-  planCases, probedPairs, refusalLines, type CasePair, type CollectiveShape, type Refusal,
+  planCases,
+  probedPairs,
+  refusalLines,
+  type CasePair,
+  type CollectiveShape,
+  type Refusal,
 } from '../config/cases.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import { DTYPE_BYTES } from '../core/types.js';
@@ -39,17 +44,32 @@ export async function runSuite(options: ResolvedOptions, io: IO, hooks: CheckedH
     // Counts the backend cannot take: refused first, whatever memory the job has (every rank alike).
     refuseCounts(options, desc, up.driver, up.info, env);
     const adjusted = await up.adjust();
-    const reporters = (up.info.worldRank ?? up.info.rank) === 0
-      ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(up.info) ?? [])] : [];
-    return runInitialized({ options: adjusted.options, requested: options, io, desc, driver: up.driver, native: up.native, info: up.info,
-      reporters, hooks, env, dog: up.dog, reducedMaxBytes: adjusted.reducedMaxBytes });
+    const reporters =
+      (up.info.worldRank ?? up.info.rank) === 0
+        ? [...buildReporters(adjusted.options, io), ...(hooks.extraReporters?.(up.info) ?? [])]
+        : [];
+    return runInitialized({
+      options: adjusted.options,
+      requested: options,
+      io,
+      desc,
+      driver: up.driver,
+      native: up.native,
+      info: up.info,
+      reporters,
+      hooks,
+      env,
+      dog: up.dog,
+      reducedMaxBytes: adjusted.reducedMaxBytes,
+    });
   });
 }
 
 /** One allocation for the whole run: the largest send/recv need over every datatype and local rank, plus -u slack. */
 function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
   const { options, desc, info, native } = run;
-  let sendBytes = options.maxBytes, recvBytes = options.maxBytes;
+  let sendBytes = options.maxBytes,
+    recvBytes = options.maxBytes;
   for (const dtype of options.dtypes) {
     const ts = DTYPE_BYTES[dtype];
     for (let local = 0; local < (info.localRanks ?? 1); local++) {
@@ -66,7 +86,10 @@ function allocateBuffers(run: RunContext, ctx: LayoutContext): void {
  * --duration: whether the soak's time has passed, agreed by every rank after each row (each asks its own clock; an
  * allreduce max makes the first rank that sees it pass stop everyone after the same row). Without --duration: never.
  */
-function soakClock(run: RunContext, durationSec: number | null): { endless: boolean; over: boolean; passed(): Promise<boolean> } {
+function soakClock(
+  run: RunContext,
+  durationSec: number | null,
+): { endless: boolean; over: boolean; passed(): Promise<boolean> } {
   const deadline = durationSec === null ? null : Date.now() + durationSec * 1000;
   const state = {
     endless: deadline !== null,
@@ -74,7 +97,11 @@ function soakClock(run: RunContext, durationSec: number | null): { endless: bool
     async passed(): Promise<boolean> {
       if (deadline === null) return false;
       const mine = Date.now() >= deadline ? 1 : 0;
-      const [any] = await run.dog.watch('the soak\'s end-of-row agreement', 0, run.native.allreduceAsync([mine], COMBINE.max));
+      const [any] = await run.dog.watch(
+        "the soak's end-of-row agreement",
+        0,
+        run.native.allreduceAsync([mine], COMBINE.max),
+      );
       state.over = any === 1;
       return state.over;
     },
@@ -84,17 +111,28 @@ function soakClock(run: RunContext, durationSec: number | null): { endless: bool
 
 /** Counts the backend cannot take (MPI's int counts for the collectives it does not split), refused on every rank
  *  alike before any buffer is allocated: the largest count of the sweep is the one at -e. */
-function refuseCounts(options: ResolvedOptions, desc: CollectiveDescriptor, driver: BackendDriver, info: BackendInfo,
-  env: NodeJS.ProcessEnv): void {
+function refuseCounts(
+  options: ResolvedOptions,
+  desc: CollectiveDescriptor,
+  driver: BackendDriver,
+  info: BackendInfo,
+  env: NodeJS.ProcessEnv,
+): void {
   const limit = driver.maxCount?.(options.collective);
   if (!limit) return;
   const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
   for (const dtype of options.dtypes) {
     const l = desc.layout(options.maxBytes, DTYPE_BYTES[dtype], info.nranks, info.rank, ctx);
-    const count = Math.max(l.count, ...(l.peers ? [...l.peers.sendCounts, ...l.peers.recvCounts, ...l.peers.sendDispls, ...l.peers.recvDispls] : []));
+    const count = Math.max(
+      l.count,
+      ...(l.peers ? [...l.peers.sendCounts, ...l.peers.recvCounts, ...l.peers.sendDispls, ...l.peers.recvDispls] : []),
+    );
     if (count > limit.max) {
-      throw UsageError.forFlag('-e', `${options.collective} ${dtype} at ${options.maxBytes} bytes needs a count of ${count} elements ` +
-        `in one call, above ${limit.max} on the ${info.backend} backend (${limit.why}); lower -e or use a larger datatype`);
+      throw UsageError.forFlag(
+        '-e',
+        `${options.collective} ${dtype} at ${options.maxBytes} bytes needs a count of ${count} elements ` +
+          `in one call, above ${limit.max} on the ${info.backend} backend (${limit.why}); lower -e or use a larger datatype`,
+      );
     }
   }
 }
@@ -109,8 +147,11 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   if (options.root >= nranks)
     throw new UsageError(`-r/--root: root ${options.root} does not exist in a world of ${nranks} ranks`);
 
-  const rankLines = await run.dog.watch('the start-up gather of rank lines', 0,
-    native.gatherStringsAsync(JSON.stringify(driver.rankLine(info))));
+  const rankLines = await run.dog.watch(
+    'the start-up gather of rank lines',
+    0,
+    native.gatherStringsAsync(JSON.stringify(driver.rankLine(info))),
+  );
   const perProcess = (rankLines ?? []).map((s) => [JSON.parse(s) as RankLineInfo | RankLineInfo[]].flat());
   const board = await attachProgressBoards(run, env);
   try {
@@ -126,7 +167,9 @@ async function abandonReports(reporters: readonly Reporter[]): Promise<void> {
   for (const r of reporters) {
     try {
       await r.abandon?.();
-    } catch { /* the run's own error is reported */ }
+    } catch {
+      /* the run's own error is reported */
+    }
   }
 }
 
@@ -140,11 +183,17 @@ async function probeRefusals(run: RunContext, ctx: LayoutContext, shape: Collect
     return Math.min(one, options.maxBytes);
   };
   return findRefusals({
-    pairs: probedPairs(run.requested, options, shape), codes: run.driver.refusals ?? [],
+    pairs: probedPairs(run.requested, options, shape),
+    codes: run.driver.refusals ?? [],
     knownWrong: run.driver.knownWrong ? (p) => run.driver.knownWrong!(p, desc, info) : undefined,
-    runOne: (p) => dog.watch(`the probe of ${options.collective} ${p.dtype} ${p.op}`, 0,
-      native.warmup(localSpecs(options, desc, info, ctx, { ...p, root: 0 }, bytesFor(p), false, 0).specs, 1)),
-    agree: (flags) => dog.watch('the start-up agreement on refused datatypes and ops', 0, native.allreduceAsync(flags, COMBINE.max)),
+    runOne: (p) =>
+      dog.watch(
+        `the probe of ${options.collective} ${p.dtype} ${p.op}`,
+        0,
+        native.warmup(localSpecs(options, desc, info, ctx, { ...p, root: 0 }, bytesFor(p), false, 0).specs, 1),
+      ),
+    agree: (flags) =>
+      dog.watch('the start-up agreement on refused datatypes and ops', 0, native.allreduceAsync(flags, COMBINE.max)),
   });
 }
 
@@ -163,17 +212,29 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   const refused = skipped ? [] : await probeRefusals(run, ctx, shape);
   const cases = skipped ? [] : planCases(options, shape, nranks, refused);
   const meta = {
-    options, program: options.program, version: VERSION, backend: `${info.backend} (${info.libraryVersionShort})`,
-    info, ranks: perProcess.flat(),
-    warnings: [...driver.warnings(options, desc, info, cases), ...refusalLines(refused, info.libraryVersionShort, shape)],
+    options,
+    program: options.program,
+    version: VERSION,
+    backend: `${info.backend} (${info.libraryVersionShort})`,
+    info,
+    ranks: perProcess.flat(),
+    warnings: [
+      ...driver.warnings(options, desc, info, cases),
+      ...refusalLines(refused, info.libraryVersionShort, shape),
+    ],
     clock: arrival ? { ...arrival.clock } : null,
-    perIterTimer: driver.perIterTimer, startTime: new Date(), argv: run.hooks.argv,
+    perIterTimer: driver.perIterTimer,
+    startTime: new Date(),
+    argv: run.hooks.argv,
     plannedRows: options.runCycles === 0 ? null : cases.length * sizes.length * options.runCycles,
-    reducedMaxBytes: run.reducedMaxBytes, watchdog: run.dog.describe(),
+    reducedMaxBytes: run.reducedMaxBytes,
+    watchdog: run.dog.describe(),
   };
   for (const r of reporters) await r.begin?.(meta);
   run.dog.beforeAbort = () => abandonReports(reporters); // a timeout: the rows held back are written first
-  run.dog.recordTimeout = async (t) => { for (const r of reporters) await r.timedOut?.(t); }; // then the verdict
+  run.dog.recordTimeout = async (t) => {
+    for (const r of reporters) await r.timedOut?.(t);
+  }; // then the verdict
 
   const rows: RowRecord[] = [];
   const totals = { outOfBounds: 0, busBws: [] as number[] };
@@ -207,11 +268,19 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
     try {
       await run.dog.watch(`the barrier before ${sweep}`, 0, barrier);
       for (const { size, done } of warmups) {
-        await run.dog.watch(`warm-up of ${sweep} ${size} B`, run.dog.expectedSec(options.warmupIters + 1, size),
-          done, options.warmupIters);
+        await run.dog.watch(
+          `warm-up of ${sweep} ${size} B`,
+          run.dog.expectedSec(options.warmupIters + 1, size),
+          done,
+          options.warmupIters,
+        );
       }
       // --duration repeats the sweep until the time has passed (as -N 0), every rank stopping after the same row.
-      for (let cycle = 0; !soak.over && (soak.endless || options.runCycles === 0 || cycle < options.runCycles); cycle++) {
+      for (
+        let cycle = 0;
+        !soak.over && (soak.endless || options.runCycles === 0 || cycle < options.runCycles);
+        cycle++
+      ) {
         const cycleBusBws: number[] = [];
         for (const [index, sizeBytes] of sizes.entries()) {
           for (const r of reporters) r.rowStart?.({ index: rows.length, sweep: c, cycle, sizeBytes });
@@ -226,7 +295,14 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
         const below = cycleBelowWarnBusBw(avg, options.warnBusBw);
         health.cycles += 1;
         if (below) health.below += 1;
-        const record: CycleRecord = { sweep: c, cycle, avgBusBw: avg, warnBusBw: options.warnBusBw, below, time: new Date() };
+        const record: CycleRecord = {
+          sweep: c,
+          cycle,
+          avgBusBw: avg,
+          warnBusBw: options.warnBusBw,
+          below,
+          time: new Date(),
+        };
         for (const r of reporters) await r.cycleEnd?.(record);
       }
     } catch (e) {
@@ -243,8 +319,15 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   const memory = options.memoryReport && driver.memoryUsage ? driver.memoryUsage(native) : null;
   const links = run.links?.finish() ?? null;
   const summary: RunSummary = {
-    outOfBounds: totals.outOfBounds, avgBusBw, minBwVerdict: verdict, exitCode, skipped, memory,
-    cycles: health.cycles, cyclesBelowWarnBusBw: health.below, ...(links ? { links } : {}),
+    outOfBounds: totals.outOfBounds,
+    avgBusBw,
+    minBwVerdict: verdict,
+    exitCode,
+    skipped,
+    memory,
+    cycles: health.cycles,
+    cyclesBelowWarnBusBw: health.below,
+    ...(links ? { links } : {}),
   };
   for (const r of reporters) await r.end?.(summary);
   return { exitCode, outOfBounds: totals.outOfBounds, avgBusBw, rows, info };

@@ -22,9 +22,13 @@ export interface SequenceRun<P> {
 
 /** Brings the backend up (preflight, device limits agreed) and the progress boards, plans for the job's world
  *  (`planFor` may refuse it), then runs `body`. */
-export async function withSequenceBackend<P, T>(options: ResolvedOptions, io: IO,
-  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>, planFor: (nranks: number) => P,
-  body: (run: SequenceRun<P>) => Promise<T>): Promise<T> {
+export async function withSequenceBackend<P, T>(
+  options: ResolvedOptions,
+  io: IO,
+  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>,
+  planFor: (nranks: number) => P,
+  body: (run: SequenceRun<P>) => Promise<T>,
+): Promise<T> {
   const env = hooks.env ?? process.env;
   return withBackend(options, io, { ...hooks, preflight: preflight(options, env) }, async (up) => {
     await up.adjust();
@@ -49,17 +53,33 @@ export interface SequenceCall {
 
 /** The native specs of every call of every sequence (one, or one per local rank this process drives), with the send
  *  and receive buffers allocated for the largest call. */
-export function sequenceSpecs(options: ResolvedOptions, up: BackendUp, sequences: readonly SequenceCall[][],
-  check: boolean): (HalfSpec | HalfSpec[])[][] {
-  let sendBytes = 0, recvBytes = 0;
-  const specs = sequences.map((calls) => calls.map((c) => {
-    const h = localSpecs(options, getCollective(c.collective), up.info, c.ctx, c.sweep, c.bytes, false, check ? 1 : 0,
-      c.seed);
-    const ts = DTYPE_BYTES[c.sweep.dtype];
-    sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
-    recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
-    return h.specs as HalfSpec | HalfSpec[];
-  }));
+export function sequenceSpecs(
+  options: ResolvedOptions,
+  up: BackendUp,
+  sequences: readonly SequenceCall[][],
+  check: boolean,
+): (HalfSpec | HalfSpec[])[][] {
+  let sendBytes = 0,
+    recvBytes = 0;
+  const specs = sequences.map((calls) =>
+    calls.map((c) => {
+      const h = localSpecs(
+        options,
+        getCollective(c.collective),
+        up.info,
+        c.ctx,
+        c.sweep,
+        c.bytes,
+        false,
+        check ? 1 : 0,
+        c.seed,
+      );
+      const ts = DTYPE_BYTES[c.sweep.dtype];
+      sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
+      recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
+      return h.specs as HalfSpec | HalfSpec[];
+    }),
+  );
   up.native.allocate(sendBytes + 64, recvBytes + 64);
   return specs;
 }

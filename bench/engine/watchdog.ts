@@ -22,7 +22,6 @@ export const OP_OVERHEAD_SEC = 1e-3;
 export const DEFAULT_FACTOR = 10;
 export { DEFAULT_MIN_SEC };
 
-
 /** How long the expiring rank waits for each peer's answer (they answer from their JS thread, at once unless stopped). */
 export const SURVEY_MS = 1500;
 /** A rank that leaves the saying to a lower rank waits this long before it aborts the job itself. */
@@ -54,9 +53,13 @@ export class Watchdog {
   readonly minSec: number;
 
   /** `explicitSec`: -T as given (null: not given → the default watchdog; 0: none). */
-  constructor(private readonly explicitSec: number | null, private readonly io: Pick<IO, 'err'>,
-    private readonly native: NativeBackend, private readonly onTimeout: (() => never) | undefined,
-    env: NodeJS.ProcessEnv = process.env) {
+  constructor(
+    private readonly explicitSec: number | null,
+    private readonly io: Pick<IO, 'err'>,
+    private readonly native: NativeBackend,
+    private readonly onTimeout: (() => never) | undefined,
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
     this.minSec = watchdogFloorSec(env);
   }
 
@@ -98,7 +101,9 @@ export class Watchdog {
   recordTimeout: ((t: ReportTimeout) => Promise<void>) | null = null;
 
   /** From now on, an expired wait first asks every rank where it is and names those that did not arrive. */
-  attach(report: HungReport): void { this.report = report; }
+  attach(report: HungReport): void {
+    this.report = report;
+  }
 
   /** The limit in words, for the run's preamble ("# Watchdog: …"). */
   describe(): string {
@@ -113,9 +118,12 @@ export class Watchdog {
     this.report?.board.enter(what, loopIters);
     const seconds = this.limitSec(expectedSec);
     if (seconds <= 0) return work;
-    const how = this.explicitSec === null ? `${seconds}s, default watchdog; -T sets it, -T 0 disables it` : `${seconds}s`;
+    const how =
+      this.explicitSec === null ? `${seconds}s, default watchdog; -T sets it, -T 0 disables it` : `${seconds}s`;
     const due = Date.now() + seconds * 1000;
-    const timer = setLongTimeout(() => { void this.expire(what, how, Date.now() - due); }, seconds * 1000);
+    const timer = setLongTimeout(() => {
+      void this.expire(what, how, Date.now() - due);
+    }, seconds * 1000);
     try {
       return await work;
     } finally {
@@ -131,7 +139,9 @@ export class Watchdog {
     this.io.err(`${host}: Test timeout (${how}) in ${what}`);
     try {
       await this.beforeAbort?.();
-    } catch { /* the timeout is what is reported */ }
+    } catch {
+      /* the timeout is what is reported */
+    }
     const r = this.report;
     let verdict: string | null = null;
     if (r && lateMs > FROZEN_MS) {
@@ -165,7 +175,9 @@ export class Watchdog {
       const library = this.hangView ? await this.hangView() : null;
       for (const line of library?.lines ?? []) this.io.err(line);
       await this.recordTimeout?.({ what, verdict, library });
-    } catch { /* the timeout is what is reported */ }
+    } catch {
+      /* the timeout is what is reported */
+    }
   }
 
   private end(): void {

@@ -56,14 +56,25 @@ export class BoundedLines {
  * Calls `onLine` for each line `socket` sends (as long as it returns true: false stops the reading) and
  * `onOverflow` once, instead, when a line exceeds `maxLineBytes`; the socket is the caller's to close.
  */
-export function readBoundedLines(socket: Socket, maxLineBytes: number, onLine: (line: string) => boolean,
-  onOverflow: () => void): void {
+export function readBoundedLines(
+  socket: Socket,
+  maxLineBytes: number,
+  onLine: (line: string) => boolean,
+  onOverflow: () => void,
+): void {
   const reader = new BoundedLines(maxLineBytes);
   const onData = (chunk: Buffer | string): void => {
     const lines = reader.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-    if (lines === null) { socket.off('data', onData); onOverflow(); return; }
+    if (lines === null) {
+      socket.off('data', onData);
+      onOverflow();
+      return;
+    }
     for (const line of lines) {
-      if (!onLine(line)) { socket.off('data', onData); return; }
+      if (!onLine(line)) {
+        socket.off('data', onData);
+        return;
+      }
     }
   };
   socket.on('data', onData);

@@ -9,19 +9,19 @@ export interface ChildSpec {
   command: string;
   args: string[];
   env: NodeJS.ProcessEnv;
-  timeoutMs: number;            // 0 = no limit
-  graceMs?: number;             // SIGTERM → SIGKILL (default 5 s)
+  timeoutMs: number; // 0 = no limit
+  graceMs?: number; // SIGTERM → SIGKILL (default 5 s)
 }
 
 export interface ChildOutcome {
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;
-  interrupted: boolean;         // stopped because compare itself was interrupted
+  interrupted: boolean; // stopped because compare itself was interrupted
   durationSec: number;
-  stdoutTail: string;           // last TAIL_BYTES of each stream
+  stdoutTail: string; // last TAIL_BYTES of each stream
   stderrTail: string;
-  spawnError: string | null;    // the executable could not be started
+  spawnError: string | null; // the executable could not be started
 }
 
 const TAIL_BYTES = 16 * 1024;
@@ -36,7 +36,11 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);
   } catch {
-    try { process.kill(pid, signal); } catch { /* already gone */ }
+    try {
+      process.kill(pid, signal);
+    } catch {
+      /* already gone */
+    }
   }
 }
 
@@ -48,43 +52,79 @@ export interface RunningChild {
 
 export function startChild(spec: ChildSpec): RunningChild {
   const started = process.hrtime.bigint();
-  let stdoutTail = '', stderrTail = '';
-  let timedOut = false, interrupted = false;
+  let stdoutTail = '',
+    stderrTail = '';
+  let timedOut = false,
+    interrupted = false;
   const child = spawn(spec.command, spec.args, { env: spec.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { stdoutTail = tail(stdoutTail, d); });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { stderrTail = tail(stderrTail, d); });
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    stdoutTail = tail(stdoutTail, d);
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderrTail = tail(stderrTail, d);
+  });
   const graceMs = spec.graceMs ?? 5_000;
   let killTimer: NodeJS.Timeout | null = null;
   const terminate = (): void => {
     killGroup(child.pid, 'SIGTERM');
     killTimer ??= setTimeout(() => killGroup(child.pid, 'SIGKILL'), graceMs);
   };
-  const limit = spec.timeoutMs > 0 ? setLongTimeout(() => { timedOut = true; terminate(); }, spec.timeoutMs) : null;
+  const limit =
+    spec.timeoutMs > 0
+      ? setLongTimeout(() => {
+          timedOut = true;
+          terminate();
+        }, spec.timeoutMs)
+      : null;
   const done = new Promise<ChildOutcome>((resolve) => {
     let spawnError: string | null = null;
-    child.on('error', (e) => { spawnError = e.message; });
+    child.on('error', (e) => {
+      spawnError = e.message;
+    });
     child.on('close', (code, signal) => {
       limit?.clear();
       if (killTimer) clearTimeout(killTimer);
       // Whatever the child left behind in its group (ranks of a killed launcher) goes with it.
       if (timedOut || interrupted) killGroup(child.pid, 'SIGKILL');
       resolve({
-        exitCode: code, signal, timedOut, interrupted,
+        exitCode: code,
+        signal,
+        timedOut,
+        interrupted,
         durationSec: Number(process.hrtime.bigint() - started) / 1e9,
-        stdoutTail, stderrTail, spawnError,
+        stdoutTail,
+        stderrTail,
+        spawnError,
       });
     });
   });
-  return { done, stop: () => { interrupted = true; terminate(); } };
+  return {
+    done,
+    stop: () => {
+      interrupted = true;
+      terminate();
+    },
+  };
 }
 
 /** Lines of a tail without decoration: mpirun's rulers, '#' table lines, Node's stack frames and version line. */
 function meaningfulLines(text: string): string[] {
-  return text.split('\n').map((l) => l.trimEnd()).filter((l) => {
-    const t = l.trim();
-    return t !== '' && !/^[-=*]{5,}$/.test(t) && !l.startsWith('#') && !/^at /.test(t) && !/^Node\.js v\d/.test(t) &&
-      !/^[{}[\]]$/.test(t) && !/^\^+$/.test(t) && !/^progress: \d/.test(t); // a run's periodic progress line
-  });
+  return text
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => {
+      const t = l.trim();
+      return (
+        t !== '' &&
+        !/^[-=*]{5,}$/.test(t) &&
+        !l.startsWith('#') &&
+        !/^at /.test(t) &&
+        !/^Node\.js v\d/.test(t) &&
+        !/^[{}[\]]$/.test(t) &&
+        !/^\^+$/.test(t) &&
+        !/^progress: \d/.test(t)
+      ); // a run's periodic progress line
+    });
 }
 
 /**
@@ -108,8 +148,14 @@ export function failureLine(o: ChildOutcome, timeoutSec: number): string {
   // launcher's account of its exit printed after it ("collbench: rank 1 exited with status 5; …")
   const launcherSummary = /^collbench: rank \d+ .*(?:exited with status|was killed by signal) /;
   const own = [...lines].reverse().find((l) => /^(?:collbench|[a-z_]+_perf): /.test(l) && !launcherSummary.test(l));
-  const pick = last(/ failure [A-Z0-9_]+ at /) ?? own ?? last(launcherSummary) ?? last(/^\w*Error\b/) ??
-    [...lines].reverse().find((l) => mpiError.test(l) && !sourceLineOnly.test(l)) ?? last(mpiError) ??
-    lines[lines.length - 1] ?? meaningfulLines(o.stdoutTail).pop();
+  const pick =
+    last(/ failure [A-Z0-9_]+ at /) ??
+    own ??
+    last(launcherSummary) ??
+    last(/^\w*Error\b/) ??
+    [...lines].reverse().find((l) => mpiError.test(l) && !sourceLineOnly.test(l)) ??
+    last(mpiError) ??
+    lines[lines.length - 1] ??
+    meaningfulLines(o.stdoutTail).pop();
   return pick ? `${how}: ${pick.trim()}` : how;
 }

@@ -6,7 +6,10 @@ import { ENV } from '../core/environment.js';
 import { slurmJobId } from './slurm.js';
 
 /** A job's token (a digest: the id itself never travels) and the variable(s) it came from, to name in messages. */
-export interface JobToken { token: string; source: string }
+export interface JobToken {
+  token: string;
+  source: string;
+}
 
 /** The variables a token may come from, in order, as messages list them. */
 export const JOB_ID_SOURCES = `${ENV.JOB_TOKEN}, TORCHELASTIC_RUN_ID, SLURM_JOB_ID (+ SLURM_STEP_ID)`;
@@ -26,7 +29,8 @@ export function launcherJobToken(env: NodeJS.ProcessEnv): JobToken | null {
   const job = slurmJobId(env);
   if (job) {
     const step = env.SLURM_STEP_ID?.trim();
-    return step ? { token: digest(`slurm:${job}.${step}`), source: 'SLURM_JOB_ID.SLURM_STEP_ID' }
+    return step
+      ? { token: digest(`slurm:${job}.${step}`), source: 'SLURM_JOB_ID.SLURM_STEP_ID' }
       : { token: digest(`slurm:${job}`), source: 'SLURM_JOB_ID' };
   }
   return null;
@@ -41,6 +45,7 @@ export function torchelasticRunId(env: NodeJS.ProcessEnv): string | null {
 
 /** Whether a token a peer sent is the job's, compared in constant time (no timing says how much of it matched). */
 export function sameToken(sent: string, expected: string): boolean {
-  const a = Buffer.from(sent, 'utf8'), b = Buffer.from(expected, 'utf8');
+  const a = Buffer.from(sent, 'utf8'),
+    b = Buffer.from(expected, 'utf8');
   return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -38,11 +38,13 @@ export function disconnectedWorldWarning(worldSize: number, env: Env = process.e
   if (!sizeVar) return null;
   const rankVar = RANK_VARS.find((v) => env[v] !== undefined && env[v] !== '');
   if (rankVar && Number(env[rankVar]) !== 0) return null;
-  return `# Warning: the launcher started ${env[sizeVar]} processes (${sizeVar}=${env[sizeVar]}) but each one ` +
+  return (
+    `# Warning: the launcher started ${env[sizeVar]} processes (${sizeVar}=${env[sizeVar]}) but each one ` +
     'is rank 0 of a 1-rank world: they are not connected and every process measures alone. ' +
     (sizeVar.startsWith('SLURM_')
       ? 'Under srun, give the MPI backend a PMIx server (srun --mpi=pmix) or use --backend gloo.'
-      : 'Launch with mpirun (or --np N) using the MPI that collbench was built with.');
+      : 'Launch with mpirun (or --np N) using the MPI that collbench was built with.')
+  );
 }
 
 /**

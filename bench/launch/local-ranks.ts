@@ -23,12 +23,22 @@ export function localRanksPlan(opts: { np: number; program: string[]; args: read
 }
 
 /** The environment of rank `rank` (torchrun's names, plus collbench's store and launcher mark). */
-export function localRankEnv(base: NodeJS.ProcessEnv, rank: number, np: number, storeDir: string, runId: string): NodeJS.ProcessEnv {
+export function localRankEnv(
+  base: NodeJS.ProcessEnv,
+  rank: number,
+  np: number,
+  storeDir: string,
+  runId: string,
+): NodeJS.ProcessEnv {
   return {
     ...base,
     [ENV.GLOO_LAUNCHER]: 'collbench',
-    RANK: String(rank), WORLD_SIZE: String(np), LOCAL_RANK: String(rank), LOCAL_WORLD_SIZE: String(np),
-    [ENV.GLOO_STORE]: `file:${storeDir}`, [ENV.GLOO_RUN_ID]: runId,
+    RANK: String(rank),
+    WORLD_SIZE: String(np),
+    LOCAL_RANK: String(rank),
+    LOCAL_WORLD_SIZE: String(np),
+    [ENV.GLOO_STORE]: `file:${storeDir}`,
+    [ENV.GLOO_RUN_ID]: runId,
   };
 }
 
@@ -89,12 +99,16 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
     let received: NodeJS.Signals | null = null;
     let stopTimer: NodeJS.Timeout | null = null;
     const forward = (sig: NodeJS.Signals) => () => {
-      if (received !== null) { terminateRest('SIGKILL'); return; }
+      if (received !== null) {
+        terminateRest('SIGKILL');
+        return;
+      }
       received = sig;
       children.forEach((c) => c.kill(sig));
       stopTimer = setTimeout(() => terminateRest('SIGKILL'), STOP_GRACE_MS);
     };
-    const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
+    const onInt = forward('SIGINT'),
+      onTerm = forward('SIGTERM');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
 
@@ -106,7 +120,7 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
       rmSync(storeDir, { recursive: true, force: true });
       const counted = status.filter((s, r) => s !== null && !terminatedByUs.has(r));
       if (received) resolvePromise(signalStatus(received));
-      else resolvePromise(counted.length > 0 ? firstFailure ?? 0 : 1);
+      else resolvePromise(counted.length > 0 ? (firstFailure ?? 0) : 1);
     };
 
     for (let rank = 0; rank < plan.np; rank++) {
@@ -125,7 +139,11 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
       children.push(child);
       child.on('error', (e) => {
         err(`collbench: cannot start rank ${rank}: ${e.message}`);
-        if (status[rank] === null) { status[rank] = 127; firstFailure ??= 127; running--; }
+        if (status[rank] === null) {
+          status[rank] = 127;
+          firstFailure ??= 127;
+          running--;
+        }
         startGrace();
         if (running === 0) finish();
       });
@@ -134,8 +152,10 @@ export function runLocalRanks(plan: LocalRanksPlan, opts: LocalRanksOptions = {}
         status[rank] = exitStatus(code, signal);
         running--;
         if (signal && !terminatedByUs.has(rank) && !received) {
-          err(`collbench: rank ${rank} (pid ${child.pid}) was killed by ${signal} on host ${hostname()}; ` +
-            'the other ranks are ended; report files keep the rows finished before ("status": "incomplete")');
+          err(
+            `collbench: rank ${rank} (pid ${child.pid}) was killed by ${signal} on host ${hostname()}; ` +
+              'the other ranks are ended; report files keep the rows finished before ("status": "incomplete")',
+          );
         }
         if (status[rank] !== 0 && !terminatedByUs.has(rank)) firstFailure ??= status[rank];
         if (status[rank] !== 0) startGrace();

@@ -54,7 +54,8 @@ export class MpirunNotices {
     }
     this.block.push(line);
     if (!RULE.test(line)) return;
-    if (this.block.length === 2) { // two rules in a row: the second opens the next banner
+    if (this.block.length === 2) {
+      // two rules in a row: the second opens the next banner
       this.pass(this.block[0] + '\n');
       this.block = [line];
       return;
@@ -69,13 +70,18 @@ export class MpirunNotices {
 /** mpirun could not start its daemons on the --hosts hosts (ssh failed, say): the reason ssh gave, or null. */
 export function daemonFailure(text: string): { reason: string | null } | null {
   if (!/ORTE was unable to reliably start one or more daemons/.test(text)) return null;
-  const ssh = /^(ssh: .+|.*(?:Permission denied|Host key verification failed|Connection refused|No route to host).*)$/m.exec(text);
+  const ssh =
+    /^(ssh: .+|.*(?:Permission denied|Host key verification failed|Connection refused|No route to host).*)$/m.exec(
+      text,
+    );
   return { reason: ssh ? ssh[1]!.trim() : null };
 }
 
 /** collbench's line for a daemon start failure. */
 export function daemonFailureLine(hosts: string | null, reason: string | null): string {
-  return `collbench: mpirun could not start its daemons on ${hosts !== null ? `--hosts ${hosts}` : 'the hosts'}` +
+  return (
+    `collbench: mpirun could not start its daemons on ${hosts !== null ? `--hosts ${hosts}` : 'the hosts'}` +
     `${reason !== null ? ` (${reason})` : ''}; every host must be reachable by ssh without a password and have Node.js, ` +
-    'collbench and Open MPI at the same paths as here';
+    'collbench and Open MPI at the same paths as here'
+  );
 }

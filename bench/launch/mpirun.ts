@@ -18,12 +18,15 @@ export interface MpirunPlan {
 }
 
 export function mpirunPlan(opts: {
-  np: number; hosts: string | null; program: string[];
+  np: number;
+  hosts: string | null;
+  program: string[];
   /** The rank's arguments (built from the parsed options: no --np / --hosts). */
   args: readonly string[];
   /** --oversubscribe was given: more ranks than cores (or than --hosts' slots) are meant. */
   oversubscribe?: boolean;
-  env?: NodeJS.ProcessEnv; isRoot?: boolean;
+  env?: NodeJS.ProcessEnv;
+  isRoot?: boolean;
 }): MpirunPlan {
   const env = opts.env ?? process.env;
   const isRoot = opts.isRoot ?? process.getuid?.() === 0;
@@ -39,18 +42,25 @@ export function mpirunPlan(opts: {
 
 /** Open MPI's MCA setting that lets mpirun place more ranks on a host than it has slots (env or --mca). */
 const OVERSUBSCRIBE_ENV = 'OMPI_MCA_rmaps_base_oversubscribe';
-const oversubscribeAllowed = (env: NodeJS.ProcessEnv): boolean => /^(1|true|yes|on)$/i.test(env[OVERSUBSCRIBE_ENV] ?? '');
+const oversubscribeAllowed = (env: NodeJS.ProcessEnv): boolean =>
+  /^(1|true|yes|on)$/i.test(env[OVERSUBSCRIBE_ENV] ?? '');
 
 /**
  * Whether `--np` ranks on this host alone (no --hosts) fit its cores, as Open MPI's own default counts slots. Returns
  * the one line that refuses it and names the fixes, or null (also with --oversubscribe or the MCA setting). Without
  * it, --np 1000 on 2 cores started 1000 ranks and left the machine unusable for minutes.
  */
-export function coresRefusal(np: number, oversubscribe: boolean, env: NodeJS.ProcessEnv = process.env,
-  cores: number = availableParallelism()): string | null {
+export function coresRefusal(
+  np: number,
+  oversubscribe: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+  cores: number = availableParallelism(),
+): string | null {
   if (np <= cores || oversubscribe || oversubscribeAllowed(env)) return null;
-  return `--np ${np}: this host has ${cores} core${cores === 1 ? '' : 's'}; add --oversubscribe to start ${np} ranks on it ` +
-    'anyway (slow, timings meaningless), or spread them with --hosts h1:N,h2:N';
+  return (
+    `--np ${np}: this host has ${cores} core${cores === 1 ? '' : 's'}; add --oversubscribe to start ${np} ranks on it ` +
+    'anyway (slow, timings meaningless), or spread them with --hosts h1:N,h2:N'
+  );
 }
 
 /**
@@ -69,21 +79,31 @@ export function slotsRefusal(np: number, hosts: string, env: NodeJS.ProcessEnv =
   if (np <= total) return null;
   const each = Math.ceil(np / slots.size);
   const fix = [...slots].map(([name, n]) => `${name}:${Math.max(n, each)}`).join(',');
-  return `--np ${np}: --hosts ${hosts} gives ${total} slot${total === 1 ? '' : 's'} (a host without :N counts as 1, as ` +
-    `Open MPI counts it); give each host its ranks, e.g. --hosts ${fix} (or --oversubscribe to mean it)`;
+  return (
+    `--np ${np}: --hosts ${hosts} gives ${total} slot${total === 1 ? '' : 's'} (a host without :N counts as 1, as ` +
+    `Open MPI counts it); give each host its ranks, e.g. --hosts ${fix} (or --oversubscribe to mean it)`
+  );
 }
 
 /** More ranks than this host's cores (no --hosts) or than --hosts' slots, without --oversubscribe: the line that
  *  refuses it, or null. The --np launcher checks it, and so do the commands that start runs (compare, accept) before
  *  their first one. */
-export function crowdingRefusal(o: { np: number | null; hosts: string | null; oversubscribe: boolean },
-  env: NodeJS.ProcessEnv = process.env): string | null {
+export function crowdingRefusal(
+  o: { np: number | null; hosts: string | null; oversubscribe: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+): string | null {
   if (o.np === null || o.oversubscribe) return null;
   return o.hosts === null ? coresRefusal(o.np, false, env) : slotsRefusal(o.np, o.hosts, env);
 }
 
 /** What mpirun's notices say about the rank that ended the job (Open MPI 4.1's wording), or null. */
-export interface RankDeath { rank: number; host: string | null; pid: number | null; signal: number | null; exitCode: number | null }
+export interface RankDeath {
+  rank: number;
+  host: string | null;
+  pid: number | null;
+  signal: number | null;
+  exitCode: number | null;
+}
 
 /** Reads mpirun's own notice of a failed rank from its stderr text (the rank, host, pid and signal or exit code). */
 export function parseMpirunDeath(text: string): RankDeath | null {
@@ -103,7 +123,10 @@ export function parseMpirunDeath(text: string): RankDeath | null {
 export function deathLine(d: RankDeath): string {
   const where = `rank ${d.rank}${d.pid !== null ? ` (pid ${d.pid})` : ''}${d.host !== null ? ` on host ${d.host}` : ''}`;
   const name = d.signal !== null ? Object.entries(constants.signals).find(([, n]) => n === d.signal)?.[0] : undefined;
-  const how = d.signal !== null ? `was killed by signal ${d.signal}${name ? ` (${name})` : ''}` : `exited with status ${d.exitCode}`;
+  const how =
+    d.signal !== null
+      ? `was killed by signal ${d.signal}${name ? ` (${name})` : ''}`
+      : `exited with status ${d.exitCode}`;
   return `collbench: ${where} ${how}; mpirun ended the other ranks; report files keep the rows finished before ("status": "incomplete")`;
 }
 
@@ -122,8 +145,14 @@ export const STOP_GRACE_MS = 2000;
  * line of its own (a rank that died or failed: rank, host, signal or status; daemons that could not start: exit 5);
  * a rank that exited 7 ended its run with a failing verdict, which is not a crash.
  */
-export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = process.env,
-  err: (line: string) => void = (line) => { process.stderr.write(line + '\n'); }, graceMs = STOP_GRACE_MS): Promise<number> {
+export function runUnderMpirun(
+  plan: MpirunPlan,
+  env: NodeJS.ProcessEnv = process.env,
+  err: (line: string) => void = (line) => {
+    process.stderr.write(line + '\n');
+  },
+  graceMs = STOP_GRACE_MS,
+): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(plan.command, plan.args, { stdio: ['ignore', 'pipe', 'pipe'], env, detached: true });
     const group = child.pid;
@@ -133,29 +162,49 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
     const timers: NodeJS.Timeout[] = [];
     const signalGroup = (sig: NodeJS.Signals) => {
       if (group === undefined) return;
-      try { process.kill(-group, sig); } catch { /* ESRCH: the group is gone already */ }
+      try {
+        process.kill(-group, sig);
+      } catch {
+        /* ESRCH: the group is gone already */
+      }
     };
-    const killGroup = () => { timers.forEach(clearTimeout); signalGroup('SIGKILL'); };
+    const killGroup = () => {
+      timers.forEach(clearTimeout);
+      signalGroup('SIGKILL');
+    };
     const stop = (reason: NodeJS.Signals, sig: NodeJS.Signals) => {
-      if (received !== null) { killGroup(); return; }
+      if (received !== null) {
+        killGroup();
+        return;
+      }
       received = reason;
       child.kill(sig);
-      timers.push(setTimeout(() => signalGroup(sig), graceMs), setTimeout(killGroup, 2 * graceMs));
+      timers.push(
+        setTimeout(() => signalGroup(sig), graceMs),
+        setTimeout(killGroup, 2 * graceMs),
+      );
     };
     const forward = (sig: NodeJS.Signals) => () => stop(sig, sig);
-    const onInt = forward('SIGINT'), onTerm = forward('SIGTERM'), onHup = forward('SIGHUP');
+    const onInt = forward('SIGINT'),
+      onTerm = forward('SIGTERM'),
+      onHup = forward('SIGHUP');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
     process.on('SIGHUP', onHup); // its own group no longer gets the terminal's hang-up
     // The launcher itself ends (an uncaught error, process.exit): nothing it started may outlive it.
-    const onExit = () => { if (!exited) signalGroup('SIGKILL'); };
+    const onExit = () => {
+      if (!exited) signalGroup('SIGKILL');
+    };
     process.on('exit', onExit);
     // Rank 0's progress bar (on a terminal) and its table rows reach this launcher through two pipes, so a row may
     // come before the bar's erasure: a bar line still open on the terminal is erased before stdout text is written.
     let barOpen = false;
     child.stdout!.on('data', (chunk: Buffer) => {
       if (received === 'SIGPIPE') return;
-      if (barOpen && process.stderr.isTTY) { writeAll(2, Buffer.from('\r\u001b[K')); barOpen = false; }
+      if (barOpen && process.stderr.isTTY) {
+        writeAll(2, Buffer.from('\r\u001b[K'));
+        barOpen = false;
+      }
       if (!writeAll(1, chunk)) stop('SIGPIPE', 'SIGTERM');
     });
     // After a broken stdout the ranks' deaths are the launcher's doing: nothing more to say.
@@ -166,7 +215,10 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
     });
     child.stderr!.on('data', (chunk: Buffer) => notices.push(chunk.toString('utf8')));
     let status: number | null = null;
-    child.on('error', (e) => { process.off('exit', onExit); reject(e); });
+    child.on('error', (e) => {
+      process.off('exit', onExit);
+      reject(e);
+    });
     child.on('exit', (code, signal) => {
       exited = true;
       process.off('SIGINT', onInt);
@@ -175,19 +227,26 @@ export function runUnderMpirun(plan: MpirunPlan, env: NodeJS.ProcessEnv = proces
       process.off('exit', onExit);
       // Stopped by a signal: whatever mpirun left behind in its group (a rank still starting) goes too.
       if (received) killGroup();
-      status = received ? signalStatus(received) : code ?? (signal ? signalStatus(signal) : 1);
+      status = received ? signalStatus(received) : (code ?? (signal ? signalStatus(signal) : 1));
     });
     // 'close': the process has exited and its output is drained, so the notices have been read. Its pipes may stay
     // open in a rank that outlived it: that rank is killed above, so 'close' comes.
     child.on('close', () => {
       notices.end();
-      resolvePromise(received || status === 0 ? status ?? 1 : explainFailure(status ?? 1, notices, plan.hosts ?? null, err));
+      resolvePromise(
+        received || status === 0 ? (status ?? 1) : explainFailure(status ?? 1, notices, plan.hosts ?? null, err),
+      );
     });
   });
 }
 
 /** collbench's line for a job mpirun ended with `status` (its banners were held back); the exit code to give. */
-function explainFailure(status: number, notices: MpirunNotices, hosts: string | null, err: (line: string) => void): number {
+function explainFailure(
+  status: number,
+  notices: MpirunNotices,
+  hosts: string | null,
+  err: (line: string) => void,
+): number {
   const death = parseMpirunDeath(notices.text);
   if (death) {
     // 7: a rank finished its run with a failing verdict (on a host where the verdict folder is not): no crash

@@ -12,10 +12,15 @@ import { readBoundedLines } from './bounded-lines.js';
 import { sameToken } from './job-token.js';
 
 /** One rank's board address: IPv4 as an unsigned 32-bit number, and the port. */
-export interface BoardAddress { ipv4: number; port: number }
+export interface BoardAddress {
+  ipv4: number;
+  port: number;
+}
 
 /** What every rank learns of every other at start-up: its board and its host name. */
-export interface BoardEntry extends BoardAddress { host: string }
+export interface BoardEntry extends BoardAddress {
+  host: string;
+}
 
 /** Host names travel as numbers (6 bytes per double, exact below 2^53), cut at this many bytes. */
 const HOST_BYTES = 60;
@@ -43,7 +48,11 @@ export function decodeEntries(summed: readonly number[]): BoardEntry[] {
     const bytes = Buffer.alloc(HOST_BYTES);
     for (let k = 0; k < HOST_BYTES / 6; k++) bytes.writeUIntBE(summed[base + 2 + k]!, k * 6, 6);
     const end = bytes.indexOf(0);
-    entries.push({ ipv4: summed[base]!, port: summed[base + 1]!, host: bytes.subarray(0, end < 0 ? HOST_BYTES : end).toString('utf8') });
+    entries.push({
+      ipv4: summed[base]!,
+      port: summed[base + 1]!,
+      host: bytes.subarray(0, end < 0 ? HOST_BYTES : end).toString('utf8'),
+    });
   }
   return entries;
 }
@@ -55,7 +64,8 @@ const MAX_ANSWER = 4096;
 /** True when the launcher says every rank of the job runs on this host (Open MPI, torchrun-style, Slurm variables). */
 export function allRanksHere(env: NodeJS.ProcessEnv): boolean {
   const pairs: [string | undefined, string | undefined][] = [
-    [env.OMPI_COMM_WORLD_LOCAL_SIZE, env.OMPI_COMM_WORLD_SIZE], [env.LOCAL_WORLD_SIZE, env.WORLD_SIZE],
+    [env.OMPI_COMM_WORLD_LOCAL_SIZE, env.OMPI_COMM_WORLD_SIZE],
+    [env.LOCAL_WORLD_SIZE, env.WORLD_SIZE],
     [env.SLURM_STEP_NUM_NODES === '1' ? env.SLURM_STEP_NUM_TASKS : undefined, env.SLURM_STEP_NUM_TASKS],
   ];
   return pairs.some(([local, world]) => local !== undefined && local !== '' && local === world);
@@ -90,11 +100,17 @@ export class ProgressBoard {
   private at = 'start-up';
   private loopIters: number | null = null;
 
-  constructor(private readonly rank: number, private readonly host: string, private token: string,
-    private readonly iteration: () => number) {}
+  constructor(
+    private readonly rank: number,
+    private readonly host: string,
+    private token: string,
+    private readonly iteration: () => number,
+  ) {}
 
   /** The job's token, once the start-up exchange has made it (requests before then are refused). */
-  setToken(token: string): void { this.token = token; }
+  setToken(token: string): void {
+    this.token = token;
+  }
 
   /** Listens on `address` (an ephemeral port); resolves to the address peers reach it at. */
   async listen(address: string): Promise<BoardAddress> {
@@ -102,7 +118,10 @@ export class ProgressBoard {
     server.unref(); // never keeps the process alive
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen({ host: address, port: 0 }, () => { server.off('error', reject); resolve(); });
+      server.listen({ host: address, port: 0 }, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
     this.server = server;
     return { ipv4: ipv4ToNumber(address), port: (server.address() as AddressInfo).port };
@@ -110,24 +129,38 @@ export class ProgressBoard {
 
   /** The wait this rank is in now (set by the watchdog before each wait); `loopIters`: a native loop of that many
    *  iterations, whose current one the answer gives (null: another wait). */
-  enter(at: string, loopIters: number | null): void { this.at = at; this.loopIters = loopIters; }
+  enter(at: string, loopIters: number | null): void {
+    this.at = at;
+    this.loopIters = loopIters;
+  }
 
   position(): Position {
     const p: Position = { rank: this.rank, host: this.host, at: this.at, iteration: null };
-    if (this.loopIters !== null) { p.iteration = this.iteration(); p.iterations = this.loopIters; }
+    if (this.loopIters !== null) {
+      p.iteration = this.iteration();
+      p.iterations = this.loopIters;
+    }
     return p;
   }
 
-  close(): void { this.server?.close(); this.server = null; }
+  close(): void {
+    this.server?.close();
+    this.server = null;
+  }
 
   private answer(socket: Socket): void {
     socket.setTimeout(2000, () => socket.destroy());
     socket.on('error', () => socket.destroy());
-    readBoundedLines(socket, MAX_REQUEST, (request) => {
-      if (this.token === '' || !sameToken(request, this.token)) socket.destroy();
-      else socket.end(`${JSON.stringify(this.position())}\n`);
-      return false;
-    }, () => socket.destroy());
+    readBoundedLines(
+      socket,
+      MAX_REQUEST,
+      (request) => {
+        if (this.token === '' || !sameToken(request, this.token)) socket.destroy();
+        else socket.end(`${JSON.stringify(this.position())}\n`);
+        return false;
+      },
+      () => socket.destroy(),
+    );
   }
 }
 
@@ -135,28 +168,48 @@ export class ProgressBoard {
 export function ask(rank: number, addr: BoardAddress, token: string, timeoutMs: number): Promise<Answer> {
   return new Promise((resolve) => {
     let settled = false;
-    const done = (a: Answer): void => { if (!settled) { settled = true; socket.destroy(); resolve(a); } };
+    const done = (a: Answer): void => {
+      if (!settled) {
+        settled = true;
+        socket.destroy();
+        resolve(a);
+      }
+    };
     const socket = new Socket();
     socket.setTimeout(timeoutMs, () => done({ rank, state: 'silent' }));
     socket.on('error', (e: NodeJS.ErrnoException) =>
-      done(e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' ? { rank, state: 'gone' } : { rank, state: 'silent' }));
-    readBoundedLines(socket, MAX_ANSWER, (reply) => {
-      try {
-        const p = JSON.parse(reply) as Position;
-        const valid = typeof p.at === 'string' && (p.iteration === null || Number.isFinite(p.iteration));
-        done(valid ? { rank, state: 'answered', position: p } : { rank, state: 'silent' });
-      } catch {
-        done({ rank, state: 'silent' });
-      }
-      return false;
-    }, () => done({ rank, state: 'silent' }));
+      done(e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' ? { rank, state: 'gone' } : { rank, state: 'silent' }),
+    );
+    readBoundedLines(
+      socket,
+      MAX_ANSWER,
+      (reply) => {
+        try {
+          const p = JSON.parse(reply) as Position;
+          const valid = typeof p.at === 'string' && (p.iteration === null || Number.isFinite(p.iteration));
+          done(valid ? { rank, state: 'answered', position: p } : { rank, state: 'silent' });
+        } catch {
+          done({ rank, state: 'silent' });
+        }
+        return false;
+      },
+      () => done({ rank, state: 'silent' }),
+    );
     socket.on('end', () => done({ rank, state: 'silent' })); // closed without a whole answer
     socket.connect({ host: numberToIpv4(addr.ipv4), port: addr.port }, () => socket.write(`${token}\n`));
   });
 }
 
 /** Every other rank's answer, asked in parallel. */
-export function survey(peers: readonly BoardAddress[], self: number, token: string, timeoutMs: number): Promise<Answer[]> {
-  return Promise.all(peers.map((addr, rank) => (rank === self ? null : ask(rank, addr, token, timeoutMs)))
-    .filter((p): p is Promise<Answer> => p !== null));
+export function survey(
+  peers: readonly BoardAddress[],
+  self: number,
+  token: string,
+  timeoutMs: number,
+): Promise<Answer[]> {
+  return Promise.all(
+    peers
+      .map((addr, rank) => (rank === self ? null : ask(rank, addr, token, timeoutMs)))
+      .filter((p): p is Promise<Answer> => p !== null),
+  );
 }

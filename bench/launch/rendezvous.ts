@@ -35,13 +35,16 @@ const INT = /^\d+$/;
 export function torchrunEnv(env: NodeJS.ProcessEnv = process.env): TorchrunEnv | null {
   const size = env.WORLD_SIZE;
   if (size === undefined || size === '') return null;
-  if (!INT.test(size) || Number(size) < 1) throw new RendezvousError(`WORLD_SIZE must be a positive integer, got '${size}'`);
+  if (!INT.test(size) || Number(size) < 1)
+    throw new RendezvousError(`WORLD_SIZE must be a positive integer, got '${size}'`);
   const worldSize = Number(size);
   if (worldSize === 1 && !env.MASTER_ADDR) return null;
   const missing = ['RANK', 'MASTER_ADDR', 'MASTER_PORT'].filter((v) => !env[v]);
   if (missing.length > 0) {
-    throw new RendezvousError(`WORLD_SIZE=${worldSize} needs ${missing.join(', ')} too (torchrun-style launch: RANK, ` +
-      'WORLD_SIZE, MASTER_ADDR, MASTER_PORT, optionally LOCAL_RANK)');
+    throw new RendezvousError(
+      `WORLD_SIZE=${worldSize} needs ${missing.join(', ')} too (torchrun-style launch: RANK, ` +
+        'WORLD_SIZE, MASTER_ADDR, MASTER_PORT, optionally LOCAL_RANK)',
+    );
   }
   if (!INT.test(env.RANK!) || Number(env.RANK) >= worldSize) {
     throw new RendezvousError(`RANK must be an integer in 0..${worldSize - 1}, got '${env.RANK}'`);
@@ -50,10 +53,14 @@ export function torchrunEnv(env: NodeJS.ProcessEnv = process.env): TorchrunEnv |
     throw new RendezvousError(`MASTER_PORT must be a TCP port 1..65535, got '${env.MASTER_PORT}'`);
   }
   const lr = env.LOCAL_RANK;
-  if (lr !== undefined && lr !== '' && !INT.test(lr)) throw new RendezvousError(`LOCAL_RANK must be an integer, got '${lr}'`);
+  if (lr !== undefined && lr !== '' && !INT.test(lr))
+    throw new RendezvousError(`LOCAL_RANK must be an integer, got '${lr}'`);
   return {
-    rank: Number(env.RANK), worldSize, localRank: lr === undefined || lr === '' ? null : Number(lr),
-    masterAddr: env.MASTER_ADDR!, masterPort: Number(env.MASTER_PORT),
+    rank: Number(env.RANK),
+    worldSize,
+    localRank: lr === undefined || lr === '' ? null : Number(lr),
+    masterAddr: env.MASTER_ADDR!,
+    masterPort: Number(env.MASTER_PORT),
   };
 }
 
@@ -70,16 +77,29 @@ const MAX_STRAY_SOURCES = 4;
 const MAX_STRAY_REASONS = 8;
 
 /** What a rank sends rank 0: its job's token (job-token.ts; '' without one), where the token came from, its place. */
-interface Hello { token: string; tokenFrom: string; rank: number; worldSize: number; payload: string }
+interface Hello {
+  token: string;
+  tokenFrom: string;
+  rank: number;
+  worldSize: number;
+  payload: string;
+}
 /** Rank 0's one answer line: every payload, or why this connection is turned away, or why the rendezvous failed. */
 type Answer = { all: string[] } | { refused: string } | { failed: string };
 
 /** What guards the rendezvous: the job's token (null: none, unauthenticated), where the launcher's variables are, and
  *  how long a connection may take to send its hello (HELLO_TIMEOUT_MS unless given). */
-export interface RendezvousGuard { token: JobToken | null; env?: NodeJS.ProcessEnv; helloTimeoutMs?: number }
+export interface RendezvousGuard {
+  token: JobToken | null;
+  env?: NodeJS.ProcessEnv;
+  helloTimeoutMs?: number;
+}
 
 /** Where rank 0 listens: the addresses MASTER_ADDR names on this host, or every interface (hosts null) and why. */
-export interface ListenPlan { hosts: string[] | null; note: string | null }
+export interface ListenPlan {
+  hosts: string[] | null;
+  note: string | null;
+}
 
 export interface RendezvousResult {
   /** Every rank's payload, in rank order. */
@@ -108,7 +128,10 @@ export class StrayTally {
     this.count++;
     let reasons = this.bySource.get(from);
     if (!reasons) {
-      if (this.bySource.size >= MAX_STRAY_SOURCES) { this.elsewhere++; return; }
+      if (this.bySource.size >= MAX_STRAY_SOURCES) {
+        this.elsewhere++;
+        return;
+      }
       reasons = new Map();
       this.bySource.set(from, reasons);
     }
@@ -145,13 +168,16 @@ function hostAddresses(): Set<string> {
  * here, or when a name that is not localhost resolves to loopback only (a Debian-style /etc/hosts line) while ranks
  * run on other hosts, whose resolvers give another address.
  */
-export async function rendezvousListenPlan(masterAddr: string, env: NodeJS.ProcessEnv = process.env):
-  Promise<ListenPlan> {
+export async function rendezvousListenPlan(
+  masterAddr: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ListenPlan> {
   const everywhere = (why: string): ListenPlan => ({ hosts: null, note: `listening on every interface: ${why}` });
   const local = hostAddresses();
   const addr = masterAddr.replace(/^\[(.*)\]$/, '$1');
   if (isIP(addr)) {
-    return isLoopback(addr) || local.has(addr) ? { hosts: [addr], note: null }
+    return isLoopback(addr) || local.has(addr)
+      ? { hosts: [addr], note: null }
       : everywhere(`MASTER_ADDR=${addr} is not an address of this host`);
   }
   let found: string[];
@@ -166,8 +192,10 @@ export async function rendezvousListenPlan(masterAddr: string, env: NodeJS.Proce
     return everywhere(`MASTER_ADDR=${addr} resolves to ${found.join(', ') || 'nothing'}, not an address of this host`);
   }
   if (found.every(isLoopback) && !isLocalhostName(addr) && !allRanksHere(env)) {
-    return everywhere(`MASTER_ADDR=${addr} resolves to loopback (${found.join(', ')}) here, which ranks on other hosts ` +
-      'cannot reach');
+    return everywhere(
+      `MASTER_ADDR=${addr} resolves to loopback (${found.join(', ')}) here, which ranks on other hosts ` +
+        'cannot reach',
+    );
   }
   return { hosts: found, note: null };
 }
@@ -175,15 +203,20 @@ export async function rendezvousListenPlan(masterAddr: string, env: NodeJS.Proce
 /** One server per address (null: one on every interface); an address this host cannot bind (EADDRNOTAVAIL: no IPv6)
  *  is skipped while another one listens. Rejects with the first failure otherwise. */
 async function listenAll(hosts: string[] | null, port: number, onConnection: (s: Socket) => void): Promise<Server[]> {
-  const open = (host: string | undefined) => new Promise<Server>((resolveServer, reject) => {
-    const server = createServer(onConnection);
-    server.once('error', reject);
-    server.listen({ host, port }, () => { server.off('error', reject); resolveServer(server); });
-  });
+  const open = (host: string | undefined) =>
+    new Promise<Server>((resolveServer, reject) => {
+      const server = createServer(onConnection);
+      server.once('error', reject);
+      server.listen({ host, port }, () => {
+        server.off('error', reject);
+        resolveServer(server);
+      });
+    });
   const results = await Promise.allSettled((hosts ?? [undefined]).map(open));
   const servers = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as NodeJS.ErrnoException] : []));
-  const fatal = failures.find((e) => e.code !== 'EADDRNOTAVAIL' && e.code !== 'EAFNOSUPPORT') ??
+  const fatal =
+    failures.find((e) => e.code !== 'EADDRNOTAVAIL' && e.code !== 'EAFNOSUPPORT') ??
     (servers.length === 0 ? failures[0] : undefined);
   if (fatal) {
     for (const s of servers) s.close();
@@ -194,11 +227,18 @@ async function listenAll(hosts: string[] | null, port: number, onConnection: (s:
 
 const hostPort = (host: string, port: number): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
 
-function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs: number, guard: RendezvousGuard,
-  plan: ListenPlan): Promise<RendezvousResult> {
+function serve(
+  world: TorchrunEnv,
+  payload: string,
+  deadline: number,
+  timeoutMs: number,
+  guard: RendezvousGuard,
+  plan: ListenPlan,
+): Promise<RendezvousResult> {
   const { token } = guard;
   const helloTimeoutMs = guard.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
-  const where = plan.hosts ? plan.hosts.map((h) => hostPort(h, world.masterPort)).join(', ')
+  const where = plan.hosts
+    ? plan.hosts.map((h) => hostPort(h, world.masterPort)).join(', ')
     : `port ${world.masterPort}`;
   const mine = token?.token ?? '';
   const mineFrom = token?.source ?? 'no job id';
@@ -221,14 +261,22 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
       unidentified.clear();
       const line = `${JSON.stringify(answer)}\n`;
       let open = joined.size;
-      if (open === 0) { then(); return; }
-      const guard = setTimeout(() => { for (const { socket } of joined.values()) socket.destroy(); }, 2000);
+      if (open === 0) {
+        then();
+        return;
+      }
+      const guard = setTimeout(() => {
+        for (const { socket } of joined.values()) socket.destroy();
+      }, 2000);
       for (const { socket } of joined.values()) {
         let counted = false;
         const one = (): void => {
           if (counted) return;
           counted = true;
-          if (--open === 0) { clearTimeout(guard); then(); }
+          if (--open === 0) {
+            clearTimeout(guard);
+            then();
+          }
         };
         socket.once('close', one);
         socket.end(line, one);
@@ -239,18 +287,26 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
       finish({ failed: message }, () => reject(err));
     };
 
-    const timer = setTimeout(() => {
-      const missing = payloads.map((p, r) => (p === undefined ? r : -1)).filter((r) => r >= 0);
-      const turned = strays.summary();
-      fail(`rank 0 (${where}) waited ${timeoutMs / 1000}s for rank(s) ${missing.join(',')} of ${world.worldSize}` +
-        (turned ? `; ${turned}` : '; no other connection came'));
-    }, Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        const missing = payloads.map((p, r) => (p === undefined ? r : -1)).filter((r) => r >= 0);
+        const turned = strays.summary();
+        fail(
+          `rank 0 (${where}) waited ${timeoutMs / 1000}s for rank(s) ${missing.join(',')} of ${world.worldSize}` +
+            (turned ? `; ${turned}` : '; no other connection came'),
+        );
+      },
+      Math.max(0, deadline - Date.now()),
+    );
 
     /** Counts a connection that is not one of this job's ranks and closes it (after one answer line, when given). */
     const turnAway = (socket: Socket, from: string, reason: string, answer?: string): void => {
       if (!unidentified.delete(socket)) return;
       strays.add(from, reason);
-      if (answer === undefined) { socket.destroy(); return; }
+      if (answer === undefined) {
+        socket.destroy();
+        return;
+      }
       socket.setTimeout(1000, () => socket.destroy());
       socket.end(`${JSON.stringify({ refused: answer } satisfies Answer)}\n`);
     };
@@ -259,8 +315,13 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
       let hello: Hello;
       try {
         hello = JSON.parse(line) as Hello;
-        const valid = typeof hello === 'object' && hello !== null && typeof hello.token === 'string' &&
-          typeof hello.tokenFrom === 'string' && Number.isInteger(hello.rank) && Number.isInteger(hello.worldSize) &&
+        const valid =
+          typeof hello === 'object' &&
+          hello !== null &&
+          typeof hello.token === 'string' &&
+          typeof hello.tokenFrom === 'string' &&
+          Number.isInteger(hello.rank) &&
+          Number.isInteger(hello.worldSize) &&
           typeof hello.payload === 'string';
         if (!valid) throw new Error('not a hello');
       } catch {
@@ -269,18 +330,34 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
       }
       const theirFrom = printable(hello.tokenFrom || 'no job id', 40);
       if (!sameToken(hello.token, mine)) {
-        turnAway(socket, from, `another job (token from ${theirFrom})`,
+        turnAway(
+          socket,
+          from,
+          `another job (token from ${theirFrom})`,
           `its job token (from ${theirFrom}) is not this job's (from ${mineFrom}): another job's rendezvous on ` +
-          'this port?');
+            'this port?',
+        );
       } else if (hello.worldSize !== world.worldSize) {
-        turnAway(socket, from, `WORLD_SIZE=${hello.worldSize}`,
-          `rank 0 has WORLD_SIZE=${world.worldSize}, this rank ${hello.worldSize}`);
+        turnAway(
+          socket,
+          from,
+          `WORLD_SIZE=${hello.worldSize}`,
+          `rank 0 has WORLD_SIZE=${world.worldSize}, this rank ${hello.worldSize}`,
+        );
       } else if (hello.rank < 1 || hello.rank >= world.worldSize) {
-        turnAway(socket, from, `rank ${hello.rank}`,
-          `rank ${hello.rank} is not one rank 0 waits for (1..${world.worldSize - 1})`);
+        turnAway(
+          socket,
+          from,
+          `rank ${hello.rank}`,
+          `rank ${hello.rank} is not one rank 0 waits for (1..${world.worldSize - 1})`,
+        );
       } else if (joined.has(hello.rank)) {
-        turnAway(socket, from, `rank ${hello.rank} again`,
-          `rank ${hello.rank} has already joined from ${joined.get(hello.rank)!.from}`);
+        turnAway(
+          socket,
+          from,
+          `rank ${hello.rank} again`,
+          `rank ${hello.rank} has already joined from ${joined.get(hello.rank)!.from}`,
+        );
       } else {
         unidentified.delete(socket);
         const rank = hello.rank;
@@ -301,37 +378,54 @@ function serve(world: TorchrunEnv, payload: string, deadline: number, timeoutMs:
 
     const onConnection = (socket: Socket): void => {
       const from = remoteOf(socket);
-      socket.on('error', () => { /* counted when it closes */ });
-      if (settled) { socket.destroy(); return; }
+      socket.on('error', () => {
+        /* counted when it closes */
+      });
+      if (settled) {
+        socket.destroy();
+        return;
+      }
       if (unidentified.size >= MAX_UNIDENTIFIED) {
         strays.add(from, `over ${MAX_UNIDENTIFIED} connections at once without a hello`);
         socket.destroy();
         return;
       }
       unidentified.add(socket);
-      const helloTimer = setTimeout(() => turnAway(socket, from, `no whole hello within ${helloTimeoutMs / 1000} s`),
-        helloTimeoutMs);
+      const helloTimer = setTimeout(
+        () => turnAway(socket, from, `no whole hello within ${helloTimeoutMs / 1000} s`),
+        helloTimeoutMs,
+      );
       socket.once('close', () => {
         clearTimeout(helloTimer);
         if (!settled) turnAway(socket, from, 'closed without a hello');
       });
-      readBoundedLines(socket, MAX_HELLO_BYTES, (line) => {
-        clearTimeout(helloTimer);
-        onHello(socket, from, line);
-        return false;
-      }, () => {
-        clearTimeout(helloTimer);
-        turnAway(socket, from, `a line over ${MAX_HELLO_BYTES} bytes`);
-      });
+      readBoundedLines(
+        socket,
+        MAX_HELLO_BYTES,
+        (line) => {
+          clearTimeout(helloTimer);
+          onHello(socket, from, line);
+          return false;
+        },
+        () => {
+          clearTimeout(helloTimer);
+          turnAway(socket, from, `a line over ${MAX_HELLO_BYTES} bytes`);
+        },
+      );
     };
 
-    listenAll(plan.hosts, world.masterPort, onConnection).then((s) => {
-      servers = s;
-      if (settled) for (const x of s) x.close();
-    }, (e: NodeJS.ErrnoException) => {
-      fail(`rank 0 cannot listen on ${where}: ${e.code ?? e.message}` +
-        (e.code === 'EADDRINUSE' ? ' (another job\'s rendezvous, or another program, holds MASTER_PORT)' : ''));
-    });
+    listenAll(plan.hosts, world.masterPort, onConnection).then(
+      (s) => {
+        servers = s;
+        if (settled) for (const x of s) x.close();
+      },
+      (e: NodeJS.ErrnoException) => {
+        fail(
+          `rank 0 cannot listen on ${where}: ${e.code ?? e.message}` +
+            (e.code === 'EADDRINUSE' ? " (another job's rendezvous, or another program, holds MASTER_PORT)" : ''),
+        );
+      },
+    );
   });
 }
 
@@ -351,42 +445,82 @@ function join(world: TorchrunEnv, hello: string, deadline: number, timeoutMs: nu
     };
     const onAnswer = (line: string): void => {
       let answer: Answer;
-      try { answer = JSON.parse(line) as Answer; } catch { answer = {} as Answer; }
+      try {
+        answer = JSON.parse(line) as Answer;
+      } catch {
+        answer = {} as Answer;
+      }
       if (typeof answer !== 'object' || answer === null) answer = {} as Answer; // `null`, a number: not an answer
-      if ('all' in answer && Array.isArray(answer.all) && answer.all.length === world.worldSize &&
-        answer.all.every((p) => typeof p === 'string')) {
+      if (
+        'all' in answer &&
+        Array.isArray(answer.all) &&
+        answer.all.length === world.worldSize &&
+        answer.all.every((p) => typeof p === 'string')
+      ) {
         settle(null, { all: answer.all, strays: null, listen: null });
       } else if ('refused' in answer && typeof answer.refused === 'string') {
-        settle(new RendezvousError(`rendezvous: rank 0 at ${where} turned rank ${world.rank} away: ` +
-          printable(answer.refused, 300)));
+        settle(
+          new RendezvousError(
+            `rendezvous: rank 0 at ${where} turned rank ${world.rank} away: ` + printable(answer.refused, 300),
+          ),
+        );
       } else if ('failed' in answer && typeof answer.failed === 'string') {
         settle(new RendezvousError(`rendezvous: rank 0 at ${where} gave up: ${printable(answer.failed, 600)}`));
       } else {
-        settle(new RendezvousError(`rendezvous: malformed answer from ${where} ('${printable(line, 40)}'): is ` +
-          'MASTER_PORT another program\'s?'));
+        settle(
+          new RendezvousError(
+            `rendezvous: malformed answer from ${where} ('${printable(line, 40)}'): is ` +
+              "MASTER_PORT another program's?",
+          ),
+        );
       }
     };
     const attempt = () => {
       if (settled) return;
       const socket = createConnection({ host: world.masterAddr, port: world.masterPort });
       let connected = false;
-      socket.on('connect', () => { connected = true; socket.write(hello); });
-      readBoundedLines(socket, answerLimit, (line) => { onAnswer(line); socket.destroy(); return false; }, () => {
-        socket.destroy();
-        settle(new RendezvousError(`rendezvous: ${where} answered with a line over ${answerLimit} bytes: is ` +
-          'MASTER_PORT another program\'s?'));
+      socket.on('connect', () => {
+        connected = true;
+        socket.write(hello);
       });
-      socket.on('error', (e: NodeJS.ErrnoException) => { lastError = e.code ?? e.message; });
+      readBoundedLines(
+        socket,
+        answerLimit,
+        (line) => {
+          onAnswer(line);
+          socket.destroy();
+          return false;
+        },
+        () => {
+          socket.destroy();
+          settle(
+            new RendezvousError(
+              `rendezvous: ${where} answered with a line over ${answerLimit} bytes: is ` +
+                "MASTER_PORT another program's?",
+            ),
+          );
+        },
+      );
+      socket.on('error', (e: NodeJS.ErrnoException) => {
+        lastError = e.code ?? e.message;
+      });
       socket.on('close', () => {
         if (settled) return;
         if (connected) closedUnanswered++;
         // Rank 0 may not listen yet, or had too many connections at once: try again until the deadline.
-        if (Date.now() + 100 < deadline) { setTimeout(attempt, 100); return; }
-        settle(new RendezvousError(closedUnanswered > 0
-          ? `rendezvous: no answer from rank 0 at ${where} within ${timeoutMs / 1000}s (${closedUnanswered} ` +
-            'connection(s) closed without one: is MASTER_PORT another program\'s?)'
-          : `rendezvous: rank ${world.rank} could not reach rank 0 at ${where} within ${timeoutMs / 1000}s ` +
-            `(${lastError || 'no answer'})`));
+        if (Date.now() + 100 < deadline) {
+          setTimeout(attempt, 100);
+          return;
+        }
+        settle(
+          new RendezvousError(
+            closedUnanswered > 0
+              ? `rendezvous: no answer from rank 0 at ${where} within ${timeoutMs / 1000}s (${closedUnanswered} ` +
+                  "connection(s) closed without one: is MASTER_PORT another program's?)"
+              : `rendezvous: rank ${world.rank} could not reach rank 0 at ${where} within ${timeoutMs / 1000}s ` +
+                  `(${lastError || 'no answer'})`,
+          ),
+        );
       });
       socket.setTimeout(Math.max(1, deadline - Date.now()), () => {
         socket.destroy();
@@ -405,17 +539,26 @@ function join(world: TorchrunEnv, hello: string, deadline: number, timeoutMs: nu
  * or rejects with RendezvousError when `timeoutMs` passes (naming the missing ranks and the strays) or a port cannot
  * be used; a rank that rank 0 turns away rejects at once, saying why.
  */
-export async function rendezvous(world: TorchrunEnv, payload: string, timeoutMs: number, guard: RendezvousGuard):
-  Promise<RendezvousResult> {
+export async function rendezvous(
+  world: TorchrunEnv,
+  payload: string,
+  timeoutMs: number,
+  guard: RendezvousGuard,
+): Promise<RendezvousResult> {
   const deadline = Date.now() + timeoutMs;
   if (world.worldSize === 1) return { all: [payload], strays: null, listen: null };
   const hello = `${JSON.stringify({
-    token: guard.token?.token ?? '', tokenFrom: guard.token?.source ?? '', rank: world.rank, worldSize: world.worldSize,
+    token: guard.token?.token ?? '',
+    tokenFrom: guard.token?.source ?? '',
+    rank: world.rank,
+    worldSize: world.worldSize,
     payload,
   } satisfies Hello)}\n`;
   if (Buffer.byteLength(hello) > MAX_HELLO_BYTES) {
-    throw new RendezvousError(`rendezvous: rank ${world.rank}'s hello is ${Buffer.byteLength(hello)} bytes, over the ` +
-      `${MAX_HELLO_BYTES} rank 0 takes`);
+    throw new RendezvousError(
+      `rendezvous: rank ${world.rank}'s hello is ${Buffer.byteLength(hello)} bytes, over the ` +
+        `${MAX_HELLO_BYTES} rank 0 takes`,
+    );
   }
   if (world.rank !== 0) return join(world, hello, deadline, timeoutMs);
   const plan = await rendezvousListenPlan(world.masterAddr, guard.env ?? process.env);
@@ -428,9 +571,11 @@ export function rendezvousNotes(world: TorchrunEnv, result: RendezvousResult, to
   const out: string[] = [];
   if (world.worldSize === 1) return out;
   if (token === null) {
-    out.push(`# Warning: the torchrun-style rendezvous is unauthenticated: none of ${JOB_ID_SOURCES} names this job, ` +
-      'so a process that reaches MASTER_ADDR:MASTER_PORT with the same WORLD_SIZE could take a rank\'s place; set ' +
-      `${ENV.JOB_TOKEN} to one value on every rank (docs/reliability.md)`);
+    out.push(
+      `# Warning: the torchrun-style rendezvous is unauthenticated: none of ${JOB_ID_SOURCES} names this job, ` +
+        "so a process that reaches MASTER_ADDR:MASTER_PORT with the same WORLD_SIZE could take a rank's place; set " +
+        `${ENV.JOB_TOKEN} to one value on every rank (docs/reliability.md)`,
+    );
   }
   if (result.listen?.note) out.push(`# Rendezvous: ${result.listen.note}`);
   if (result.strays) out.push(`# Rendezvous: ${result.strays}`);

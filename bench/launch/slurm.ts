@@ -22,7 +22,11 @@ const MAX_RANGES = 64 * 1024;
 export const MAX_HOSTLIST_HOSTS = 4 * 1024 * 1024;
 const ULONG_MAX = (1n << 64n) - 1n;
 
-interface Range { lo: bigint; hi: bigint; width: number }
+interface Range {
+  lo: bigint;
+  hi: bigint;
+  width: number;
+}
 
 /** C's isspace() in the C locale: what strtoul() skips before a number. */
 const C_SPACE = '[ \\t\\n\\v\\f\\r]*';
@@ -91,7 +95,8 @@ function expandName(name: string, fail: (why: string) => never, room: number): s
   // Slurm takes the last bracket as the name's own ranges and allows nothing after it.
   if (texts[texts.length - 1] !== '') fail(`'${name}' has text after its last bracket`);
   for (const g of groups.slice(0, -1)) {
-    if (count(g) > MAX_PREFIX_CNT) fail(`a bracket of '${name}' that is not the last has more than ${MAX_PREFIX_CNT} values`);
+    if (count(g) > MAX_PREFIX_CNT)
+      fail(`a bracket of '${name}' that is not the last has more than ${MAX_PREFIX_CNT} values`);
   }
   const total = groups.reduce((n, g) => n * count(g), 1);
   if (total > room) fail(`expands to more than ${MAX_HOSTLIST_HOSTS} hosts`);
@@ -192,13 +197,13 @@ export function expandTasksPerNode(text: string, source = 'SLURM_STEP_TASKS_PER_
 
 /** This process's place in an `srun` job step. */
 export interface SlurmStep {
-  rank: number;        // SLURM_PROCID
-  size: number;        // SLURM_STEP_NUM_TASKS
-  localRank: number;   // SLURM_LOCALID
-  localSize: number;   // this node's entry of SLURM_STEP_TASKS_PER_NODE (by SLURM_NODEID)
-  nodes: number;       // SLURM_STEP_NUM_NODES
-  jobId: string;       // SLURM_JOB_ID
-  stepId: string;      // SLURM_STEP_ID
+  rank: number; // SLURM_PROCID
+  size: number; // SLURM_STEP_NUM_TASKS
+  localRank: number; // SLURM_LOCALID
+  localSize: number; // this node's entry of SLURM_STEP_TASKS_PER_NODE (by SLURM_NODEID)
+  nodes: number; // SLURM_STEP_NUM_NODES
+  jobId: string; // SLURM_JOB_ID
+  stepId: string; // SLURM_STEP_ID
 }
 
 function stepInt(env: Env, name: string): number {
@@ -216,7 +221,8 @@ function stepInt(env: Env, name: string): number {
  */
 export function slurmStep(env: Env = process.env): SlurmStep | null {
   if (!env.SLURM_STEP_ID || !env.SLURM_STEP_NUM_TASKS || env.SLURM_PROCID === undefined) return null;
-  const rank = stepInt(env, 'SLURM_PROCID'), size = stepInt(env, 'SLURM_STEP_NUM_TASKS');
+  const rank = stepInt(env, 'SLURM_PROCID'),
+    size = stepInt(env, 'SLURM_STEP_NUM_TASKS');
   const localRank = env.SLURM_LOCALID === undefined ? 0 : stepInt(env, 'SLURM_LOCALID');
   const nodes = env.SLURM_STEP_NUM_NODES === undefined ? 1 : stepInt(env, 'SLURM_STEP_NUM_NODES');
   const nodeId = env.SLURM_NODEID === undefined ? 0 : stepInt(env, 'SLURM_NODEID');
@@ -228,8 +234,10 @@ export function slurmStep(env: Env = process.env): SlurmStep | null {
     localSize = counts[nodeId] ?? 1;
   }
   if (size < 1 || rank >= size || localRank >= Math.max(localSize, 1)) {
-    throw new UsageError(`SLURM_PROCID=${rank} SLURM_LOCALID=${localRank}: not a task of a step of ${size} tasks ` +
-      `(${localSize} on this node)`);
+    throw new UsageError(
+      `SLURM_PROCID=${rank} SLURM_LOCALID=${localRank}: not a task of a step of ${size} tasks ` +
+        `(${localSize} on this node)`,
+    );
   }
   return { rank, size, localRank, localSize, nodes, jobId: slurmJobId(env) ?? '0', stepId: env.SLURM_STEP_ID };
 }
@@ -252,7 +260,9 @@ export function slurmGavePmi(env: Env = process.env): boolean {
 export function slurmMpiRefusal(env: Env = process.env): string | null {
   const step = slurmStep(env);
   if (step === null || slurmGavePmi(env)) return null;
-  return `--backend mpi: srun started this task (job ${step.jobId}, step ${step.stepId}, ${step.size} tasks) ` +
+  return (
+    `--backend mpi: srun started this task (job ${step.jobId}, step ${step.stepId}, ${step.size} tasks) ` +
     'without a PMIx server for MPI to join: run srun --mpi=pmix (srun --mpi=list shows what this Slurm ' +
-    'offers), or use --backend gloo, which takes its rank from SLURM_PROCID';
+    'offers), or use --backend gloo, which takes its rank from SLURM_PROCID'
+  );
 }

@@ -24,7 +24,10 @@ export class DurationReference {
   private readonly byWidth = new Map<number, number[]>();
 
   /** Jobs that ran to their end (not stopped at a budget), of groups the analysis found fine. */
-  note(jobs: readonly { id: string; hosts: string[]; status: string; capped: boolean; durationSec: number }[], fine: (id: string) => boolean): void {
+  note(
+    jobs: readonly { id: string; hosts: string[]; status: string; capped: boolean; durationSec: number }[],
+    fine: (id: string) => boolean,
+  ): void {
     for (const j of jobs) {
       if (j.status !== 'ok' || j.capped || !fine(j.id)) continue;
       const list = this.byWidth.get(j.hosts.length) ?? [];
@@ -48,7 +51,10 @@ export class DurationReference {
   budget(width: number, ranksPerHost: number): JobBudget {
     const own = this.seconds(width);
     const pairs = this.seconds(2);
-    const bus = (hosts: number): number => { const n = hosts * ranksPerHost; return n > 1 ? (2 * (n - 1)) / n : 1; };
+    const bus = (hosts: number): number => {
+      const n = hosts * ranksPerHost;
+      return n > 1 ? (2 * (n - 1)) / n : 1;
+    };
     // a wider job also takes longer to start (more daemons): twice the pairs' scaled time until it has its own
     const ref = own ?? (pairs !== null ? (2 * pairs * bus(width)) / bus(2) : null);
     return { capSec: ref === null ? null : BUDGET_SLACK * ref, afterFirst: ROUND_SLACK };
@@ -63,4 +69,3 @@ export function iterationsFor(base: number, ratio: number | null): number | unde
   if (ratio === null || ratio >= 1) return undefined;
   return Math.max(Math.min(base, MIN_ITERATIONS), Math.min(base, Math.floor(base * ratio)));
 }
-

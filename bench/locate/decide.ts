@@ -87,7 +87,12 @@ export function formatP(p: number | null): string {
  * otherwise the reference per size is the median of the best third of the groups' levels (at least one group),
  * so that a bad host, which is in 2/n of all pairs, does not pull the reference down.
  */
-export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule, control?: GroupSamples[], note?: string): StageAnalysis {
+export function analyzeStage(
+  groups: readonly GroupSamples[],
+  rule: DecisionRule,
+  control?: GroupSamples[],
+  note?: string,
+): StageAnalysis {
   const live = groups.filter((g) => g.failed === null && g.bySize.size > 0);
   const sizes = [...new Set(live.flatMap((g) => [...g.bySize.keys()]))].sort((a, b) => a - b);
   const refBySize = new Map<number, number>();
@@ -98,18 +103,25 @@ export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule
     referenceNote = note ?? `control ${ok.map((c) => c.hosts.join('-')).join(', ')}, measured at the same time`;
     for (const s of sizes) {
       const samples = ok.flatMap((c) => flat(c.bySize.get(s) ?? []));
-      if (samples.length) { refBySize.set(s, level(samples)); refGroupsBySize.set(s, ok); }
+      if (samples.length) {
+        refBySize.set(s, level(samples));
+        refGroupsBySize.set(s, ok);
+      }
     }
   } else {
     referenceNote = 'median level of the best third of the groups';
     for (const s of sizes) {
-      const withSize = live.filter((g) => flat(g.bySize.get(s) ?? []).length > 0)
+      const withSize = live
+        .filter((g) => flat(g.bySize.get(s) ?? []).length > 0)
         .map((g) => ({ g, m: level(flat(g.bySize.get(s)!)) }))
         .sort((a, b) => b.m - a.m);
       const k = Math.max(1, Math.ceil(withSize.length / 3));
       const best = withSize.slice(0, k);
       refBySize.set(s, median(best.map((b) => b.m)));
-      refGroupsBySize.set(s, best.map((b) => b.g));
+      refGroupsBySize.set(
+        s,
+        best.map((b) => b.g),
+      );
     }
   }
   // The reference samples as ratios, pooled over sizes: what a good group's ratios look like.
@@ -121,7 +133,18 @@ export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule
 
   const results: GroupResult[] = groups.map((g) => {
     if (g.failed !== null || g.bySize.size === 0) {
-      return { id: g.id, hosts: g.hosts, state: 'failed', ratio: null, pValue: null, samples: 0, repeatSpread: null, repeatRatios: [], bySize: [], failed: g.failed ?? 'no samples' };
+      return {
+        id: g.id,
+        hosts: g.hosts,
+        state: 'failed',
+        ratio: null,
+        pValue: null,
+        samples: 0,
+        repeatSpread: null,
+        repeatRatios: [],
+        bySize: [],
+        failed: g.failed ?? 'no samples',
+      };
     }
     const ratios: number[] = [];
     const bySize: GroupResult['bySize'] = [];
@@ -133,11 +156,14 @@ export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule
       if (!runs || ref === undefined || flat(runs).length === 0) continue;
       const all = flat(runs);
       for (const v of all) ratios.push(v / ref);
-      runs.forEach((run, r) => { (perRepeatRatios[r] ??= []).push(...run.map((v) => v / ref)); });
+      runs.forEach((run, r) => {
+        (perRepeatRatios[r] ??= []).push(...run.map((v) => v / ref));
+      });
       const m = level(all);
       bySize.push({ sizeBytes: s, busBwGBps: m, referenceGBps: ref, ratio: m / ref });
       const perRepeat = runs.filter((r) => r.length > 0).map((r) => level(r));
-      if (perRepeat.length > 1) spread = Math.max(spread, (Math.max(...perRepeat) - Math.min(...perRepeat)) / Math.max(...perRepeat));
+      if (perRepeat.length > 1)
+        spread = Math.max(spread, (Math.max(...perRepeat) - Math.min(...perRepeat)) / Math.max(...perRepeat));
     }
     const ratio = level(ratios);
     const pValue = mannWhitneyLess(ratios, pool);
@@ -145,7 +171,18 @@ export function analyzeStage(groups: readonly GroupSamples[], rule: DecisionRule
     const below = ratio < 1 - rule.margin;
     const everyRepeat = repeatRatios.every((r) => r < 1 - rule.margin);
     const state: GroupState = below && everyRepeat && pValue < rule.alpha ? 'slow' : below ? 'uncertain' : 'ok';
-    return { id: g.id, hosts: g.hosts, state, ratio, pValue, samples: ratios.length, repeatSpread: spread, repeatRatios, bySize, failed: null };
+    return {
+      id: g.id,
+      hosts: g.hosts,
+      state,
+      ratio,
+      pValue,
+      samples: ratios.length,
+      repeatSpread: spread,
+      repeatRatios,
+      bySize,
+      failed: null,
+    };
   });
   // Noise is judged on the groups that look fine: a throttled link may well be erratic, and that is its problem.
   const spreads = results.filter((r) => r.state === 'ok' && r.repeatSpread !== null).map((r) => r.repeatSpread!);
@@ -198,20 +235,32 @@ export function attributeHostGroups(groups: readonly GroupResult[]): Attribution
  * A known-good partner for a suspect: the host with the best median ratio over its pairs among those in no bad or
  * uncertain pair; failing that, the best host that is not a suspect.
  */
-export function goodHosts(hosts: readonly string[], pairs: readonly GroupResult[], exclude: ReadonlySet<string>): string[] {
+export function goodHosts(
+  hosts: readonly string[],
+  pairs: readonly GroupResult[],
+  exclude: ReadonlySet<string>,
+): string[] {
   const score = (h: string): number => {
     const r = pairs.filter((p) => p.hosts.includes(h) && p.ratio !== null).map((p) => p.ratio!);
     return r.length ? median(r) : 0;
   };
   const clean = (h: string): boolean => pairs.filter((p) => p.hosts.includes(h)).every((p) => p.state === 'ok');
-  return hosts.filter((h) => !exclude.has(h))
+  return hosts
+    .filter((h) => !exclude.has(h))
     .sort((a, b) => Number(clean(b)) - Number(clean(a)) || score(b) - score(a));
 }
 
 /** A degraded host's pairs must be at least this much slower than the others' (median level against median level). */
 export const DEGRADED_MIN_SLOWDOWN = 0.1;
 
-export interface DegradedFinding { host: string; pValue: number; corrected: number; ratio: number; mine: GroupResult[]; others: GroupResult[] }
+export interface DegradedFinding {
+  host: string;
+  pValue: number;
+  corrected: number;
+  ratio: number;
+  mine: GroupResult[];
+  others: GroupResult[];
+}
 
 /**
  * Hosts slower than the rest by a pattern rather than by any one pair: every pair with the host is slower than
@@ -221,9 +270,15 @@ export interface DegradedFinding { host: string; pValue: number; corrected: numb
  * over the hosts tested. Needs ≥ 4 hosts (3 pairs without the host). A pair can stay within the margin and still
  * be part of such a pattern (a host throttled to 3/4 of the others).
  */
-export function degradedHosts(hosts: readonly string[], pairs: readonly GroupResult[], rule: DecisionRule): DegradedFinding[] {
+export function degradedHosts(
+  hosts: readonly string[],
+  pairs: readonly GroupResult[],
+  rule: DecisionRule,
+): DegradedFinding[] {
   const live = pairs.filter((p) => p.state !== 'failed' && p.repeatRatios.length > 0 && p.hosts.length === 2);
-  const tested = hosts.filter((h) => live.filter((p) => p.hosts.includes(h)).length >= 2 && live.filter((p) => !p.hosts.includes(h)).length >= 3);
+  const tested = hosts.filter(
+    (h) => live.filter((p) => p.hosts.includes(h)).length >= 2 && live.filter((p) => !p.hosts.includes(h)).length >= 3,
+  );
   const out: DegradedFinding[] = [];
   for (const h of tested) {
     const mine = live.filter((p) => p.hosts.includes(h));
@@ -236,7 +291,10 @@ export function degradedHosts(hosts: readonly string[], pairs: readonly GroupRes
     if (!separated) continue;
     const ratio = median(mine.map((p) => p.ratio!)) / median(others.map((p) => p.ratio!));
     if (!(ratio <= 1 - DEGRADED_MIN_SLOWDOWN)) continue;
-    const pValue = mannWhitneyLess(mine.flatMap((p) => p.repeatRatios), others.flatMap((p) => p.repeatRatios));
+    const pValue = mannWhitneyLess(
+      mine.flatMap((p) => p.repeatRatios),
+      others.flatMap((p) => p.repeatRatios),
+    );
     const corrected = Math.min(1, pValue * tested.length);
     if (corrected < rule.alpha) out.push({ host: h, pValue, corrected, ratio, mine, others });
   }
@@ -261,7 +319,11 @@ export function samplesOf(doc: ReportDocument): Map<number, number[]> {
  * One pair's evidence over the stages: its pairs-stage result and, when it was re-tested (as a suspect, as a group
  * below the margin, as a suspect host's other pair, or as a host suspect with its partner), that re-test's result.
  */
-export interface PairEvidence { hosts: [string, string]; pairs: GroupResult | null; retest: GroupResult | null }
+export interface PairEvidence {
+  hosts: [string, string];
+  pairs: GroupResult | null;
+  retest: GroupResult | null;
+}
 
 /** A pair's best-supported result: its re-test (beside a control, one repeat more) when it had one, else the pairs stage. */
 export const bestOf = (e: PairEvidence): GroupResult => (e.retest ?? e.pairs)!;
@@ -276,11 +338,17 @@ export type HostReason = 'every pair slow' | 'no pair fine' | 'most pairs slow' 
  * levels of its pairs and of the pairs without it, when every one of its pairs is below every pair without it.
  */
 export interface HostFinding {
-  host: string; reason: HostReason; pairs: PairEvidence[]; degraded: DegradedFinding | null;
+  host: string;
+  reason: HostReason;
+  pairs: PairEvidence[];
+  degraded: DegradedFinding | null;
   separated: { mine: number[]; others: number[] } | null;
 }
 /** A link: its pair, and each host's partners it was measured fine with (best-supported state ok). */
-export interface LinkFinding { pair: PairEvidence; fineWith: [string[], string[]] }
+export interface LinkFinding {
+  pair: PairEvidence;
+  fineWith: [string[], string[]];
+}
 export interface HostOrLink {
   hosts: HostFinding[];
   links: LinkFinding[];
@@ -294,7 +362,9 @@ export interface HostOrLink {
  */
 export function pairEvidence(pairs: readonly GroupResult[], retests: readonly (GroupResult | null)[]): PairEvidence[] {
   const byKey = new Map<string, PairEvidence>();
-  for (const p of pairs) if (p.hosts.length === 2) byKey.set(pairKey(p.hosts[0]!, p.hosts[1]!), { hosts: [p.hosts[0]!, p.hosts[1]!], pairs: p, retest: null });
+  for (const p of pairs)
+    if (p.hosts.length === 2)
+      byKey.set(pairKey(p.hosts[0]!, p.hosts[1]!), { hosts: [p.hosts[0]!, p.hosts[1]!], pairs: p, retest: null });
   for (const r of retests) {
     if (r === null || r.hosts.length !== 2) continue;
     const key = pairKey(r.hosts[0]!, r.hosts[1]!);
@@ -322,11 +392,17 @@ export function pairEvidence(pairs: readonly GroupResult[], retests: readonly (G
  * Pairs with a host already named (`named`, or found here: the hosts with most slow pairs first) are explained by
  * it and say nothing about their other host.
  */
-export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: readonly DegradedFinding[], named: ReadonlySet<string>): HostOrLink {
+export function decideHostOrLink(
+  evidence: readonly PairEvidence[],
+  degraded: readonly DegradedFinding[],
+  named: ReadonlySet<string>,
+): HostOrLink {
   const explained = new Set(named);
   const live = (e: PairEvidence): boolean => !e.hosts.some((h) => explained.has(h));
   const slowCount = (h: string): number => evidence.filter((e) => e.hosts.includes(h) && isBad(bestOf(e))).length;
-  const candidates = [...new Set(evidence.flatMap((e) => e.hosts))].filter((h) => !named.has(h)).sort((a, b) => slowCount(b) - slowCount(a));
+  const candidates = [...new Set(evidence.flatMap((e) => e.hosts))]
+    .filter((h) => !named.has(h))
+    .sort((a, b) => slowCount(b) - slowCount(a));
   const hosts: HostFinding[] = [];
   for (const h of candidates) {
     const mine = evidence.filter((e) => e.hosts.includes(h) && !e.hosts.some((x) => x !== h && explained.has(x)));
@@ -337,17 +413,27 @@ export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: re
     const separated = separation(evidence, h, explained);
     const pattern = d !== null || (separated !== null && mine.filter(confirmed).length >= 2);
     const again = mine.filter(confirmed).length;
-    const reason: HostReason | null = slow === mine.length ? 'every pair slow'
-      : !states.includes('ok') && (slow * 2 >= mine.length || separated !== null) ? 'no pair fine'
-        : again >= MOST_PAIRS_MIN && again * 2 > mine.length ? 'most pairs slow' : pattern ? 'slower than the rest' : null;
+    const reason: HostReason | null =
+      slow === mine.length
+        ? 'every pair slow'
+        : !states.includes('ok') && (slow * 2 >= mine.length || separated !== null)
+          ? 'no pair fine'
+          : again >= MOST_PAIRS_MIN && again * 2 > mine.length
+            ? 'most pairs slow'
+            : pattern
+              ? 'slower than the rest'
+              : null;
     if (reason === null) continue;
     hosts.push({ host: h, reason, pairs: mine, degraded: d, separated });
     explained.add(h);
   }
   const links: LinkFinding[] = [];
   const undecided: HostOrLink['undecided'] = [];
-  const fineWith = (h: string, pair: PairEvidence): string[] => evidence
-    .filter((e) => e !== pair && e.hosts.includes(h) && live(e) && bestOf(e).state === 'ok').map((e) => e.hosts.find((x) => x !== h)!).sort();
+  const fineWith = (h: string, pair: PairEvidence): string[] =>
+    evidence
+      .filter((e) => e !== pair && e.hosts.includes(h) && live(e) && bestOf(e).state === 'ok')
+      .map((e) => e.hosts.find((x) => x !== h)!)
+      .sort();
   for (const e of evidence) {
     if (!live(e) || !confirmed(e) || e.pairs === null || !isBad(e.pairs)) continue;
     const fine: [string[], string[]] = [fineWith(e.hosts[0], e), fineWith(e.hosts[1], e)];
@@ -362,10 +448,22 @@ export function decideHostOrLink(evidence: readonly PairEvidence[], degraded: re
 export const MOST_PAIRS_MIN = 3;
 
 /** The pairs stage's levels of h's pairs and of the pairs without it, when each of its is below each of theirs (≥ 2 each). */
-function separation(evidence: readonly PairEvidence[], h: string, explained: ReadonlySet<string>): HostFinding['separated'] {
-  const levels = (mine: boolean): number[] => evidence
-    .filter((e) => e.hosts.includes(h) === mine && e.pairs !== null && e.pairs.ratio !== null && !e.hosts.some((x) => x !== h && explained.has(x)))
-    .map((e) => e.pairs!.ratio!).sort((a, b) => a - b);
+function separation(
+  evidence: readonly PairEvidence[],
+  h: string,
+  explained: ReadonlySet<string>,
+): HostFinding['separated'] {
+  const levels = (mine: boolean): number[] =>
+    evidence
+      .filter(
+        (e) =>
+          e.hosts.includes(h) === mine &&
+          e.pairs !== null &&
+          e.pairs.ratio !== null &&
+          !e.hosts.some((x) => x !== h && explained.has(x)),
+      )
+      .map((e) => e.pairs!.ratio!)
+      .sort((a, b) => a - b);
   const mine = levels(true);
   const others = levels(false);
   return mine.length >= 2 && others.length >= 2 && mine.at(-1)! < others[0]! ? { mine, others } : null;
@@ -383,7 +481,8 @@ export function suspectHostPairs(pairs: readonly GroupResult[], skip: ReadonlySe
     if (skip.has(h)) continue;
     const mine = pairs.filter((p) => p.hosts.length === 2 && p.hosts.includes(h));
     const below = mine.filter((p) => p.state !== 'ok');
-    if (mine.length < 2 || below.length === mine.length || below.length * 2 < mine.length || !below.some(isBad)) continue;
+    if (mine.length < 2 || below.length === mine.length || below.length * 2 < mine.length || !below.some(isBad))
+      continue;
     for (const p of mine) if (p.state === 'ok' && !p.hosts.some((x) => skip.has(x))) out.add(p);
   }
   return [...out];

@@ -108,8 +108,11 @@ export interface LocateDocument {
   stages: LocateStage[];
 }
 
-export const LOCATE_SCHEMA_PATH = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'schema',
-  `collbench-locate.v${LOCATE_SCHEMA_VERSION}.schema.json`);
+export const LOCATE_SCHEMA_PATH = join(
+  resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+  'schema',
+  `collbench-locate.v${LOCATE_SCHEMA_VERSION}.schema.json`,
+);
 
 let validator: ValidateFunction | null = null;
 
@@ -117,8 +120,9 @@ let validator: ValidateFunction | null = null;
 export function locateErrors(doc: unknown): string[] {
   if (!validator) {
     const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020Class };
-    validator = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true })
-      .compile(JSON.parse(readFileSync(LOCATE_SCHEMA_PATH, 'utf8')) as Record<string, unknown>);
+    validator = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(
+      JSON.parse(readFileSync(LOCATE_SCHEMA_PATH, 'utf8')) as Record<string, unknown>,
+    );
   }
   if (validator(doc)) return [];
   return (validator.errors ?? []).map((e) => `${e.instancePath || '/'}: ${e.message ?? 'invalid'}`);
@@ -126,7 +130,7 @@ export function locateErrors(doc: unknown): string[] {
 
 /** Seconds as text: 90 s, 12 min, 1.5 h. */
 export const formatSeconds = (sec: number): string =>
-  (sec >= 3600 ? `${+(sec / 3600).toFixed(1)} h` : sec >= 120 ? `${+(sec / 60).toFixed(1)} min` : `${+sec.toFixed(1)} s`);
+  sec >= 3600 ? `${+(sec / 3600).toFixed(1)} h` : sec >= 120 ? `${+(sec / 60).toFixed(1)} min` : `${+sec.toFixed(1)} s`;
 
 const gb = (v: number | null): string => (v === null ? '-' : v >= 10 ? v.toFixed(1) : v.toFixed(3));
 const pct = (v: number | null): string => (v === null ? '-' : `${(v * 100).toFixed(0)}%`);
@@ -134,33 +138,48 @@ const pct = (v: number | null): string => (v === null ? '-' : `${(v * 100).toFix
 /** The text report: per stage, each group's busbw level per size against the reference, then the verdict. */
 export function renderLocateText(doc: LocateDocument): string[] {
   const out: string[] = [];
-  out.push(`# collbench locate: ${doc.hosts.length} hosts (${doc.hosts.join(' ')}), ${doc.npPerHost} rank(s) per host, ` +
-    `${doc.repeats} repeats; busbw = 90th percentile of the iterations; slow = below ${(100 - doc.rule.margin * 100).toFixed(0)}% of the reference and rank test p < ${doc.rule.alpha}; ` +
-    `max time ${formatSeconds(doc.maxTimeSec)}, each job at most ${BUDGET_SLACK} × a healthy one`);
+  out.push(
+    `# collbench locate: ${doc.hosts.length} hosts (${doc.hosts.join(' ')}), ${doc.npPerHost} rank(s) per host, ` +
+      `${doc.repeats} repeats; busbw = 90th percentile of the iterations; slow = below ${(100 - doc.rule.margin * 100).toFixed(0)}% of the reference and rank test p < ${doc.rule.alpha}; ` +
+      `max time ${formatSeconds(doc.maxTimeSec)}, each job at most ${BUDGET_SLACK} × a healthy one`,
+  );
   if (doc.scheduleNote) out.push(`# schedule: ${doc.scheduleNote}`);
   for (const st of doc.stages) {
     const failed = st.jobs.filter((j) => j.status !== 'ok').length;
     const capped = st.jobs.filter((j) => j.capped).length;
     out.push('#');
-    out.push(`# stage ${st.name}: ${st.jobs.length} job(s)${failed ? `, ${failed} failed` : ''}${capped ? `, ${capped} stopped at their time budget` : ''}; reference: ${st.referenceNote}` +
-      `${st.noise !== null ? `; repeat-to-repeat noise ${pct(st.noise)}` : ''}`);
+    out.push(
+      `# stage ${st.name}: ${st.jobs.length} job(s)${failed ? `, ${failed} failed` : ''}${capped ? `, ${capped} stopped at their time budget` : ''}; reference: ${st.referenceNote}` +
+        `${st.noise !== null ? `; repeat-to-repeat noise ${pct(st.noise)}` : ''}`,
+    );
     const sizes = st.reference.map((r) => r.sizeBytes);
     if (sizes.length) {
-      out.push(`#   ${'reference busbw (GB/s)'.padEnd(32)} ${st.reference.map((r) => `${formatSize(r.sizeBytes)}=${gb(r.busBwGBps)}`).join('  ')}`);
+      out.push(
+        `#   ${'reference busbw (GB/s)'.padEnd(32)} ${st.reference.map((r) => `${formatSize(r.sizeBytes)}=${gb(r.busBwGBps)}`).join('  ')}`,
+      );
     }
     for (const g of st.groups) {
       const name = g.hosts.join(' - ').padEnd(32);
-      if (g.state === 'failed') { out.push(`#   ${name} FAILED: ${g.failed ?? ''}`); continue; }
+      if (g.state === 'failed') {
+        out.push(`#   ${name} FAILED: ${g.failed ?? ''}`);
+        continue;
+      }
       const cells = g.bySize.map((b) => `${formatSize(b.sizeBytes)}=${gb(b.busBwGBps)}`).join('  ');
-      const verdict = st.name === 'whole-job' ? '(not judged)' : g.state === 'ok' ? 'ok' : g.state === 'slow' ? 'SLOW' : 'uncertain';
+      const verdict =
+        st.name === 'whole-job' ? '(not judged)' : g.state === 'ok' ? 'ok' : g.state === 'slow' ? 'SLOW' : 'uncertain';
       const repeats = g.repeatRatios.length > 1 ? ` [${g.repeatRatios.map((r) => r.toFixed(2)).join(' ')}]` : '';
       out.push(`#   ${name} ${cells}  ratio ${g.ratio!.toFixed(2)}${repeats}  p ${formatP(g.pValue)}  ${verdict}`);
     }
   }
   out.push('#');
-  for (const s of doc.suspects) out.push(`# suspect host ${s.host} (confidence ${s.confidence.toFixed(4)}): ${s.evidence}`);
-  for (const d of doc.degraded) out.push(`# degraded host ${d.host} (confidence ${d.confidence.toFixed(4)}, its pairs at ${(d.ratio * 100).toFixed(0)}% of the others'): ${d.evidence}`);
-  for (const l of doc.links) out.push(`# suspect link ${l.hosts[0]} - ${l.hosts[1]} (confidence ${l.confidence.toFixed(4)}): ${l.evidence}`);
+  for (const s of doc.suspects)
+    out.push(`# suspect host ${s.host} (confidence ${s.confidence.toFixed(4)}): ${s.evidence}`);
+  for (const d of doc.degraded)
+    out.push(
+      `# degraded host ${d.host} (confidence ${d.confidence.toFixed(4)}, its pairs at ${(d.ratio * 100).toFixed(0)}% of the others'): ${d.evidence}`,
+    );
+  for (const l of doc.links)
+    out.push(`# suspect link ${l.hosts[0]} - ${l.hosts[1]} (confidence ${l.confidence.toFixed(4)}): ${l.evidence}`);
   for (const c of doc.cleared) out.push(`# cleared ${c.hosts.join(' - ')}: ${c.evidence}`);
   if (doc.partial) out.push(`# partial: not run: ${doc.notRun.join(', ')}`);
   out.push(`# verdict: ${doc.verdict}: ${doc.reason}`);

@@ -3,12 +3,12 @@
 import type { FirstWrong, HalfResult, HalfSpec } from '../core/types.js';
 
 export interface BackendInfo {
-  backend: string;             // "mpi"
+  backend: string; // "mpi"
   rank: number;
   nranks: number;
   localRank: number;
   localSize: number;
-  libraryVersion: string;      // the library's own full version string
+  libraryVersion: string; // the library's own full version string
   libraryVersionShort: string; // e.g. "Open MPI 4.1.4"
   processorName: string;
   pid: number;
@@ -21,7 +21,12 @@ export interface BackendInfo {
 }
 
 /** How runSequence() runs: steps, untimed steps first, busy time before each op (µs, one per op), the check. */
-export interface SequenceOptions { iters: number; warmupIters: number; gapUs?: number[]; check: boolean }
+export interface SequenceOptions {
+  iters: number;
+  warmupIters: number;
+  gapUs?: number[];
+  check: boolean;
+}
 
 /** What runSequence() measured: per-step times (max over processes; rank 0 only, empty elsewhere), the busy time
  *  actually spent per step on this process, and the check summed over the ops. */
@@ -85,7 +90,9 @@ export interface NativeBackend {
   /** The native enum values by name (native/src/core/types.h, spec.h); test/native/enum-ids.test.ts
    *  compares them with DTYPE_ID, OP_ID, COLL_ID and SEGMENT_KIND_ID (bench/core/types.ts). */
   enumIds(): {
-    dtype: Record<string, number>; op: Record<string, number>; coll: Record<string, number>;
+    dtype: Record<string, number>;
+    op: Record<string, number>;
+    coll: Record<string, number>;
     segmentKind: Record<string, number>;
   };
   /** The fields the native readers accept (native/src/addon/spec_fields.cc): per object, each field's kind and whether
@@ -96,7 +103,10 @@ export interface NativeBackend {
 
 /** One field of an object the native layer reads: its kind (int32, uint64, number, boolean, string, uint64[],
  *  number[], object, object[]) and whether it must be given. */
-export interface SpecField { kind: string; required: boolean }
+export interface SpecField {
+  kind: string;
+  required: boolean;
+}
 
 /** A native failure as JS sees it: Status {backend, code, message, site} (status.h). */
 export interface NativeError extends Error {
@@ -106,6 +116,9 @@ export interface NativeError extends Error {
 }
 
 export function isNativeError(e: unknown): e is NativeError {
-  return e instanceof Error && typeof (e as Partial<NativeError>).backend === 'string' &&
-    typeof (e as Partial<NativeError>).code === 'string';
+  return (
+    e instanceof Error &&
+    typeof (e as Partial<NativeError>).backend === 'string' &&
+    typeof (e as Partial<NativeError>).code === 'string'
+  );
 }

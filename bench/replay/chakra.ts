@@ -14,13 +14,20 @@ import { openInput } from './lines.js';
 /** A node as 1.0.3+ writes it (inputs/outputs as {values, shapes, types}, ctrl_deps, attrs) or as 1.0.1 did
  *  (inputs/outputs as lists beside input_types/output_types, parent). */
 interface RawNode {
-  id: number; name: string; ctrl_deps?: number; parent?: number;
-  inputs?: { values?: unknown[]; types?: string[] } | unknown[]; input_types?: string[];
-  outputs?: { values?: unknown[]; types?: string[] } | unknown[]; output_types?: string[];
+  id: number;
+  name: string;
+  ctrl_deps?: number;
+  parent?: number;
+  inputs?: { values?: unknown[]; types?: string[] } | unknown[];
+  input_types?: string[];
+  outputs?: { values?: unknown[]; types?: string[] } | unknown[];
+  output_types?: string[];
   attrs?: { name: string; value: unknown }[];
 }
 interface EtNode {
-  id: number; name: string; parent: number;
+  id: number;
+  name: string;
+  parent: number;
   inputs: { values: unknown[]; types: string[] };
   outputs: { values: unknown[]; types: string[] };
   attrs: { name: string; value: unknown }[];
@@ -28,15 +35,24 @@ interface EtNode {
 
 /** Both node shapes as one. */
 function normalize(n: RawNode): EtNode {
-  const side = (v: RawNode['inputs'], types: string[] | undefined) => (Array.isArray(v)
-    ? { values: v, types: types ?? [] } : { values: v?.values ?? [], types: v?.types ?? [] });
+  const side = (v: RawNode['inputs'], types: string[] | undefined) =>
+    Array.isArray(v) ? { values: v, types: types ?? [] } : { values: v?.values ?? [], types: v?.types ?? [] };
   return {
-    id: n.id, name: n.name, parent: n.ctrl_deps ?? n.parent ?? -1, attrs: n.attrs ?? [],
-    inputs: side(n.inputs, n.input_types), outputs: side(n.outputs, n.output_types),
+    id: n.id,
+    name: n.name,
+    parent: n.ctrl_deps ?? n.parent ?? -1,
+    attrs: n.attrs ?? [],
+    inputs: side(n.inputs, n.input_types),
+    outputs: side(n.outputs, n.output_types),
   };
 }
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN = 0x7b, CLOSE = 0x7d, OPEN_ARR = 0x5b, CLOSE_ARR = 0x5d;
+const QUOTE = 0x22,
+  BACKSLASH = 0x5c,
+  OPEN = 0x7b,
+  CLOSE = 0x7d,
+  OPEN_ARR = 0x5b,
+  CLOSE_ARR = 0x5d;
 /** Names of the nodes worth parsing; every other node is skipped unparsed. */
 const WANTED = ['record_param_comms', 'nccl:', 'c10d::', '## process_group:init'];
 const NAME_KEY = Buffer.from('"name"');
@@ -54,12 +70,18 @@ function nodeName(text: Buffer): string | null {
  * Yields the text of every object that sits in an array directly under the top-level object (the ET's nodes) whose
  * name starts with one of `wanted`, with the head of the file (what came before the first node: schema, pid) first.
  */
-export async function* etNodes(path: string, wanted: readonly string[] = WANTED, chunkBytes?: number):
-  AsyncGenerator<{ kind: 'head'; text: string } | { kind: 'node'; text: Buffer }> {
-  let depth = 0, inString = false, escaped = false, headDone = false;
+export async function* etNodes(
+  path: string,
+  wanted: readonly string[] = WANTED,
+  chunkBytes?: number,
+): AsyncGenerator<{ kind: 'head'; text: string } | { kind: 'node'; text: Buffer }> {
+  let depth = 0,
+    inString = false,
+    escaped = false,
+    headDone = false;
   const head: Buffer[] = [];
   let parts: Buffer[] = []; // the node being read, across chunks
-  let nodeStart = -1;        // its start in the current chunk, or -1 when it began in an earlier one
+  let nodeStart = -1; // its start in the current chunk, or -1 when it began in an earlier one
   let inNode = false;
   for await (const chunk of openInput(path, chunkBytes)) {
     const b = chunk as Buffer;
@@ -69,27 +91,43 @@ export async function* etNodes(path: string, wanted: readonly string[] = WANTED,
       const ch = b[i]!;
       if (inString || ch === QUOTE) {
         // A string, to its closing quote or the chunk's end, in a loop of its own (most of a trace's bytes).
-        if (!inString) { inString = true; i++; } else if (escaped) { escaped = false; i++; }
+        if (!inString) {
+          inString = true;
+          i++;
+        } else if (escaped) {
+          escaped = false;
+          i++;
+        }
         for (; i < len; i++) {
           const c = b[i]!;
           if (c === BACKSLASH) {
             if (i + 1 < len) i++;
             else escaped = true; // the escaped byte starts the next chunk
-          } else if (c === QUOTE) { inString = false; break; }
+          } else if (c === QUOTE) {
+            inString = false;
+            break;
+          }
         }
         continue;
       }
       if (ch === OPEN || ch === OPEN_ARR) {
         depth++;
         if (depth === 3 && ch === OPEN) {
-          if (!headDone) { headDone = true; head.push(b.subarray(0, i)); yield { kind: 'head', text: Buffer.concat(head).toString() }; }
-          inNode = true; nodeStart = i; parts = [];
+          if (!headDone) {
+            headDone = true;
+            head.push(b.subarray(0, i));
+            yield { kind: 'head', text: Buffer.concat(head).toString() };
+          }
+          inNode = true;
+          nodeStart = i;
+          parts = [];
         }
       } else if (ch === CLOSE || ch === CLOSE_ARR) {
         if (depth === 3 && inNode) {
           parts.push(b.subarray(nodeStart, i + 1));
           const text = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-          inNode = false; parts = [];
+          inNode = false;
+          parts = [];
           const name = nodeName(text);
           if (name !== null && wanted.some((w) => name.startsWith(w))) yield { kind: 'node', text };
         }
@@ -99,7 +137,10 @@ export async function* etNodes(path: string, wanted: readonly string[] = WANTED,
     if (inNode) parts.push(b.subarray(nodeStart));
     else if (!headDone && head.reduce((n, h) => n + h.length, 0) < 1 << 20) head.push(Buffer.from(b));
   }
-  if (depth !== 0 || inString) throw new TraceError(`${basename(path)}: the JSON ends in the middle of ${inNode ? 'a node' : 'the trace'} (truncated file?)`);
+  if (depth !== 0 || inString)
+    throw new TraceError(
+      `${basename(path)}: the JSON ends in the middle of ${inNode ? 'a node' : 'the trace'} (truncated file?)`,
+    );
   if (!headDone) yield { kind: 'head', text: Buffer.concat(head).toString() };
 }
 
@@ -112,7 +153,8 @@ const attrsOf = (n: EtNode): Map<string, unknown> => new Map((n.attrs ?? []).map
 const isTensor = (v: unknown): v is [number, number, number, number, number, string] =>
   Array.isArray(v) && v.length === 6 && typeof v[3] === 'number' && typeof v[4] === 'number';
 /** Elements of a recorded tensor or list of tensors. */
-const nelems = (v: unknown): number => (isTensor(v) ? v[3] : Array.isArray(v) ? v.reduce((a: number, x) => a + nelems(x), 0) : 0);
+const nelems = (v: unknown): number =>
+  isTensor(v) ? v[3] : Array.isArray(v) ? v.reduce((a: number, x) => a + nelems(x), 0) : 0;
 /** The element type inside "Tensor(float)" / "GenericList[Tensor(long int)]" (C++ type names, c10::Half). */
 const tensorType = (t: string | undefined): string | null => /Tensor\(([^)]+)\)/.exec(t ?? '')?.[1] ?? null;
 
@@ -131,8 +173,8 @@ export function rankFromName(path: string, fallback: number): number {
 export async function readChakra(path: string, rank: number): Promise<{ calls: ReplayCall[]; family: '1.0' | '1.1' }> {
   const file = basename(path);
   const calls: ReplayCall[] = [];
-  const groups = new Map<string, number[]>();    // pg_name -> global ranks, from process_group:init
-  const parents = new Map<number, EtNode>();     // c10d::* nodes, for the splits of 1.0.x nccl:* nodes
+  const groups = new Map<string, number[]>(); // pg_name -> global ranks, from process_group:init
+  const parents = new Map<number, EtNode>(); // c10d::* nodes, for the splits of 1.0.x nccl:* nodes
   const ncclNodes: EtNode[] = [];
   let family: '1.0' | '1.1' | null = null;
   let sawComms = false;
@@ -152,17 +194,22 @@ export async function readChakra(path: string, rank: number): Promise<{ calls: R
       const id = /"id"\s*:\s*(\d+)/.exec(item.text.toString('utf8', 0, 200))?.[1] ?? '?';
       throw new TraceError(`${file} node ${id}: not valid JSON (${(e as Error).message})`);
     }
-    if (typeof raw.id !== 'number' || typeof raw.name !== 'string') throw new TraceError(`${file}: a node without a numeric id and a name`);
+    if (typeof raw.id !== 'number' || typeof raw.name !== 'string')
+      throw new TraceError(`${file}: a node without a numeric id and a name`);
     const node = normalize(raw);
     if (node.name.includes('process_group:init')) readGroups(node, groups, file);
     else if (node.name === 'record_param_comms') {
       const c = commsCall(node, family ?? '1.1', groups, rank, `${file} node ${node.id}`);
-      if (c) { calls.push(c); sawComms = true; }
+      if (c) {
+        calls.push(c);
+        sawComms = true;
+      }
     } else if (node.name.startsWith('c10d::')) parents.set(node.id, node);
     else if (node.name.startsWith('nccl:')) ncclNodes.push(node);
   }
   // Older 1.0.x traces: no record_param_comms, the calls are the nccl:* nodes themselves.
-  if (!sawComms) for (const n of ncclNodes) calls.push(ncclNodeCall(n, parents.get(n.parent), rank, `${file} node ${n.id}`));
+  if (!sawComms)
+    for (const n of ncclNodes) calls.push(ncclNodeCall(n, parents.get(n.parent), rank, `${file} node ${n.id}`));
   return { calls, family: family ?? '1.1' };
 }
 
@@ -176,13 +223,20 @@ function readGroups(node: EtNode, groups: Map<string, number[]>, file: string): 
   } catch {
     return; // PyTorch truncates a long pg_config_info; et_replay ignores it then too
   }
-  if (!Array.isArray(list)) throw new TraceError(`${file} node ${node.id}: process_group:init does not hold a list of groups`);
-  for (const g of list) groups.set(String(g.pg_name), g.ranks.length ? g.ranks : Array.from({ length: g.group_size }, (_, i) => i));
+  if (!Array.isArray(list))
+    throw new TraceError(`${file} node ${node.id}: process_group:init does not hold a list of groups`);
+  for (const g of list)
+    groups.set(String(g.pg_name), g.ranks.length ? g.ranks : Array.from({ length: g.group_size }, (_, i) => i));
 }
 
 /** A record_param_comms node as a call (1.1.x attrs, else 1.0.x positional inputs); null for wait/init. */
-function commsCall(node: EtNode, family: '1.0' | '1.1', groups: Map<string, number[]>, rank: number,
-  where: string): ReplayCall | null {
+function commsCall(
+  node: EtNode,
+  family: '1.0' | '1.1',
+  groups: Map<string, number[]>,
+  rank: number,
+  where: string,
+): ReplayCall | null {
   const a = attrsOf(node);
   const v = node.inputs.values;
   // inputs: [tensors]?, seq_id, [pg_name, pg_desc], rank, collective_name, in_split, out_split, start, stride, size
@@ -198,13 +252,14 @@ function commsCall(node: EtNode, family: '1.0' | '1.1', groups: Map<string, numb
   const start = Number(a.get('global_rank_start') ?? pos(6) ?? 0);
   const stride = Number(a.get('global_rank_stride') ?? pos(7) ?? 1);
   const size = Number(a.get('pg_size') ?? pos(8) ?? 0);
-  const ranks = groups.get(pgName) ??
+  const ranks =
+    groups.get(pgName) ??
     (size > 0 && start >= 0 && stride > 0 ? Array.from({ length: size }, (_, i) => start + i * stride) : null);
   const group: ReplayGroup = { id: pgName, size: ranks?.length ?? size, ranks };
   const barrier = name.toLowerCase() === 'barrier';
   const collective = barrier ? 'all_reduce' : mapCollective(name);
   const splits = (key: string, k: number): number[] | undefined => {
-    const s = a.has(key) ? JSON.parse(String(a.get(key))) as unknown : pos(k);
+    const s = a.has(key) ? (JSON.parse(String(a.get(key))) as unknown) : pos(k);
     return Array.isArray(s) && s.length ? s.map(Number) : undefined;
   };
   let count: number, dtypeName: string;
@@ -216,17 +271,36 @@ function commsCall(node: EtNode, family: '1.0' | '1.1', groups: Map<string, numb
     count = nelems(tensors);
     dtypeName = tensorType((collective === 'reduce_scatter' ? node.outputs.types : node.inputs.types)[0]) ?? 'Byte';
   }
-  if (barrier) { count = 1; dtypeName = 'Float'; }
+  if (barrier) {
+    count = 1;
+    dtypeName = 'Float';
+  }
   const mapped = mapDtype(dtypeName);
   if (!mapped) throw new TraceError(`${where}: datatype ${dtypeName} is not one collbench can replay`);
   const recorded = Number(pos(2) ?? -1);
-  const rooted = collective === 'broadcast' || collective === 'reduce' || collective === 'gather' || collective === 'scatter' ||
-    collective === 'send' || collective === 'recv';
-  const inSplits = splits('in_split_size', 4), outSplits = splits('out_split_size', 5);
+  const rooted =
+    collective === 'broadcast' ||
+    collective === 'reduce' ||
+    collective === 'gather' ||
+    collective === 'scatter' ||
+    collective === 'send' ||
+    collective === 'recv';
+  const inSplits = splits('in_split_size', 4),
+    outSplits = splits('out_split_size', 5);
   return {
-    rank, name, collective: collective === 'alltoall' && (inSplits || outSplits) ? 'alltoallv' : collective,
-    count, dtype: mapped.dtype, dtypeName, dtypeScale: mapped.scale, op: 'sum', root: rooted ? recorded : -1, group,
-    ...(inSplits ? { inSplits } : {}), ...(outSplits ? { outSplits } : {}), where,
+    rank,
+    name,
+    collective: collective === 'alltoall' && (inSplits || outSplits) ? 'alltoallv' : collective,
+    count,
+    dtype: mapped.dtype,
+    dtypeName,
+    dtypeScale: mapped.scale,
+    op: 'sum',
+    root: rooted ? recorded : -1,
+    group,
+    ...(inSplits ? { inSplits } : {}),
+    ...(outSplits ? { outSplits } : {}),
+    where,
   };
 }
 
@@ -237,11 +311,23 @@ function ncclNodeCall(n: EtNode, parent: EtNode | undefined, rank: number, where
   const mapped = mapDtype(dtypeName);
   if (!mapped) throw new TraceError(`${where}: datatype ${dtypeName} is not one collbench can replay`);
   const collective = mapCollective(n.name);
-  const lists = (parent?.inputs.values ?? []).filter((x): x is number[] => Array.isArray(x) && x.length > 0 && x.every((y) => typeof y === 'number'));
-  const [outSplits, inSplits] = collective === 'alltoall' && lists.length >= 2 ? [lists[0], lists[1]] : [undefined, undefined];
+  const lists = (parent?.inputs.values ?? []).filter(
+    (x): x is number[] => Array.isArray(x) && x.length > 0 && x.every((y) => typeof y === 'number'),
+  );
+  const [outSplits, inSplits] =
+    collective === 'alltoall' && lists.length >= 2 ? [lists[0], lists[1]] : [undefined, undefined];
   return {
-    rank, name: n.name, collective: inSplits ? 'alltoallv' : collective, count: nelems(t), dtype: mapped.dtype, dtypeName,
-    dtypeScale: mapped.scale, op: mapOp(String(parent?.name ?? '')), root: -1, group: { id: '0', size: 0, ranks: null },
-    ...(inSplits ? { inSplits, outSplits } : {}), where,
+    rank,
+    name: n.name,
+    collective: inSplits ? 'alltoallv' : collective,
+    count: nelems(t),
+    dtype: mapped.dtype,
+    dtypeName,
+    dtypeScale: mapped.scale,
+    op: mapOp(String(parent?.name ?? '')),
+    root: -1,
+    group: { id: '0', size: 0, ranks: null },
+    ...(inSplits ? { inSplits, outSplits } : {}),
+    where,
   };
 }

@@ -23,22 +23,65 @@ import { readTrace } from './read.js';
 import { timeReplay } from './runs.js';
 import { planReplay, type ReplayPlan } from './steps.js';
 
-type RunFlag = Extract<(typeof FLAGS)[number], { field: 'np' | 'hosts' | 'oversubscribe' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' |
-  'ncclLib' | 'timeoutSec' }>;
+type RunFlag = Extract<
+  (typeof FLAGS)[number],
+  {
+    field:
+      'np' | 'hosts' | 'oversubscribe' | 'backend' | 'glooAlgo' | 'glooStore' | 'glooIface' | 'ncclLib' | 'timeoutSec';
+  }
+>;
 const RUN_GROUP = 'Run options (as for runs)';
-const RUN_FIELDS_TAKEN = ['np', 'hosts', 'oversubscribe', 'backend', 'glooAlgo', 'glooStore', 'glooIface', 'ncclLib', 'timeoutSec'];
+const RUN_FIELDS_TAKEN = [
+  'np',
+  'hosts',
+  'oversubscribe',
+  'backend',
+  'glooAlgo',
+  'glooStore',
+  'glooIface',
+  'ncclLib',
+  'timeoutSec',
+];
 const RUN_FLAGS = FLAGS.filter((f): f is RunFlag => RUN_FIELDS_TAKEN.includes(f.field));
-const CHECKS = 'Checks', MEASURE = 'Measurement', OUTPUT = 'Output';
+const CHECKS = 'Checks',
+  MEASURE = 'Measurement',
+  OUTPUT = 'Output';
 const REPLAY_FLAGS = [
-  flag.toggle('skip-unknown', 'skipUnknown', CHECKS, 'replay the rest of a trace that holds operations collbench does not know (listed)'),
-  flag.toggle('shrink', 'shrink', CHECKS, 'replay a trace of more ranks than the job on the job\'s ranks: ranks 0..np-1\'s sequences, ' +
-    'world groups cut to np (as PARAM\'s --auto-shrink); refused without it'),
-  { ...runFlag('iters'), default: 20, group: MEASURE, help: 'timed iterations of the whole sequence (and of each step alone)' },
+  flag.toggle(
+    'skip-unknown',
+    'skipUnknown',
+    CHECKS,
+    'replay the rest of a trace that holds operations collbench does not know (listed)',
+  ),
+  flag.toggle(
+    'shrink',
+    'shrink',
+    CHECKS,
+    "replay a trace of more ranks than the job on the job's ranks: ranks 0..np-1's sequences, " +
+      "world groups cut to np (as PARAM's --auto-shrink); refused without it",
+  ),
+  {
+    ...runFlag('iters'),
+    default: 20,
+    group: MEASURE,
+    help: 'timed iterations of the whole sequence (and of each step alone)',
+  },
   { ...runFlag('warmupIters'), default: 5, group: MEASURE, help: 'untimed iterations before them' },
   { ...runFlag('check'), group: MEASURE, help: 'count wrong elements of every step once (0 = no check)' },
-  flag.toggle('gaps', 'gaps', MEASURE, 'keep the recorded time between calls (flight-recorder dumps record it) as busy waits'),
+  flag.toggle(
+    'gaps',
+    'gaps',
+    MEASURE,
+    'keep the recorded time between calls (flight-recorder dumps record it) as busy waits',
+  ),
   flag.toggle('dry-run', 'dryRun', MEASURE, 'read and check the trace, print its steps and exit; runs nothing'),
-  flag.output('J', 'json', 'json', OUTPUT, 'the result as JSON (kind "collbench-replay", with ops[]; schema/collbench-replay.v1.schema.json); - = stdout'),
+  flag.output(
+    'J',
+    'json',
+    'json',
+    OUTPUT,
+    'the result as JSON (kind "collbench-replay", with ops[]; schema/collbench-replay.v1.schema.json); - = stdout',
+  ),
   flag.output(undefined, 'csv', 'csv', OUTPUT, 'one line per step; - = stdout'),
   flag.force(OUTPUT, 'replace output files that already exist'),
   flag.quiet(OUTPUT),
@@ -56,7 +99,8 @@ export const REPLAY_OPTIONS: CommandOptions<typeof REPLAY_TABLE> = {
   trace's rank count (as --np). Groups smaller than the world are refused: mpi and gloo have no sub-communicators here.`,
   groups: [CHECKS, MEASURE, OUTPUT, RUN_GROUP],
   flags: REPLAY_TABLE,
-  footer: 'Exit status: 0, 7 wrong elements found, 2 bad or inconsistent trace, and as for runs: 3 backend error, 4 timeout, 5 environment.',
+  footer:
+    'Exit status: 0, 7 wrong elements found, 2 bad or inconsistent trace, and as for runs: 3 backend error, 4 timeout, 5 environment.',
 };
 
 /** The replay's own fields, -n/-w/-c among them (its defaults differ from a run's, so they travel as its own words);
@@ -88,14 +132,29 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs | 'help' {
   if (!positionals.length) throw new UsageError('replay: give the trace: files or folders (see --help)');
   const { own, run } = splitRunFlags('replay', ordered, REPLAY_TABLE, OWN_FIELDS);
   return {
-    traces: positionals, skipUnknown: v.skipUnknown, shrink: v.shrink, iters: v.iters, warmupIters: v.warmupIters,
-    check: v.check > 0, gaps: v.gaps, dryRun: v.dryRun, json: v.json, csv: v.csv, force: v.force, quiet: v.quiet,
-    own: [...positionals, ...own], run, npGiven: given.has('np'),
+    traces: positionals,
+    skipUnknown: v.skipUnknown,
+    shrink: v.shrink,
+    iters: v.iters,
+    warmupIters: v.warmupIters,
+    check: v.check > 0,
+    gaps: v.gaps,
+    dryRun: v.dryRun,
+    json: v.json,
+    csv: v.csv,
+    force: v.force,
+    quiet: v.quiet,
+    own: [...positionals, ...own],
+    run,
+    npGiven: given.has('np'),
   };
 }
 
 function documentOutputs(a: ReplayArgs): DocumentOutput<ReplayDocument>[] {
-  return [{ flag: '-J', path: a.json, render: documentJson }, { flag: '--csv', path: a.csv, render: renderCsv }];
+  return [
+    { flag: '-J', path: a.json, render: documentJson },
+    { flag: '--csv', path: a.csv, render: renderCsv },
+  ];
 }
 const outputs = (a: ReplayArgs): { flag: string; path: string }[] => outputFiles(documentOutputs(a));
 
@@ -110,9 +169,17 @@ async function readAndPlan(a: ReplayArgs, nranks: number | null): Promise<{ trac
   }
 }
 
-export async function replayCommand(argv: string[], scriptPath: string, io: IO, onTimeout?: () => never): Promise<number> {
+export async function replayCommand(
+  argv: string[],
+  scriptPath: string,
+  io: IO,
+  onTimeout?: () => never,
+): Promise<number> {
   const a = parseReplayArgs(argv);
-  if (a === 'help') { io.out(commandHelp(REPLAY_OPTIONS)); return EXIT.OK; }
+  if (a === 'help') {
+    io.out(commandHelp(REPLAY_OPTIONS));
+    return EXIT.OK;
+  }
   const env = process.env;
   const launched = launcherRank(env) !== null;
   // Read and checked here once, before any rank starts, for the job's rank count.
@@ -127,18 +194,31 @@ export async function replayCommand(argv: string[], scriptPath: string, io: IO, 
     checkOutputPaths(outputs(a), { force: a.force });
     if (np > 1 || a.npGiven) {
       const run = { ...a.run, np };
-      return launchRanks(run, {
-        program: [process.execPath, ...process.execArgv, scriptPath], programNamesCollective: false,
-        typed: [scriptPath, 'replay', ...argv], childArgs: (runArgs) => ['replay', ...a.own, ...runArgs], outputs: outputs(a),
-      }, preflight(run));
+      return launchRanks(
+        run,
+        {
+          program: [process.execPath, ...process.execArgv, scriptPath],
+          programNamesCollective: false,
+          typed: [scriptPath, 'replay', ...argv],
+          childArgs: (runArgs) => ['replay', ...a.own, ...runArgs],
+          outputs: outputs(a),
+        },
+        preflight(run),
+      );
     }
   } else if (launcherRank(env) === 0) checkOutputPaths(outputs(a), { force: a.force });
   return relayVerdict(await runReplay(a, trace, io, [scriptPath, 'replay', ...argv], env, onTimeout), env);
 }
 
 /** One rank's part: plan for the job's world, time it (runs.ts), rank 0 renders and writes the outputs. */
-async function runReplay(a: ReplayArgs, trace: ReplayTrace, io: IO, argv: string[], env: NodeJS.ProcessEnv,
-  onTimeout?: () => never): Promise<number> {
+async function runReplay(
+  a: ReplayArgs,
+  trace: ReplayTrace,
+  io: IO,
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  onTimeout?: () => never,
+): Promise<number> {
   const startTime = isoLocal(new Date());
   const planFor = (nranks: number): ReplayPlan => {
     try {
@@ -148,17 +228,36 @@ async function runReplay(a: ReplayArgs, trace: ReplayTrace, io: IO, argv: string
       throw e;
     }
   };
-  const m = await timeReplay(a.run, { iters: a.iters, warmupIters: a.warmupIters, check: a.check, gaps: a.gaps, quiet: a.quiet },
-    planFor, io, { env, onTimeout });
+  const m = await timeReplay(
+    a.run,
+    { iters: a.iters, warmupIters: a.warmupIters, check: a.check, gaps: a.gaps, quiet: a.quiet },
+    planFor,
+    io,
+    { env, onTimeout },
+  );
   const wrong = m.wrong.reduce((x, w) => x + w, 0);
   const exitCode = wrong > 0 ? EXIT.WRONG_RESULTS : EXIT.OK;
   if (!m.root) return exitCode;
-  const typed = env[ARGV_ENV] ? JSON.parse(env[ARGV_ENV]) as string[] : argv;
+  const typed = env[ARGV_ENV] ? (JSON.parse(env[ARGV_ENV]) as string[]) : argv;
   const doc = buildDocument({
-    plan: m.plan, format: trace.format, files: trace.files, stepUs: m.stepUs, iterationUs: m.iterationUs, gapUs: m.gapUs,
-    wrong: m.wrong, check: a.check, firstWrong: m.firstWrong, iters: a.iters, warmupIters: a.warmupIters, gaps: a.gaps,
-    version: VERSION, startTime, argv: typed, backend: { name: m.info.backend, version: m.info.libraryVersionShort },
-    hosts: m.hosts, exitCode,
+    plan: m.plan,
+    format: trace.format,
+    files: trace.files,
+    stepUs: m.stepUs,
+    iterationUs: m.iterationUs,
+    gapUs: m.gapUs,
+    wrong: m.wrong,
+    check: a.check,
+    firstWrong: m.firstWrong,
+    iters: a.iters,
+    warmupIters: a.warmupIters,
+    gaps: a.gaps,
+    version: VERSION,
+    startTime,
+    argv: typed,
+    backend: { name: m.info.backend, version: m.info.libraryVersionShort },
+    hosts: m.hosts,
+    exitCode,
   });
   await writeDocument(doc, documentOutputs(a), io, { lines: renderText(doc), besideStdout: 'none' });
   return exitCode;

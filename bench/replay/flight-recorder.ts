@@ -11,13 +11,26 @@ import { NameRegistry, Parser } from 'pickleparser';
 import { mapCollective, mapDtype, TraceError, type ReplayCall } from './calls.js';
 
 interface FrEntry {
-  profiling_name?: string; input_sizes?: number[][]; input_dtypes?: string[]; output_sizes?: number[][];
-  output_dtypes?: string[]; collective_seq_id?: number; p2p_seq_id?: number; pg_id?: number | string;
-  process_group?: [string, string]; time_created_ns?: number | bigint; state?: string; is_p2p?: boolean;
+  profiling_name?: string;
+  input_sizes?: number[][];
+  input_dtypes?: string[];
+  output_sizes?: number[][];
+  output_dtypes?: string[];
+  collective_seq_id?: number;
+  p2p_seq_id?: number;
+  pg_id?: number | string;
+  process_group?: [string, string];
+  time_created_ns?: number | bigint;
+  state?: string;
+  is_p2p?: boolean;
   record_id?: number;
 }
-interface FrDump { version?: string; pg_config?: Record<string, { name?: string; desc?: string; ranks?: string | number[] }>;
-  entries?: FrEntry[]; rank?: number }
+interface FrDump {
+  version?: string;
+  pg_config?: Record<string, { name?: string; desc?: string; ranks?: string | number[] }>;
+  entries?: FrEntry[];
+  rank?: number;
+}
 
 /** torch's pickler wraps typed containers in torch.jit._pickle calls; each gives back its first argument. */
 class TorchNames extends NameRegistry {
@@ -33,7 +46,11 @@ class TorchNames extends NameRegistry {
 export function looksLikeFlightRecorder(head: Buffer): boolean {
   if (head[0] === 0x80 && head[1] !== undefined && head[1] >= 2 && head[1] <= 5) return true;
   const text = head.toString('utf8');
-  return /^\s*\{/.test(text) && /"(entries|pg_config|comm_lib_version|nccl_version)"/.test(text) && !/"schema"\s*:\s*"1\./.test(text);
+  return (
+    /^\s*\{/.test(text) &&
+    /"(entries|pg_config|comm_lib_version|nccl_version)"/.test(text) &&
+    !/"schema"\s*:\s*"1\./.test(text)
+  );
 }
 
 /** One rank's dump: its calls in record order (entries carry their pg's group; pg_config gives its ranks). */
@@ -64,8 +81,9 @@ export async function readFlightRecorder(path: string, rank: number): Promise<Re
     throw new TraceError(`${file}: no entries[] (dumped without collectives, or not a flight-recorder dump)`);
   const groups = new Map<string, number[]>();
   for (const [name, g] of Object.entries(dump.pg_config ?? {})) {
-    const ranks = typeof g.ranks === 'string' ? JSON.parse(g.ranks) as unknown : g.ranks;
-    if (!Array.isArray(ranks)) throw new TraceError(`${file}: pg_config ${name}: ranks ${String(g.ranks)} is not a list`);
+    const ranks = typeof g.ranks === 'string' ? (JSON.parse(g.ranks) as unknown) : g.ranks;
+    if (!Array.isArray(ranks))
+      throw new TraceError(`${file}: pg_config ${name}: ranks ${String(g.ranks)} is not a list`);
     groups.set(name, ranks.map(Number));
   }
   return dump.entries.map((e, i) => entryCall(e, groups, rank, `${file} entry ${i}`));
@@ -80,10 +98,14 @@ function entryCall(e: FrEntry, groups: Map<string, number[]>, rank: number, wher
   const collective = mapCollective(name);
   const pgName = String(e.process_group?.[0] ?? e.pg_id ?? '0');
   const ranks = groups.get(pgName) ?? null;
-  const inputs = e.input_sizes.map(product), outputs = (e.output_sizes ?? []).map(product);
+  const inputs = e.input_sizes.map(product),
+    outputs = (e.output_sizes ?? []).map(product);
   // Elements per rank as the library counts them: reduce_scatter its output, the others their input.
-  const count = collective === 'reduce_scatter' ? outputs.reduce((a, b) => a + b, 0) : inputs.reduce((a, b) => a + b, 0);
-  const dtypeName = String((collective === 'reduce_scatter' ? e.output_dtypes : e.input_dtypes)?.[0] ?? e.input_dtypes?.[0] ?? 'Byte');
+  const count =
+    collective === 'reduce_scatter' ? outputs.reduce((a, b) => a + b, 0) : inputs.reduce((a, b) => a + b, 0);
+  const dtypeName = String(
+    (collective === 'reduce_scatter' ? e.output_dtypes : e.input_dtypes)?.[0] ?? e.input_dtypes?.[0] ?? 'Byte',
+  );
   const mapped = mapDtype(dtypeName);
   if (!mapped) throw new TraceError(`${where}: datatype ${dtypeName} is not one collbench can replay`);
   // "nccl:send 0->1" / "nccl:recv 1<-0": the peer is the other rank of the arrow (a group rank).
@@ -93,9 +115,18 @@ function entryCall(e: FrEntry, groups: Map<string, number[]>, rank: number, wher
   const perPeer = collective === 'alltoall' && e.input_sizes.length > 1;
   const t = e.time_created_ns;
   return {
-    rank, name, collective: perPeer ? 'alltoallv' : collective, count, dtype: mapped.dtype, dtypeName,
-    dtypeScale: mapped.scale, op: 'sum', root: peer, group: { id: pgName, size: ranks?.length ?? 0, ranks },
+    rank,
+    name,
+    collective: perPeer ? 'alltoallv' : collective,
+    count,
+    dtype: mapped.dtype,
+    dtypeName,
+    dtypeScale: mapped.scale,
+    op: 'sum',
+    root: peer,
+    group: { id: pgName, size: ranks?.length ?? 0, ranks },
     ...(perPeer ? { inSplits: inputs, outSplits: outputs } : {}),
-    ...(t !== undefined ? { timeNs: Number(t) } : {}), where,
+    ...(t !== undefined ? { timeNs: Number(t) } : {}),
+    where,
   };
 }

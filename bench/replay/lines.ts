@@ -15,7 +15,8 @@ export function openInput(path: string, chunkBytes = 1 << 20): Readable {
 /** The file's lines in batches (one per chunk read), each with the 1-based number of its first line. */
 export async function* fileLines(path: string): AsyncGenerator<{ lines: string[]; firstLineNo: number }> {
   const decoder = new StringDecoder('utf8');
-  let rest = '', lineNo = 1;
+  let rest = '',
+    lineNo = 1;
   for await (const chunk of openInput(path)) {
     const text = rest + decoder.write(chunk as Buffer);
     const lines = text.split('\n');

@@ -20,7 +20,8 @@ export function traceFiles(paths: readonly string[]): string[] {
       throw new TraceError(`${p}: no such file or folder`);
     }
     if (st.isDirectory()) {
-      const names = readdirSync(p).filter((n) => !n.startsWith('.') && statSync(join(p, n)).isFile())
+      const names = readdirSync(p)
+        .filter((n) => !n.startsWith('.') && statSync(join(p, n)).isFile())
         .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
       if (!names.length) throw new TraceError(`${p}: an empty folder`);
       out.push(...names.map((n) => join(p, n)));
@@ -42,7 +43,9 @@ async function kindOf(path: string): Promise<Kind> {
   if (looksLikeChakra(text)) return 'chakra';
   if (looksLikeFlightRecorder(head)) return 'flight-recorder';
   if (looksLikeNcclLog(text)) return 'nccl-log';
-  throw new TraceError(`${basename(path)}: neither an NCCL call log, a PyTorch execution trace nor a flight-recorder dump`);
+  throw new TraceError(
+    `${basename(path)}: neither an NCCL call log, a PyTorch execution trace nor a flight-recorder dump`,
+  );
 }
 
 /** Every rank's calls from the given files or folders. */
@@ -51,7 +54,10 @@ export async function readTrace(paths: readonly string[]): Promise<ReplayTrace> 
   const kinds = await Promise.all(files.map(kindOf));
   const kind = kinds[0]!;
   const other = kinds.findIndex((k) => k !== kind);
-  if (other >= 0) throw new TraceError(`${basename(files[other]!)} is ${kinds[other]} but ${basename(files[0]!)} is ${kind}: give one format at a time`);
+  if (other >= 0)
+    throw new TraceError(
+      `${basename(files[other]!)} is ${kinds[other]} but ${basename(files[0]!)} is ${kind}: give one format at a time`,
+    );
   let calls: (ReplayCall[] | undefined)[] = [];
   let format: TraceFormat;
   if (kind === 'nccl-log') {
@@ -61,7 +67,10 @@ export async function readTrace(paths: readonly string[]): Promise<ReplayTrace> 
     const families = new Set<string>();
     for (const [i, f] of files.entries()) {
       const rank = rankFromName(f, i);
-      if (calls[rank]) throw new TraceError(`${basename(f)} and ${basename(calls[rank]![0]?.where.split(' ')[0] ?? '?')} are both rank ${rank} (the last number in a file's name is its rank)`);
+      if (calls[rank])
+        throw new TraceError(
+          `${basename(f)} and ${basename(calls[rank]![0]?.where.split(' ')[0] ?? '?')} are both rank ${rank} (the last number in a file's name is its rank)`,
+        );
       if (kind === 'chakra') {
         const r = await readChakra(f, rank);
         families.add(r.family);
@@ -71,7 +80,9 @@ export async function readTrace(paths: readonly string[]): Promise<ReplayTrace> 
     format = kind === 'flight-recorder' ? 'flight-recorder' : families.has('1.0') ? 'chakra-1.0' : 'chakra-1.1';
   }
   // The world: the largest group any call names, or the rank files there are.
-  const sizes = calls.flatMap((cs) => (cs ?? []).map((c) => Math.max(c.group.size, ...(c.group.ranks ?? []).map((r) => r + 1))));
+  const sizes = calls.flatMap((cs) =>
+    (cs ?? []).map((c) => Math.max(c.group.size, ...(c.group.ranks ?? []).map((r) => r + 1))),
+  );
   const worldSize = Math.max(calls.length, ...sizes);
   for (const cs of calls) for (const c of cs ?? []) if (c.group.size === 0) c.group.size = worldSize;
   return { format, files, calls, worldSize };

@@ -50,45 +50,94 @@ function matrixOf(step: ReplayStep): MatrixSource {
 }
 
 /** Brings the backend up, plans the steps for the job's world (`planFor` may refuse it) and times them. */
-export async function timeReplay(options: ResolvedOptions, timing: ReplayTiming, planFor: (nranks: number) => ReplayPlan, io: IO,
-  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<ReplayMeasured> {
+export async function timeReplay(
+  options: ResolvedOptions,
+  timing: ReplayTiming,
+  planFor: (nranks: number) => ReplayPlan,
+  io: IO,
+  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>,
+): Promise<ReplayMeasured> {
   return withSequenceBackend(options, io, hooks, planFor, (s) => timeSteps(options, timing, io, s));
 }
 
-async function timeSteps(run: ResolvedOptions, t: ReplayTiming, io: IO,
-  { up, env, plan, root }: SequenceRun<ReplayPlan>): Promise<ReplayMeasured> {
+async function timeSteps(
+  run: ResolvedOptions,
+  t: ReplayTiming,
+  io: IO,
+  { up, env, plan, root }: SequenceRun<ReplayPlan>,
+): Promise<ReplayMeasured> {
   const { info, native, dog } = up;
   const maxBytes = Math.max(...plan.steps.map((s) => s.bytes));
   const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.iters };
-  const [specs] = sequenceSpecs(options, up, [plan.steps.map((s, k) => ({
-    collective: s.collective, sweep: { dtype: s.dtype, op: s.op, root: Math.max(s.root, 0) }, bytes: s.bytes,
-    seed: k + 1, ctx: s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes },
-  }))], t.check);
+  const [specs] = sequenceSpecs(
+    options,
+    up,
+    [
+      plan.steps.map((s, k) => ({
+        collective: s.collective,
+        sweep: { dtype: s.dtype, op: s.op, root: Math.max(s.root, 0) },
+        bytes: s.bytes,
+        seed: k + 1,
+        ctx: s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes },
+      })),
+    ],
+    t.check,
+  );
   const total = plan.steps.reduce((a, s) => a + s.bytes, 0);
   const rounds = t.iters + t.warmupIters;
   const gapUs = t.gaps ? recordedGapsUs(plan.steps) : null;
-  if (t.gaps && !gapUs && root) io.err('# --gaps: the trace records no call times (only flight-recorder dumps do): calls run back to back');
+  if (t.gaps && !gapUs && root)
+    io.err('# --gaps: the trace records no call times (only flight-recorder dumps do): calls run back to back');
   const gapSec = gapUs ? (rounds * gapUs.reduce((a, b) => a + b, 0)) / 1e6 : 0;
 
   // The whole sequence, as the job issued it: the time per iteration, and the check of every step.
-  const whole = await dog.watch(`replay of ${plan.steps.length} steps`, dog.expectedSec(rounds * plan.steps.length, rounds * total) + gapSec,
-    native.runSequence(specs, { iters: t.iters, warmupIters: t.warmupIters, ...(gapUs ? { gapUs } : {}), check: t.check }));
+  const whole = await dog.watch(
+    `replay of ${plan.steps.length} steps`,
+    dog.expectedSec(rounds * plan.steps.length, rounds * total) + gapSec,
+    native.runSequence(specs, {
+      iters: t.iters,
+      warmupIters: t.warmupIters,
+      ...(gapUs ? { gapUs } : {}),
+      check: t.check,
+    }),
+  );
   const wrong = plan.steps.map((_, k) => (k === whole.firstWrongOp ? Math.round(whole.wrong) : 0));
   let firstWrong: string | null = null;
   if (whole.wrong > 0 && whole.firstWrong) {
-    const s = plan.steps[whole.firstWrongOp]!, f = whole.firstWrong;
+    const s = plan.steps[whole.firstWrongOp]!,
+      f = whole.firstWrong;
     firstWrong = `step ${s.index} (${s.collective} ${s.bytes} B, ${s.where}): rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`;
   }
-  if (root && !t.quiet) io.err(`# replayed ${plan.steps.length} steps x ${t.iters} iterations` +
-    `${whole.stepUs.length ? `: ${(Math.min(...whole.stepUs) / 1e3).toFixed(3)}-${(Math.max(...whole.stepUs) / 1e3).toFixed(3)} ms each` : ''}`);
+  if (root && !t.quiet)
+    io.err(
+      `# replayed ${plan.steps.length} steps x ${t.iters} iterations` +
+        `${whole.stepUs.length ? `: ${(Math.min(...whole.stepUs) / 1e3).toFixed(3)}-${(Math.max(...whole.stepUs) / 1e3).toFixed(3)} ms each` : ''}`,
+    );
 
   // Each step alone, for its own time (same loop, one op per sequence).
   const stepUs: number[][] = [];
   for (const [k, s] of plan.steps.entries()) {
-    const one = await dog.watch(`replay step ${s.index} (${s.collective} ${s.bytes} B)`, dog.expectedSec(rounds, rounds * s.bytes),
-      native.runSequence([specs[k]!], { iters: t.iters, warmupIters: t.warmupIters, check: false }));
+    const one = await dog.watch(
+      `replay step ${s.index} (${s.collective} ${s.bytes} B)`,
+      dog.expectedSec(rounds, rounds * s.bytes),
+      native.runSequence([specs[k]!], { iters: t.iters, warmupIters: t.warmupIters, check: false }),
+    );
     stepUs.push(one.stepUs);
   }
-  const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));
-  return { plan, iterationUs: whole.stepUs, gapUs: whole.gapUs, stepUs, wrong, firstWrong, hosts: [...new Set(hosts ?? [])], info, root };
+  const hosts = await dog.watch(
+    'the gather of host names',
+    0,
+    native.gatherStringsAsync(shortHost(info.processorName)),
+  );
+  return {
+    plan,
+    iterationUs: whole.stepUs,
+    gapUs: whole.gapUs,
+    stepUs,
+    wrong,
+    firstWrong,
+    hosts: [...new Set(hosts ?? [])],
+    info,
+    root,
+  };
 }

@@ -39,7 +39,9 @@ export function removeOrphanedTemps(path: string): string[] {
     try {
       unlinkSync(join(dirname(path), name));
       removed.push(name);
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return removed;
 }
@@ -57,14 +59,22 @@ export function writeFileAtomic(path: string, data: string, durable = true): voi
     if (durable) fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
-    try { unlinkSync(tmp); } catch { /* already gone */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
     throw e;
   }
   closeSync(fd);
   try {
     renameSync(tmp, path);
   } catch (e) {
-    try { unlinkSync(tmp); } catch { /* already gone */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
     throw e;
   }
 }

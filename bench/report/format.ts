@@ -14,7 +14,7 @@ function decompose(v: number): { mant: bigint; exp: number } {
   const bits = u64[0]!;
   const biased = Number((bits >> 52n) & 0x7ffn);
   const frac = bits & 0xfffffffffffffn;
-  if (biased === 0) return { mant: frac, exp: -1074 };          // subnormal (or zero)
+  if (biased === 0) return { mant: frac, exp: -1074 }; // subnormal (or zero)
   return { mant: frac | (1n << 52n), exp: biased - 1075 };
 }
 
@@ -23,8 +23,10 @@ function scaledRound(v: number, pow10: number): bigint {
   const { mant, exp } = decompose(v);
   let num = mant;
   let den = 1n;
-  if (exp >= 0) num <<= BigInt(exp); else den <<= BigInt(-exp);
-  if (pow10 >= 0) num *= 10n ** BigInt(pow10); else den *= 10n ** BigInt(-pow10);
+  if (exp >= 0) num <<= BigInt(exp);
+  else den <<= BigInt(-exp);
+  if (pow10 >= 0) num *= 10n ** BigInt(pow10);
+  else den *= 10n ** BigInt(-pow10);
   const q = num / den;
   const twiceRem = (num - q * den) * 2n;
   if (twiceRem > den || (twiceRem === den && (q & 1n) === 1n)) return q + 1n;
@@ -50,7 +52,7 @@ function expDigits(v: number, prec: number): { digits: string; exp10: number } {
   if (v === 0) return { digits: '0'.repeat(prec + 1), exp10: 0 };
   const lo = 10n ** BigInt(prec);
   const hi = lo * 10n;
-  let e = Math.floor(Math.log10(Math.abs(v)));     // estimate, corrected below
+  let e = Math.floor(Math.log10(Math.abs(v))); // estimate, corrected below
   let q = scaledRound(v, prec - e);
   if (q >= hi) {
     e += 1;
@@ -58,7 +60,10 @@ function expDigits(v: number, prec: number): { digits: string; exp10: number } {
   } else if (q < lo) {
     const q2 = scaledRound(v, prec - (e - 1));
     // One exponent lower may round up to 10^(prec+1): then the value is exactly 10^prec at e.
-    if (q2 < hi) { e -= 1; q = q2; } else q = lo;
+    if (q2 < hi) {
+      e -= 1;
+      q = q2;
+    } else q = lo;
   }
   return { digits: q.toString(), exp10: e };
 }
@@ -90,8 +95,7 @@ function gBody(v: number, prec: number, alt: boolean, upper: boolean): string {
   return s + suffix;
 }
 
-const signOf = (v: number, plus: boolean, space: boolean): string =>
-  signBit(v) ? '-' : plus ? '+' : space ? ' ' : '';
+const signOf = (v: number, plus: boolean, space: boolean): string => (signBit(v) ? '-' : plus ? '+' : space ? ' ' : '');
 
 /** C `%.<prec>f` (no width). */
 export function cFixed(v: number, prec = 6): string {
@@ -120,8 +124,7 @@ export function cInt(v: number | bigint): string {
 }
 
 /** C `%<w>s`: right-justify in at least `width` columns (never truncates). */
-export const padLeft = (s: string, width: number): string =>
-  s.length >= width ? s : ' '.repeat(width - s.length) + s;
+export const padLeft = (s: string, width: number): string => (s.length >= width ? s : ' '.repeat(width - s.length) + s);
 
 /** C `%-<w>s`: left-justify in at least `width` columns (never truncates). */
 export const padRight = (s: string, width: number): string =>
@@ -168,12 +171,15 @@ export function cSprintf(fmt: string, ...args: unknown[]): string {
     let width = 0;
     if (w === '*') {
       width = Number(next());
-      if (width < 0) { left = true; width = -width; }
+      if (width < 0) {
+        left = true;
+        width = -width;
+      }
     } else if (w !== undefined) width = Number(w);
     let prec: number | undefined;
     if (p !== undefined) {
       prec = p === '*' ? Number(next()) : p === '' ? 0 : Number(p);
-      if (prec < 0) prec = undefined;                      // negative * precision = none (C)
+      if (prec < 0) prec = undefined; // negative * precision = none (C)
     }
     const c = conv!;
     let sign = '';
@@ -187,7 +193,10 @@ export function cSprintf(fmt: string, ...args: unknown[]): string {
       let n = typeof a === 'bigint' ? a : BigInt(Math.trunc(Number(a)));
       const bits = len === 'l' || len === 'll' || len === 'z' || len === 'j' || len === 't' ? 64 : 32;
       if (c === 'd' || c === 'i') {
-        if (n < 0n) { sign = '-'; n = -n; } else sign = plus ? '+' : space ? ' ' : '';
+        if (n < 0n) {
+          sign = '-';
+          n = -n;
+        } else sign = plus ? '+' : space ? ' ' : '';
         body = n.toString();
       } else {
         if (n < 0n) n = BigInt.asUintN(bits, n);
@@ -199,7 +208,7 @@ export function cSprintf(fmt: string, ...args: unknown[]): string {
       if (prec !== undefined) {
         if (prec === 0 && body === '0') body = '';
         if (body.length < prec) body = '0'.repeat(prec - body.length) + body;
-        zero = false;                                        // precision overrides 0 flag (C)
+        zero = false; // precision overrides 0 flag (C)
       }
     } else {
       const v = Number(next());
@@ -209,7 +218,7 @@ export function cSprintf(fmt: string, ...args: unknown[]): string {
       if (!Number.isFinite(v)) {
         body = Number.isNaN(v) ? 'nan' : 'inf';
         if (upper) body = body.toUpperCase();
-        zero = false;                                        // glibc pads inf/nan with spaces
+        zero = false; // glibc pads inf/nan with spaces
       } else if (c === 'f' || c === 'F') body = fixedBody(v, pr, alt);
       else if (c === 'e' || c === 'E') body = expBody(v, pr, alt, upper);
       else body = gBody(v, pr, alt, upper);

@@ -9,8 +9,13 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 
-export type SchemaName = 'collbench-profile.v1' | 'collbench-baseline.v1' | 'collbench-accept.v1' |
-  'collbench-param-sizes.v1' | 'collbench-workload.v1' | 'collbench-replay.v1';
+export type SchemaName =
+  | 'collbench-profile.v1'
+  | 'collbench-baseline.v1'
+  | 'collbench-accept.v1'
+  | 'collbench-param-sizes.v1'
+  | 'collbench-workload.v1'
+  | 'collbench-replay.v1';
 
 /** <package>/schema/NAME.schema.json (two levels above this file in bench/ and in dist/). */
 export function schemaPath(name: SchemaName): string {
@@ -40,7 +45,11 @@ export function errorText(e: ErrorObject): string {
   const p = e.params as Record<string, unknown>;
   if ('additionalProperty' in p || 'unevaluatedProperty' in p) return 'unknown key';
   if (e.schemaPath.includes('/$defs/size/')) return 'must be a size in bytes: an integer, or 8, 64K, 1M, 2G';
-  const extra = 'allowedValues' in p ? `: ${(p.allowedValues as unknown[]).map(String).join(', ')}`
-    : 'allowedValue' in p ? ` ${JSON.stringify(p.allowedValue)}` : '';
+  const extra =
+    'allowedValues' in p
+      ? `: ${(p.allowedValues as unknown[]).map(String).join(', ')}`
+      : 'allowedValue' in p
+        ? ` ${JSON.stringify(p.allowedValue)}`
+        : '';
   return `${e.message ?? 'invalid'}${extra}`;
 }

@@ -29,26 +29,38 @@ export class OutputError extends EnvironmentError {
 }
 
 export interface OutputSpec {
-  flag: string;                 // how messages name it: -J, --csv, …
-  path: string;                 // '-' = stdout
+  flag: string; // how messages name it: -J, --csv, …
+  path: string; // '-' = stdout
   render(doc: ReportDocument): string | Promise<string>;
 }
 
 export function outputSpecs(o: ResolvedOptions): OutputSpec[] {
   const specs: OutputSpec[] = [];
   if (o.jsonFile !== null) {
-    specs.push({ flag: '-J', path: o.jsonFile, render: o.jsonFormat === 'nccl-tests' ? renderNcclTestsJson : renderJson });
+    specs.push({
+      flag: '-J',
+      path: o.jsonFile,
+      render: o.jsonFormat === 'nccl-tests' ? renderNcclTestsJson : renderJson,
+    });
   }
   if (o.csvFile !== null) specs.push({ flag: '--csv', path: o.csvFile, render: renderCsv });
   if (o.mdFile !== null) specs.push({ flag: '--md', path: o.mdFile, render: renderMarkdown });
   if (o.junitFile !== null) specs.push({ flag: '--junit', path: o.junitFile, render: renderJunit });
   // vega is loaded only when a page is wanted (it costs a noticeable part of a second at start-up)
   if (o.htmlFile !== null) {
-    specs.push({ flag: '--html', path: o.htmlFile, render: async (doc) => (await import('./exporters/html.js')).renderRunHtml(doc) });
+    specs.push({
+      flag: '--html',
+      path: o.htmlFile,
+      render: async (doc) => (await import('./exporters/html.js')).renderRunHtml(doc),
+    });
   }
   // prom-client too is loaded only when metrics are wanted
   if (o.promFile !== null) {
-    specs.push({ flag: '--prom', path: o.promFile, render: async (doc) => (await import('./exporters/prom.js')).renderProm(doc) });
+    specs.push({
+      flag: '--prom',
+      path: o.promFile,
+      render: async (doc) => (await import('./exporters/prom.js')).renderProm(doc),
+    });
   }
   return specs;
 }
@@ -57,13 +69,22 @@ export function outputSpecs(o: ResolvedOptions): OutputSpec[] {
 function folderProblem(err: NodeJS.ErrnoException, dir: string): string {
   switch (err.code) {
     // a folder that exists yet answers ENOENT to a new file: a kernel file system (/proc, /sys)
-    case 'ENOENT': return existsSync(dir) ? `folder ${dir} takes no new files (a kernel file system such as /proc or /sys)`
-      : `folder ${dir} does not exist`;
-    case 'ENOTDIR': return `${dir} is not a directory`;
-    case 'EACCES': case 'EPERM': return `folder ${dir} is not writable (${err.code})`;
-    case 'EROFS': return `folder ${dir} is on a read-only file system`;
-    case 'ENOSPC': case 'EDQUOT': return `no space left in ${dir} (${err.code})`;
-    default: return err.code ? `${err.code} in ${dir}` : err.message;
+    case 'ENOENT':
+      return existsSync(dir)
+        ? `folder ${dir} takes no new files (a kernel file system such as /proc or /sys)`
+        : `folder ${dir} does not exist`;
+    case 'ENOTDIR':
+      return `${dir} is not a directory`;
+    case 'EACCES':
+    case 'EPERM':
+      return `folder ${dir} is not writable (${err.code})`;
+    case 'EROFS':
+      return `folder ${dir} is on a read-only file system`;
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return `no space left in ${dir} (${err.code})`;
+    default:
+      return err.code ? `${err.code} in ${dir}` : err.message;
   }
 }
 
@@ -92,7 +113,10 @@ export interface OutputCheck {
 export function checkOutputPaths(specs: readonly { flag: string; path: string }[], check: OutputCheck = {}): void {
   const stdout = specs.filter((s) => s.path === '-');
   if (stdout.length > 1) {
-    throw UsageError.forFlag(stdout[1]!.flag, `stdout (-) already receives ${stdout[0]!.flag}; give one of them a file name`);
+    throw UsageError.forFlag(
+      stdout[1]!.flag,
+      `stdout (-) already receives ${stdout[0]!.flag}; give one of them a file name`,
+    );
   }
   const seen = new Map<string, string>();
   for (const s of specs) {
@@ -112,7 +136,10 @@ export function checkOutputPaths(specs: readonly { flag: string; path: string }[
       throw UsageError.forFlag(s.flag, `cannot write ${s.path}: ${folderProblem(e as NodeJS.ErrnoException, dir)}`);
     }
     if (st && !check.force) {
-      throw UsageError.forFlag(s.flag, `${s.path} already exists; refusing to overwrite it (give ${check.forceFlag ?? '--force'} to replace it)`);
+      throw UsageError.forFlag(
+        s.flag,
+        `${s.path} already exists; refusing to overwrite it (give ${check.forceFlag ?? '--force'} to replace it)`,
+      );
     }
   }
 }
@@ -147,8 +174,12 @@ export const documentJson = (doc: unknown): string => `${JSON.stringify(doc, nul
  * on stderr (`summaryBesideStdout` 'stderr') or not at all ('none'), so that stdout holds only that document; then
  * each output in order, a file replaced atomically (OutputError when it cannot be), stdout's printed.
  */
-export async function writeDocument<D>(doc: D, outputs: readonly DocumentOutput<D>[], io: IO,
-  summary: { lines: readonly string[]; besideStdout: 'stderr' | 'none' }): Promise<void> {
+export async function writeDocument<D>(
+  doc: D,
+  outputs: readonly DocumentOutput<D>[],
+  io: IO,
+  summary: { lines: readonly string[]; besideStdout: 'stderr' | 'none' },
+): Promise<void> {
   const toStdout = outputs.some((o) => o.path === '-');
   if (!toStdout) for (const line of summary.lines) io.out(line);
   else if (summary.besideStdout === 'stderr') for (const line of summary.lines) io.err(line);
@@ -174,8 +205,11 @@ const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
  * EXPORT_INTERVAL_MS), when the run stops early (abandon) or is stopped by a signal, and at the end (flushed to disk).
  * A file always holds a whole document; one the run did not finish says "incomplete".
  */
-export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: string) => void,
-  env: NodeJS.ProcessEnv = process.env): Reporter {
+export function exportReporter(
+  specs: readonly OutputSpec[],
+  toStdout: (text: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Reporter {
   const builder = reportBuilder(env);
   const write = async (final: boolean): Promise<void> => {
     const doc = builder.doc!;
@@ -210,24 +244,52 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
     if (failure) return Promise.reject(failure);
     const wait = lastWrite + EXPORT_INTERVAL_MS - Date.now();
     if (wait <= 0) return flush(false);
-    timer ??= setTimeout(() => { flush(false).catch((e: unknown) => { failure = e instanceof Error ? e : new Error(String(e)); }); }, wait).unref();
+    timer ??= setTimeout(() => {
+      flush(false).catch((e: unknown) => {
+        failure = e instanceof Error ? e : new Error(String(e));
+      });
+    }, wait).unref();
     return Promise.resolve();
   };
   // Ctrl-C, SIGTERM or SIGHUP during the run: the rows held back are written, then the signal ends the process as it
   // would have (the listener is gone by then, so the default action runs).
   const onSignal = (signal: NodeJS.Signals): void => {
     unlisten();
-    const die = (): void => { process.kill(process.pid, signal); };
+    const die = (): void => {
+      process.kill(process.pid, signal);
+    };
     (timer ? flush(false) : chain).then(die, die);
   };
-  const listen = (): void => { for (const s of STOP_SIGNALS) process.on(s, onSignal); };
-  const unlisten = (): void => { for (const s of STOP_SIGNALS) process.off(s, onSignal); };
+  const listen = (): void => {
+    for (const s of STOP_SIGNALS) process.on(s, onSignal);
+  };
+  const unlisten = (): void => {
+    for (const s of STOP_SIGNALS) process.off(s, onSignal);
+  };
   return {
-    begin: (meta) => { builder.begin(meta); listen(); return flush(false); },
-    row: (row) => { builder.row(row); return soon(); },
-    abandon: () => { unlisten(); return timer ? flush(false) : chain; },
-    timedOut: (t) => { if (!builder.doc) return; builder.timedOut(t); return flush(false); },
-    end: (summary) => { unlisten(); builder.end(summary); return flush(true); },
+    begin: (meta) => {
+      builder.begin(meta);
+      listen();
+      return flush(false);
+    },
+    row: (row) => {
+      builder.row(row);
+      return soon();
+    },
+    abandon: () => {
+      unlisten();
+      return timer ? flush(false) : chain;
+    },
+    timedOut: (t) => {
+      if (!builder.doc) return;
+      builder.timedOut(t);
+      return flush(false);
+    },
+    end: (summary) => {
+      unlisten();
+      builder.end(summary);
+      return flush(true);
+    },
   };
 }
 
@@ -235,8 +297,11 @@ export function exportReporter(specs: readonly OutputSpec[], toStdout: (text: st
  * Rank 0's reporters for these options, in the order they must run for each row: progress (erases its
  * line), the live table, the exporters. `stderr` is where the progress bar or lines go.
  */
-export function buildReporters(options: ResolvedOptions, io: IO,
-  ctx: { stderr?: ProgressStream; env?: NodeJS.ProcessEnv } = {}): Reporter[] {
+export function buildReporters(
+  options: ResolvedOptions,
+  io: IO,
+  ctx: { stderr?: ProgressStream; env?: NodeJS.ProcessEnv } = {},
+): Reporter[] {
   const env = ctx.env ?? process.env;
   const specs = outputSpecs(options);
   const tableOut = specs.some((s) => s.path === '-') ? io.err : io.out;

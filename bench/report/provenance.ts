@@ -47,9 +47,12 @@ export function libraryVersions(info: BackendInfo & VersionFields): LibraryVersi
   const key = findBackendRecord(info.backend)?.reportVersionAs ?? null;
   if (key !== null) v[key] = info.glooVersion ?? (info.libraryVersionShort || info.libraryVersion);
   if (v.gloo === undefined && info.glooVersion) v.gloo = info.glooVersion;
-  const int = (x: unknown): number | undefined => (Number.isInteger(x) && (x as number) > 0 ? (x as number) : undefined);
-  const nccl = int(info.ncclVersion ?? info.library?.versionCode), headers = int(info.ncclHeadersVersion);
-  const rt = int(info.cudaRuntimeVersion), drv = int(info.cudaDriverVersion);
+  const int = (x: unknown): number | undefined =>
+    Number.isInteger(x) && (x as number) > 0 ? (x as number) : undefined;
+  const nccl = int(info.ncclVersion ?? info.library?.versionCode),
+    headers = int(info.ncclHeadersVersion);
+  const rt = int(info.cudaRuntimeVersion),
+    drv = int(info.cudaDriverVersion);
   if (nccl !== undefined) v.ncclRuntime = nccl;
   if (nccl !== undefined && typeof info.library?.path === 'string') v.ncclLibraryPath = info.library.path;
   if (headers !== undefined) v.ncclHeaders = headers;
@@ -70,8 +73,14 @@ function distro(): string | null {
 export function hostInfo(): HostInfo {
   const c = cpus();
   return {
-    hostname: hostname(), platform: platform(), osRelease: release(), distro: distro(), arch: arch(),
-    cpuModel: c[0]?.model?.trim() ?? 'unknown', cpuCount: Math.max(1, c.length), memoryBytes: totalmem(),
+    hostname: hostname(),
+    platform: platform(),
+    osRelease: release(),
+    distro: distro(),
+    arch: arch(),
+    cpuModel: c[0]?.model?.trim() ?? 'unknown',
+    cpuCount: Math.max(1, c.length),
+    memoryBytes: totalmem(),
   };
 }
 
@@ -110,7 +119,9 @@ export function rerunCommand(argv: readonly string[], nranks: number, env: NodeJ
       const words = JSON.parse(original) as unknown;
       if (Array.isArray(words) && words.length > 0 && words.every((w) => typeof w === 'string'))
         return words.map(shellQuote).join(' ');
-    } catch { /* fall through: not ours */ }
+    } catch {
+      /* fall through: not ours */
+    }
   }
   const cmd = argv.map(shellQuote).join(' ');
   return nranks > 1 || launcherKind(env) === 'mpirun' ? `mpirun -np ${nranks} ${cmd}` : cmd;
@@ -121,7 +132,13 @@ export function reportRank(r: RankLineInfo): ReportRank {
   const gpu = typeof r.device === 'number';
   const numa = /^numa(\d+)$/.exec(r.bus);
   return {
-    rank: r.rank, group: r.group ?? 0, host: r.host, pid: r.pid, device: r.device, deviceName: r.name,
-    pciBusId: gpu && r.bus && r.bus !== '-' ? r.bus : null, numaNode: numa ? Number(numa[1]) : null,
+    rank: r.rank,
+    group: r.group ?? 0,
+    host: r.host,
+    pid: r.pid,
+    device: r.device,
+    deviceName: r.name,
+    pciBusId: gpu && r.bus && r.bus !== '-' ? r.bus : null,
+    numaNode: numa ? Number(numa[1]) : null,
   };
 }

@@ -12,12 +12,12 @@ import type { AlgoChoice, LinksVerdict } from '../backends/nccl-links.js';
 
 export interface RowHalfRecord {
   inPlace: boolean;
-  timeUs: number;          // the printed time: completion time, or cputime with -C
-  algBw: number;           // GB/s, from the completion time
-  busBw: number;           // GB/s
-  wrong: number | null;    // null = not checked (N/A)
-  result: HalfResult;      // everything the native loop returned (per-iteration samples, first wrong…)
-  late: LateRank | null;   // the rank the others waited for (core/lateness.ts), when one stood out
+  timeUs: number; // the printed time: completion time, or cputime with -C
+  algBw: number; // GB/s, from the completion time
+  busBw: number; // GB/s
+  wrong: number | null; // null = not checked (N/A)
+  result: HalfResult; // everything the native loop returned (per-iteration samples, first wrong…)
+  late: LateRank | null; // the rank the others waited for (core/lateness.ts), when one stood out
   /** Per process (= per rank with one rank per process): share of iterations it arrived last by more than the
    *  margin; null where arrivals say nothing (one process, a collective that lets ranks run ahead, size 0). */
   lastShare: number[] | null;
@@ -27,16 +27,22 @@ export interface RowHalfRecord {
 
 /** --target-rsd on one row-half: the target, the relative standard deviation of the mean time reached (cv / sqrt(n)),
  *  the spread of the single samples (cv), the iterations it took. */
-export interface Precision { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number; met: boolean }
+export interface Precision {
+  targetRsdPct: number;
+  rsdPct: number;
+  sampleCvPct: number;
+  iterations: number;
+  met: boolean;
+}
 
 /** The rank that arrived last in most iterations of a row-half, by more than the margin (core/lateness.ts). */
 export interface LateRank {
   rank: number;
   host: string;
-  lastFraction: number;    // iterations it was last by more than marginUs, over all iterations
-  medianLateUs: number;    // median of how much later than the others' median arrival, in those iterations
+  lastFraction: number; // iterations it was last by more than marginUs, over all iterations
+  medianLateUs: number; // median of how much later than the others' median arrival, in those iterations
   marginUs: number;
-  device?: number;         // device arrivals: its GPU (CUDA ordinal) and PCI id
+  device?: number; // device arrivals: its GPU (CUDA ordinal) and PCI id
   bus?: string;
 }
 
@@ -47,27 +53,27 @@ export interface RowRecord {
   count: number;
   type: string;
   redop: string;
-  root: number;            // as printed: -1 for non-rooted collectives
+  root: number; // as printed: -1 for non-rooted collectives
   halves: [RowHalfRecord, RowHalfRecord];
-  time: Date;              // when the row completed
+  time: Date; // when the row completed
 }
 
 export interface RunMeta {
   options: ResolvedOptions;
   program: string;
   version: string;
-  backend: string;         // e.g. "mpi (Open MPI 4.1.4)"
+  backend: string; // e.g. "mpi (Open MPI 4.1.4)"
   info: BackendInfo;
   ranks: RankLineInfo[];
-  warnings: string[];      // comment lines about known defects of the library under test
-  perIterTimer: string;    // how -I samples are taken, e.g. "host clock timing"
+  warnings: string[]; // comment lines about known defects of the library under test
+  perIterTimer: string; // how -I samples are taken, e.g. "host clock timing"
   startTime: Date;
   argv?: readonly string[]; // the command line as given (program path first), for reports and rerun commands
   plannedRows?: number | null; // rows the run will print; null when endless (-N 0)
   reducedMaxBytes?: number | null; // -e lowered to fit GPU memory (nccl-tests' "Reducing maxBytes")
   /** How arrivals were put on one clock (null with one process: nobody waits for another). */
   clock?: { method: ClockMethod; uncertaintyUs: number; offsetsUs: number[] } | null;
-  watchdog?: string;                // the limit each wait runs under, in words (engine/watchdog.ts)
+  watchdog?: string; // the limit each wait runs under, in words (engine/watchdog.ts)
 }
 
 /** The row about to be measured (progress reporters show it). */
@@ -83,25 +89,29 @@ export interface RunSummary {
   avgBusBw: number;
   minBwVerdict: 'OK' | 'FAILED' | null;
   exitCode: number;
-  skipped: string | null;  // why the collective did not run at this rank count (hypercube)
+  skipped: string | null; // why the collective did not run at this rank count (hypercube)
   memory?: MemoryUsage | null; // -M: GPU memory usage, max over the job's GPUs (nccl)
-  cycles?: number;         // cycles completed (every sweep)
+  cycles?: number; // cycles completed (every sweep)
   cyclesBelowWarnBusBw?: number; // --warn-busbw: cycles whose average busbw was below it
-  links?: LinksSummary;    // --links (nccl): the link verdict, NCCL's algorithm choices and their lines
+  links?: LinksSummary; // --links (nccl): the link verdict, NCCL's algorithm choices and their lines
 }
 
 /** --links: what the link profiler's rows said over the run (backends/nccl-links.ts); verdict null when NCCL did not
  *  load the plugin. */
-export interface LinksSummary { lines: string[]; verdict: LinksVerdict | null; algo: AlgoChoice[] }
+export interface LinksSummary {
+  lines: string[];
+  verdict: LinksVerdict | null;
+  algo: AlgoChoice[];
+}
 
 /** One completed cycle (a pass over every size of one sweep, -N / --duration), with the --warn-busbw health check. */
 export interface CycleRecord {
   sweep: SweepCase;
   cycle: number;
-  avgBusBw: number;        // over both halves of the cycle's rows, as nccl-tests' footer average
+  avgBusBw: number; // over both halves of the cycle's rows, as nccl-tests' footer average
   warnBusBw: number | null; // --warn-busbw
-  below: boolean;          // avgBusBw < warnBusBw
-  time: Date;              // when the cycle ended
+  below: boolean; // avgBusBw < warnBusBw
+  time: Date; // when the cycle ended
 }
 
 /** A reporter may return a promise (an exporter rewriting its file); runSuite awaits it before going on. */

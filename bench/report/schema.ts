@@ -28,12 +28,12 @@ export interface ReportDocument {
   schemaVersion: ReadableSchemaVersion;
   /** 'incomplete' until the run ends: a crash or Ctrl-C leaves the rows completed so far. */
   status: ReportStatus;
-  startTime: string;            // ISO 8601 with the local offset
+  startTime: string; // ISO 8601 with the local offset
   endTime: string | null;
-  argv: string[];               // program path, then its arguments, as given
-  rerun: string;                // shell command running the same benchmark again
-  program: string;              // all_reduce_perf
-  collective: string;           // all_reduce
+  argv: string[]; // program path, then its arguments, as given
+  rerun: string; // shell command running the same benchmark again
+  program: string; // all_reduce_perf
+  collective: string; // all_reduce
   options: Record<string, unknown>; // every ResolvedOptions field
   provenance: Provenance;
   world: { nranks: number; backend: string };
@@ -74,7 +74,7 @@ export interface Provenance {
   backend: { name: string; library: string; libraryVersion: string };
   versions: LibraryVersions;
   host: HostInfo;
-  launcher: 'mpirun' | 'srun' | 'other' | 'none';  // srun: v2 only
+  launcher: 'mpirun' | 'srun' | 'other' | 'none'; // srun: v2 only
   /** Only NCCL_, CUDA_, OMPI_, UCX_, GLOO_ and COLLBENCH_ variables (see provenance.ts). */
   env: Record<string, string>;
 }
@@ -82,11 +82,11 @@ export interface Provenance {
 export interface LibraryVersions {
   mpi?: string;
   gloo?: string;
-  ncclRuntime?: number;         // ncclGetVersion(), e.g. 22807
-  ncclHeaders?: number;         // NCCL_VERSION_CODE at build time
-  ncclLibraryPath?: string;     // the libnccl.so the run loaded
-  cudaRuntime?: number;         // cudaRuntimeGetVersion(), e.g. 13000
-  cudaDriver?: number;          // cudaDriverGetVersion()
+  ncclRuntime?: number; // ncclGetVersion(), e.g. 22807
+  ncclHeaders?: number; // NCCL_VERSION_CODE at build time
+  ncclLibraryPath?: string; // the libnccl.so the run loaded
+  cudaRuntime?: number; // cudaRuntimeGetVersion(), e.g. 13000
+  cudaDriver?: number; // cudaDriverGetVersion()
 }
 
 export interface HostInfo {
@@ -105,25 +105,25 @@ export interface ReportRank {
   group: number;
   host: string;
   pid: number;
-  device: number | string;      // CUDA ordinal, or 'cpu'
+  device: number | string; // CUDA ordinal, or 'cpu'
   deviceName: string;
-  pciBusId: string | null;      // GPUs: dddd:bb:dd
-  numaNode: number | null;      // CPUs, when known
+  pciBusId: string | null; // GPUs: dddd:bb:dd
+  numaNode: number | null; // CPUs, when known
 }
 
 export interface ReportPerIter {
   skip: number;
   stats: IterStats;
-  samplesUs: number[];          // max over ranks, one per iteration
+  samplesUs: number[]; // max over ranks, one per iteration
   perRank: { rank: number; samplesUs: number[]; stats: IterStats }[];
 }
 
 export interface ReportHalf {
-  timeUs: number | null;        // null only when not finite
+  timeUs: number | null; // null only when not finite
   cpuTimeUs: number | null;
   algBwGBps: number | null;
   busBwGBps: number | null;
-  wrong: number | null;         // null = not checked (N/A)
+  wrong: number | null; // null = not checked (N/A)
   ranksWithWrong: number;
   firstWrong?: { rank: number; index: number; expected: string; got: string };
   perIter?: ReportPerIter;
@@ -137,9 +137,14 @@ export interface ReportHalf {
 }
 
 export interface ReportLate {
-  rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number;
+  rank: number;
+  host: string;
+  lastFraction: number;
+  medianLateUs: number;
+  marginUs: number;
   /** Device arrivals (nccl -I): the late rank's GPU, CUDA ordinal and PCI id. */
-  device?: number; bus?: string;
+  device?: number;
+  bus?: string;
 }
 
 export interface ReportLateness {
@@ -179,7 +184,11 @@ export const PLACEMENTS = [
 ] as const;
 /** A published JSON Schema: <package>/schema/, two levels above this file in bench/ and in dist/. */
 export const schemaPath = (version: ReadableSchemaVersion): string =>
-  join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'schema', `collbench-report.v${version}.schema.json`);
+  join(
+    resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+    'schema',
+    `collbench-report.v${version}.schema.json`,
+  );
 /** The schema of what -J writes now. */
 export const SCHEMA_PATH = schemaPath(SCHEMA_VERSION);
 
@@ -211,7 +220,8 @@ function declaredVersion(doc: unknown): ReadableSchemaVersion {
 export function reportErrors(doc: unknown): string[] {
   const validate = compiled(declaredVersion(doc));
   if (validate(doc)) return [];
-  return (validate.errors ?? []).map((e: ErrorObject) =>
-    `${e.instancePath || '/'}: ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`);
+  return (validate.errors ?? []).map(
+    (e: ErrorObject) =>
+      `${e.instancePath || '/'}: ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`,
+  );
 }
-

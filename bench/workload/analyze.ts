@@ -18,7 +18,12 @@ export interface RepeatSamples {
   wrong: number;
 }
 
-export interface Spread { median: number; min: number; max: number; perRepeat: number[] }
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  perRepeat: number[];
+}
 
 export interface ConfigurationSummary {
   value: number;
@@ -46,7 +51,12 @@ export interface ConfigurationSummary {
  * compute not ending together); `noise`: it contains 0, the difference is within the spread of the repeats (as when
  * the communication is tiny against the compute). Only `hidden` is a figure worth printing.
  */
-export interface Overlap { lo: number; hi: number; level: number; verdict: 'hidden' | 'none' | 'noise' }
+export interface Overlap {
+  lo: number;
+  hi: number;
+  level: number;
+  verdict: 'hidden' | 'none' | 'noise';
+}
 
 export interface Margin {
   value: number;
@@ -78,7 +88,11 @@ function busBytes(c: Configuration, nranks: number): number {
   return c.ops.reduce((a, o) => a + o.bytes * getCollective(o.collective).busBwFactor(nranks), 0);
 }
 
-interface RepeatTimes { comm: number; step: number; compute: number }
+interface RepeatTimes {
+  comm: number;
+  step: number;
+  compute: number;
+}
 
 /** (comm + compute − step) / comm of the medians over the repeats, in %. */
 function overlapOf(reps: readonly RepeatTimes[]): number {
@@ -93,7 +107,11 @@ export function overlapInterval(reps: readonly RepeatTimes[], seed = 1): Overlap
   return { lo: ci.lo, hi: ci.hi, level: ci.level, verdict };
 }
 
-export function summarize(plan: WorkloadPlan, nranks: number, samples: readonly RepeatSamples[][]): ConfigurationSummary[] {
+export function summarize(
+  plan: WorkloadPlan,
+  nranks: number,
+  samples: readonly RepeatSamples[][],
+): ConfigurationSummary[] {
   return plan.configurations.map((c, i) => {
     const reps = samples[i]!;
     const comm = spread(reps.map((r) => medianOf(r.commUs)));
@@ -101,11 +119,18 @@ export function summarize(plan: WorkloadPlan, nranks: number, samples: readonly 
     const step = withCompute ? spread(reps.map((r) => medianOf(r.stepUs!))) : null;
     const computeUs = withCompute ? medianOf(reps.map((r) => r.computeUs)) : null;
     const bus = busBytes(c, nranks);
-    const times = withCompute ? reps.map((r) => ({ comm: medianOf(r.commUs), step: medianOf(r.stepUs!), compute: r.computeUs })) : [];
+    const times = withCompute
+      ? reps.map((r) => ({ comm: medianOf(r.commUs), step: medianOf(r.stepUs!), compute: r.computeUs }))
+      : [];
     return {
-      value: c.value, label: c.label, calls: c.ops.length,
-      bytesPerStep: c.ops.reduce((a, o) => a + o.bytes, 0), busBytesPerStep: bus,
-      comm, step, computeUs,
+      value: c.value,
+      label: c.label,
+      calls: c.ops.length,
+      bytesPerStep: c.ops.reduce((a, o) => a + o.bytes, 0),
+      busBytesPerStep: bus,
+      comm,
+      step,
+      computeUs,
       busBwGBps: bus / comm.median / 1e3,
       overlapPct: withCompute ? overlapOf(times) : null,
       overlap: withCompute ? overlapInterval(times, i + 1) : null,
@@ -125,8 +150,13 @@ export function recommend(summaries: readonly ConfigurationSummary[], seed = 1):
   const margins = others.map((s, i): Margin => {
     const ci = bootstrapRatio(of(s).perRepeat, of(best).perRepeat, { seed: seed + i });
     return {
-      value: s.value, label: s.label, ratio: of(s).median / of(best).median, lo: ci?.lo ?? null, hi: ci?.hi ?? null,
-      p: ps[i]!, significant: rejected[i]! && ci !== null && ci.lo > 1,
+      value: s.value,
+      label: s.label,
+      ratio: of(s).median / of(best).median,
+      lo: ci?.lo ?? null,
+      hi: ci?.hi ?? null,
+      p: ps[i]!,
+      significant: rejected[i]! && ci !== null && ci.lo > 1,
     };
   });
   return { value: best.value, label: best.label, metric, margins };

@@ -30,7 +30,11 @@ export function capBytes(mb: number): number {
 }
 
 /** DDP's buckets for parameters of `paramBytes` bytes each (definition order), in the order their all-reduces run. */
-export function ddpBuckets(paramBytes: readonly number[], bucketCapBytes: number, firstBucketBytes = DDP_FIRST_BUCKET_BYTES): Bucket[] {
+export function ddpBuckets(
+  paramBytes: readonly number[],
+  bucketCapBytes: number,
+  firstBucketBytes = DDP_FIRST_BUCKET_BYTES,
+): Bucket[] {
   const limits = [firstBucketBytes, bucketCapBytes];
   let limit = 0;
   const out: Bucket[] = [];

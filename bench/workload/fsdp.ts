@@ -19,7 +19,11 @@ export interface FsdpUnit {
   paddedNumel: number;
 }
 
-export interface FsdpOp { collective: 'all_gather' | 'reduce_scatter'; unit: number; phase: 'forward' | 'backward' }
+export interface FsdpOp {
+  collective: 'all_gather' | 'reduce_scatter';
+  unit: number;
+  phase: 'forward' | 'backward';
+}
 
 /** The units of a model wrapped every `unitLayers` blocks; unit 0 is the root when a parameter lies outside the blocks. */
 export function fsdpUnits(params: readonly Param[], unitLayers: number, world: number): FsdpUnit[] {
@@ -29,11 +33,14 @@ export function fsdpUnits(params: readonly Param[], unitLayers: number, world: n
   const numel = new Array<number>(groups + 1).fill(0);
   for (const p of params) numel[p.layer === null ? 0 : 1 + groupOf.get(p.layer)!] += p.numel;
   const pad = (n: number): number => Math.ceil(n / world) * world;
-  return numel.map((n, u) => {
-    const first = blocks[(u - 1) * unitLayers], last = blocks[Math.min(u * unitLayers, blocks.length) - 1];
-    const name = u === 0 ? 'root' : first === last ? `block ${first}` : `blocks ${first}-${last}`;
-    return { name, numel: n, paddedNumel: pad(n) };
-  }).filter((u, i) => i > 0 || u.numel > 0);
+  return numel
+    .map((n, u) => {
+      const first = blocks[(u - 1) * unitLayers],
+        last = blocks[Math.min(u * unitLayers, blocks.length) - 1];
+      const name = u === 0 ? 'root' : first === last ? `block ${first}` : `blocks ${first}-${last}`;
+      return { name, numel: n, paddedNumel: pad(n) };
+    })
+    .filter((u, i) => i > 0 || u.numel > 0);
 }
 
 /** The step's collectives, in issue order, for `units` as fsdpUnits() returns them (root first when it has any). */

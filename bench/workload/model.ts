@@ -36,20 +36,30 @@ export function defaultLayers(params: number): number {
  * rounded to a multiple of 8 (at least 8), so the total is close to, not exactly, `params`.
  */
 export function syntheticModel(params: number, layers = defaultLayers(params), vocab = SYNTHETIC_VOCAB): Model {
-  if (!(params > 0) || !Number.isFinite(params)) throw UsageError.forFlag('--params', `must be a positive number of parameters, got ${params}`);
-  if (!Number.isInteger(layers) || layers < 1) throw UsageError.forFlag('--layers', `must be a whole number >= 1, got ${layers}`);
+  if (!(params > 0) || !Number.isFinite(params))
+    throw UsageError.forFlag('--params', `must be a positive number of parameters, got ${params}`);
+  if (!Number.isInteger(layers) || layers < 1)
+    throw UsageError.forFlag('--layers', `must be a whole number >= 1, got ${layers}`);
   const b = 2 * layers + vocab + 1;
   const h = Math.max(8, Math.round((-b + Math.sqrt(b * b + 48 * layers * params)) / (24 * layers) / 8) * 8);
   const list: Param[] = [{ name: 'embed.weight', numel: vocab * h, layer: null }];
   for (let l = 0; l < layers; l++) {
     const at = (name: string, numel: number): Param => ({ name: `layers.${l}.${name}`, numel, layer: l });
-    list.push(at('norm1.weight', h), at('attn.qkv.weight', 3 * h * h), at('attn.out.weight', h * h),
-      at('norm2.weight', h), at('mlp.up.weight', 4 * h * h), at('mlp.down.weight', 4 * h * h));
+    list.push(
+      at('norm1.weight', h),
+      at('attn.qkv.weight', 3 * h * h),
+      at('attn.out.weight', h * h),
+      at('norm2.weight', h),
+      at('mlp.up.weight', 4 * h * h),
+      at('mlp.down.weight', 4 * h * h),
+    );
   }
   list.push({ name: 'norm.weight', numel: h, layer: null });
   const total = list.reduce((a, p) => a + p.numel, 0);
   return {
-    params: list, layers, totalParams: total,
+    params: list,
+    layers,
+    totalParams: total,
     source: `synthetic decoder: ${layers} layers, hidden ${h}, vocab ${vocab}, ${total.toExponential(3)} parameters`,
   };
 }
@@ -72,10 +82,19 @@ export function modelFromEntries(entries: readonly ParamEntry[], source: string)
     return { name, numel, layer: e.layer !== undefined ? e.layer : layerOfName(name) };
   });
   const bad = params.findIndex((p) => !(p.numel > 0) || !Number.isSafeInteger(p.numel));
-  if (bad >= 0) throw UsageError.forFlag('--param-sizes', `${source}: entry ${bad} (${params[bad]!.name}) has no positive whole element count`);
+  if (bad >= 0)
+    throw UsageError.forFlag(
+      '--param-sizes',
+      `${source}: entry ${bad} (${params[bad]!.name}) has no positive whole element count`,
+    );
   const layers = new Set(params.map((p) => p.layer).filter((l) => l !== null)).size;
   const total = params.reduce((a, p) => a + p.numel, 0);
-  return { params, layers, totalParams: total, source: `${source}: ${params.length} parameters, ${layers} blocks, ${total.toExponential(3)} in all` };
+  return {
+    params,
+    layers,
+    totalParams: total,
+    source: `${source}: ${params.length} parameters, ${layers} blocks, ${total.toExponential(3)} in all`,
+  };
 }
 
 /** The model of --params N [--layers L], or of --param-sizes FILE (checked against its schema; one-line UsageError). */
@@ -91,9 +110,14 @@ export function loadModel(params: number | null, layers: number | null, paramSiz
   const errors = schemaErrors('collbench-param-sizes.v1', doc);
   if (errors.length) {
     // The deepest error says most (`/3/numel: must be >= 1` rather than `/3: must be integer` of the other branch).
-    const e = errors.filter((x) => x.keyword !== 'oneOf').sort((x, y) => y.instancePath.length - x.instancePath.length)[0] ?? errors[0]!;
-    throw UsageError.forFlag('--param-sizes', `${file}: ${e.instancePath || '/'}: ${errorText(e)} (schema/collbench-param-sizes.v1.schema.json)`);
+    const e =
+      errors.filter((x) => x.keyword !== 'oneOf').sort((x, y) => y.instancePath.length - x.instancePath.length)[0] ??
+      errors[0]!;
+    throw UsageError.forFlag(
+      '--param-sizes',
+      `${file}: ${e.instancePath || '/'}: ${errorText(e)} (schema/collbench-param-sizes.v1.schema.json)`,
+    );
   }
-  const entries = Array.isArray(doc) ? doc as ParamEntry[] : (doc as { params: ParamEntry[] }).params;
+  const entries = Array.isArray(doc) ? (doc as ParamEntry[]) : (doc as { params: ParamEntry[] }).params;
   return modelFromEntries(entries, file);
 }

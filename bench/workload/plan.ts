@@ -34,31 +34,57 @@ export interface WorkloadPlan {
   configurations: Configuration[];
 }
 
-export function ddpPlan(model: Model, dtype: DTypeName, dtypeBytes: number, world: number, capsMb: readonly number[],
-  firstBucketMb: number): WorkloadPlan {
+export function ddpPlan(
+  model: Model,
+  dtype: DTypeName,
+  dtypeBytes: number,
+  world: number,
+  capsMb: readonly number[],
+  firstBucketMb: number,
+): WorkloadPlan {
   const bytes = model.params.map((p) => p.numel * dtypeBytes);
   return {
-    kind: 'ddp', model, dtype, dtypeBytes, world, varies: 'bucket cap (MB)',
+    kind: 'ddp',
+    model,
+    dtype,
+    dtypeBytes,
+    world,
+    varies: 'bucket cap (MB)',
     configurations: capsMb.map((mb) => ({
-      value: mb, label: String(mb),
+      value: mb,
+      label: String(mb),
       ops: ddpBuckets(bytes, capBytes(mb), capBytes(firstBucketMb)).map((b, i) => ({
-        collective: 'all_reduce', bytes: b.bytes, what: `bucket ${i}: ${b.params.length} parameter${b.params.length === 1 ? '' : 's'}`,
+        collective: 'all_reduce',
+        bytes: b.bytes,
+        what: `bucket ${i}: ${b.params.length} parameter${b.params.length === 1 ? '' : 's'}`,
       })),
     })),
   };
 }
 
-export function fsdpPlan(model: Model, dtype: DTypeName, dtypeBytes: number, world: number,
-  unitLayers: readonly number[]): WorkloadPlan {
+export function fsdpPlan(
+  model: Model,
+  dtype: DTypeName,
+  dtypeBytes: number,
+  world: number,
+  unitLayers: readonly number[],
+): WorkloadPlan {
   const hasRoot = model.params.some((p) => p.layer === null);
   return {
-    kind: 'fsdp', model, dtype, dtypeBytes, world, varies: 'blocks per unit',
+    kind: 'fsdp',
+    model,
+    dtype,
+    dtypeBytes,
+    world,
+    varies: 'blocks per unit',
     configurations: unitLayers.map((k) => {
       const units = fsdpUnits(model.params, k, world);
       return {
-        value: k, label: String(k),
+        value: k,
+        label: String(k),
         ops: fsdpStep(units, hasRoot).map((op) => ({
-          collective: op.collective, bytes: units[op.unit]!.paddedNumel * dtypeBytes,
+          collective: op.collective,
+          bytes: units[op.unit]!.paddedNumel * dtypeBytes,
           what: `${units[op.unit]!.name} ${op.phase}`,
         })),
       };
@@ -82,7 +108,9 @@ export function planLines(plan: WorkloadPlan): string[] {
   for (const c of plan.configurations) {
     const total = c.ops.reduce((x, o) => x + o.bytes, 0);
     out.push(`# ${plan.varies} ${c.label}: ${c.ops.length} calls, ${total} bytes per step`);
-    c.ops.forEach((o, i) => { out.push(`${String(i).padStart(5)}  ${o.collective.padEnd(14)} ${String(o.bytes).padStart(14)}  ${o.what}`); });
+    c.ops.forEach((o, i) => {
+      out.push(`${String(i).padStart(5)}  ${o.collective.padEnd(14)} ${String(o.bytes).padStart(14)}  ${o.what}`);
+    });
   }
   return out;
 }

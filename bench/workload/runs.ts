@@ -37,14 +37,23 @@ export interface WorkloadMeasured {
 }
 
 /** Brings the backend up, builds the plan for the job's world (`planFor` may refuse it) and times it. */
-export async function timeWorkload(options: ResolvedOptions, timing: WorkloadTiming,
-  planFor: (nranks: number) => WorkloadPlan, io: IO, hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>): Promise<WorkloadMeasured> {
+export async function timeWorkload(
+  options: ResolvedOptions,
+  timing: WorkloadTiming,
+  planFor: (nranks: number) => WorkloadPlan,
+  io: IO,
+  hooks: Pick<SuiteHooks, 'env' | 'onTimeout'>,
+): Promise<WorkloadMeasured> {
   return withSequenceBackend(options, io, hooks, planFor, (s) => timePlan(options, timing, io, s));
 }
 
 /** The measurement proper, once the backend is up and the progress boards listen. */
-async function timePlan(run: ResolvedOptions, t: WorkloadTiming, io: IO,
-  { up, env, plan, root }: SequenceRun<WorkloadPlan>): Promise<WorkloadMeasured> {
+async function timePlan(
+  run: ResolvedOptions,
+  t: WorkloadTiming,
+  io: IO,
+  { up, env, plan, root }: SequenceRun<WorkloadPlan>,
+): Promise<WorkloadMeasured> {
   const { info, native, dog } = up;
   const maxBytes = Math.max(...plan.configurations.flatMap((c) => c.ops.map((o) => o.bytes)));
   const ctx: LayoutContext = { env, minBytes: 0, maxBytes };
@@ -52,17 +61,32 @@ async function timePlan(run: ResolvedOptions, t: WorkloadTiming, io: IO,
   const sweep: SweepCase = { dtype: t.dtype, op: 'sum', root: 0 };
   let seed = 0;
   // One spec (or one per local rank) per call; buffers for the largest call of any configuration.
-  const specs = sequenceSpecs(options, up, plan.configurations.map((c) => c.ops.map((o) => ({
-    collective: o.collective, sweep, bytes: o.bytes, ctx, seed: ++seed,
-  }))), t.check);
+  const specs = sequenceSpecs(
+    options,
+    up,
+    plan.configurations.map((c) =>
+      c.ops.map((o) => ({
+        collective: o.collective,
+        sweep,
+        bytes: o.bytes,
+        ctx,
+        seed: ++seed,
+      })),
+    ),
+    t.check,
+  );
   const samples: RepeatSamples[][] = plan.configurations.map(() => []);
   const computeUs = t.computeMs * 1e3;
   // Rank 0 says how far it is: the time left on each repeat's line, and a plain line every 10 s between them.
   const planned = t.repeats * plan.configurations.length;
-  let done = 0, now = '', doneAtMs: number | undefined;
+  let done = 0,
+    now = '',
+    doneAtMs: number | undefined;
   const started = Date.now();
-  const ticker = root && !t.quiet
-    ? periodicProgress(io.err, () => ({ done, planned, unit: 'configuration runs', what: now, doneAtMs })) : null;
+  const ticker =
+    root && !t.quiet
+      ? periodicProgress(io.err, () => ({ done, planned, unit: 'configuration runs', what: now, doneAtMs }))
+      : null;
   try {
     for (let r = 0; r < t.repeats; r++) {
       for (let j = 0; j < plan.configurations.length; j++) {
@@ -70,25 +94,37 @@ async function timePlan(run: ResolvedOptions, t: WorkloadTiming, io: IO,
         const c = plan.configurations[i]!;
         const bytes = c.ops.reduce((x, o) => x + o.bytes, 0);
         const label = `workload ${plan.kind} ${plan.varies} ${c.label}, repeat ${r + 1}`;
-        const run = (gapUs: number[] | undefined, check: boolean) => dog.watch(label,
-          dog.expectedSec(t.steps + t.warmupSteps, bytes) + ((t.steps + t.warmupSteps) * computeUs) / 1e6,
-          native.runSequence(specs[i]!, { iters: t.steps, warmupIters: t.warmupSteps, gapUs, check }));
+        const run = (gapUs: number[] | undefined, check: boolean) =>
+          dog.watch(
+            label,
+            dog.expectedSec(t.steps + t.warmupSteps, bytes) + ((t.steps + t.warmupSteps) * computeUs) / 1e6,
+            native.runSequence(specs[i]!, { iters: t.steps, warmupIters: t.warmupSteps, gapUs, check }),
+          );
         now = `${plan.varies} ${c.label}, repeat ${r + 1}`;
         const comm = await run(undefined, t.check && r === 0);
         const withCompute = computeUs > 0 ? await run(gapsFor(c.ops, computeUs), false) : null;
-        samples[i]!.push({ commUs: comm.stepUs, stepUs: withCompute?.stepUs ?? null, computeUs: withCompute?.gapUs ?? 0, wrong: Math.round(comm.wrong) });
+        samples[i]!.push({
+          commUs: comm.stepUs,
+          stepUs: withCompute?.stepUs ?? null,
+          computeUs: withCompute?.gapUs ?? 0,
+          wrong: Math.round(comm.wrong),
+        });
         done++;
         doneAtMs = Date.now();
         if (root && !t.quiet) {
           const elapsed = (Date.now() - started) / 1000;
-          io.err(`# repeat ${r + 1}/${t.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
-            `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}` +
-            ` (${done}/${planned}, ${formatDuration(elapsed)} elapsed, ~${timeLeft(elapsed, done, planned)} left)`);
+          io.err(
+            `# repeat ${r + 1}/${t.repeats} ${c.label}: ${c.ops.length} calls, comm ${(Math.min(...comm.stepUs) / 1e3).toFixed(3)}–` +
+              `${(Math.max(...comm.stepUs) / 1e3).toFixed(3)} ms per step${comm.wrong > 0 ? `, ${comm.wrong} wrong` : ''}` +
+              ` (${done}/${planned}, ${formatDuration(elapsed)} elapsed, ~${timeLeft(elapsed, done, planned)} left)`,
+          );
         }
         if (comm.wrong > 0 && root && comm.firstWrong) {
           const f = comm.firstWrong;
-          io.err(`# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
-            `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`);
+          io.err(
+            `# ${c.label}: call ${comm.firstWrongOp} (${c.ops[comm.firstWrongOp]!.collective} ${c.ops[comm.firstWrongOp]!.bytes} B): ` +
+              `rank ${f.rank} element ${f.index}: expected ${f.expected}, got ${f.got}`,
+          );
         }
       }
     }
@@ -96,6 +132,10 @@ async function timePlan(run: ResolvedOptions, t: WorkloadTiming, io: IO,
     ticker?.stop();
   }
   // The job's hosts, for the document (rank 0 receives every rank's).
-  const hosts = await dog.watch('the gather of host names', 0, native.gatherStringsAsync(shortHost(info.processorName)));
+  const hosts = await dog.watch(
+    'the gather of host names',
+    0,
+    native.gatherStringsAsync(shortHost(info.processorName)),
+  );
   return { plan, samples, hosts: [...new Set(hosts ?? [])], info, root };
 }

@@ -31,7 +31,9 @@ namespace {
 using namespace collbench::profabi;
 
 uint64_t g_now = 0;
-uint64_t simClock() { return g_now; }
+uint64_t simClock() {
+  return g_now;
+}
 
 // Allocations made while NCCL's thread is inside the plugin's event calls (malloc is interposed below).
 bool g_inEventCall = false, g_inInit = false;
@@ -237,10 +239,19 @@ void ringIteration(const Api& api, std::vector<void*>& ctx, const Options& o, ui
         };
         void** sOp = &sendOp[r * C + ch];
         void** rOp = &recvOp[q * C + ch];
-        tl.at(posted, [=] { stepStart(r, sOp, ss); record(ss, StateSendGPUWait, 0); });
-        tl.at(ready, [=] { record(ss, StateSendPeerWait, 0); record(ss, StateSendWait, stepBytes); });
+        tl.at(posted, [=] {
+          stepStart(r, sOp, ss);
+          record(ss, StateSendGPUWait, 0);
+        });
+        tl.at(ready, [=] {
+          record(ss, StateSendPeerWait, 0);
+          record(ss, StateSendWait, stepBytes);
+        });
         tl.at(done, [=] { stop(ss); });
-        tl.at(rPosted, [=] { stepStart(q, rOp, rs); record(rs, StateRecvWait, 0); });
+        tl.at(rPosted, [=] {
+          stepStart(q, rOp, rs);
+          record(rs, StateRecvWait, 0);
+        });
         tl.at(done, [=] { record(rs, StateRecvFlushWait, stepBytes); });
         tl.at(done + 200, [=] { record(rs, StateRecvGPUWait, stepBytes); });
         tl.at(use + static_cast<uint64_t>(gpuStepNs), [=] { stop(rs); });
@@ -318,7 +329,6 @@ int runRing(const Api& api, const Options& o) {
          rd.nLinks + rd.nColls + rd.nChannels + rd.totals.comms);
   return 0;
 }
-
 
 int runRows(const Api& api, const Options& o) {
   Options small = o;
@@ -406,18 +416,28 @@ int main(int argc, char** argv) {
   for (int i = 3; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "--ranks") o.ranks = atoi(v);
-    else if (k == "--channels") o.channels = atoi(v);
-    else if (k == "--halves") o.halves = atoi(v);
-    else if (k == "--iters") o.iters = atoi(v);
-    else if (k == "--steps") o.steps = atoi(v);
-    else if (k == "--rows") o.rows = atoi(v);
-    else if (k == "--factor") o.factor = atof(v);
-    else if (k == "--late") o.lateRank = atoi(v);
-    else if (k == "--late-us") o.lateUs = atof(v);
+    if (k == "--ranks")
+      o.ranks = atoi(v);
+    else if (k == "--channels")
+      o.channels = atoi(v);
+    else if (k == "--halves")
+      o.halves = atoi(v);
+    else if (k == "--iters")
+      o.iters = atoi(v);
+    else if (k == "--steps")
+      o.steps = atoi(v);
+    else if (k == "--rows")
+      o.rows = atoi(v);
+    else if (k == "--factor")
+      o.factor = atof(v);
+    else if (k == "--late")
+      o.lateRank = atoi(v);
+    else if (k == "--late-us")
+      o.lateUs = atof(v);
     else if (k == "--slow") {
       if (sscanf(v, "%d:%d", &o.slowRank, &o.slowChannel) < 1) fail("--slow RANK[:CHANNEL]");
-    } else fail("unknown option " + k);
+    } else
+      fail("unknown option " + k);
   }
   Api api = load(argv[1]);
   std::string mode = argv[2];

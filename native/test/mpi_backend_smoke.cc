@@ -1,7 +1,7 @@
 // Native smoke test of MpiBackend (run under mpirun, any rank count): every collective out-of-place
 // and in-place through fill -> enqueue -> check, with segments built here by hand the way the
-// TypeScript descriptors build them (docs/nccl-tests-contract.md, "Formulas" for layouts, "Checks" for data), plus the control plane
-// and error paths. Prints each failure; exits non-zero if any rank saw one.
+// TypeScript descriptors build them (docs/nccl-tests-contract.md, "Formulas" for layouts, "Checks" for data), plus the
+// control plane and error paths. Prints each failure; exits non-zero if any rank saw one.
 //   mpicxx -std=c++17 -O2 -DOMPI_SKIP_MPICXX=1 -I native/src native/test/mpi_backend_smoke.cc
 //     native/src/backends/mpi/*.cc native/src/core/data_check.cc -o /tmp/mpi_smoke   (one line)
 //   mpirun --allow-run-as-root --oversubscribe -np 4 /tmp/mpi_smoke
@@ -18,12 +18,11 @@ using namespace collbench;
 
 namespace {
 
-const char* const kColl[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
-                             "reduce",     "alltoall",   "alltoallv",      "gather",
-                             "scatter",    "sendrecv",   "hypercube"};
+const char* const kColl[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",   "alltoall",
+                             "alltoallv",  "gather",     "scatter",        "sendrecv",  "hypercube"};
 const char* const kOp[] = {"sum", "prod", "max", "min", "avg", "mulsum"};
-const char* const kType[] = {"int8",  "uint8", "int32",    "uint32", "int64",  "uint64",
-                             "half",  "float", "double",   "bfloat16", "f8e4m3", "f8e5m2"};
+const char* const kType[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                             "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
 
 struct Ctx {
   MpiBackend* b = nullptr;
@@ -36,8 +35,8 @@ void fail(Ctx& c, const std::string& what) {
   ++c.failures;
 }
 
-Segment seg(BufId buf, SegKind kind, uint64_t offset, uint64_t count, uint64_t indexBase,
-            uint64_t stream, int rank = 0) {
+Segment seg(BufId buf, SegKind kind, uint64_t offset, uint64_t count, uint64_t indexBase, uint64_t stream,
+            int rank = 0) {
   Segment s;
   s.buf = buf;
   s.kind = kind;
@@ -66,8 +65,7 @@ Layout layoutOf(Coll coll, int r, int n, int root, bool ip, uint64_t count, bool
   Layout L;
   const uint64_t b = count, c = count;
   const BufId in = ip ? BufId::Recv : BufId::Send;
-  const SegKind RI = SegKind::ReduceInput, RO = SegKind::ReduceOutput, CP = SegKind::Copy,
-                Z = SegKind::Zero;
+  const SegKind RI = SegKind::ReduceInput, RO = SegKind::ReduceOutput, CP = SegKind::Copy, Z = SegKind::Zero;
   const BufId R = BufId::Recv;
   switch (coll) {
     case Coll::AllReduce:
@@ -78,9 +76,12 @@ Layout layoutOf(Coll coll, int r, int n, int root, bool ip, uint64_t count, bool
     case Coll::Reduce:
       L.sendElems = L.recvElems = c;
       L.fill = {seg(in, RI, 0, c, 0, 0, r)};
-      if (r == root) L.expect = {seg(R, RO, 0, c, 0, 0)};
-      else if (ip) L.expect = {seg(R, RI, 0, c, 0, 0, r)};  // own input, unscaled (mulsum)
-      else L.expect = {seg(R, Z, 0, c, 0, 0)};
+      if (r == root)
+        L.expect = {seg(R, RO, 0, c, 0, 0)};
+      else if (ip)
+        L.expect = {seg(R, RI, 0, c, 0, 0, r)};  // own input, unscaled (mulsum)
+      else
+        L.expect = {seg(R, Z, 0, c, 0, 0)};
       break;
     case Coll::ReduceScatter:
       L.sendElems = b * n;
@@ -140,10 +141,13 @@ Layout layoutOf(Coll coll, int r, int n, int root, bool ip, uint64_t count, bool
       L.recvElems = b * n;
       L.sendOff = ip ? r * b : 0;
       L.fill = {seg(in, CP, L.sendOff, b, r * b, 0)};
-      if (r == root) L.expect = {seg(R, CP, 0, b * n, 0, 0)};
-      else if (ip) L.expect = {seg(R, Z, 0, r * b, 0, 0), seg(R, CP, r * b, b, r * b, 0),
-                               seg(R, Z, (r + 1) * b, (n - r - 1) * b, 0, 0)};
-      else L.expect = {seg(R, Z, 0, b * n, 0, 0)};
+      if (r == root)
+        L.expect = {seg(R, CP, 0, b * n, 0, 0)};
+      else if (ip)
+        L.expect = {seg(R, Z, 0, r * b, 0, 0), seg(R, CP, r * b, b, r * b, 0),
+                    seg(R, Z, (r + 1) * b, (n - r - 1) * b, 0, 0)};
+      else
+        L.expect = {seg(R, Z, 0, b * n, 0, 0)};
       break;
     case Coll::Scatter:
       L.sendElems = b * n;
@@ -176,13 +180,12 @@ void runCase(Ctx& c, Coll coll, DType dt, RedOp op, bool ip, int root, uint64_t 
   const Layout L = layoutOf(coll, c.rank, c.n, root, ip, count, symmetric);
   char label[160];
   std::snprintf(label, sizeof label, "%s%s %s %s %s root %d count %llu unalign %llu", kColl[int(coll)],
-                symmetric ? " (symmetric)" : "", kType[int(dt)], kOp[int(op)],
-                ip ? "in-place" : "out-of-place", root, static_cast<unsigned long long>(count),
-                static_cast<unsigned long long>(u));
+                symmetric ? " (symmetric)" : "", kType[int(dt)], kOp[int(op)], ip ? "in-place" : "out-of-place", root,
+                static_cast<unsigned long long>(count), static_cast<unsigned long long>(u));
   ++c.cases;
   auto bad = [&](const char* step, const Status& s) {
-    fail(c, std::string(label) + ": " + step + " -> " + s.backend() + " " + s.code() + " " + s.message() +
-                " @ " + s.site());
+    fail(c, std::string(label) + ": " + step + " -> " + s.backend() + " " + s.code() + " " + s.message() + " @ " +
+                s.site());
   };
   Status s = c.b->allocate((L.sendElems + u) * ts, (L.recvElems + u) * ts);
   if (!s.ok) return bad("allocate", s);
@@ -193,8 +196,7 @@ void runCase(Ctx& c, Coll coll, DType dt, RedOp op, bool ip, int root, uint64_t 
   if (!s.ok) return bad("fill", s);
   char* sendBase = static_cast<char*>(c.b->buffer(ip ? BufId::Recv : BufId::Send));
   char* recvBase = static_cast<char*>(c.b->buffer(BufId::Recv));
-  OpArgs a{coll, dt, op, root, sendBase + (L.sendOff + u) * ts, recvBase + (L.recvOff + u) * ts,
-           count, ip, &L.peers};
+  OpArgs a{coll, dt, op, root, sendBase + (L.sendOff + u) * ts, recvBase + (L.recvOff + u) * ts, count, ip, &L.peers};
   s = c.b->enqueue(a);
   if (!s.ok) return bad("enqueue", s);
   s = c.b->waitAll();
@@ -220,14 +222,14 @@ void runCollectives(Ctx& c) {
   // Then the rest with wrapping 8-bit sums, so every other check must be exact.
   if (c.b->smallIntSumSaturates()) c.b->setWrappingSmallIntSum(true);
   const DType types[] = {DType::Float32, DType::Float16, DType::Int32, DType::Bfloat16,
-                         DType::F8e4m3,  DType::Float64, DType::Uint8,   DType::Int8};
+                         DType::F8e4m3,  DType::Float64, DType::Uint8, DType::Int8};
   // 13: odd, so chunks are unaligned; 70000: large enough for MPI's segmented/pipelined algorithms.
   const uint64_t counts[] = {0, 13, 70000};
   for (int ci = 0; ci < kCollCount; ++ci) {
     const Coll coll = static_cast<Coll>(ci);
     if (coll == Coll::HyperCube && (c.n & (c.n - 1)) != 0) continue;
-    const bool rooted = coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::Gather ||
-                        coll == Coll::Scatter;
+    const bool rooted =
+        coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::Gather || coll == Coll::Scatter;
     for (DType dt : types) {
       const int nOps = isReducing(coll) ? kRedOpCount : 1;
       for (int o = 0; o < nOps; ++o)
@@ -246,8 +248,10 @@ void runCollectives(Ctx& c) {
 
 void expectCode(Ctx& c, const char* what, const Status& s, const char* code) {
   ++c.cases;
-  if (s.ok) fail(c, std::string(what) + ": expected " + code + ", got Ok");
-  else if (s.code() != code) fail(c, std::string(what) + ": expected " + code + ", got " + s.code() + " " + s.message());
+  if (s.ok)
+    fail(c, std::string(what) + ": expected " + code + ", got Ok");
+  else if (s.code() != code)
+    fail(c, std::string(what) + ": expected " + code + ", got " + s.code() + " " + s.message());
 }
 
 // A failing MPI call must come back as a Status (MPI_ERRORS_RETURN) with the class name as code.
@@ -262,7 +266,8 @@ void runErrors(Ctx& c) {
     const Status s = badMpiCall();
     expectCode(c, "MPI_Send count -1", s, "MPI_ERR_COUNT");
     if (!s.ok && (s.backend() != "mpi" || s.site().find(" MPI_Send") == std::string::npos || s.message().empty()))
-      fail(c, "MPI error status fields: backend '" + s.backend() + "' site '" + s.site() + "' message '" + s.message() + "'");
+      fail(c, "MPI error status fields: backend '" + s.backend() + "' site '" + s.site() + "' message '" + s.message() +
+                  "'");
   }
   expectCode(c, "mpiErrorStatus(MPI_ERR_TRUNCATE)", mpiErrorStatus(MPI_ERR_TRUNCATE, "x"), "MPI_ERR_TRUNCATE");
   (void)c.b->allocate(64, 64);
@@ -314,8 +319,7 @@ void runErrors(Ctx& c) {
   }
   expectCode(c, "zero past the end", c.b->zero(BufId::Recv, 60, 8), "CORE_BAD_SPEC");
   expectCode(c, "fill past the end",
-             c.b->fill(DType::Float32, RedOp::Sum, 1, {seg(BufId::Send, SegKind::Copy, 10, 7, 0, 0)}),
-             "CORE_BAD_SPEC");
+             c.b->fill(DType::Float32, RedOp::Sum, 1, {seg(BufId::Send, SegKind::Copy, 10, 7, 0, 0)}), "CORE_BAD_SPEC");
 }
 
 void runControl(Ctx& c) {
@@ -329,7 +333,10 @@ void runControl(Ctx& c) {
   for (int m = 0; m < 5; ++m) {
     double v[2] = {double(r + 1), -double(r + 1)};
     const Status s = c.b->allreduce(v, 2, modes[m]);
-    if (!s.ok) { fail(c, std::string("allreduce ") + names[m] + ": " + s.code()); continue; }
+    if (!s.ok) {
+      fail(c, std::string("allreduce ") + names[m] + ": " + s.code());
+      continue;
+    }
     const double sum = n * (n + 1) / 2.0;
     const double want[5][2] = {{1, -1}, {sum / n, -sum / n}, {1, -double(n)}, {double(n), -1}, {sum, -sum}};
     expectNear(names[m], v[0], want[m][0]);
@@ -338,17 +345,20 @@ void runControl(Ctx& c) {
   const double mine[3] = {double(r), double(10 * r), double(100 * r)};
   std::vector<double> all;
   Status s = c.b->gather(mine, 3, &all);
-  if (!s.ok) fail(c, "gather: " + s.code());
+  if (!s.ok)
+    fail(c, "gather: " + s.code());
   else if (r == 0) {
     ++c.cases;
     bool good = all.size() == size_t(3 * n);
     for (int q = 0; good && q < n; ++q) good = all[3 * q] == q && all[3 * q + 1] == 10 * q && all[3 * q + 2] == 100 * q;
     if (!good) fail(c, "gather: wrong values at rank 0");
-  } else if (!all.empty()) fail(c, "gather: non-root received values");
+  } else if (!all.empty())
+    fail(c, "gather: non-root received values");
   const std::string str = r == 1 ? std::string() : "rank-" + std::string(r, 'x') + "\n" + std::to_string(r);
   std::vector<std::string> strs;
   s = c.b->gatherStrings(str, &strs);
-  if (!s.ok) fail(c, "gatherStrings: " + s.code());
+  if (!s.ok)
+    fail(c, "gatherStrings: " + s.code());
   else if (r == 0) {
     ++c.cases;
     bool good = strs.size() == size_t(n);
@@ -444,8 +454,7 @@ int main() {
   double totals[2] = {double(c.failures), double(c.cases)};
   s = backend->allreduce(totals, 2, Combine::Sum);
   if (!s.ok) totals[0] += 1;
-  if (c.rank == 0)
-    std::printf("mpi_backend_smoke: %d ranks: %.0f checks, %.0f failures\n", c.n, totals[1], totals[0]);
+  if (c.rank == 0) std::printf("mpi_backend_smoke: %d ranks: %.0f checks, %.0f failures\n", c.n, totals[1], totals[0]);
   s = backend->finalize();
   const Status again = backend->finalize();
   if (!s.ok || !again.ok) {

@@ -37,14 +37,17 @@ constexpr const char* kExtraUsage = "";
 #endif
 
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr, "%s: %s\nusage: %s -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-r ROOT] "
-                       "[-i 0|1] [-s DELAY_MS]%s\n", kProgram, msg, kProgram, kExtraUsage);
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-r ROOT] "
+               "[-i 0|1] [-s DELAY_MS]%s\n",
+               kProgram, msg, kProgram, kExtraUsage);
   std::exit(2);
 }
 
 void check(const Status& s, const char* what) {
   if (s.ok) return;
-  std::fprintf(stderr, "%s: %s failed: %s %s (%s)\n", kProgram, what, s.code().c_str(), s.message().c_str(), s.site().c_str());
+  std::fprintf(stderr, "%s: %s failed: %s %s (%s)\n", kProgram, what, s.code().c_str(), s.message().c_str(),
+               s.site().c_str());
   std::exit(3);
 }
 
@@ -62,8 +65,8 @@ size_t parseSize(const char* s) {
   return v;
 }
 
-const Coll kColl[] = {Coll::AllReduce, Coll::AllGather, Coll::AllToAll, Coll::Broadcast, Coll::ReduceScatter,
-                      Coll::SendRecv};
+const Coll kColl[] = {Coll::AllReduce, Coll::AllGather,     Coll::AllToAll,
+                      Coll::Broadcast, Coll::ReduceScatter, Coll::SendRecv};
 
 // One row-half as bench/engine/half-spec.ts halfSpec() builds it for float sum, -c 0, -a 3 (max over ranks).
 HalfSpec halfOf(enum coll c, const struct layout& l, size_t maxBytes, int iters, int root, int rank, bool inPlace) {
@@ -99,19 +102,30 @@ int main(int argc, char** argv) {
     if (!std::strcmp(a, "-c") || !std::strcmp(a, "--coll")) {
       coll = plainCollByName(v);
       if (coll < 0) usage("unknown collective");
-    } else if (!std::strcmp(a, "-b")) minBytes = parseSize(v);
-    else if (!std::strcmp(a, "-e")) maxBytes = parseSize(v);
-    else if (!std::strcmp(a, "-f")) factor = static_cast<size_t>(parseInt(v));
-    else if (!std::strcmp(a, "-n")) iters = static_cast<int>(parseInt(v));
-    else if (!std::strcmp(a, "-w")) warm = static_cast<int>(parseInt(v));
-    else if (!std::strcmp(a, "-r")) root = static_cast<int>(parseInt(v));
-    else if (!std::strcmp(a, "-i") || !std::strcmp(a, "--in-place")) inPlace = static_cast<int>(parseInt(v));
-    else if (!std::strcmp(a, "-s")) startDelayMs = static_cast<long>(parseInt(v));
+    } else if (!std::strcmp(a, "-b"))
+      minBytes = parseSize(v);
+    else if (!std::strcmp(a, "-e"))
+      maxBytes = parseSize(v);
+    else if (!std::strcmp(a, "-f"))
+      factor = static_cast<size_t>(parseInt(v));
+    else if (!std::strcmp(a, "-n"))
+      iters = static_cast<int>(parseInt(v));
+    else if (!std::strcmp(a, "-w"))
+      warm = static_cast<int>(parseInt(v));
+    else if (!std::strcmp(a, "-r"))
+      root = static_cast<int>(parseInt(v));
+    else if (!std::strcmp(a, "-i") || !std::strcmp(a, "--in-place"))
+      inPlace = static_cast<int>(parseInt(v));
+    else if (!std::strcmp(a, "-s"))
+      startDelayMs = static_cast<long>(parseInt(v));
 #ifdef NATIVE_LOOP_GLOO
-    else if (!std::strcmp(a, "--store")) storeDir = v;
-    else if (!std::strcmp(a, "--hostname")) host = v;
+    else if (!std::strcmp(a, "--store"))
+      storeDir = v;
+    else if (!std::strcmp(a, "--hostname"))
+      host = v;
 #endif
-    else usage("unknown option");
+    else
+      usage("unknown option");
   }
   if (coll < 0) usage("-c COLL is required");
   if (minBytes == 0 || minBytes > maxBytes || factor < 2 || iters < 1 || warm < 0) usage("bad sweep");
@@ -141,8 +155,8 @@ int main(int argc, char** argv) {
   const size_t sendBytes = std::max(maxBytes, top.sendElems * kTs), recvBytes = std::max(maxBytes, top.recvElems * kTs);
   check(b->allocate(sendBytes + 64, recvBytes + 64), "allocate");
   if (rank == 0) {
-    std::printf("# %s %s float sum, %d ranks, %d iters, %d warm-up, %s\n", kProgram, ::kCollNames[coll], nranks,
-                iters, warm, LoopBackend::libraryVersionShort().c_str());
+    std::printf("# %s %s float sum, %d ranks, %d iters, %d warm-up, %s\n", kProgram, ::kCollNames[coll], nranks, iters,
+                warm, LoopBackend::libraryVersionShort().c_str());
     std::printf("# size_requested size_bytes count out_of_place_us in_place_us\n");
     std::fflush(stdout);
   }

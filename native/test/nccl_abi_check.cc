@@ -36,37 +36,47 @@ static_assert(int(api::Int64) == int(ncclInt64) && int(api::Uint64) == int(ncclU
 #ifdef COLLBENCH_ABI_BREAK
 static_assert(int(api::Float16) == int(ncclFloat32), "deliberately broken expectation (COLLBENCH_ABI_BREAK)");
 #endif
-static_assert(int(api::Float16) == int(ncclFloat16) && int(api::Float32) == int(ncclFloat32) && int(api::Float64) == int(ncclFloat64), "floats");
-static_assert(int(DType::Int8) == int(ncclInt8) && int(DType::Uint8) == int(ncclUint8) && int(DType::Int32) == int(ncclInt32) &&
-                  int(DType::Uint32) == int(ncclUint32) && int(DType::Int64) == int(ncclInt64) && int(DType::Uint64) == int(ncclUint64),
+static_assert(int(api::Float16) == int(ncclFloat16) && int(api::Float32) == int(ncclFloat32) &&
+                  int(api::Float64) == int(ncclFloat64),
+              "floats");
+static_assert(int(DType::Int8) == int(ncclInt8) && int(DType::Uint8) == int(ncclUint8) &&
+                  int(DType::Int32) == int(ncclInt32) && int(DType::Uint32) == int(ncclUint32) &&
+                  int(DType::Int64) == int(ncclInt64) && int(DType::Uint64) == int(ncclUint64),
               "collbench integer DTypes");
-static_assert(int(DType::Float16) == int(ncclFloat16) && int(DType::Float32) == int(ncclFloat32) && int(DType::Float64) == int(ncclFloat64),
+static_assert(int(DType::Float16) == int(ncclFloat16) && int(DType::Float32) == int(ncclFloat32) &&
+                  int(DType::Float64) == int(ncclFloat64),
               "collbench float DTypes");
 #if NCCL_VERSION_CODE >= 21000
 static_assert(int(api::Bfloat16) == int(ncclBfloat16) && int(DType::Bfloat16) == int(ncclBfloat16), "bfloat16");
 #endif
 #if NCCL_VERSION_CODE >= 22400
 static_assert(int(api::Float8e4m3) == int(ncclFloat8e4m3) && int(api::Float8e5m2) == int(ncclFloat8e5m2), "fp8");
-static_assert(int(DType::F8e4m3) == int(ncclFloat8e4m3) && int(DType::F8e5m2) == int(ncclFloat8e5m2), "collbench fp8 DTypes");
+static_assert(int(DType::F8e4m3) == int(ncclFloat8e4m3) && int(DType::F8e5m2) == int(ncclFloat8e5m2),
+              "collbench fp8 DTypes");
 static_assert(collbench::kDTypeCount == ncclNumTypes, "one collbench DType per NCCL datatype");
 #endif
 static_assert(sizeof(api::DataType) == sizeof(ncclDataType_t), "ncclDataType_t size");
 
 // Ops
-static_assert(int(api::OpSum) == int(ncclSum) && int(api::OpProd) == int(ncclProd) && int(api::OpMax) == int(ncclMax) && int(api::OpMin) == int(ncclMin), "ops");
+static_assert(int(api::OpSum) == int(ncclSum) && int(api::OpProd) == int(ncclProd) && int(api::OpMax) == int(ncclMax) &&
+                  int(api::OpMin) == int(ncclMin),
+              "ops");
 static_assert(int(RedOp::Sum) == int(ncclSum) && int(RedOp::Prod) == int(ncclProd) && int(RedOp::Max) == int(ncclMax) &&
-                  int(RedOp::Min) == int(ncclMin), "collbench RedOps");
+                  int(RedOp::Min) == int(ncclMin),
+              "collbench RedOps");
 #if NCCL_VERSION_CODE >= 21000
 static_assert(int(api::OpAvg) == int(ncclAvg) && int(RedOp::Avg) == int(ncclAvg), "avg");
 #endif
 static_assert(sizeof(int) == sizeof(ncclRedOp_t), "ncclRedOp_t travels as an int");
 #if NCCL_VERSION_CODE >= 21100
-static_assert(int(api::ScalarDevice) == int(ncclScalarDevice) && int(api::ScalarHostImmediate) == int(ncclScalarHostImmediate),
+static_assert(int(api::ScalarDevice) == int(ncclScalarDevice) &&
+                  int(api::ScalarHostImmediate) == int(ncclScalarHostImmediate),
               "ncclScalarResidence_t");
 #endif
 
 // Unique id, config and constants
-static_assert(sizeof(api::UniqueId) == sizeof(ncclUniqueId) && api::kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES, "ncclUniqueId");
+static_assert(sizeof(api::UniqueId) == sizeof(ncclUniqueId) && api::kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES,
+              "ncclUniqueId");
 static_assert(alignof(api::UniqueId) == alignof(ncclUniqueId), "ncclUniqueId alignment");
 #if NCCL_VERSION_CODE >= 21400
 static_assert(api::kConfigUndefInt == NCCL_CONFIG_UNDEF_INT, "NCCL_CONFIG_UNDEF_INT");
@@ -109,8 +119,8 @@ static_assert(api::kApiMagic == NCCL_API_MAGIC, "NCCL_API_MAGIC");
 #ifdef NCCL_WIN_COLL_SYMMETRIC
 static_assert(api::kWinCollSymmetric == NCCL_WIN_COLL_SYMMETRIC, "NCCL_WIN_COLL_SYMMETRIC");
 #endif
-static_assert(api::normalizedVersion(NCCL_VERSION_CODE) ==
-                  api::versionCode(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), "version code normalization");
+static_assert(api::normalizedVersion(NCCL_VERSION_CODE) == api::versionCode(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),
+              "version code normalization");
 
 // Function signatures: same arity, and each parameter and the result of the same size, pointer-ness
 // and integer/floating class (enums we pass as int are ABI-identical to NCCL's enums).
@@ -120,7 +130,8 @@ constexpr bool sameShape() {
          std::is_floating_point<A>::value == std::is_floating_point<B>::value &&
          std::is_class<A>::value == std::is_class<B>::value;
 }
-template <typename A, typename B> struct SameAbi : std::false_type {};
+template <typename A, typename B>
+struct SameAbi : std::false_type {};
 template <typename RA, typename... PA, typename RB, typename... PB>
 struct SameAbi<RA (*)(PA...), RB (*)(PB...)> {
   static constexpr bool value = sizeof...(PA) == sizeof...(PB) && sameShape<RA, RB>() && (sameShape<PA, PB>() && ...);
@@ -175,4 +186,6 @@ CB_SAME_FN(Gather, ncclGather);
 CB_SAME_FN(Scatter, ncclScatter);
 #endif
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

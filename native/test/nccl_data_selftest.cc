@@ -25,9 +25,8 @@ void expect(bool ok, const std::string& what) {
   if (gFailed++ < 40) std::printf("FAIL %s\n", what.c_str());
 }
 
-const DType kTypes[] = {DType::Int8,    DType::Uint8,   DType::Int32,    DType::Uint32,
-                        DType::Int64,   DType::Uint64,  DType::Float16,  DType::Float32,
-                        DType::Float64, DType::Bfloat16, DType::F8e4m3, DType::F8e5m2};
+const DType kTypes[] = {DType::Int8,    DType::Uint8,   DType::Int32,   DType::Uint32,   DType::Int64,  DType::Uint64,
+                        DType::Float16, DType::Float32, DType::Float64, DType::Bfloat16, DType::F8e4m3, DType::F8e5m2};
 const RedOp kOps[] = {RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg, RedOp::MulSum};
 const SegKind kKinds[] = {SegKind::ReduceInput, SegKind::ReduceOutput, SegKind::Copy, SegKind::Zero};
 
@@ -37,8 +36,7 @@ void deviceFill(void* base, const devdata::SegmentArgs& a, uint64_t threads) {
   for (uint64_t t = 0; t < threads; ++t) devdata::fillRange<DT>(base, a, t, threads);
 }
 template <DType DT>
-void deviceCheck(const void* base, const devdata::SegmentArgs& a, uint64_t threads, uint64_t* wrong,
-                 uint64_t* first) {
+void deviceCheck(const void* base, const devdata::SegmentArgs& a, uint64_t threads, uint64_t* wrong, uint64_t* first) {
   *wrong = 0;
   *first = ~uint64_t(0);
   for (uint64_t t = 0; t < threads; ++t) {
@@ -82,8 +80,9 @@ void runType(int nranks, RedOp op, SegKind kind) {
   st = hostCheck(dev.data(), dummy.data(), DT, op, nranks, seed, {s}, &out);
   expect(st.ok, what + " hostCheck: " + st.message());
   expect(wrong == out.wrong, what + " wrong " + std::to_string(wrong) + " vs host " + std::to_string(out.wrong));
-  if (out.wrong > 0) expect(out.haveFirst && first == out.firstIndex,
-                            what + " first " + std::to_string(first) + " vs host " + std::to_string(out.firstIndex));
+  if (out.wrong > 0)
+    expect(out.haveFirst && first == out.firstIndex,
+           what + " first " + std::to_string(first) + " vs host " + std::to_string(out.firstIndex));
   // A low-bit flip is 1 ulp: within tolerance only for float avg outputs; everything else must see 3.
   const bool tolerated = a.tolerance > 0;
   expect(tolerated ? wrong == 0 : wrong == 3, what + " planted errors seen: " + std::to_string(wrong));
@@ -95,10 +94,24 @@ void runType(int nranks, RedOp op, SegKind kind) {
 
 void runAll(DType t, int nranks, RedOp op, SegKind kind) {
   switch (t) {
-#define CB_CASE(DT) case DT: runType<DT>(nranks, op, kind); break;
-    CB_CASE(DType::Int8) CB_CASE(DType::Uint8) CB_CASE(DType::Int32) CB_CASE(DType::Uint32)
-    CB_CASE(DType::Int64) CB_CASE(DType::Uint64) CB_CASE(DType::Float16) CB_CASE(DType::Float32)
-    CB_CASE(DType::Float64) CB_CASE(DType::Bfloat16) CB_CASE(DType::F8e4m3) CB_CASE(DType::F8e5m2)
+#define CB_CASE(DT)                \
+  case DT:                         \
+    runType<DT>(nranks, op, kind); \
+    break;
+    // clang-format off (a list of macro calls without semicolons, which clang-format reflows on every pass)
+    CB_CASE(DType::Int8)
+    CB_CASE(DType::Uint8)
+    CB_CASE(DType::Int32)
+    CB_CASE(DType::Uint32)
+    CB_CASE(DType::Int64)
+    CB_CASE(DType::Uint64)
+    CB_CASE(DType::Float16)
+    CB_CASE(DType::Float32)
+    CB_CASE(DType::Float64)
+    CB_CASE(DType::Bfloat16)
+    CB_CASE(DType::F8e4m3)
+    CB_CASE(DType::F8e5m2)
+    // clang-format on
 #undef CB_CASE
   }
 }

@@ -98,10 +98,18 @@ Layout layoutOf(Coll c, size_t size, int n) {
   per -= per % (16 / kTs);  // chunkElems: 16-byte granularity
   Layout l{};
   switch (c) {
-    case kAllGather: l = {per, per, per * n, 0}; break;
-    case kAlltoall: l = {per, per * n, per * n, 0}; break;
-    case kReduceScatter: l = {per, per * n, per, 0}; break;
-    default: l = {total, total, total, 0}; break;
+    case kAllGather:
+      l = {per, per, per * n, 0};
+      break;
+    case kAlltoall:
+      l = {per, per * n, per * n, 0};
+      break;
+    case kReduceScatter:
+      l = {per, per * n, per, 0};
+      break;
+    default:
+      l = {total, total, total, 0};
+      break;
   }
   l.rotateBytes = std::max(l.sendElems, l.recvElems) * kTs;
   return l;
@@ -247,17 +255,28 @@ int run(int argc, char** argv) {
       for (int k = 0; k < 6; ++k)
         if (std::string(v) == kCollNames[k] || std::string(v) == std::string(kCollNames[k]) + "_perf") coll = k;
       if (coll < 0) usage("unknown collective");
-    } else if (a == "-b") minBytes = parseSize(v);
-    else if (a == "-e") maxBytes = parseSize(v);
-    else if (a == "-f") factor = static_cast<size_t>(parseInt(v));
-    else if (a == "-n") iters = static_cast<int>(parseInt(v));
-    else if (a == "-w") warm = static_cast<int>(parseInt(v));
-    else if (a == "-r") root = static_cast<int>(parseInt(v));
-    else if (a == "-i" || a == "--in-place") inPlace = static_cast<int>(parseInt(v));
-    else if (a == "-s") startDelayMs = static_cast<long>(parseInt(v));
-    else if (a == "--store") storeDir = v;
-    else if (a == "--hostname") host = v;
-    else usage("unknown option");
+    } else if (a == "-b")
+      minBytes = parseSize(v);
+    else if (a == "-e")
+      maxBytes = parseSize(v);
+    else if (a == "-f")
+      factor = static_cast<size_t>(parseInt(v));
+    else if (a == "-n")
+      iters = static_cast<int>(parseInt(v));
+    else if (a == "-w")
+      warm = static_cast<int>(parseInt(v));
+    else if (a == "-r")
+      root = static_cast<int>(parseInt(v));
+    else if (a == "-i" || a == "--in-place")
+      inPlace = static_cast<int>(parseInt(v));
+    else if (a == "-s")
+      startDelayMs = static_cast<long>(parseInt(v));
+    else if (a == "--store")
+      storeDir = v;
+    else if (a == "--hostname")
+      host = v;
+    else
+      usage("unknown option");
   }
   if (coll < 0) usage("-c COLL is required");
   if (minBytes == 0 || minBytes > maxBytes || factor < 2 || iters < 1 || warm < 0) usage("bad sweep");
@@ -274,8 +293,10 @@ int run(int argc, char** argv) {
 
   // Rendezvous: in-memory for 1 rank, else a FileStore directory both ranks derive from the job.
   std::unique_ptr<gloo::rendezvous::Store> base;
-  if (world.storeDir.empty()) base = std::make_unique<gloo::rendezvous::HashStore>();
-  else base = std::make_unique<gloo::rendezvous::FileStore>(world.storeDir);
+  if (world.storeDir.empty())
+    base = std::make_unique<gloo::rendezvous::HashStore>();
+  else
+    base = std::make_unique<gloo::rendezvous::FileStore>(world.storeDir);
   gloo::rendezvous::PrefixStore runStore("plain", *base);
   gloo::transport::tcp::attr attr;
   attr.hostname = host;
@@ -329,7 +350,8 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   std::string err;
-  const int rank = plainEnvInt("OMPI_COMM_WORLD_RANK", plainEnvInt("PMI_RANK", plainEnvInt("RANK", 0, &err), &err), &err);
+  const int rank =
+      plainEnvInt("OMPI_COMM_WORLD_RANK", plainEnvInt("PMI_RANK", plainEnvInt("RANK", 0, &err), &err), &err);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -7,8 +7,8 @@
 #include <string.h>
 
 enum coll { ALL_REDUCE, ALL_GATHER, ALLTOALL, BROADCAST, REDUCE_SCATTER, SENDRECV };
-static const char* const kCollNames[] = {"all_reduce", "all_gather", "alltoall", "broadcast", "reduce_scatter",
-                                         "sendrecv"};
+static const char* const kCollNames[] = {"all_reduce", "all_gather",     "alltoall",
+                                         "broadcast",  "reduce_scatter", "sendrecv"};
 static const size_t kTs = sizeof(float);
 
 /* The collective named NAME or NAME_perf; -1 when none is. */
@@ -32,10 +32,26 @@ static inline struct layout layoutOf(enum coll c, size_t size, int n) {
   per -= per % (16 / kTs); /* chunkElems: 16-byte granularity */
   struct layout l;
   switch (c) {
-    case ALL_GATHER: l.count = per; l.sendElems = per; l.recvElems = per * n; break;
-    case ALLTOALL: l.count = per; l.sendElems = per * n; l.recvElems = per * n; break;
-    case REDUCE_SCATTER: l.count = per; l.sendElems = per * n; l.recvElems = per; break;
-    default: l.count = total; l.sendElems = total; l.recvElems = total; break;
+    case ALL_GATHER:
+      l.count = per;
+      l.sendElems = per;
+      l.recvElems = per * n;
+      break;
+    case ALLTOALL:
+      l.count = per;
+      l.sendElems = per * n;
+      l.recvElems = per * n;
+      break;
+    case REDUCE_SCATTER:
+      l.count = per;
+      l.sendElems = per * n;
+      l.recvElems = per;
+      break;
+    default:
+      l.count = total;
+      l.sendElems = total;
+      l.recvElems = total;
+      break;
   }
   l.rotateBytes = (l.sendElems > l.recvElems ? l.sendElems : l.recvElems) * kTs;
   return l;

@@ -26,10 +26,10 @@ static void die(const char* what, int rc) {
   MPI_Abort(MPI_COMM_WORLD, 3);
   exit(3);
 }
-#define CHECK(call)                              \
-  do {                                           \
-    const int rc_ = (call);                      \
-    if (rc_ != MPI_SUCCESS) die(#call, rc_);     \
+#define CHECK(call)                          \
+  do {                                       \
+    const int rc_ = (call);                  \
+    if (rc_ != MPI_SUCCESS) die(#call, rc_); \
   } while (0)
 
 /* Usage: plain_mpi_loop -c COLL [-b 8] [-e 4M] [-f 2] [-n 20] [-w 1] [-r 0] [-t serialized] [-i 1]
@@ -38,8 +38,10 @@ static void die(const char* what, int rc) {
  *   -i/--in-place 0|1: also run (and time) the in-place half of each row, as collbench does (default 1)
  * Rank 0 prints "# ..." lines, then per size: size_requested size_bytes count oop_us ip_us (ip_us -1 with -i 0). */
 static void usage(const char* msg) {
-  fprintf(stderr, "plain_mpi_loop: %s\nusage: plain_mpi_loop -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-                  "[-w WARMUP] [-r ROOT] [-t single|funneled|serialized|multiple] [-i 0|1] [-s DELAY_MS]\n", msg);
+  fprintf(stderr,
+          "plain_mpi_loop: %s\nusage: plain_mpi_loop -c COLL [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
+          "[-w WARMUP] [-r ROOT] [-t single|funneled|serialized|multiple] [-i 0|1] [-s DELAY_MS]\n",
+          msg);
   exit(2);
 }
 
@@ -97,12 +99,10 @@ static void op(const struct ctx* x, const struct layout* l, int inPlace, size_t 
         CHECK(MPI_Allreduce(x->send + shift, recvBase, n, MPI_FLOAT, MPI_SUM, x->comm));
       break;
     case ALL_GATHER: /* in place: this rank's chunk already sits at recv + rank*count */
-      CHECK(MPI_Allgather(inPlace ? MPI_IN_PLACE : x->send + shift, n, MPI_FLOAT, recvBase, n, MPI_FLOAT,
-                          x->comm));
+      CHECK(MPI_Allgather(inPlace ? MPI_IN_PLACE : x->send + shift, n, MPI_FLOAT, recvBase, n, MPI_FLOAT, x->comm));
       break;
     case ALLTOALL:
-      CHECK(MPI_Alltoall(inPlace ? MPI_IN_PLACE : x->send + shift, n, MPI_FLOAT, recvBase, n, MPI_FLOAT,
-                         x->comm));
+      CHECK(MPI_Alltoall(inPlace ? MPI_IN_PLACE : x->send + shift, n, MPI_FLOAT, recvBase, n, MPI_FLOAT, x->comm));
       break;
     case BROADCAST: /* out of place the root's send bytes are in recv already (half(): MPI_Bcast never changes them) */
       CHECK(MPI_Bcast(recvBase, n, MPI_FLOAT, x->root, x->comm));
@@ -159,21 +159,35 @@ int main(int argc, char** argv) {
     if (!strcmp(a, "-c") || !strcmp(a, "--coll")) {
       coll = plainCollByName(v);
       if (coll < 0) usage("unknown collective");
-    } else if (!strcmp(a, "-b")) minBytes = parseSize(v);
-    else if (!strcmp(a, "-e")) maxBytes = parseSize(v);
-    else if (!strcmp(a, "-f")) factor = (size_t)parseInt(v);
-    else if (!strcmp(a, "-n")) iters = (int)parseInt(v);
-    else if (!strcmp(a, "-w")) warm = (int)parseInt(v);
-    else if (!strcmp(a, "-r")) root = (int)parseInt(v);
-    else if (!strcmp(a, "-i") || !strcmp(a, "--in-place")) inPlace = (int)parseInt(v);
-    else if (!strcmp(a, "-s")) startDelayMs = parseInt(v);
+    } else if (!strcmp(a, "-b"))
+      minBytes = parseSize(v);
+    else if (!strcmp(a, "-e"))
+      maxBytes = parseSize(v);
+    else if (!strcmp(a, "-f"))
+      factor = (size_t)parseInt(v);
+    else if (!strcmp(a, "-n"))
+      iters = (int)parseInt(v);
+    else if (!strcmp(a, "-w"))
+      warm = (int)parseInt(v);
+    else if (!strcmp(a, "-r"))
+      root = (int)parseInt(v);
+    else if (!strcmp(a, "-i") || !strcmp(a, "--in-place"))
+      inPlace = (int)parseInt(v);
+    else if (!strcmp(a, "-s"))
+      startDelayMs = parseInt(v);
     else if (!strcmp(a, "-t") || !strcmp(a, "--thread-level")) {
-      if (!strcmp(v, "single")) level = MPI_THREAD_SINGLE;
-      else if (!strcmp(v, "funneled")) level = MPI_THREAD_FUNNELED;
-      else if (!strcmp(v, "serialized")) level = MPI_THREAD_SERIALIZED;
-      else if (!strcmp(v, "multiple")) level = MPI_THREAD_MULTIPLE;
-      else usage("thread level: single, funneled, serialized or multiple");
-    } else usage("unknown option");
+      if (!strcmp(v, "single"))
+        level = MPI_THREAD_SINGLE;
+      else if (!strcmp(v, "funneled"))
+        level = MPI_THREAD_FUNNELED;
+      else if (!strcmp(v, "serialized"))
+        level = MPI_THREAD_SERIALIZED;
+      else if (!strcmp(v, "multiple"))
+        level = MPI_THREAD_MULTIPLE;
+      else
+        usage("thread level: single, funneled, serialized or multiple");
+    } else
+      usage("unknown option");
   }
   if (coll < 0) usage("-c COLL is required");
   if (minBytes == 0 || minBytes > maxBytes || factor < 2 || iters < 1 || warm < 0) usage("bad sweep");
@@ -216,8 +230,8 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 4; ++k)
       if (provided == lv[k]) got = names[k];
     lib[strcspn(lib, ",\n")] = '\0';
-    printf("# plain_mpi_loop %s float sum, %d ranks, %d iters, %d warm-up, thread level %s, %s\n",
-           kCollNames[coll], x.nranks, iters, warm, got, lib);
+    printf("# plain_mpi_loop %s float sum, %d ranks, %d iters, %d warm-up, thread level %s, %s\n", kCollNames[coll],
+           x.nranks, iters, warm, got, lib);
     printf("# size_requested size_bytes count out_of_place_us in_place_us\n");
     fflush(stdout);
   }

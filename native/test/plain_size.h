@@ -11,14 +11,33 @@ static inline size_t plainParseSize(const char* s, const char** bad) {
   const unsigned long long v = strtoull(s, &end, 0);
   size_t mul = 1;
   *bad = NULL;
-  if (end == s) { *bad = "bad size"; return 0; }
-  switch (*end) {
-    case 'k': case 'K': mul = 1024; ++end; break;
-    case 'm': case 'M': mul = 1024 * 1024; ++end; break;
-    case 'g': case 'G': mul = 1024ull * 1024 * 1024; ++end; break;
-    default: break;
+  if (end == s) {
+    *bad = "bad size";
+    return 0;
   }
-  if (*end != '\0') { *bad = "bad size suffix"; return 0; }
+  switch (*end) {
+    case 'k':
+    case 'K':
+      mul = 1024;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      mul = 1024 * 1024;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      mul = 1024ull * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
+  }
+  if (*end != '\0') {
+    *bad = "bad size suffix";
+    return 0;
+  }
   return (size_t)v * mul;
 }
 #endif

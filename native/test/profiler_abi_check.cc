@@ -40,22 +40,39 @@ SAME(a::StateSendWait, ncclProfilerProxyStepRecvWait);  // deliberately broken e
 #endif
 
 // Every member we read, at the same offset in our descriptor and in NCCL's version 5 and 6 descriptors.
-#define AT(T, member)                                                                                 \
-  static_assert(offsetof(a::EventDescr, member) == offsetof(T, member), #T "." #member " offset");    \
+#define AT(T, member)                                                                              \
+  static_assert(offsetof(a::EventDescr, member) == offsetof(T, member), #T "." #member " offset"); \
   static_assert(sizeof(a::EventDescr::member) == sizeof(T::member), #T "." #member " size")
-#define DESCR(T)                                                                                      \
-  AT(T, type); AT(T, parentObj); AT(T, rank);                                                         \
-  AT(T, coll.seqNumber); AT(T, coll.func); AT(T, coll.count); AT(T, coll.datatype);                   \
-  AT(T, coll.nChannels); AT(T, coll.algo); AT(T, coll.proto);                                         \
-  AT(T, p2p.func); AT(T, p2p.datatype); AT(T, p2p.count); AT(T, p2p.peer); AT(T, p2p.nChannels);      \
-  AT(T, proxyOp.pid); AT(T, proxyOp.channelId); AT(T, proxyOp.peer); AT(T, proxyOp.nSteps);           \
-  AT(T, proxyOp.chunkSize); AT(T, proxyOp.isSend); AT(T, proxyStep.step);                             \
-  AT(T, kernelCh.channelId); AT(T, kernelCh.pTimer)
+#define DESCR(T)             \
+  AT(T, type);               \
+  AT(T, parentObj);          \
+  AT(T, rank);               \
+  AT(T, coll.seqNumber);     \
+  AT(T, coll.func);          \
+  AT(T, coll.count);         \
+  AT(T, coll.datatype);      \
+  AT(T, coll.nChannels);     \
+  AT(T, coll.algo);          \
+  AT(T, coll.proto);         \
+  AT(T, p2p.func);           \
+  AT(T, p2p.datatype);       \
+  AT(T, p2p.count);          \
+  AT(T, p2p.peer);           \
+  AT(T, p2p.nChannels);      \
+  AT(T, proxyOp.pid);        \
+  AT(T, proxyOp.channelId);  \
+  AT(T, proxyOp.peer);       \
+  AT(T, proxyOp.nSteps);     \
+  AT(T, proxyOp.chunkSize);  \
+  AT(T, proxyOp.isSend);     \
+  AT(T, proxyStep.step);     \
+  AT(T, kernelCh.channelId); \
+  AT(T, kernelCh.pTimer)
 DESCR(ncclProfilerEventDescr_v5_t);
 static_assert(sizeof(a::EventDescr) == sizeof(ncclProfilerEventDescr_v5_t), "v5 descriptor size");
 
-#define ARG(T, member)                                                                                \
-  static_assert(offsetof(a::EventStateArgs, member) == offsetof(T, member), #T "." #member);          \
+#define ARG(T, member)                                                                       \
+  static_assert(offsetof(a::EventStateArgs, member) == offsetof(T, member), #T "." #member); \
   static_assert(sizeof(a::EventStateArgs::member) == sizeof(T::member), #T "." #member " size")
 ARG(ncclProfilerEventStateArgs_v5_t, proxyStep.transSize);
 ARG(ncclProfilerEventStateArgs_v5_t, kernelCh.pTimer);
@@ -79,4 +96,3 @@ ARG(ncclProfilerEventStateArgs_v6_t, proxyStep.transSize);
 ARG(ncclProfilerEventStateArgs_v6_t, kernelCh.pTimer);
 TABLE(ncclProfiler_v6_t);
 #endif
-

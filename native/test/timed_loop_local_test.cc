@@ -39,9 +39,7 @@ class LoopbackBackend : public Backend {
     return Status::Ok();
   }
   void* buffer(BufId which) override { return localBuffer(0, which); }
-  void* localBuffer(int local, BufId which) override {
-    return (which == BufId::Send ? send_ : recv_)[local].data();
-  }
+  void* localBuffer(int local, BufId which) override { return (which == BufId::Send ? send_ : recv_)[local].data(); }
 
   Status enqueue(const OpArgs&) override { return Status::Error("test", "SINGLE", "use enqueueAll", "test"); }
   Status enqueueAll(const OpArgs* args, int n) override {
@@ -50,19 +48,31 @@ class LoopbackBackend : public Backend {
       if (args[i].local != i) return Status::Error("test", "ORDER", "local ops out of order", "test");
     std::vector<OpArgs> op(args, args + n);
     ++enqueued;
-    if (capturing_) graph_.push_back(op);
-    else pending_.push_back(op);
+    if (capturing_)
+      graph_.push_back(op);
+    else
+      pending_.push_back(op);
     return Status::Ok();
   }
-  Status groupStart() override { ++groupDepth; ++groups; return Status::Ok(); }
-  Status groupEnd() override { --groupDepth; return Status::Ok(); }
+  Status groupStart() override {
+    ++groupDepth;
+    ++groups;
+    return Status::Ok();
+  }
+  Status groupEnd() override {
+    --groupDepth;
+    return Status::Ok();
+  }
   Status waitAll() override {
     if (capturing_) return Status::Ok();
     for (auto& op : pending_) run(op);
     pending_.clear();
     return Status::Ok();
   }
-  Status barrier() override { ++barriers; return Status::Ok(); }
+  Status barrier() override {
+    ++barriers;
+    return Status::Ok();
+  }
   Status allreduce(double*, int, Combine) override { return Status::Ok(); }
   Status gather(const double* mine, int n, std::vector<double>* atRoot) override {
     atRoot->assign(mine, mine + n);
@@ -73,7 +83,9 @@ class LoopbackBackend : public Backend {
     return Status::Ok();
   }
   Status zero(BufId w, uint64_t o, uint64_t b) override { return localZero(0, w, o, b); }
-  Status fill(DType t, RedOp op, uint64_t s, const std::vector<Segment>& g) override { return localFill(0, t, op, s, g); }
+  Status fill(DType t, RedOp op, uint64_t s, const std::vector<Segment>& g) override {
+    return localFill(0, t, op, s, g);
+  }
   Status check(DType t, RedOp op, uint64_t s, const std::vector<Segment>& g, CheckOutcome* o) override {
     return localCheck(0, t, op, s, g, o);
   }
@@ -87,14 +99,19 @@ class LoopbackBackend : public Backend {
   }
   Status localCheck(int local, DType t, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
                     CheckOutcome* out) override {
-    if (local == corruptLocal && corruptIndex < recv_[local].size() / 4) reinterpret_cast<float*>(recv_[local].data())[corruptIndex] += 1.0f;
+    if (local == corruptLocal && corruptIndex < recv_[local].size() / 4)
+      reinterpret_cast<float*>(recv_[local].data())[corruptIndex] += 1.0f;
     return hostCheck(recv_[local].data(), send_[local].data(), t, op, locals_, seed, segs, out);
   }
 
   // Device timer: a mark records each rank's tick count when the ops before it have run; one op is
   // one millisecond. Rank 1 is twice as slow, so max-over-ranks is visible.
   bool deviceTimer() const override { return true; }
-  Status timerMarks(int count) override { marks_.assign(count, std::vector<long>(locals_, -1)); ++timerPrepared; return Status::Ok(); }
+  Status timerMarks(int count) override {
+    marks_.assign(count, std::vector<long>(locals_, -1));
+    ++timerPrepared;
+    return Status::Ok();
+  }
   Status timerMark(int k) override {
     if (capturing_) return Status::Error("test", "MARK_IN_CAPTURE", "mark during capture", "test");
     pending_.push_back({});  // a marker op: runs in order with the others
@@ -129,8 +146,16 @@ class LoopbackBackend : public Backend {
   }
 
   bool graphs() const override { return true; }
-  Status captureBegin() override { capturing_ = true; graph_.clear(); ++captures; return Status::Ok(); }
-  Status captureEnd() override { capturing_ = false; return Status::Ok(); }
+  Status captureBegin() override {
+    capturing_ = true;
+    graph_.clear();
+    ++captures;
+    return Status::Ok();
+  }
+  Status captureEnd() override {
+    capturing_ = false;
+    return Status::Ok();
+  }
   Status graphLaunch(int times) override {
     for (int t = 0; t < times; ++t)
       for (auto& op : graph_) pending_.push_back(op);
@@ -138,7 +163,8 @@ class LoopbackBackend : public Backend {
     return Status::Ok();
   }
 
-  int groupDepth = 0, groups = 0, barriers = 0, enqueued = 0, executed = 0, captures = 0, launched = 0, timerPrepared = 0;
+  int groupDepth = 0, groups = 0, barriers = 0, enqueued = 0, executed = 0, captures = 0, launched = 0,
+      timerPrepared = 0;
   int corruptLocal = -1, references = 0;
   bool arrivalsOn = false;
   uint64_t corruptIndex = 0;
@@ -259,10 +285,11 @@ void testWrongElementNamesTheRank() {
   Status s = benchLocal(b, ptrs(specs), &res);
   expect(s.ok, "corrupt: benchLocal ok");
   expect(res.wrong == 1 && res.ranksWithWrong == 1, "corrupt: one wrong element on one rank, got " +
-                                                        std::to_string(res.wrong) + " on " + std::to_string(res.ranksWithWrong));
-  expect(res.firstWrong.rank == 2 && res.firstWrong.index == 5, "corrupt: first wrong names local rank 2, index 5; got rank " +
-                                                                    std::to_string(res.firstWrong.rank) + " index " +
-                                                                    std::to_string(res.firstWrong.index));
+                                                        std::to_string(res.wrong) + " on " +
+                                                        std::to_string(res.ranksWithWrong));
+  expect(res.firstWrong.rank == 2 && res.firstWrong.index == 5,
+         "corrupt: first wrong names local rank 2, index 5; got rank " + std::to_string(res.firstWrong.rank) +
+             " index " + std::to_string(res.firstWrong.index));
   expect(!res.firstWrong.expected.empty() && res.firstWrong.expected != res.firstWrong.got, "corrupt: values shown");
 }
 
@@ -381,7 +408,8 @@ void testDeviceArrivals(int blocking) {
     expect(s.ok, tag + " ok: " + s.message());
     expect(b.references == 3 * 3, tag + " three reference rounds per local rank, got " + std::to_string(b.references));
     expect(res.arrivalIters == 4 && res.arrivalUs.size() == 3 * 4, tag + " one row of 4 per rank");
-    expect(res.deviceRefUs.size() == 3 * 2 && res.enqueueUs.size() == 4, tag + " references per rank, host row per process");
+    expect(res.deviceRefUs.size() == 3 * 2 && res.enqueueUs.size() == 4,
+           tag + " references per rank, host row per process");
     bool ok = true;
     std::string got;
     for (int r = 0; r < 3; ++r)

@@ -58,11 +58,18 @@ describe('collbench accept on 2 MPI ranks', () => {
     const d = verdict(json);
     assert.equal(d.verdict, 'pass');
     assert.deepEqual(d.world?.nranks, 2);
-    assert.deepEqual(d.checks.map((c) => `${c.collective} ${c.check}`),
-      ['all_reduce maxTime', 'all_reduce wrong', 'all_reduce minBusBw', 'all_reduce wrong']);
-    const b = JSON.parse(readFileSync(baseline, 'utf8')) as { checks: { sizes: { sizeBytes: number; samplesUs: number[] }[]; runs: number }[] };
+    assert.deepEqual(
+      d.checks.map((c) => `${c.collective} ${c.check}`),
+      ['all_reduce maxTime', 'all_reduce wrong', 'all_reduce minBusBw', 'all_reduce wrong'],
+    );
+    const b = JSON.parse(readFileSync(baseline, 'utf8')) as {
+      checks: { sizes: { sizeBytes: number; samplesUs: number[] }[]; runs: number }[];
+    };
     assert.deepEqual(schemaErrors('collbench-baseline.v1', b), []);
-    assert.deepEqual(b.checks[0]!.sizes.map((s) => s.sizeBytes), [8, 64, 512, 4096]);
+    assert.deepEqual(
+      b.checks[0]!.sizes.map((s) => s.sizeBytes),
+      [8, 64, 512, 4096],
+    );
     for (const c of b.checks) for (const s of c.sizes) assert.equal(s.samplesUs.length, 50 * c.runs);
     const xml = readFileSync(join(dir, 'clean.xml'), 'utf8');
     assert.equal(xml.match(/<testcase /g)!.length, 4);
@@ -89,8 +96,12 @@ describe('collbench accept on 2 MPI ranks', () => {
   it('a rank stalling 1.5 ms after every MPI_Allreduce fails, and the verdict names it', () => {
     const json = join(dir, 'late.json');
     const xml = join(dir, 'late.xml');
-    const r = accept(['--baseline', baseline, '-J', json, '--junit', xml],
-      { LD_PRELOAD: libs.late, LATE_RANK: '1', LATE_US: '1500', OMPI_MCA_mpi_yield_when_idle: '1' });
+    const r = accept(['--baseline', baseline, '-J', json, '--junit', xml], {
+      LD_PRELOAD: libs.late,
+      LATE_RANK: '1',
+      LATE_US: '1500',
+      OMPI_MCA_mpi_yield_when_idle: '1',
+    });
     assert.equal(r.code, 7, r.stdout + r.stderr);
     const d = verdict(json);
     assert.equal(d.verdict, 'fail');
@@ -116,7 +127,11 @@ describe('collbench accept on 2 MPI ranks', () => {
 
   it('one corrupted element per MPI_Allreduce fails zero #wrong', () => {
     const json = join(dir, 'corrupt.json');
-    const r = accept(['--baseline', baseline, '-J', json], { LD_PRELOAD: libs.corrupt, CORRUPT_RANK: '0', CORRUPT_INDEX: '100' });
+    const r = accept(['--baseline', baseline, '-J', json], {
+      LD_PRELOAD: libs.corrupt,
+      CORRUPT_RANK: '0',
+      CORRUPT_INDEX: '100',
+    });
     assert.equal(r.code, 7, r.stdout + r.stderr);
     const d = verdict(json);
     assert.equal(d.verdict, 'fail');
@@ -129,8 +144,11 @@ describe('collbench accept on 2 MPI ranks', () => {
   it('Ctrl-C stops the running check: exit 130, verdict "error", no baseline saved', async () => {
     const json = join(dir, 'int.json');
     const saved = join(dir, 'int-baseline.json');
-    const child = spawn(join(binDir, 'collbench'), ['accept', '--profile', profile, '--np', '2', '-J', json, '--save-baseline', saved],
-      { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      join(binDir, 'collbench'),
+      ['accept', '--profile', profile, '--np', '2', '-J', json, '--save-baseline', saved],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     let sent = false;
     const code = await new Promise<number | null>((resolve) => {
@@ -156,7 +174,10 @@ describe('collbench accept on 2 MPI ranks', () => {
     assert.equal(d.verdict, 'error');
     assert.equal(d.exitCode, 5);
     assert.match(d.checks[0]!.error!, /^exit 5: collbench: nccl backend unavailable/);
-    assert.equal(d.checks.find((c) => c.id === 'all_reduce bandwidth')!.error, "not run: check 'all_reduce latency' could not run");
+    assert.equal(
+      d.checks.find((c) => c.id === 'all_reduce bandwidth')!.error,
+      "not run: check 'all_reduce latency' could not run",
+    );
     assert.equal((r.stderr.match(/: error \(/g) ?? []).length, 1, 'one run attempted');
   });
 
@@ -173,27 +194,44 @@ describe('collbench accept on 2 MPI ranks', () => {
     it('an invalid profile names the file, line and key', () => {
       const bad = join(dir, 'bad.yaml');
       writeFileSync(bad, PROFILE.replace('minBusBwGBps: 0.6', 'minBusBwGBps: fast'));
-      refused(['--profile', bad, '--np', '2'], /^collbench: .*bad\.yaml:7: checks\[1\]\.minBusBwGBps: must be number$/m);
+      refused(
+        ['--profile', bad, '--np', '2'],
+        /^collbench: .*bad\.yaml:7: checks\[1\]\.minBusBwGBps: must be number$/m,
+      );
     });
 
     it('an existing output file without --force', () => {
       const existing = join(dir, 'existing.xml');
       writeFileSync(existing, 'keep me');
-      refused(['--profile', profile, '--np', '2', '--junit', existing], /existing\.xml already exists; refusing to overwrite it \(give --force to replace it\)$/m);
+      refused(
+        ['--profile', profile, '--np', '2', '--junit', existing],
+        /existing\.xml already exists; refusing to overwrite it \(give --force to replace it\)$/m,
+      );
       assert.equal(readFileSync(existing, 'utf8'), 'keep me');
     });
 
     it('a baseline of another world size, size set, kind or schema version', () => {
-      refused(['--profile', profile, '--np', '3', '--oversubscribe', '--baseline', baseline], /baseline\.json was taken on 2 ranks; --np asks for 3$/m);
+      refused(
+        ['--profile', profile, '--np', '3', '--oversubscribe', '--baseline', baseline],
+        /baseline\.json was taken on 2 ranks; --np asks for 3$/m,
+      );
       const other = join(dir, 'other.yaml');
       writeFileSync(other, PROFILE.replace('maxBytes: 1M', 'maxBytes: 4M'));
-      refused(['--profile', other, '--np', '2', '--baseline', baseline],
-        /check 'all_reduce bandwidth': sizes 64K, 512K in the baseline, 64K, 512K, 4M in the profile$/m);
+      refused(
+        ['--profile', other, '--np', '2', '--baseline', baseline],
+        /check 'all_reduce bandwidth': sizes 64K, 512K in the baseline, 64K, 512K, 4M in the profile$/m,
+      );
       const b = JSON.parse(readFileSync(baseline, 'utf8')) as Record<string, unknown>;
       const v2 = join(dir, 'v2.json');
       writeFileSync(v2, JSON.stringify({ ...b, schemaVersion: 2 }));
-      refused(['--profile', profile, '--baseline', v2], /v2\.json has baseline schema version 2; this collbench reads version 1/m);
-      refused(['--profile', profile, '--baseline', join(dir, 'clean.json')], /clean\.json is not a collbench accept baseline \(kind "collbench-accept"/m);
+      refused(
+        ['--profile', profile, '--baseline', v2],
+        /v2\.json has baseline schema version 2; this collbench reads version 1/m,
+      );
+      refused(
+        ['--profile', profile, '--baseline', join(dir, 'clean.json')],
+        /clean\.json is not a collbench accept baseline \(kind "collbench-accept"/m,
+      );
     });
   });
 });

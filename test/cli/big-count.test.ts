@@ -21,9 +21,11 @@ function memAvailable(): number {
 
 /** Why the big runs cannot run here, or null. */
 function skipBig(ranks: number): string | null {
-  if (process.env.COLLBENCH_STRESS !== '1') return 'a run with 2^31 + 4096 elements takes minutes and 4.3 GB per rank: make stress runs it';
+  if (process.env.COLLBENCH_STRESS !== '1')
+    return 'a run with 2^31 + 4096 elements takes minutes and 4.3 GB per rank: make stress runs it';
   const need = ranks * 2.3 * COUNT + 1e9;
-  if (memAvailable() < need) return `needs ${(need / 2 ** 30).toFixed(1)} GiB available, this host has ${(memAvailable() / 2 ** 30).toFixed(1)} GiB`;
+  if (memAvailable() < need)
+    return `needs ${(need / 2 ** 30).toFixed(1)} GiB available, this host has ${(memAvailable() / 2 ** 30).toFixed(1)} GiB`;
   return null;
 }
 
@@ -32,10 +34,32 @@ describe('counts above INT_MAX', () => {
     for (const np of [1, 2]) {
       it(`${backend}, ${np} rank(s): all_reduce uint8 of ${COUNT} elements, checked, 0 wrong`, (t) => {
         const skip = skipBig(np);
-        if (skip) { t.skip(skip); return; }
+        if (skip) {
+          t.skip(skip);
+          return;
+        }
         const json = join(work, `${backend}-${np}.json`);
-        const args = ['--backend', backend, '-b', String(COUNT), '-e', String(COUNT), '-d', 'uint8', '-o', 'max',
-          '-c', '1', '-n', '1', '-w', '0', '-J', json, ...(np > 1 ? ['--np', String(np)] : [])];
+        const args = [
+          '--backend',
+          backend,
+          '-b',
+          String(COUNT),
+          '-e',
+          String(COUNT),
+          '-d',
+          'uint8',
+          '-o',
+          'max',
+          '-c',
+          '1',
+          '-n',
+          '1',
+          '-w',
+          '0',
+          '-J',
+          json,
+          ...(np > 1 ? ['--np', String(np)] : []),
+        ];
         const r = runProgram('all_reduce_perf', args, { timeoutMs: 900_000 });
         assert.equal(r.code, 0, r.stderr);
         assert.doesNotMatch(r.stdout, /Reducing maxBytes/, 'the size was not reduced for memory');
@@ -59,7 +83,12 @@ describe('counts above INT_MAX', () => {
       assert.equal(r.code, 2, `${program}: ${r.stderr}`);
       const lines = r.stderr.trim().split('\n');
       assert.equal(lines.length, 1, r.stderr);
-      assert.match(lines[0]!, new RegExp(`^${program}: -e: \\w+ int8 at \\d+ bytes needs a count of \\d+ elements in one call, above 2147483647 on the mpi backend \\(MPI counts are int`));
+      assert.match(
+        lines[0]!,
+        new RegExp(
+          `^${program}: -e: \\w+ int8 at \\d+ bytes needs a count of \\d+ elements in one call, above 2147483647 on the mpi backend \\(MPI counts are int`,
+        ),
+      );
     }
   });
 });

@@ -24,15 +24,32 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 let tag = 0;
 /** Runs a job whose every process carries `dir` in its arguments (-J DIR/N.json), timed. */
-function run(how: 'np' | 'mpirun', args: string[], env: NodeJS.ProcessEnv, preload: string): CliResult & { seconds: number } {
+function run(
+  how: 'np' | 'mpirun',
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  preload: string,
+): CliResult & { seconds: number } {
   const json = join(dir, `${++tag}.json`);
   const t0 = Date.now();
-  const cmd = how === 'np'
-    ? [join(binDir, 'all_reduce_perf'), '--np', '2', ...args, '-J', json]
-    : ['mpirun', ...mpirunArgs(2), ...Object.keys(env).flatMap((k) => ['-x', k]), '-x', 'LD_PRELOAD',
-      join(binDir, 'all_reduce_perf'), ...args, '-J', json];
+  const cmd =
+    how === 'np'
+      ? [join(binDir, 'all_reduce_perf'), '--np', '2', ...args, '-J', json]
+      : [
+          'mpirun',
+          ...mpirunArgs(2),
+          ...Object.keys(env).flatMap((k) => ['-x', k]),
+          '-x',
+          'LD_PRELOAD',
+          join(binDir, 'all_reduce_perf'),
+          ...args,
+          '-J',
+          json,
+        ];
   const r = spawnSync(cmd[0]!, cmd.slice(1), {
-    encoding: 'utf8', env: { ...process.env, ...env, LD_PRELOAD: preload }, timeout: 60_000,
+    encoding: 'utf8',
+    env: { ...process.env, ...env, LD_PRELOAD: preload },
+    timeout: 60_000,
   });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, seconds: (Date.now() - t0) / 1000 };
 }
@@ -66,19 +83,34 @@ describe('a rank failing in bring-up ends the job at once (mpi backend, PMPI int
   }
 
   it('-T 30 does not change it: the failure, not the limit, ends the job', () => {
-    const r = run('mpirun', ['--backend', 'mpi', '-b', '8', '-e', '8', '-T', '30'], { FAIL_CALL: 'MPI_Allreduce', FAIL_RANK: '1' }, failCall);
+    const r = run(
+      'mpirun',
+      ['--backend', 'mpi', '-b', '8', '-e', '8', '-T', '30'],
+      { FAIL_CALL: 'MPI_Allreduce', FAIL_RANK: '1' },
+      failCall,
+    );
     endedWith(r, 3, /^rank 1 on host \S+: mpi failure MPI_ERR_OTHER at .*MPI_Allreduce/m);
   });
 });
 
 describe('a Gloo rank that cannot write its store (--np 2)', () => {
-  it('exit 3 within the launcher\'s grace, rank 1 named, nothing left', () => {
-    const r = run('np', ['--backend', 'gloo', '-b', '8', '-e', '8'], { FAIL_OPEN_RANK: '1', FAIL_OPEN_PATH: 'collbench-gloo-np-' }, failOpen);
+  it("exit 3 within the launcher's grace, rank 1 named, nothing left", () => {
+    const r = run(
+      'np',
+      ['--backend', 'gloo', '-b', '8', '-e', '8'],
+      { FAIL_OPEN_RANK: '1', FAIL_OPEN_PATH: 'collbench-gloo-np-' },
+      failOpen,
+    );
     endedWith(r, 3, /^rank 1 on host \S+: gloo failure GLOO_\w+ at /m);
   });
 
-  it('-T 2: the waiting rank gives up after 2 s; the job still exits with the failed rank\'s code', () => {
-    const r = run('np', ['--backend', 'gloo', '-b', '8', '-e', '8', '-T', '2'], { FAIL_OPEN_RANK: '1', FAIL_OPEN_PATH: 'collbench-gloo-np-' }, failOpen);
+  it("-T 2: the waiting rank gives up after 2 s; the job still exits with the failed rank's code", () => {
+    const r = run(
+      'np',
+      ['--backend', 'gloo', '-b', '8', '-e', '8', '-T', '2'],
+      { FAIL_OPEN_RANK: '1', FAIL_OPEN_PATH: 'collbench-gloo-np-' },
+      failOpen,
+    );
     endedWith(r, 3, /^rank 1 on host \S+: gloo failure GLOO_\w+ at /m);
     assert.match(r.stderr, /^\S+: Test timeout \(2s\) in the Gloo bring-up \(store rendezvous, connections\)/m);
   });
@@ -86,50 +118,91 @@ describe('a Gloo rank that cannot write its store (--np 2)', () => {
 
 describe('nccl bring-up without a GPU (the cached libnccl)', () => {
   const nccl = cachedNccl();
-  const skip = !nccl ? 'no cached libnccl (scripts/nccl-cache.sh)' : spawnSync('test', ['-e', ncclModulePath]).status !== 0
-    ? 'the nccl module is not built' : false;
+  const skip = !nccl
+    ? 'no cached libnccl (scripts/nccl-cache.sh)'
+    : spawnSync('test', ['-e', ncclModulePath]).status !== 0
+      ? 'the nccl module is not built'
+      : false;
   const noGpu = (): boolean => spawnSync('nvidia-smi', ['-L']).status !== 0;
 
-  it('--np 2: every rank fails at the device: exit 5 within seconds, each rank\'s reason, nothing left', { skip }, (t) => {
-    if (!noGpu()) { t.skip('this machine has a GPU'); return; }
-    const r = run('np', ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-b', '8', '-e', '8'], {}, '');
-    endedWith(r, 5, /^all_reduce_perf: rank 0 on host \S+: nccl backend unavailable/m);
-    assert.match(r.stderr, /^all_reduce_perf: rank 1 on host \S+: nccl backend unavailable/m);
-  });
+  it(
+    "--np 2: every rank fails at the device: exit 5 within seconds, each rank's reason, nothing left",
+    { skip },
+    (t) => {
+      if (!noGpu()) {
+        t.skip('this machine has a GPU');
+        return;
+      }
+      const r = run('np', ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-b', '8', '-e', '8'], {}, '');
+      endedWith(r, 5, /^all_reduce_perf: rank 0 on host \S+: nccl backend unavailable/m);
+      assert.match(r.stderr, /^all_reduce_perf: rank 1 on host \S+: nccl backend unavailable/m);
+    },
+  );
 
-  it('--np 2, the unique-id broadcast fails on rank 1: ends within seconds, rank 1 named (it waited for ever)', { skip }, () => {
-    const r = run('np', ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-b', '8', '-e', '8'],
-      { FAIL_CALL: 'MPI_Bcast', FAIL_RANK: '1' }, failCall);
-    // Without a GPU every nccl failure is the environment's (exit 5); with one, the MPI error's (exit 3).
-    endedWith(r, noGpu() ? 5 : 3, /^(all_reduce_perf: )?rank 1 on host \S+: .*MPI_ERR_OTHER/m);
-  });
+  it(
+    '--np 2, the unique-id broadcast fails on rank 1: ends within seconds, rank 1 named (it waited for ever)',
+    { skip },
+    () => {
+      const r = run(
+        'np',
+        ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-b', '8', '-e', '8'],
+        { FAIL_CALL: 'MPI_Bcast', FAIL_RANK: '1' },
+        failCall,
+      );
+      // Without a GPU every nccl failure is the environment's (exit 5); with one, the MPI error's (exit 3).
+      endedWith(r, noGpu() ? 5 : 3, /^(all_reduce_perf: )?rank 1 on host \S+: .*MPI_ERR_OTHER/m);
+    },
+  );
 });
 
 describe('-T covers the nccl rendezvous', () => {
   const nccl = cachedNccl();
-  const skip = !nccl ? 'no cached libnccl (scripts/nccl-cache.sh)' : spawnSync('test', ['-e', ncclModulePath]).status !== 0
-    ? 'the nccl module is not built' : false;
-  it('torchrun-style rank 0 whose peer never comes: exit 4 at -T 3, not at the rendezvous\'s own 60 s', { skip }, async () => {
-    const port = await freePort();
-    const t0 = Date.now();
-    const r = spawnSync(join(binDir, 'all_reduce_perf'), ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-b', '8', '-e', '8', '-T', '3',
-      '-J', join(dir, 'rdv.json')], {
-      encoding: 'utf8', timeout: 60_000,
-      env: { ...process.env, RANK: '0', WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), COLLBENCH_RENDEZVOUS_TIMEOUT: '60' },
-    });
-    const seconds = (Date.now() - t0) / 1000;
-    assert.equal(r.signal, null, `killed by the test's own timeout:\n${r.stderr}`);
-    assert.equal(r.status, 4, r.stderr);
-    assert.ok(seconds < 3 + 5, `took ${seconds} s`);
-    assert.match(r.stderr, /^\S+: Test timeout \(3s\) in the NCCL bring-up \(unique-id exchange, device choice, communicator init\)$/m);
-    nothingLeft();
-  });
+  const skip = !nccl
+    ? 'no cached libnccl (scripts/nccl-cache.sh)'
+    : spawnSync('test', ['-e', ncclModulePath]).status !== 0
+      ? 'the nccl module is not built'
+      : false;
+  it(
+    "torchrun-style rank 0 whose peer never comes: exit 4 at -T 3, not at the rendezvous's own 60 s",
+    { skip },
+    async () => {
+      const port = await freePort();
+      const t0 = Date.now();
+      const r = spawnSync(
+        join(binDir, 'all_reduce_perf'),
+        ['--backend', 'nccl', '--nccl-lib', nccl!.lib, '-b', '8', '-e', '8', '-T', '3', '-J', join(dir, 'rdv.json')],
+        {
+          encoding: 'utf8',
+          timeout: 60_000,
+          env: {
+            ...process.env,
+            RANK: '0',
+            WORLD_SIZE: '2',
+            MASTER_ADDR: '127.0.0.1',
+            MASTER_PORT: String(port),
+            COLLBENCH_RENDEZVOUS_TIMEOUT: '60',
+          },
+        },
+      );
+      const seconds = (Date.now() - t0) / 1000;
+      assert.equal(r.signal, null, `killed by the test's own timeout:\n${r.stderr}`);
+      assert.equal(r.status, 4, r.stderr);
+      assert.ok(seconds < 3 + 5, `took ${seconds} s`);
+      assert.match(
+        r.stderr,
+        /^\S+: Test timeout \(3s\) in the NCCL bring-up \(unique-id exchange, device choice, communicator init\)$/m,
+      );
+      nothingLeft();
+    },
+  );
 });
 
 describe('--np beyond the slots --hosts gives', () => {
   it('one line with the fix, exit 2, nothing started', () => {
-    const r = spawnSync(join(binDir, 'all_reduce_perf'), ['--np', '2', '--hosts', 'localhost', '-b', '8', '-e', '8'],
-      { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(join(binDir, 'all_reduce_perf'), ['--np', '2', '--hosts', 'localhost', '-b', '8', '-e', '8'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(r.status, 2, r.stderr);
     assert.equal(r.stdout, '');
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
@@ -137,8 +210,11 @@ describe('--np beyond the slots --hosts gives', () => {
   });
 
   it('--hosts localhost:2 has the slots (the check lets it run)', () => {
-    const r = spawnSync(join(binDir, 'all_reduce_perf'), ['--np', '2', '--hosts', 'localhost:2', '--backend', 'mpi', '-b', '8', '-e', '8'],
-      { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      join(binDir, 'all_reduce_perf'),
+      ['--np', '2', '--hosts', 'localhost:2', '--backend', 'mpi', '-b', '8', '-e', '8'],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     assert.equal(r.status, 0, r.stderr);
   });
 });

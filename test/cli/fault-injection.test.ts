@@ -19,7 +19,8 @@ describe('a PMPI interposer corrupting MPI_Allreduce on one rank', () => {
   it('is caught: #wrong > 0, first wrong names the rank, exit 7', () => {
     const env = { CORRUPT_RANK: '2', CORRUPT_INDEX: '5' };
     const r = runMpirun(3, 'all_reduce_perf', ['-b', '1K', '-e', '4K', '-f', '2', '-n', '3', '-d', 'float'], {
-      mpirunExtra: ['-x', `LD_PRELOAD=${lib}`, '-x', 'CORRUPT_RANK', '-x', 'CORRUPT_INDEX'], env,
+      mpirunExtra: ['-x', `LD_PRELOAD=${lib}`, '-x', 'CORRUPT_RANK', '-x', 'CORRUPT_INDEX'],
+      env,
     });
     assert.equal(r.code, 7, `exit ${r.code}\n${r.stderr}\n${r.stdout}`);
     const rows = parseRows(r.stdout);

@@ -15,8 +15,23 @@ describe('every collective on Gloo, all datatypes, ops and roots', () => {
       it(`${coll} at ${np} ranks`, () => {
         // gloo::float16 drops some stores (tested separately in gloo-algorithms): reduce half with
         // collbench's arithmetic here, as the MPI matrix avoids Open MPI's op/avx.
-        const r = runProgram(`${coll}_perf`, ['--backend', 'gloo', '--np', String(np), '--oversubscribe', ...SIZES, '-n', '1', '-w', '0',
-          ...matrixArgs(coll)], { timeoutMs: 300_000, env: { COLLBENCH_GLOO_FLOAT16: 'collbench' } });
+        const r = runProgram(
+          `${coll}_perf`,
+          [
+            '--backend',
+            'gloo',
+            '--np',
+            String(np),
+            '--oversubscribe',
+            ...SIZES,
+            '-n',
+            '1',
+            '-w',
+            '0',
+            ...matrixArgs(coll),
+          ],
+          { timeoutMs: 300_000, env: { COLLBENCH_GLOO_FLOAT16: 'collbench' } },
+        );
         assertCleanMatrixRun(r, coll, np, 2);
         assert.match(r.stdout, /^# collbench version \S+ backend gloo \(Gloo \d+\.\d+\.\d+\)$/m);
       });

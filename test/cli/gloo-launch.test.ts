@@ -12,11 +12,15 @@ import { freePort } from '../helpers/net.js';
 
 const rankLines = (stdout: string) => (stdout.match(/^#  Rank +\d+ Group/gm) ?? []).length;
 
-
 function collect(child: ChildProcess): { out: () => string; err: () => string; exit: Promise<number | null> } {
-  let out = '', err = '';
-  child.stdout?.on('data', (d) => { out += d; });
-  child.stderr?.on('data', (d) => { err += d; });
+  let out = '',
+    err = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  child.stderr?.on('data', (d) => {
+    err += d;
+  });
   return { out: () => out, err: () => err, exit: new Promise((res) => child.on('exit', (code) => res(code))) };
 }
 
@@ -29,7 +33,9 @@ function ranksOf(launcherPid: number): Map<number, number> {
       const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
       const rank = env.find((e) => e.startsWith('RANK='));
       if (rank) byRank.set(Number(rank.slice(5)), pid);
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   return byRank;
 }
@@ -44,14 +50,29 @@ async function untilRows(get: () => string, rows: number, timeoutMs = 60_000): P
 
 describe('--np with the gloo backend (local processes, no MPI)', () => {
   it('starts N ranks that form one world: one table, N rank lines, busbw > 0', () => {
-    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '1K', '-e', '1M', '-f', '32']);
+    const r = runProgram('all_reduce_perf', [
+      '--backend',
+      'gloo',
+      '--np',
+      '3',
+      '--oversubscribe',
+      '-b',
+      '1K',
+      '-e',
+      '1M',
+      '-f',
+      '32',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(rankLines(r.stdout), 3);
     assert.equal((r.stdout.match(/Collective test concluded/g) ?? []).length, 1, 'only rank 0 prints');
     assert.match(r.stdout, /^# collbench version \S+ backend gloo \(Gloo 0\.5\.0\)$/m);
     const rows = parseRows(r.stdout);
     assert.equal(rows.length, 3);
-    assert.ok(rows.every((x) => x.oop.wrong === 0 && x.ip.wrong === 0), r.stdout);
+    assert.ok(
+      rows.every((x) => x.oop.wrong === 0 && x.ip.wrong === 0),
+      r.stdout,
+    );
     assert.ok(rows[2].oop.busbw > 0, 'data moved between the processes (1 MiB row)');
     assert.doesNotMatch(r.stderr, /not connected/);
   });
@@ -64,7 +85,19 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
   });
 
   it('a killed rank: the others fail at once with GLOO_IO, the launcher exits 137 (no hang)', async () => {
-    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '64K', '-e', '64K', '-N', '0']);
+    const child = spawn(join(binDir, 'all_reduce_perf'), [
+      '--backend',
+      'gloo',
+      '--np',
+      '3',
+      '--oversubscribe',
+      '-b',
+      '64K',
+      '-e',
+      '64K',
+      '-N',
+      '0',
+    ]);
     const c = collect(child);
     await untilRows(c.out, 3);
     const victim = ranksOf(child.pid!).get(1);
@@ -77,15 +110,21 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
     assert.match(c.err(), new RegExp(`rank 1 \\(pid ${victim}\\) was killed by SIGKILL`));
     // Both survivors normally report the broken connection; on a loaded machine one may still be waiting
     // on the other when the launcher's 5 s grace ends, and is then killed by the launcher (still no hang).
-    const ioErrors = (c.err().match(/gloo failure GLOO_IO at .*(Connection reset by peer|Connection closed by peer)/g) ?? []).length;
+    const ioErrors = (
+      c.err().match(/gloo failure GLOO_IO at .*(Connection reset by peer|Connection closed by peer)/g) ?? []
+    ).length;
     assert.ok(ioErrors >= 1, c.err());
     if (ioErrors < 2) assert.match(c.err(), /killing 1 rank\(s\) still running 5 s after another rank failed/);
   });
 
   it('a frozen rank (SIGSTOP): the others time out with GLOO_TIMEOUT (exit 3), the frozen one is killed', async () => {
-    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '64K', '-e', '64K', '-N', '0'], {
-      env: { ...process.env, COLLBENCH_GLOO_TIMEOUT_MS: '2000' },
-    });
+    const child = spawn(
+      join(binDir, 'all_reduce_perf'),
+      ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '64K', '-e', '64K', '-N', '0'],
+      {
+        env: { ...process.env, COLLBENCH_GLOO_TIMEOUT_MS: '2000' },
+      },
+    );
     const c = collect(child);
     await untilRows(c.out, 3);
     const victim = ranksOf(child.pid!).get(2);
@@ -93,15 +132,32 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
     const t0 = Date.now();
     process.kill(victim!, 'SIGSTOP');
     const code = await c.exit;
-    try { process.kill(victim!, 'SIGKILL'); } catch { /* the launcher already did */ }
+    try {
+      process.kill(victim!, 'SIGKILL');
+    } catch {
+      /* the launcher already did */
+    }
     assert.ok(Date.now() - t0 < 20_000, `took ${Date.now() - t0} ms`);
     assert.equal(code, 3, c.err());
     assert.match(c.err(), /gloo failure GLOO_TIMEOUT at .*Timed out waiting 2000ms/);
     assert.match(c.err(), /killing 1 rank\(s\) still running/);
   });
 
-  it('-T with a frozen rank: the watchdog ends the job with exit 4 long before Gloo\'s own timeout', async () => {
-    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '--np', '2', '-b', '64K', '-e', '64K', '-N', '0', '-T', '2']);
+  it("-T with a frozen rank: the watchdog ends the job with exit 4 long before Gloo's own timeout", async () => {
+    const child = spawn(join(binDir, 'all_reduce_perf'), [
+      '--backend',
+      'gloo',
+      '--np',
+      '2',
+      '-b',
+      '64K',
+      '-e',
+      '64K',
+      '-N',
+      '0',
+      '-T',
+      '2',
+    ]);
     const c = collect(child);
     await untilRows(c.out, 3);
     const victim = ranksOf(child.pid!).get(1);
@@ -109,7 +165,11 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
     const t0 = Date.now();
     process.kill(victim!, 'SIGSTOP');
     const code = await c.exit;
-    try { process.kill(victim!, 'SIGKILL'); } catch { /* the launcher already did */ }
+    try {
+      process.kill(victim!, 'SIGKILL');
+    } catch {
+      /* the launcher already did */
+    }
     assert.ok(Date.now() - t0 < 15_000, `took ${Date.now() - t0} ms (Gloo's own timeout is 30 s)`);
     assert.equal(code, 4, c.err());
     assert.match(c.err(), /Test timeout \(2s\) in all_reduce float 65536 B/);
@@ -117,14 +177,17 @@ describe('--np with the gloo backend (local processes, no MPI)', () => {
 });
 
 describe('other launchers', () => {
-  it('under mpirun: ranks from the MPI launcher\'s environment, data over Gloo', () => {
+  it("under mpirun: ranks from the MPI launcher's environment, data over Gloo", () => {
     const before = readdirSync(tmpdir()).filter((n) => n.startsWith('collbench-gloo-mpi-'));
     const r = runMpirun(3, 'all_reduce_perf', ['--backend', 'gloo', '-b', '1K', '-e', '1M', '-f', '32']);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(rankLines(r.stdout), 3);
     assert.match(r.stdout, /backend gloo \(Gloo/);
     const rows = parseRows(r.stdout);
-    assert.ok(rows.every((x) => x.oop.wrong === 0 && x.ip.wrong === 0), r.stdout);
+    assert.ok(
+      rows.every((x) => x.oop.wrong === 0 && x.ip.wrong === 0),
+      r.stdout,
+    );
     assert.ok(rows[2].oop.busbw > 0, r.stdout);
     // rank 0 removed the job's FileStore directory at exit
     const after = readdirSync(tmpdir()).filter((n) => n.startsWith('collbench-gloo-mpi-'));
@@ -136,8 +199,13 @@ describe('other launchers', () => {
     const runs = [0, 1].map((rank) => {
       const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'gloo', '-b', '1M', '-e', '1M'], {
         env: {
-          ...process.env, RANK: String(rank), WORLD_SIZE: '2', LOCAL_RANK: String(rank), LOCAL_WORLD_SIZE: '2',
-          MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port),
+          ...process.env,
+          RANK: String(rank),
+          WORLD_SIZE: '2',
+          LOCAL_RANK: String(rank),
+          LOCAL_WORLD_SIZE: '2',
+          MASTER_ADDR: '127.0.0.1',
+          MASTER_PORT: String(port),
         },
       });
       return collect(child);
@@ -162,7 +230,18 @@ describe('rendezvous stores and transport', () => {
   it('--gloo-store file:DIR uses that directory', () => {
     const dir = mkdtempSync(join(tmpdir(), 'collbench-test-store-'));
     try {
-      const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '2', '-b', '1K', '-e', '1K', '--gloo-store', `file:${dir}`]);
+      const r = runProgram('all_reduce_perf', [
+        '--backend',
+        'gloo',
+        '--np',
+        '2',
+        '-b',
+        '1K',
+        '-e',
+        '1K',
+        '--gloo-store',
+        `file:${dir}`,
+      ]);
       assert.equal(r.code, 0, r.stderr);
       assert.ok(readdirSync(dir).length >= 4, 'rendezvous keys written there');
     } finally {
@@ -171,18 +250,36 @@ describe('rendezvous stores and transport', () => {
   });
 
   it('--gloo-store file:DIR that does not exist: a clear GLOO_STORE error (exit 3)', () => {
-    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '2', '-b', '8', '-e', '8', '--gloo-store', 'file:/nonexistent/x']);
+    const r = runProgram('all_reduce_perf', [
+      '--backend',
+      'gloo',
+      '--np',
+      '2',
+      '-b',
+      '8',
+      '-e',
+      '8',
+      '--gloo-store',
+      'file:/nonexistent/x',
+    ]);
     assert.equal(r.code, 3);
     assert.match(r.stderr, /gloo failure GLOO_STORE .*FileStore directory '\/nonexistent\/x' does not exist/);
   });
 
   it('--gloo-store redis://HOST:PORT against a real redis-server on loopback', async (t) => {
     const which = spawnSync('sh', ['-c', 'command -v redis-server']);
-    if (which.status !== 0) { t.skip('redis-server is not installed (make deps installs it)'); return; }
+    if (which.status !== 0) {
+      t.skip('redis-server is not installed (make deps installs it)');
+      return;
+    }
     const port = await freePort();
-    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const redis = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     try {
       const log = collect(redis);
       const t0 = Date.now();
@@ -190,8 +287,21 @@ describe('rendezvous stores and transport', () => {
         if (Date.now() - t0 > 10_000) throw new Error(`redis-server did not start:\n${log.out()}${log.err()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '3', '--oversubscribe', '-b', '1K', '-e', '64K', '-f', '8',
-        '--gloo-store', `redis://127.0.0.1:${port}`]);
+      const r = runProgram('all_reduce_perf', [
+        '--backend',
+        'gloo',
+        '--np',
+        '3',
+        '--oversubscribe',
+        '-b',
+        '1K',
+        '-e',
+        '64K',
+        '-f',
+        '8',
+        '--gloo-store',
+        `redis://127.0.0.1:${port}`,
+      ]);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(rankLines(r.stdout), 3);
       assert.equal(footer(r.stdout).outOfBounds, 0);
@@ -205,10 +315,32 @@ describe('rendezvous stores and transport', () => {
 
   it('--gloo-iface takes an interface name or a local address; an unknown one is a clear error', () => {
     for (const iface of ['lo', '127.0.0.1']) {
-      const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '2', '-b', '1K', '-e', '1K', '--gloo-iface', iface]);
+      const r = runProgram('all_reduce_perf', [
+        '--backend',
+        'gloo',
+        '--np',
+        '2',
+        '-b',
+        '1K',
+        '-e',
+        '1K',
+        '--gloo-iface',
+        iface,
+      ]);
       assert.equal(r.code, 0, `${iface}: ${r.stderr}`);
     }
-    const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '2', '-b', '8', '-e', '8', '--gloo-iface', 'nosuch0']);
+    const r = runProgram('all_reduce_perf', [
+      '--backend',
+      'gloo',
+      '--np',
+      '2',
+      '-b',
+      '8',
+      '-e',
+      '8',
+      '--gloo-iface',
+      'nosuch0',
+    ]);
     assert.equal(r.code, 3);
     assert.match(r.stderr, /gloo failure GLOO_ENFORCE at .*CreateDevice: .*Unable to find address for: nosuch0/);
   });
@@ -217,17 +349,36 @@ describe('rendezvous stores and transport', () => {
     const before = readdirSync(tmpdir()).filter((n) => n.startsWith('collbench-gloo-np-'));
     const r = runProgram('all_reduce_perf', ['--backend', 'gloo', '--np', '2', '-b', '8', '-e', '8']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(readdirSync(tmpdir()).filter((n) => n.startsWith('collbench-gloo-np-')), before);
+    assert.deepEqual(
+      readdirSync(tmpdir()).filter((n) => n.startsWith('collbench-gloo-np-')),
+      before,
+    );
   });
 });
 
 describe('gloo flags', () => {
   const cases: [string, string[], RegExp][] = [
     ['all_reduce_perf', ['--gloo-algo', 'ring'], /^all_reduce_perf: --gloo-algo: needs --backend gloo$/m],
-    ['all_reduce_perf', ['--backend', 'gloo', '--gloo-algo', 'tree'], /--gloo-algo: unknown Gloo all_reduce algorithm tree; valid: default, ring, bcube/],
-    ['broadcast_perf', ['--backend', 'gloo', '--gloo-algo', 'ring'], /--gloo-algo: chooses all_reduce and reduce_scatter algorithms; broadcast has one/],
-    ['reduce_scatter_perf', ['--backend', 'gloo', '--gloo-algo', 'legacy_bcube'], /--gloo-algo: reduce_scatter takes default, ring, bcube, legacy_halving_doubling/],
-    ['all_reduce_perf', ['--backend', 'gloo', '--gloo-store', 'tcp://x:1'], /--gloo-store: invalid store tcp:\/\/x:1; expected file:DIR/],
+    [
+      'all_reduce_perf',
+      ['--backend', 'gloo', '--gloo-algo', 'tree'],
+      /--gloo-algo: unknown Gloo all_reduce algorithm tree; valid: default, ring, bcube/,
+    ],
+    [
+      'broadcast_perf',
+      ['--backend', 'gloo', '--gloo-algo', 'ring'],
+      /--gloo-algo: chooses all_reduce and reduce_scatter algorithms; broadcast has one/,
+    ],
+    [
+      'reduce_scatter_perf',
+      ['--backend', 'gloo', '--gloo-algo', 'legacy_bcube'],
+      /--gloo-algo: reduce_scatter takes default, ring, bcube, legacy_halving_doubling/,
+    ],
+    [
+      'all_reduce_perf',
+      ['--backend', 'gloo', '--gloo-store', 'tcp://x:1'],
+      /--gloo-store: invalid store tcp:\/\/x:1; expected file:DIR/,
+    ],
     ['all_reduce_perf', ['--backend', 'mpi', '--gloo-iface', 'lo'], /--gloo-iface: needs --backend gloo/],
   ];
   for (const [program, args, re] of cases) {

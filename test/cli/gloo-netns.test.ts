@@ -23,31 +23,74 @@ function rxBytes(ns: string): number {
   return Number(JSON.parse(r.stdout)[0].stats64.rx.bytes);
 }
 
-interface RankRun { code: number | null; stdout: string; stderr: string }
+interface RankRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** One rank per namespace host, torchrun-style environment, all started together. */
-async function runAcrossHosts(n: number, program: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<RankRun[]> {
+async function runAcrossHosts(
+  n: number,
+  program: string,
+  args: string[],
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<RankRun[]> {
   const runId = `netns-${process.pid}-${Date.now()}-${program}`; // one per job: the ranks' store keys meet
-  const runs = Array.from({ length: n }, (_, rank) => new Promise<RankRun>((res) => {
-    const child = spawn('ip', ['netns', 'exec', host(rank + 1), join(binDir, program), '--backend', 'gloo', '--gloo-iface', 'eth0', ...args], {
-      env: {
-        ...process.env, ...extraEnv, RANK: String(rank), WORLD_SIZE: String(n), LOCAL_RANK: '0', LOCAL_WORLD_SIZE: '1',
-        MASTER_ADDR: addr(1), MASTER_PORT: '29500', COLLBENCH_GLOO_RUN_ID: runId,
-      },
-    });
-    let stdout = '', stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('exit', (code) => { clearTimeout(timer); res({ code, stdout, stderr }); });
-  }));
+  const runs = Array.from(
+    { length: n },
+    (_, rank) =>
+      new Promise<RankRun>((res) => {
+        const child = spawn(
+          'ip',
+          [
+            'netns',
+            'exec',
+            host(rank + 1),
+            join(binDir, program),
+            '--backend',
+            'gloo',
+            '--gloo-iface',
+            'eth0',
+            ...args,
+          ],
+          {
+            env: {
+              ...process.env,
+              ...extraEnv,
+              RANK: String(rank),
+              WORLD_SIZE: String(n),
+              LOCAL_RANK: '0',
+              LOCAL_WORLD_SIZE: '1',
+              MASTER_ADDR: addr(1),
+              MASTER_PORT: '29500',
+              COLLBENCH_GLOO_RUN_ID: runId,
+            },
+          },
+        );
+        let stdout = '',
+          stderr = '';
+        child.stdout.on('data', (d) => {
+          stdout += d;
+        });
+        child.stderr.on('data', (d) => {
+          stderr += d;
+        });
+        const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+        child.on('exit', (code) => {
+          clearTimeout(timer);
+          res({ code, stdout, stderr });
+        });
+      }),
+  );
   return Promise.all(runs);
 }
 
 describe('gloo across network-namespace hosts', () => {
   before(() => {
     const up = spawnSync(SCRIPT, ['up', String(HOSTS), PREFIX, String(SUBNET)], { encoding: 'utf8' });
-    if (up.status !== 0) skipReason = `cannot create network namespaces: ${(up.stderr || up.stdout).trim().split('\n').pop()}`;
+    if (up.status !== 0)
+      skipReason = `cannot create network namespaces: ${(up.stderr || up.stdout).trim().split('\n').pop()}`;
   });
   after(() => {
     spawnSync(SCRIPT, ['down', PREFIX]);
@@ -56,12 +99,27 @@ describe('gloo across network-namespace hosts', () => {
   });
 
   it(`${HOSTS} hosts, FileStore on a shared directory: all_reduce, all_gather, broadcast over the bridge`, async (t) => {
-    if (skipReason) { t.diagnostic(skipReason); t.skip(skipReason); return; }
+    if (skipReason) {
+      t.diagnostic(skipReason);
+      t.skip(skipReason);
+      return;
+    }
     const dir = mkdtempSync(join(tmpdir(), 'collbench-netns-store-'));
     try {
       const rx0 = Array.from({ length: HOSTS }, (_, i) => rxBytes(host(i + 1)));
       for (const program of ['all_reduce_perf', 'all_gather_perf', 'broadcast_perf']) {
-        const runs = await runAcrossHosts(HOSTS, program, ['-b', '1K', '-e', '4M', '-f', '64', '-n', '5', '--gloo-store', `file:${dir}`]);
+        const runs = await runAcrossHosts(HOSTS, program, [
+          '-b',
+          '1K',
+          '-e',
+          '4M',
+          '-f',
+          '64',
+          '-n',
+          '5',
+          '--gloo-store',
+          `file:${dir}`,
+        ]);
         runs.forEach((r, rank) => assert.equal(r.code, 0, `${program} rank ${rank}: ${r.stderr}`));
         const out = runs[0].stdout;
         assert.equal((out.match(/^#  Rank +\d+ Group/gm) ?? []).length, HOSTS, out);
@@ -83,24 +141,53 @@ describe('gloo across network-namespace hosts', () => {
   });
 
   it('2 hosts, RedisStore served from inside host 1 (rendezvous over the network too)', async (t) => {
-    if (skipReason) { t.diagnostic(skipReason); t.skip(skipReason); return; }
+    if (skipReason) {
+      t.diagnostic(skipReason);
+      t.skip(skipReason);
+      return;
+    }
     if (spawnSync('sh', ['-c', 'command -v redis-server']).status !== 0) {
       t.skip('redis-server is not installed (make deps installs it)');
       return;
     }
-    const redis = spawn('ip', ['netns', 'exec', host(1), 'redis-server', '--port', '6379', '--bind', addr(1), '--protected-mode', 'no', '--save', '', '--appendonly', 'no'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const redis = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        host(1),
+        'redis-server',
+        '--port',
+        '6379',
+        '--bind',
+        addr(1),
+        '--protected-mode',
+        'no',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     try {
       let log = '';
-      redis.stdout.on('data', (d) => { log += d; });
+      redis.stdout.on('data', (d) => {
+        log += d;
+      });
       const t0 = Date.now();
       while (!/Ready to accept connections/.test(log)) {
         if (Date.now() - t0 > 10_000) throw new Error(`redis-server did not start in ${host(1)}:\n${log}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      const runs = await runAcrossHosts(2, 'all_reduce_perf', ['-b', '64K', '-e', '1M', '-f', '16', '-d', 'all', '--gloo-store', `redis://${addr(1)}:6379`],
-        { COLLBENCH_GLOO_FLOAT16: 'collbench' });
+      const runs = await runAcrossHosts(
+        2,
+        'all_reduce_perf',
+        ['-b', '64K', '-e', '1M', '-f', '16', '-d', 'all', '--gloo-store', `redis://${addr(1)}:6379`],
+        { COLLBENCH_GLOO_FLOAT16: 'collbench' },
+      );
       runs.forEach((r, rank) => assert.equal(r.code, 0, `rank ${rank}: ${r.stderr}`));
       const rows = parseRows(runs[0].stdout);
       assert.equal(rows.length, 12 * 2);

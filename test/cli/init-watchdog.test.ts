@@ -24,14 +24,18 @@ describe('MPI_Init under the watchdog', () => {
     const t0 = Date.now();
     const r = runMpirun(3, 'all_reduce_perf', ['-b', '8', '-e', '8', '-T', '3', '-J', json], {
       mpirunExtra: ['-x', `LD_PRELOAD=${lib}`, '-x', 'SLOW_INIT_RANK', '-x', 'SLOW_INIT_SECONDS'],
-      env: { SLOW_INIT_RANK: '1', SLOW_INIT_SECONDS: '120' }, timeoutMs: 60_000,
+      env: { SLOW_INIT_RANK: '1', SLOW_INIT_SECONDS: '120' },
+      timeoutMs: 60_000,
     });
     const seconds = (Date.now() - t0) / 1000;
     assert.equal(r.signal, null, `killed by the test's own timeout after ${seconds} s:\n${r.stderr}`);
     assert.equal(r.code, 4, r.stderr);
     // 3 s from MPI_Init, + 5 s, + the start of node and mpirun before it
     assert.ok(seconds < 3 + 5 + 5, `took ${seconds} s`);
-    assert.match(r.stderr, /^\S+: Test timeout \(3s\) in MPI_Init or the communicator set-up after it: the job's other processes or its launcher did not answer/m);
+    assert.match(
+      r.stderr,
+      /^\S+: Test timeout \(3s\) in MPI_Init or the communicator set-up after it: the job's other processes or its launcher did not answer/m,
+    );
     assert.doesNotMatch(r.stderr, /internal error|Error:/);
     const left = spawnSync('pgrep', ['-af', dir], { encoding: 'utf8' }).stdout.trim();
     assert.equal(left, '', `processes left:\n${left}`);
@@ -40,7 +44,10 @@ describe('MPI_Init under the watchdog', () => {
   it('the preamble states the watchdog in effect as a comment line', () => {
     const dflt = runProgram('all_reduce_perf', ['--backend', 'mpi', '-b', '8', '-e', '8', '-n', '1']);
     assert.equal(dflt.code, 0, dflt.stderr);
-    assert.match(dflt.stdout, /^# Watchdog: 120 s per wait \(default; 10 x the expected time of a longer one; -T N sets it, -T 0 disables it\)$/m);
+    assert.match(
+      dflt.stdout,
+      /^# Watchdog: 120 s per wait \(default; 10 x the expected time of a longer one; -T N sets it, -T 0 disables it\)$/m,
+    );
     const t = runProgram('all_reduce_perf', ['--backend', 'mpi', '-b', '8', '-e', '8', '-n', '1', '-T', '7']);
     assert.match(t.stdout, /^# Watchdog: 7 s per wait \(-T 7\)$/m);
     const off = runProgram('all_reduce_perf', ['--backend', 'gloo', '-b', '8', '-e', '8', '-n', '1', '-T', '0']);

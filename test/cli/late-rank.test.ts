@@ -37,9 +37,17 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
     return { stdout: r.stdout, doc };
   };
 
-  for (const [np, lateRank] of [[4, 2], [4, 0], [3, 1]] as const) {
+  for (const [np, lateRank] of [
+    [4, 2],
+    [4, 0],
+    [3, 1],
+  ] as const) {
     it(`${np} ranks, rank ${lateRank} late by 1.5 ms: named in most row-halves, nobody else named`, () => {
-      const { stdout, doc } = run(np, { LATE_RANK: String(lateRank), LATE_US: '1500' }, join(dir, `late-${np}-${lateRank}.json`));
+      const { stdout, doc } = run(
+        np,
+        { LATE_RANK: String(lateRank), LATE_US: '1500' },
+        join(dir, `late-${np}-${lateRank}.json`),
+      );
       const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
       const named = halves.filter((h) => h.late);
       assert.ok(named.length > 0.5 * halves.length, `named in ${named.length} of ${halves.length}\n${stdout}`);
@@ -55,27 +63,40 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
       assert.equal(parseRows(stdout).length, doc.rows.length);
       const lines = stdout.split('\n');
       assert.equal(lines.filter((l) => l.startsWith('# late: ')).length, named.length);
-      assert.match(stdout, new RegExp(`^# late rank: ${lateRank} on \\S+ \\(late in \\d+ of ${halves.length} row-halves; last in \\d+% of their iterations, \\+1\\.\\d ms median\\)$`, 'm'));
+      assert.match(
+        stdout,
+        new RegExp(
+          `^# late rank: ${lateRank} on \\S+ \\(late in \\d+ of ${halves.length} row-halves; last in \\d+% of their iterations, \\+1\\.\\d ms median\\)$`,
+          'm',
+        ),
+      );
       // Per-rank time alone would have pointed elsewhere: nothing in the JSON names a rank by its time.
     });
   }
 
   it('barrier-aligned clocks (as across hosts): offsets estimated near their true 0, the same rank named', () => {
-    const { doc } = run(3, { LATE_RANK: '2', LATE_US: '1500', COLLBENCH_CLOCK_ALIGN: 'barrier' }, join(dir, 'aligned.json'));
+    const { doc } = run(
+      3,
+      { LATE_RANK: '2', LATE_US: '1500', COLLBENCH_CLOCK_ALIGN: 'barrier' },
+      join(dir, 'aligned.json'),
+    );
     assert.equal(doc.lateness!.clock!.method, 'barrier-aligned');
     // One kernel, so the true offsets are 0. On an idle host the estimate is within a few µs (standard error below
     // 1 µs); the bound leaves room for a loaded machine, and stays below the 1.5 ms the rank is late by.
     assert.ok(doc.lateness!.clock!.uncertaintyUs < 1000, `uncertainty ${doc.lateness!.clock!.uncertaintyUs} us`);
     const offsets = doc.lateness!.clock!.offsetsUs;
     assert.equal(offsets.length, 3);
-    assert.ok(offsets.every((o) => Math.abs(o) < 1000), `offsets ${offsets.join(', ')} us`);
+    assert.ok(
+      offsets.every((o) => Math.abs(o) < 1000),
+      `offsets ${offsets.join(', ')} us`,
+    );
     const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
     const named = halves.filter((h) => h.late);
     assert.ok(named.length > 0.5 * halves.length, `named in ${named.length} of ${halves.length}`);
     for (const h of named) assert.equal(h.late!.rank, 2);
   });
 
-  it('without the fault nobody is the run\'s late rank', () => {
+  it("without the fault nobody is the run's late rank", () => {
     const { stdout, doc } = run(3, {}, join(dir, 'clean.json'));
     assert.doesNotMatch(stdout, /^# late rank:/m);
     const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);

@@ -16,8 +16,24 @@ describe('--np: a verdict is not a crash', () => {
   for (const backend of ['mpi', 'gloo']) {
     it(`${backend}: --warn-busbw above what is reached: exit 7, the report complete, no abort banner, no "incomplete"`, () => {
       const json = join(work, `verdict-${backend}.json`);
-      const r = runProgram('all_reduce_perf', ['--backend', backend, '-b', '8', '-e', '64', '-f', '8', '-n', '2',
-        '--warn-busbw', '1000', '--np', '2', '-J', json]);
+      const r = runProgram('all_reduce_perf', [
+        '--backend',
+        backend,
+        '-b',
+        '8',
+        '-e',
+        '64',
+        '-f',
+        '8',
+        '-n',
+        '2',
+        '--warn-busbw',
+        '1000',
+        '--np',
+        '2',
+        '-J',
+        json,
+      ]);
       assert.equal(r.code, 7, r.stderr);
       assert.doesNotMatch(r.stderr, /incomplete|Primary job|aborted|exited with status|-{20}/);
       assert.match(r.stdout, /below --warn-busbw|warn/i);
@@ -26,11 +42,18 @@ describe('--np: a verdict is not a crash', () => {
   }
 });
 
-describe('--np: the output\'s reader goes away', () => {
+describe("--np: the output's reader goes away", () => {
   for (const backend of ['mpi', 'gloo']) {
     it(`${backend}: \`| head -1\` ends the job with 141 (SIGPIPE), as a single process, and says nothing`, () => {
-      const r = spawnSync('bash', ['-c', `${join(binDir, 'all_reduce_perf')} --backend ${backend} -b 8 -e 64M -f 2 --np 2 | head -1; ` +
-        'echo "status ${PIPESTATUS[0]}" >&2'], { encoding: 'utf8', timeout: 120_000 });
+      const r = spawnSync(
+        'bash',
+        [
+          '-c',
+          `${join(binDir, 'all_reduce_perf')} --backend ${backend} -b 8 -e 64M -f 2 --np 2 | head -1; ` +
+            'echo "status ${PIPESTATUS[0]}" >&2',
+        ],
+        { encoding: 'utf8', timeout: 120_000 },
+      );
       assert.match(r.stdout, /^# collbench version/);
       assert.equal(r.stdout.split('\n').length, 2);
       // gloo: rank 0 itself writes to the pipe and ends with 141; rank 1 may say first that its peer went away
@@ -41,11 +64,15 @@ describe('--np: the output\'s reader goes away', () => {
 });
 
 describe('--hosts that mpirun cannot reach', () => {
-  it('collbench\'s line naming the hosts and ssh\'s reason, exit 5, none of Open MPI\'s banner', () => {
-    const r = runProgram('all_reduce_perf', ['-b', '8', '-e', '8', '--np', '2', '--hosts', 'nosuchhost-first:2'],
-      { timeoutMs: 120_000 });
+  it("collbench's line naming the hosts and ssh's reason, exit 5, none of Open MPI's banner", () => {
+    const r = runProgram('all_reduce_perf', ['-b', '8', '-e', '8', '--np', '2', '--hosts', 'nosuchhost-first:2'], {
+      timeoutMs: 120_000,
+    });
     assert.equal(r.code, 5, r.stderr);
-    assert.match(r.stderr, /^collbench: mpirun could not start its daemons on --hosts nosuchhost-first:2 \(ssh: Could not resolve hostname nosuchhost-first[^)]*\); every host must be reachable by ssh/m);
+    assert.match(
+      r.stderr,
+      /^collbench: mpirun could not start its daemons on --hosts nosuchhost-first:2 \(ssh: Could not resolve hostname nosuchhost-first[^)]*\); every host must be reachable by ssh/m,
+    );
     assert.doesNotMatch(r.stderr, /ORTE was unable|-{20}/);
   });
 });

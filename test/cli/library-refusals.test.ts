@@ -30,7 +30,9 @@ function allCorrect(r: CliResult, rows: number, what: string): void {
 
 describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI_ERR_OP for double prod)', () => {
   let lib = '';
-  before(() => { lib = buildFault('refuse_op', mkdtempSync(join(tmpdir(), 'collbench-refuse-'))); });
+  before(() => {
+    lib = buildFault('refuse_op', mkdtempSync(join(tmpdir(), 'collbench-refuse-')));
+  });
   const refusing = () => ({
     mpirunExtra: ['-x', `LD_PRELOAD=${lib}`, '-x', 'REFUSE_TYPE', '-x', 'REFUSE_OP'],
     env: { REFUSE_TYPE: 'MPI_DOUBLE', REFUSE_OP: 'MPI_PROD', ...CORRECT_OPS },
@@ -38,7 +40,12 @@ describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI
 
   for (const coll of ['all_reduce', 'reduce', 'reduce_scatter']) {
     it(`${coll}, 2 ranks: the pair is named once and skipped, the other 71 run correctly, exit 0`, () => {
-      const r = runMpirun(2, `${coll}_perf`, ['-b', '8', '-e', '64', '-d', 'all', '-o', 'all', '-n', '2', '-w', '1'], refusing());
+      const r = runMpirun(
+        2,
+        `${coll}_perf`,
+        ['-b', '8', '-e', '64', '-d', 'all', '-o', 'all', '-n', '2', '-w', '1'],
+        refusing(),
+      );
       allCorrect(r, DTYPES.length * OPS.length - 1, coll);
       assert.equal(r.stdout.match(new RegExp(SKIP_LINE.source, 'gm'))?.length, 1, r.stdout.slice(0, 2000));
       assert.ok(parseRows(r.stdout).every((row) => !(row.type === 'double' && row.redop === 'prod')));
@@ -47,7 +54,12 @@ describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI
   }
 
   it('-d all with one op named: the datatypes come from all, so the refused one is skipped', () => {
-    const r = runMpirun(2, 'all_reduce_perf', ['-b', '8', '-e', '8', '-d', 'all', '-o', 'prod', '-n', '1', '-w', '0'], refusing());
+    const r = runMpirun(
+      2,
+      'all_reduce_perf',
+      ['-b', '8', '-e', '8', '-d', 'all', '-o', 'prod', '-n', '1', '-w', '0'],
+      refusing(),
+    );
     allCorrect(r, DTYPES.length - 1, '-d all -o prod');
     assert.match(r.stdout, SKIP_LINE);
   });
@@ -58,7 +70,10 @@ describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI
     const ours = r.stderr.split('\n').filter((l) => / failure /.test(l));
     assert.equal(ours.length, 2, r.stderr);
     for (const l of ours) {
-      assert.match(l, /^rank [01] on host \S+: mpi failure MPI_ERR_OP at native\/src\/backends\/mpi\/mpi_collectives\.cc:\d+ MPI_Allreduce: MPI_ERR_OP: /);
+      assert.match(
+        l,
+        /^rank [01] on host \S+: mpi failure MPI_ERR_OP at native\/src\/backends\/mpi\/mpi_collectives\.cc:\d+ MPI_Allreduce: MPI_ERR_OP: /,
+      );
     }
     assert.doesNotMatch(r.stderr, /\/native\/src\//, 'no build-machine path');
     assert.match(r.stderr, /exit code:\s+3|Exit code:\s+3/, 'the ranks exit 3, as for any library error');
@@ -68,8 +83,11 @@ describe('-d all -o all over a library that refuses a pair (PMPI interposer: MPI
 describe('-d all -o all where nothing is refused: no # line, every pair runs', () => {
   for (const backend of ['mpi', 'gloo']) {
     it(`${backend}: 72 cases, no skip line, exit 0`, () => {
-      const r = runProgram('all_reduce_perf', ['--backend', backend, '-b', '8', '-e', '8', '-d', 'all', '-o', 'all', '-n', '1', '-w', '0'],
-        { env: CORRECT_OPS });
+      const r = runProgram(
+        'all_reduce_perf',
+        ['--backend', backend, '-b', '8', '-e', '8', '-d', 'all', '-o', 'all', '-n', '1', '-w', '0'],
+        { env: CORRECT_OPS },
+      );
       allCorrect(r, DTYPES.length * OPS.length, backend);
       assert.doesNotMatch(r.stdout, /^# Skipped/m);
     });

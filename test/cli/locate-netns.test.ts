@@ -46,7 +46,9 @@ function leftovers(): string[] {
       if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(marker)) {
         found.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 120)}`);
       }
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return found;
 }
@@ -64,7 +66,9 @@ function locate(args: string[], timeoutMs = 170_000) {
 /** Every job with a time budget ended within it (plus the 3 s SIGTERM grace and mpirun's teardown). */
 function withinBudgets(doc: LocateDocument): void {
   for (const st of doc.stages) {
-    for (const j of st.jobs) if (j.budgetSec !== null) assert.ok(j.durationSec <= j.budgetSec + 10, `${st.name} ${j.id}: ${j.durationSec} s of ${j.budgetSec} s`);
+    for (const j of st.jobs)
+      if (j.budgetSec !== null)
+        assert.ok(j.durationSec <= j.budgetSec + 10, `${st.name} ${j.id}: ${j.durationSec} s of ${j.budgetSec} s`);
   }
 }
 
@@ -76,21 +80,49 @@ function verdict(file: string): LocateDocument {
 
 /** `burst` 1 mbit: a 4 KB bucket keeps the kernel's timers busy at these rates and slows the other "hosts" too. */
 function throttle(i: number, rate: string | null, burst = '1mbit'): void {
-  const args = rate === null ? ['qdisc', 'del', 'dev', 'eth0', 'root'] : ['qdisc', 'add', 'dev', 'eth0', 'root', 'tbf', 'rate', rate, 'burst', burst, 'latency', '400ms'];
+  const args =
+    rate === null
+      ? ['qdisc', 'del', 'dev', 'eth0', 'root']
+      : ['qdisc', 'add', 'dev', 'eth0', 'root', 'tbf', 'rate', rate, 'burst', burst, 'latency', '400ms'];
   const r = spawnSync('ip', ['netns', 'exec', host(i), 'tc', ...args], { encoding: 'utf8' });
   assert.equal(r.status, 0, `tc ${args.join(' ')} in ${host(i)}: ${r.stderr}`);
 }
 
 /** One all_reduce job of two hosts with the run arguments locate gives its jobs; its per-iteration busbw (GB/s). */
 function pairJob(a: number, b: number, file: string): Promise<number[]> {
-  const args = ['all_reduce', '--np', '2', '--hosts', `${host(a)}:1,${host(b)}:1`, ...RUN_ARGS.slice(1), '-w', '2', '-c', '0',
-    '-I', '1', '-J', file, '--json-format', 'collbench', '--quiet'];
+  const args = [
+    'all_reduce',
+    '--np',
+    '2',
+    '--hosts',
+    `${host(a)}:1,${host(b)}:1`,
+    ...RUN_ARGS.slice(1),
+    '-w',
+    '2',
+    '-c',
+    '0',
+    '-I',
+    '1',
+    '-J',
+    file,
+    '--json-format',
+    'collbench',
+    '--quiet',
+  ];
   return new Promise((done, fail) => {
-    const child = spawn(join(binDir, 'collbench'), args, { env: { ...process.env, ...mpiEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(join(binDir, 'collbench'), args, {
+      env: { ...process.env, ...mpiEnv },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     child.on('close', (code) => {
-      if (code !== 0) { fail(new Error(`${args.join(' ')}: exit ${code}: ${err}`)); return; }
+      if (code !== 0) {
+        fail(new Error(`${args.join(' ')}: exit ${code}: ${err}`));
+        return;
+      }
       done([...samplesOf(JSON.parse(readFileSync(file, 'utf8')) as ReportDocument).values()].flat());
     });
   });
@@ -103,13 +135,23 @@ function pairJob(a: number, b: number, file: string): Promise<number[]> {
  */
 async function healthyBusbw(tag: string): Promise<number> {
   const levels: number[] = [];
-  for (const [round, pairs] of [[[1, 2], [3, 4]], [[1, 3], [2, 4]]].entries()) {
-    const jobs = await Promise.all(pairs.map(([a, b]) => pairJob(a!, b!, join(dir, `${tag}-healthy-${round}-${a}${b}.json`))));
+  for (const [round, pairs] of [
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    [
+      [1, 3],
+      [2, 4],
+    ],
+  ].entries()) {
+    const jobs = await Promise.all(
+      pairs.map(([a, b]) => pairJob(a!, b!, join(dir, `${tag}-healthy-${round}-${a}${b}.json`))),
+    );
     levels.push(...jobs.map((samples) => level(samples)));
   }
   return middle(levels.sort((x, y) => y - x).slice(0, Math.ceil(levels.length / 3)));
 }
-
 
 const middle = (xs: number[]): number => {
   const v = [...xs].sort((a, b) => a - b);
@@ -127,8 +169,14 @@ async function throttledRatio(i: number, mbit: number, tag: string): Promise<num
     const mine: number[] = [];
     const others: number[] = [];
     // round 1: i-a beside b-c; round 2: i-b beside a-c
-    for (const [partner, x, y] of [[a, b, c], [b, a, c]]) {
-      const [m, o] = await Promise.all([pairJob(i, partner!, join(dir, `${tag}-${partner}-mine.json`)), pairJob(x!, y!, join(dir, `${tag}-${partner}-other.json`))]);
+    for (const [partner, x, y] of [
+      [a, b, c],
+      [b, a, c],
+    ]) {
+      const [m, o] = await Promise.all([
+        pairJob(i, partner!, join(dir, `${tag}-${partner}-mine.json`)),
+        pairJob(x!, y!, join(dir, `${tag}-${partner}-other.json`)),
+      ]);
       mine.push(level(m));
       others.push(level(o));
     }
@@ -144,13 +192,20 @@ async function throttledRatio(i: number, mbit: number, tag: string): Promise<num
  * far the measured ratio is from `fraction`, until within 15 % (at most 3 tries). A tbf at the busbw itself slows a
  * pair more than that (the busbw is an average, the transfers are bursts), so a fixed rule would not give 0.78.
  */
-async function calibrate(i: number, fraction: number, tag: string, t: TestContext): Promise<{ mbit: number; measured: number }> {
+async function calibrate(
+  i: number,
+  fraction: number,
+  tag: string,
+  t: TestContext,
+): Promise<{ mbit: number; measured: number }> {
   const busbw = await healthyBusbw(tag);
   let mbit = busbw * fraction * 8000;
   let measured = 0;
   for (let step = 1; step <= 3; step++) {
     measured = await throttledRatio(i, mbit, `${tag}-cal${step}`);
-    t.diagnostic(`calibration ${step}: healthy busbw ${busbw.toFixed(3)} GB/s, tbf ${Math.round(mbit)} mbit on ${host(i)}: its pairs at ${measured.toFixed(2)} of the others' (load ${load()})`);
+    t.diagnostic(
+      `calibration ${step}: healthy busbw ${busbw.toFixed(3)} GB/s, tbf ${Math.round(mbit)} mbit on ${host(i)}: its pairs at ${measured.toFixed(2)} of the others' (load ${load()})`,
+    );
     if (Math.abs(measured / fraction - 1) <= 0.15 || step === 3) break;
     mbit = Math.min(100_000, Math.max(1, (mbit * fraction) / Math.max(measured, 0.01)));
   }
@@ -165,10 +220,18 @@ describe('collbench locate: bad input (no hosts needed)', () => {
     ['no hosts', [], /^collbench: locate: no hosts: give --hosts or --hostfile, or run inside a Slurm allocation$/],
     ['one host', ['--hosts', 'localhost'], /needs at least 2 hosts, got 1/],
     ['duplicates', ['--hosts', 'localhost,localhost'], /host 'localhost' is listed twice/],
-    ['unknown host', ['--hosts', 'localhost,no-such-host.invalid'], /unknown host 'no-such-host\.invalid' \(does not resolve\)/],
+    [
+      'unknown host',
+      ['--hosts', 'localhost,no-such-host.invalid'],
+      /unknown host 'no-such-host\.invalid' \(does not resolve\)/,
+    ],
     ['a run argument locate sets', ['--hosts', 'a,b', '--', '--np', '4'], /--np is set by locate itself/],
     ['a bad run argument', ['--hosts', 'a,b', '--', '-b', 'lots'], /-b/],
-    ['one repeat', ['--hosts', 'a,b', '--repeats', '1'], /--repeats: repeat count must be an integer between 2 and 100, got 1/],
+    [
+      'one repeat',
+      ['--hosts', 'a,b', '--repeats', '1'],
+      /--repeats: repeat count must be an integer between 2 and 100, got 1/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     it(`${name} → one line, exit 2`, () => {
@@ -190,22 +253,40 @@ describe('collbench locate: bad input (no hosts needed)', () => {
 
 describe('collbench locate on network-namespace hosts', () => {
   before(() => {
-    if (spawnSync('sh', ['-c', 'command -v mpirun']).status !== 0) { skipReason = 'mpirun is not installed'; return; }
+    if (spawnSync('sh', ['-c', 'command -v mpirun']).status !== 0) {
+      skipReason = 'mpirun is not installed';
+      return;
+    }
     const up = spawnSync(SCRIPT, ['up', String(HOSTS), PREFIX, String(SUBNET)], { encoding: 'utf8' });
-    if (up.status !== 0) { skipReason = `cannot create network namespaces: ${(up.stderr || up.stdout).trim().split('\n').pop()}`; return; }
+    if (up.status !== 0) {
+      skipReason = `cannot create network namespaces: ${(up.stderr || up.stdout).trim().split('\n').pop()}`;
+      return;
+    }
     spawnSync('ip', ['netns', 'del', host(5)]);
     const env = spawnSync(SCRIPT, ['mpi-env', String(SUBNET)], { encoding: 'utf8' }).stdout;
-    mpiEnv = Object.fromEntries(env.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    mpiEnv = Object.fromEntries(
+      env
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
   });
   after(() => {
     spawnSync(SCRIPT, ['down', PREFIX]);
     rmSync(dir, { recursive: true, force: true });
-    assert.doesNotMatch(spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout, new RegExp(`${PREFIX}-h`), 'namespaces deleted');
+    assert.doesNotMatch(
+      spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout,
+      new RegExp(`${PREFIX}-h`),
+      'namespaces deleted',
+    );
     assert.doesNotMatch(readFileSync('/etc/hosts', 'utf8'), new RegExp(`${PREFIX}-h`), '/etc/hosts lines removed');
   });
 
   it('healthy hosts → verdict healthy, exit 0, no suspect', async (t) => {
-    if (skipReason) { t.skip(skipReason); return; }
+    if (skipReason) {
+      t.skip(skipReason);
+      return;
+    }
     const file = join(dir, 'healthy.json');
     const r = locate(['--hosts', FOUR, ...RULE, '-J', file, '--quiet', ...RUN_ARGS]);
     assert.equal(r.code, 0, `load ${load()}\n${r.stdout}\n${r.stderr}`);
@@ -230,10 +311,18 @@ describe('collbench locate on network-namespace hosts', () => {
    * noisy as the margin (inconclusive: noise), and nothing was named, it is calibrated and run again, up to 3
    * attempts. Any run whose data shows the slow host, or that names anything, is judged (`judged`).
    */
-  async function throttledRun(i: number, fraction: number, rule: string[], tag: string, t: TestContext): Promise<{ doc: LocateDocument; out: string; code: number | null; judged: boolean }> {
+  async function throttledRun(
+    i: number,
+    fraction: number,
+    rule: string[],
+    tag: string,
+    t: TestContext,
+  ): Promise<{ doc: LocateDocument; out: string; code: number | null; judged: boolean }> {
     for (let attempt = 1; ; attempt++) {
-      const { mbit, measured } = fraction < 0.1 ? { mbit: (await healthyBusbw(`${tag}-${attempt}`)) * fraction * 8000, measured: NaN }
-        : await calibrate(i, fraction, `${tag}-${attempt}`, t);
+      const { mbit, measured } =
+        fraction < 0.1
+          ? { mbit: (await healthyBusbw(`${tag}-${attempt}`)) * fraction * 8000, measured: NaN }
+          : await calibrate(i, fraction, `${tag}-${attempt}`, t);
       const loadBefore = load();
       throttle(i, `${Math.round(mbit)}mbit`);
       let r: ReturnType<typeof locate>;
@@ -248,14 +337,22 @@ describe('collbench locate on network-namespace hosts', () => {
       const doc = verdict(file);
       // what the run saw, in the test's output whether it passes or not (the verdicts depend on the load)
       const pairs = doc.stages.find((st) => st.name === 'pairs')?.groups ?? [];
-      const ratios = (mine: boolean): number[] => pairs.filter((g) => g.hosts.includes(host(i)) === mine).map((g) => g.ratio ?? 0);
+      const ratios = (mine: boolean): number[] =>
+        pairs.filter((g) => g.hosts.includes(host(i)) === mine).map((g) => g.ratio ?? 0);
       const shown = middle(ratios(true)) / middle(ratios(false));
-      t.diagnostic(`attempt ${attempt}: ${note}; in the run its pairs at ${ratios(true).map((x) => x.toFixed(2)).join(' ')}, the others at ` +
-        `${ratios(false).map((x) => x.toFixed(2)).join(' ')} (${shown.toFixed(2)}); ${doc.verdict}: ${doc.reason}`);
+      t.diagnostic(
+        `attempt ${attempt}: ${note}; in the run its pairs at ${ratios(true)
+          .map((x) => x.toFixed(2))
+          .join(' ')}, the others at ` +
+          `${ratios(false)
+            .map((x) => x.toFixed(2))
+            .join(' ')} (${shown.toFixed(2)}); ${doc.verdict}: ${doc.reason}`,
+      );
       const named = doc.suspects.length + doc.links.length + doc.degraded.length > 0;
       const separated = Math.max(...ratios(true)) < Math.min(...ratios(false));
       // locate's own answer to a stage whose noise is the size of the margin: it names nothing, and says so
-      const noisy = doc.verdict === 'inconclusive' && /below the margin but not consistently .*: noise/.test(doc.reason);
+      const noisy =
+        doc.verdict === 'inconclusive' && /below the margin but not consistently .*: noise/.test(doc.reason);
       const judged = (shown < 0.9 && separated && !noisy) || named;
       if (judged || attempt === 3) return { doc, out: `${note}\n${r.stdout}`, code: r.code, judged };
     }
@@ -272,7 +369,10 @@ describe('collbench locate on network-namespace hosts', () => {
   }
 
   it('tbf at 1/25 of the healthy busbw on h4 (far slower) → h4 named, exit 7', async (t) => {
-    if (skipReason) { t.skip(skipReason); return; }
+    if (skipReason) {
+      t.skip(skipReason);
+      return;
+    }
     const { doc, out, code, judged } = await throttledRun(4, 1 / 25, RULE, 'throttled-far', t);
     assert.ok(judged, out);
     assert.equal(code, 7, out);
@@ -284,8 +384,11 @@ describe('collbench locate on network-namespace hosts', () => {
 
   // ≈3× as calibrated; a busier or calmer minute can make it milder or stronger, and the host is named as a suspect
   // (exit 7) or, within the 50 % margin, as degraded (exit 8): the host either way.
-  it('h2 throttled so that its pairs carry 0.3 of the others\' busbw (mild: ≈3× slower) → h2 named as the host, not as links', async (t) => {
-    if (skipReason) { t.skip(skipReason); return; }
+  it("h2 throttled so that its pairs carry 0.3 of the others' busbw (mild: ≈3× slower) → h2 named as the host, not as links", async (t) => {
+    if (skipReason) {
+      t.skip(skipReason);
+      return;
+    }
     const { doc, out, code, judged } = await throttledRun(2, 0.3, RULE, 'throttled-mild', t);
     assert.ok(judged, out);
     assert.ok(code === 7 || code === 8, out);
@@ -293,7 +396,10 @@ describe('collbench locate on network-namespace hosts', () => {
     // re-tested and slow again, or so clearly slow in the pairs stage that no re-test was run
     const retest = doc.stages.find((s) => s.name === 'retest');
     if (doc.suspects[0] && doc.suspects[0].confirmedBy === 'retest') {
-      assert.ok(retest!.groups.some((g) => g.hosts.includes(host(2)) && (g.state === 'slow' || g.state === 'failed')), 're-tested and slow again');
+      assert.ok(
+        retest!.groups.some((g) => g.hosts.includes(host(2)) && (g.state === 'slow' || g.state === 'failed')),
+        're-tested and slow again',
+      );
     } else if (doc.suspects[0]) assert.equal(doc.suspects[0].confirmedBy, 'pairs');
     withinBudgets(doc);
     await noLeftovers();
@@ -301,11 +407,17 @@ describe('collbench locate on network-namespace hosts', () => {
 
   // A steady 22 % degradation at the default margin (25 %): some of h3's pairs cross the margin, some do not (issue
   // #41 named two of them as links). The host, as a suspect or as degraded, whichever the load makes of it.
-  it('h3 throttled to 0.78 of the others\' busbw (degraded), default margin → h3 named (suspect or degraded), no link', async (t) => {
-    if (skipReason) { t.skip(skipReason); return; }
+  it("h3 throttled to 0.78 of the others' busbw (degraded), default margin → h3 named (suspect or degraded), no link", async (t) => {
+    if (skipReason) {
+      t.skip(skipReason);
+      return;
+    }
     const { doc, out, code, judged } = await throttledRun(3, 0.78, ['--max-noise', '80'], 'throttled-degraded', t);
     // a 22 % fault inside this machine's noise in every attempt (a busy 2-core VM): nothing to judge, said so
-    if (!judged) { t.skip(`h3 at 0.78 did not stand out of this machine's noise in 3 runs (load ${load()}): see the diagnostics`); return; }
+    if (!judged) {
+      t.skip(`h3 at 0.78 did not stand out of this machine's noise in 3 runs (load ${load()}): see the diagnostics`);
+      return;
+    }
     assert.ok(code === 7 || code === 8, out);
     namesTheHost(doc, 3, out);
     withinBudgets(doc);
@@ -313,8 +425,11 @@ describe('collbench locate on network-namespace hosts', () => {
   });
 
   it('--max-time 10s with a throttled host → stopped in time, partial, the stages not run listed, only that host named', async (t) => {
-    if (skipReason) { t.skip(skipReason); return; }
-    throttle(4, `${Math.max(1, Math.round((await healthyBusbw('max-time')) * 8000 / 25))}mbit`);
+    if (skipReason) {
+      t.skip(skipReason);
+      return;
+    }
+    throttle(4, `${Math.max(1, Math.round(((await healthyBusbw('max-time')) * 8000) / 25))}mbit`);
     try {
       const file = join(dir, 'max-time.json');
       const started = Date.now();
@@ -331,8 +446,13 @@ describe('collbench locate on network-namespace hosts', () => {
       assert.ok(doc.notRun.includes('whole-job'), doc.notRun.join(', '));
       assert.match(doc.reason, /^partial \(not run: /);
       assert.match(r.stdout, /^# partial: not run: /m);
-      for (const x of [...doc.suspects.map((s) => [s.host]), ...doc.links.map((l) => l.hosts)]) assert.ok(x.includes(host(4)), r.stdout);
-      assert.ok([...doc.suspects, ...doc.links].every((x) => x.confirmedBy !== 'retest' || doc.stages.some((s) => s.name === 'retest')));
+      for (const x of [...doc.suspects.map((s) => [s.host]), ...doc.links.map((l) => l.hosts)])
+        assert.ok(x.includes(host(4)), r.stdout);
+      assert.ok(
+        [...doc.suspects, ...doc.links].every(
+          (x) => x.confirmedBy !== 'retest' || doc.stages.some((s) => s.name === 'retest'),
+        ),
+      );
     } finally {
       throttle(4, null);
     }
@@ -340,7 +460,10 @@ describe('collbench locate on network-namespace hosts', () => {
   });
 
   it('a host that resolves but cannot be reached → one line naming it, exit 5, nothing left running', async (t) => {
-    if (skipReason) { t.skip(skipReason); return; }
+    if (skipReason) {
+      t.skip(skipReason);
+      return;
+    }
     const r = locate(['--hosts', `${host(1)},${host(5)}`, '--quiet', ...RUN_ARGS], 120_000);
     assert.equal(r.code, 5, r.stderr);
     assert.match(r.stderr.trimEnd(), new RegExp(`^collbench: locate: host '${host(5)}' unreachable: `));

@@ -11,7 +11,11 @@ const SIZES = [8, 64, 512, 4096, 32768, 262144];
 
 function assertSweeps(stdout: string, cycles: number): void {
   const rows = parseRows(stdout);
-  assert.deepEqual(rows.map((r) => r.size), Array.from({ length: cycles }, () => SIZES).flat(), stdout);
+  assert.deepEqual(
+    rows.map((r) => r.size),
+    Array.from({ length: cycles }, () => SIZES).flat(),
+    stdout,
+  );
   for (const r of rows) {
     assert.equal(r.oop.wrong, 0, r.line);
     assert.equal(r.ip.wrong, 0, r.line);
@@ -24,8 +28,25 @@ describe('row-halves queued ahead', () => {
   for (const backend of ['mpi', 'gloo']) {
     for (const np of [1, 2]) {
       it(`${backend}, ${np} rank(s), -N 2: every row of both cycles, in order, checked`, () => {
-        const r = runProgram('all_reduce_perf', ['--backend', backend, '-b', '8', '-e', '256K', '-f', '8', '-n', '5',
-          '-w', '2', '-c', '1', '-N', '2', ...(np > 1 ? ['--np', String(np)] : [])]);
+        const r = runProgram('all_reduce_perf', [
+          '--backend',
+          backend,
+          '-b',
+          '8',
+          '-e',
+          '256K',
+          '-f',
+          '8',
+          '-n',
+          '5',
+          '-w',
+          '2',
+          '-c',
+          '1',
+          '-N',
+          '2',
+          ...(np > 1 ? ['--np', String(np)] : []),
+        ]);
         assert.equal(r.code, 0, `exit ${r.code}\n${r.stderr}\n${r.stdout}`);
         assertSweeps(r.stdout, 2);
       });
@@ -35,10 +56,15 @@ describe('row-halves queued ahead', () => {
   it('a closed stdout with halves queued and one running: exit 141, no crash', async () => {
     // -N 0: rows of 128 KiB without end, each half short enough (~1 ms) to be queued ahead: the native thread is
     // always inside one when the process exits, and its buffers must outlive it.
-    const child = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'mpi', '-b', '128K', '-e', '128K', '-n', '200',
-      '-w', '2', '-c', '0', '-N', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      join(binDir, 'all_reduce_perf'),
+      ['--backend', 'mpi', '-b', '128K', '-e', '128K', '-n', '200', '-w', '2', '-c', '0', '-N', '0'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     let seen = '';
     child.stdout.on('data', (d: Buffer) => {
       seen += d.toString();
@@ -47,7 +73,10 @@ describe('row-halves queued ahead', () => {
     });
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((done) => {
       const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      child.on('exit', (c, s) => { clearTimeout(timer); done([c, s]); });
+      child.on('exit', (c, s) => {
+        clearTimeout(timer);
+        done([c, s]);
+      });
     });
     assert.equal(signal, null, stderr);
     assert.equal(code, 141, stderr);

@@ -12,8 +12,9 @@ describe('every collective on OpenMPI, all datatypes, ops and roots', () => {
     for (const coll of COLLECTIVES) {
       it(`${coll} at ${np} ranks`, () => {
         // op/avx of Open MPI 4.1 saturates int8/uint8 sums (tested separately in library-defects).
-        const r = runMpirun(np, `${coll}_perf`, [...SIZES, '-n', '2', '-w', '1', ...matrixArgs(coll)],
-          { env: { OMPI_MCA_op: '^avx' } });
+        const r = runMpirun(np, `${coll}_perf`, [...SIZES, '-n', '2', '-w', '1', ...matrixArgs(coll)], {
+          env: { OMPI_MCA_op: '^avx' },
+        });
         assertCleanMatrixRun(r, coll, np, 3);
       });
     }

@@ -16,8 +16,16 @@ export function maskRun(stdout: string): string {
 
 const cases: [string, string, string[]][] = [
   ['all_reduce 2 ranks', 'e2e-all-reduce-np2.txt', ['all_reduce_perf', '-b', '8', '-e', '32', '-f', '2']],
-  ['alltoall 2 ranks, in-place N/A', 'e2e-alltoall-np2.txt', ['alltoall_perf', '-b', '1K', '-e', '4K', '-f', '4', '-d', 'int32']],
-  ['broadcast all roots, -I 1', 'e2e-broadcast-roots-periter.txt', ['broadcast_perf', '-b', '64', '-e', '64', '-r', '-1', '-I', '1']],
+  [
+    'alltoall 2 ranks, in-place N/A',
+    'e2e-alltoall-np2.txt',
+    ['alltoall_perf', '-b', '1K', '-e', '4K', '-f', '4', '-d', 'int32'],
+  ],
+  [
+    'broadcast all roots, -I 1',
+    'e2e-broadcast-roots-periter.txt',
+    ['broadcast_perf', '-b', '64', '-e', '64', '-r', '-1', '-I', '1'],
+  ],
 ];
 
 describe('whole-run output matches the golden files', () => {

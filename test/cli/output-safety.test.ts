@@ -50,32 +50,59 @@ function assertRefuses(dir: string): void {
 
 describe('output folders that cannot take a file: refused before the run, one line', () => {
   it('read-only bind mount: -J refused with exit 2 before any row (plain run and --np launcher)', (t) => {
-    if (roReady !== true) { t.skip(roReady); return; }
+    if (roReady !== true) {
+      t.skip(roReady);
+      return;
+    }
     assertRefuses(roDir);
     const out = join(roDir, 'r.json');
     const r = runProgram('all_reduce_perf', [...RUN, '-J', out]);
     assert.equal(r.code, 2, r.stderr);
-    assert.equal(r.stderr.trim(), `all_reduce_perf: -J: cannot write ${out}: folder ${roDir} is on a read-only file system`);
+    assert.equal(
+      r.stderr.trim(),
+      `all_reduce_perf: -J: cannot write ${out}: folder ${roDir} is on a read-only file system`,
+    );
     assert.equal(r.stdout, '', 'nothing ran: no preamble, no row');
     // --np: the launcher refuses before mpirun; a missing mpirun proves mpirun was never started.
-    const np = runProgram('all_reduce_perf', [...RUN, '--np', '2', '--csv', join(roDir, 'r.csv')],
-      { env: { COLLBENCH_MPIRUN: join(work, 'no-such-mpirun') } });
+    const np = runProgram('all_reduce_perf', [...RUN, '--np', '2', '--csv', join(roDir, 'r.csv')], {
+      env: { COLLBENCH_MPIRUN: join(work, 'no-such-mpirun') },
+    });
     assert.equal(np.code, 2, np.stderr);
-    assert.match(np.stderr.trim(), /^all_reduce_perf: --csv: cannot write \S+r\.csv: folder \S+ is on a read-only file system$/);
-    const gloo = runProgram('all_reduce_perf', ['--backend', 'gloo', '-b', '8', '-e', '8', '--np', '2', '--md', join(roDir, 'r.md')]);
+    assert.match(
+      np.stderr.trim(),
+      /^all_reduce_perf: --csv: cannot write \S+r\.csv: folder \S+ is on a read-only file system$/,
+    );
+    const gloo = runProgram('all_reduce_perf', [
+      '--backend',
+      'gloo',
+      '-b',
+      '8',
+      '-e',
+      '8',
+      '--np',
+      '2',
+      '--md',
+      join(roDir, 'r.md'),
+    ]);
     assert.equal(gloo.code, 2, gloo.stderr);
     assert.equal(gloo.stderr.trim().split('\n').length, 1, gloo.stderr);
     assert.deepEqual(readdirSync(roDir), []);
   });
 
   it('immutable folder (chattr +i): --html and --junit refused with exit 2', (t) => {
-    if (immReady !== true) { t.skip(immReady); return; }
+    if (immReady !== true) {
+      t.skip(immReady);
+      return;
+    }
     assertRefuses(immDir);
     for (const flag of ['--html', '--junit']) {
       const out = join(immDir, 'r.out');
       const r = runProgram('all_reduce_perf', [...RUN, flag, out]);
       assert.equal(r.code, 2, r.stderr);
-      assert.equal(r.stderr.trim(), `all_reduce_perf: ${flag}: cannot write ${out}: folder ${immDir} is not writable (EPERM)`);
+      assert.equal(
+        r.stderr.trim(),
+        `all_reduce_perf: ${flag}: cannot write ${out}: folder ${immDir} is not writable (EPERM)`,
+      );
     }
   });
 
@@ -83,12 +110,18 @@ describe('output folders that cannot take a file: refused before the run, one li
     const missing = join(work, 'nope', 'r.json');
     const r = runProgram('all_reduce_perf', [...RUN, '-J', missing]);
     assert.equal(r.code, 2);
-    assert.equal(r.stderr.trim(), `all_reduce_perf: -J: cannot write ${missing}: folder ${join(work, 'nope')} does not exist`);
+    assert.equal(
+      r.stderr.trim(),
+      `all_reduce_perf: -J: cannot write ${missing}: folder ${join(work, 'nope')} does not exist`,
+    );
     const file = join(work, 'plain-file');
     writeFileSync(file, '');
     const r2 = runProgram('all_reduce_perf', [...RUN, '--csv', join(file, 'r.csv')]);
     assert.equal(r2.code, 2);
-    assert.equal(r2.stderr.trim(), `all_reduce_perf: --csv: cannot write ${join(file, 'r.csv')}: ${file} is not a directory`);
+    assert.equal(
+      r2.stderr.trim(),
+      `all_reduce_perf: --csv: cannot write ${join(file, 'r.csv')}: ${file} is not a directory`,
+    );
   });
 });
 
@@ -99,10 +132,15 @@ describe('existing output files: never silently overwritten', () => {
     writeFileSync(out, 'earlier result\n');
     const r = runProgram('all_reduce_perf', [...RUN, '-J', out]);
     assert.equal(r.code, 2);
-    assert.equal(r.stderr.trim(), `all_reduce_perf: -J: ${out} already exists; refusing to overwrite it (give --force to replace it)`);
+    assert.equal(
+      r.stderr.trim(),
+      `all_reduce_perf: -J: ${out} already exists; refusing to overwrite it (give --force to replace it)`,
+    );
     assert.equal(r.stdout, '');
     assert.equal(readFileSync(out, 'utf8'), 'earlier result\n');
-    const np = runProgram('all_reduce_perf', [...RUN, '--np', '2', '-J', out], { env: { COLLBENCH_MPIRUN: join(work, 'no-such-mpirun') } });
+    const np = runProgram('all_reduce_perf', [...RUN, '--np', '2', '-J', out], {
+      env: { COLLBENCH_MPIRUN: join(work, 'no-such-mpirun') },
+    });
     assert.equal(np.code, 2, np.stderr);
     assert.match(np.stderr, /already exists; refusing to overwrite it/);
 
@@ -115,7 +153,7 @@ describe('existing output files: never silently overwritten', () => {
     assert.deepEqual(readdirSync(dir).sort(), ['r.csv', 'r.json']);
   });
 
-  it('--np 2: the launcher and rank 0 both accept a new file; rank 1 does not check (it writes nothing); a killed writer\'s temporary file is removed', () => {
+  it("--np 2: the launcher and rank 0 both accept a new file; rank 1 does not check (it writes nothing); a killed writer's temporary file is removed", () => {
     const dir = mkdtempSync(join(work, 'np-'));
     const out = join(dir, 'r.json');
     // What a rank killed (kill -9) between writing and renaming leaves: a temporary file of a process that is gone.
@@ -137,7 +175,10 @@ describe('existing output files: never silently overwritten', () => {
     writeFileSync(md, 'keep me\n');
     const r = runProgram('collbench', ['report', src, '--md', md]);
     assert.equal(r.code, 2);
-    assert.match(r.stderr.trim(), /^collbench: --md: \S+out\.md already exists; refusing to overwrite it \(give --force to replace it\)$/);
+    assert.match(
+      r.stderr.trim(),
+      /^collbench: --md: \S+out\.md already exists; refusing to overwrite it \(give --force to replace it\)$/,
+    );
     assert.equal(readFileSync(md, 'utf8'), 'keep me\n');
     const f = runProgram('collbench', ['report', src, '--md', md, '--force']);
     assert.equal(f.code, 0, f.stderr);

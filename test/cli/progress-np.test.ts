@@ -12,10 +12,13 @@ const terminalEnv = { ...process.env, CI: undefined, TERM: 'xterm' };
 const plain = (text: string): string => text.replace(/\r|\u001b\[[0-9;?]*[A-Za-z]|\u001b[78]/g, '\n');
 
 describe('progress under --np with the mpi backend', () => {
-  it('is drawn when the launcher\'s stderr is a terminal, and every table row survives it', () => {
+  it("is drawn when the launcher's stderr is a terminal, and every table row survives it", () => {
     const cmd = `${join(binDir, 'all_reduce_perf')} -b 1M -e 8M -f 2 -n 5 --np 2 --backend mpi`;
-    const r = spawnSync('script', ['-qfec', cmd, '/dev/null'],
-      { encoding: 'utf8', env: terminalEnv, timeout: 180_000 });
+    const r = spawnSync('script', ['-qfec', cmd, '/dev/null'], {
+      encoding: 'utf8',
+      env: terminalEnv,
+      timeout: 180_000,
+    });
     assert.equal(r.status, 0, r.stdout);
     assert.match(r.stdout, /\d\/4 rows \| all_reduce float \d+MB \| \d+s elapsed, ETA/);
     assert.equal(parseRows(plain(r.stdout)).length, 4, r.stdout);
@@ -29,8 +32,10 @@ describe('progress under --np with the mpi backend', () => {
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('progress: '));
     assert.ok(lines.length >= 1, `no progress line on stderr:\n${r.stderr}`);
     const duration = String.raw`\d+(?:m\d\d)?s`; // formatDuration below an hour: 45s, 3m05s
-    const progressLine = new RegExp(String.raw`^progress: [0-2]/2 rows, ${duration} elapsed(, ~${duration} left)? ` +
-      String.raw`\(now all_reduce float [24]MB\)$`);
+    const progressLine = new RegExp(
+      String.raw`^progress: [0-2]/2 rows, ${duration} elapsed(, ~${duration} left)? ` +
+        String.raw`\(now all_reduce float [24]MB\)$`,
+    );
     for (const l of lines) assert.match(l, progressLine);
     assert.doesNotMatch(r.stdout, /progress|rows \|/);
     assert.equal(parseRows(r.stdout).length, 2);
@@ -41,13 +46,16 @@ describe('progress under --np with the mpi backend', () => {
   });
 
   it('prints none with --quiet, nor in a short run', () => {
-    const quiet = runProgram('all_reduce_perf',
+    const quiet = runProgram(
+      'all_reduce_perf',
       ['-b', '2M', '-e', '4M', '-f', '2', '-n', '6000', '--np', '2', '--quiet'],
-      { env: { CI: undefined }, timeoutMs: 300_000 });
+      { env: { CI: undefined }, timeoutMs: 300_000 },
+    );
     assert.equal(quiet.code, 0, quiet.stderr);
     assert.equal(quiet.stderr, '');
-    const short = runProgram('all_reduce_perf', ['-b', '1M', '-e', '2M', '-f', '2', '-n', '5', '--np', '2'],
-      { env: { CI: undefined } });
+    const short = runProgram('all_reduce_perf', ['-b', '1M', '-e', '2M', '-f', '2', '-n', '5', '--np', '2'], {
+      env: { CI: undefined },
+    });
     assert.equal(short.code, 0, short.stderr);
     assert.equal(short.stderr, '');
   });

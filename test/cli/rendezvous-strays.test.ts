@@ -14,41 +14,67 @@ import { assertNoDevice, cachedNccl, NO_NCCL_ENV, ncclModule, visibleGpus } from
 import { floodWithoutNewline, freePort, listening, stray } from '../helpers/net.js';
 
 const nccl = cachedNccl();
-const skip = ncclModule() === null ? 'the nccl module is not built (no nvcc)' : !nccl ? 'no libnccl: no cached NCCL wheel'
-  : visibleGpus().count > 0 ? 'this machine has a GPU: the job would run past the rendezvous' : false;
+const skip =
+  ncclModule() === null
+    ? 'the nccl module is not built (no nvcc)'
+    : !nccl
+      ? 'no libnccl: no cached NCCL wheel'
+      : visibleGpus().count > 0
+        ? 'this machine has a GPU: the job would run past the rendezvous'
+        : false;
 if (skip) console.log(`# skipping the rendezvous stray tests: ${skip}`);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Rank { done: Promise<CliResult>; pid: number; peakKiB: () => number }
+interface Rank {
+  done: Promise<CliResult>;
+  pid: number;
+  peakKiB: () => number;
+}
 
 /** One all_reduce_perf rank; its peak resident memory (VmHWM) read every 20 ms while it lives. */
 function startRank(env: NodeJS.ProcessEnv): Rank {
-  const c = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'nccl', '-b', '8', '-e', '8'],
-    { env: { ...process.env, ...NO_NCCL_ENV, COLLBENCH_NCCL_LIB: nccl?.lib ?? '', ...env } });
+  const c = spawn(join(binDir, 'all_reduce_perf'), ['--backend', 'nccl', '-b', '8', '-e', '8'], {
+    env: { ...process.env, ...NO_NCCL_ENV, COLLBENCH_NCCL_LIB: nccl?.lib ?? '', ...env },
+  });
   let peak = 0;
   const poll = setInterval(() => {
     try {
       const kib = Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${c.pid}/status`, 'utf8'))?.[1] ?? 0);
       peak = Math.max(peak, kib);
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   }, 20);
-  let stdout = '', stderr = '';
-  c.stdout.on('data', (d) => { stdout += d; });
-  c.stderr.on('data', (d) => { stderr += d; });
+  let stdout = '',
+    stderr = '';
+  c.stdout.on('data', (d) => {
+    stdout += d;
+  });
+  c.stderr.on('data', (d) => {
+    stderr += d;
+  });
   const kill = setTimeout(() => c.kill('SIGKILL'), 90_000);
-  const done = new Promise<CliResult>((resolve) => c.on('exit', (code, signal) => {
-    clearTimeout(kill);
-    clearInterval(poll);
-    resolve({ code, signal, stdout, stderr });
-  }));
+  const done = new Promise<CliResult>((resolve) =>
+    c.on('exit', (code, signal) => {
+      clearTimeout(kill);
+      clearInterval(poll);
+      resolve({ code, signal, stdout, stderr });
+    }),
+  );
   return { done, pid: c.pid!, peakKiB: () => peak };
 }
 
-const job = (port: number, worldSize: number, extra: NodeJS.ProcessEnv = {}) => (rank: number): NodeJS.ProcessEnv => ({
-  RANK: String(rank), WORLD_SIZE: String(worldSize), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port),
-  COLLBENCH_RENDEZVOUS_TIMEOUT: '60', ...extra,
-});
+const job =
+  (port: number, worldSize: number, extra: NodeJS.ProcessEnv = {}) =>
+  (rank: number): NodeJS.ProcessEnv => ({
+    RANK: String(rank),
+    WORLD_SIZE: String(worldSize),
+    MASTER_ADDR: '127.0.0.1',
+    MASTER_PORT: String(port),
+    COLLBENCH_RENDEZVOUS_TIMEOUT: '60',
+    ...extra,
+  });
 
 async function untilListening(port: number, rank0: Rank): Promise<void> {
   for (let i = 0; i < 600 && !listening(port); i++) await sleep(50);
@@ -59,8 +85,11 @@ async function untilListening(port: number, rank0: Rank): Promise<void> {
  * Rank 0 of a `worldSize` job starts; once it listens, `strays` runs against its port (while rank 1 is not there);
  * rank 1 (then the others) starts 1 s later. Every rank must reach NCCL's init and fail there; returns rank 0's peak.
  */
-async function jobWithStray(worldSize: number, strays: (port: number, env: (r: number) => NodeJS.ProcessEnv) => Promise<void>,
-  extra: NodeJS.ProcessEnv = {}): Promise<number> {
+async function jobWithStray(
+  worldSize: number,
+  strays: (port: number, env: (r: number) => NodeJS.ProcessEnv) => Promise<void>,
+  extra: NodeJS.ProcessEnv = {},
+): Promise<number> {
   const port = await freePort();
   const env = job(port, worldSize, extra);
   const rank0 = startRank(env(0));
@@ -77,7 +106,7 @@ async function jobWithStray(worldSize: number, strays: (port: number, env: (r: n
 describe('a torchrun-style nccl job survives strays at MASTER_PORT', { skip }, () => {
   let baselineKiB = 0;
 
-  it('no stray (the baseline of rank 0\'s peak memory)', async () => {
+  it("no stray (the baseline of rank 0's peak memory)", async () => {
     baselineKiB = await jobWithStray(2, async () => {});
     assert.ok(baselineKiB > 0);
   });
@@ -93,16 +122,26 @@ describe('a torchrun-style nccl job survives strays at MASTER_PORT', { skip }, (
     await jobWithStray(2, async (port) => {
       const other = await startRank({ ...job(port, 3)(1) }).done;
       assert.equal(other.code, 5, other.stderr);
-      assert.match(other.stderr.trim(), /^all_reduce_perf: rank 1 on host \S+: nccl backend unavailable \(RENDEZVOUS\): .*rendezvous: rank 0 at 127\.0\.0\.1:\d+ turned rank 1 away: rank 0 has WORLD_SIZE=2, this rank 3$/);
+      assert.match(
+        other.stderr.trim(),
+        /^all_reduce_perf: rank 1 on host \S+: nccl backend unavailable \(RENDEZVOUS\): .*rendezvous: rank 0 at 127\.0\.0\.1:\d+ turned rank 1 away: rank 0 has WORLD_SIZE=2, this rank 3$/,
+      );
     });
   });
 
-  it('a rank of another torchrun job (another TORCHELASTIC_RUN_ID) is turned away, naming both tokens\' sources', async () => {
-    await jobWithStray(2, async (port) => {
-      const other = await startRank({ ...job(port, 2)(1), TORCHELASTIC_RUN_ID: 'job-b' }).done;
-      assert.equal(other.code, 5, other.stderr);
-      assert.match(other.stderr, /turned rank 1 away: its job token \(from TORCHELASTIC_RUN_ID\) is not this job's \(from TORCHELASTIC_RUN_ID\)/);
-    }, { TORCHELASTIC_RUN_ID: 'job-a' });
+  it("a rank of another torchrun job (another TORCHELASTIC_RUN_ID) is turned away, naming both tokens' sources", async () => {
+    await jobWithStray(
+      2,
+      async (port) => {
+        const other = await startRank({ ...job(port, 2)(1), TORCHELASTIC_RUN_ID: 'job-b' }).done;
+        assert.equal(other.code, 5, other.stderr);
+        assert.match(
+          other.stderr,
+          /turned rank 1 away: its job token \(from TORCHELASTIC_RUN_ID\) is not this job's \(from TORCHELASTIC_RUN_ID\)/,
+        );
+      },
+      { TORCHELASTIC_RUN_ID: 'job-a' },
+    );
   });
 
   it('rank 1 started twice: the second is turned away (rank 1 has already joined), the job goes on with rank 2', async () => {
@@ -120,7 +159,7 @@ describe('a torchrun-style nccl job survives strays at MASTER_PORT', { skip }, (
     assert.ok(!listening(port));
   });
 
-  it('64 MiB without a newline: closed after 16 KiB; rank 0\'s peak memory stays within 16 MiB of the baseline', async () => {
+  it("64 MiB without a newline: closed after 16 KiB; rank 0's peak memory stays within 16 MiB of the baseline", async () => {
     const peak = await jobWithStray(2, async (port) => {
       const flood = await stray('127.0.0.1', port, (s) => floodWithoutNewline(s, 64));
       assert.equal(flood.answer, '');
@@ -135,7 +174,10 @@ describe('a torchrun-style nccl job survives strays at MASTER_PORT', { skip }, (
     let loris: Promise<{ answer: string; how: string }> | null = null;
     await jobWithStray(2, async (port) => {
       loris = stray('127.0.0.1', port, (s) => {
-        const t = setInterval(() => { if (s.destroyed) clearInterval(t); else s.write('{'); }, 100);
+        const t = setInterval(() => {
+          if (s.destroyed) clearInterval(t);
+          else s.write('{');
+        }, 100);
       });
       await sleep(500);
     });

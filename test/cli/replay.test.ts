@@ -40,11 +40,12 @@ describe('collbench replay', () => {
     });
   };
 
-  it('a flight-recorder pickle on 2 MPI ranks: launched at the trace\'s size, every step timed and checked', () => {
+  it("a flight-recorder pickle on 2 MPI ranks: launched at the trace's size, every step timed and checked", () => {
     const trace = [join(FIX, 'flight-recorder-pickle')];
     const steps = dryRun(trace);
     assert.equal(steps.length, 7);
-    const json = join(dir, 'fr.json'), csv = join(dir, 'fr.csv');
+    const json = join(dir, 'fr.json'),
+      csv = join(dir, 'fr.csv');
     const r = replay([...trace, '--backend', 'mpi', '-n', '3', '-w', '1', '--gaps', '-J', json, '--csv', csv]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const doc = load(json);
@@ -52,7 +53,10 @@ describe('collbench replay', () => {
     assert.equal(doc.nranks, 2);
     assert.equal(doc.backend.name, 'mpi');
     assert.equal(doc.format, 'flight-recorder');
-    assert.deepEqual(doc.ops.map((o) => [o.collective, o.bytes]), steps);
+    assert.deepEqual(
+      doc.ops.map((o) => [o.collective, o.bytes]),
+      steps,
+    );
     for (const o of doc.ops) {
       assert.equal(o.wrong, 0, `step ${o.step}`);
       assert.ok(o.time.medianUs > 0 && o.time.p99Us >= o.time.medianUs, `step ${o.step} times`);
@@ -78,12 +82,14 @@ describe('collbench replay', () => {
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const doc = load(json);
     assert.equal(doc.backend.name, 'gloo');
-    assert.deepEqual(doc.ops.map((o) => o.collective),
-      ['all_reduce', 'broadcast', 'all_reduce', 'all_gather', 'reduce_scatter', 'alltoallv', 'all_reduce']);
+    assert.deepEqual(
+      doc.ops.map((o) => o.collective),
+      ['all_reduce', 'broadcast', 'all_reduce', 'all_gather', 'reduce_scatter', 'alltoallv', 'all_reduce'],
+    );
     assert.ok(doc.ops.every((o) => o.wrong === 0));
   });
 
-  it('param\'s 8-rank DLRM trace with --np 2 --shrink on MPI (refused without --shrink)', () => {
+  it("param's 8-rank DLRM trace with --np 2 --shrink on MPI (refused without --shrink)", () => {
     const trace = join(FIX, 'chakra-1.0.1-dlrm');
     const no = replay([trace, '--backend', 'mpi', '--np', '2']);
     assert.equal(no.code, 2);
@@ -100,18 +106,33 @@ describe('collbench replay', () => {
 
   it('a corrupting library: the wrong step named, exit 7', () => {
     const json = join(dir, 'corrupt.json');
-    const r = replay([join(FIX, 'flight-recorder-json'), '--backend', 'mpi', '-n', '2', '-w', '1', '-J', json],
-      { LD_PRELOAD: corrupt, CORRUPT_RANK: '1', CORRUPT_INDEX: '5' });
+    const r = replay([join(FIX, 'flight-recorder-json'), '--backend', 'mpi', '-n', '2', '-w', '1', '-J', json], {
+      LD_PRELOAD: corrupt,
+      CORRUPT_RANK: '1',
+      CORRUPT_INDEX: '5',
+    });
     assert.equal(r.code, 7, r.stdout + r.stderr);
-    assert.match(r.stdout, /^# Wrong result: step 0 \(all_reduce 48 B, nccl_trace_rank_0\.json entry 0\): rank \d+ element \d+: expected/m);
+    assert.match(
+      r.stdout,
+      /^# Wrong result: step 0 \(all_reduce 48 B, nccl_trace_rank_0\.json entry 0\): rank \d+ element \d+: expected/m,
+    );
     const doc = load(json);
     assert.ok(doc.ops[0]!.wrong! > 0);
   });
 
   it('collbench report overlays two replays of the same steps (Markdown), and refuses replays of different ones', () => {
     // fr.json (the pickle on MPI) and corrupt.json (the same dump as JSON, on MPI under the corrupting library).
-    const r = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'corrupt.json'), '--label', 'pickle',
-      '--label', 'json', '--md', '-']);
+    const r = runProgram('collbench', [
+      'report',
+      join(dir, 'fr.json'),
+      join(dir, 'corrupt.json'),
+      '--label',
+      'pickle',
+      '--label',
+      'json',
+      '--md',
+      '-',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const rows = r.stdout.split('\n').filter((l) => /^\| \d+ \|/.test(l));
     assert.equal(rows.length, 7);
@@ -136,7 +157,10 @@ describe('collbench replay', () => {
     const r = replay([bad, '--backend', 'mpi', '-J', json]);
     assert.equal(r.code, 2);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-    assert.match(r.stderr, /replay: step 1 differs between ranks: rank 0 nccl:broadcast 1024 x Float .* rank 1 nccl:all_reduce 1024 x Float/);
+    assert.match(
+      r.stderr,
+      /replay: step 1 differs between ranks: rank 0 nccl:broadcast 1024 x Float .* rank 1 nccl:all_reduce 1024 x Float/,
+    );
     assert.equal(existsSync(json), false);
     const none = replay([join(dir, 'nowhere')]);
     assert.equal(none.code, 2);

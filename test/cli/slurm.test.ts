@@ -6,7 +6,17 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -20,7 +30,6 @@ function findProgram(program: string): string | null {
   const dirs = [...(process.env.PATH ?? '').split(':').filter((d) => d !== ''), '/usr/sbin', '/usr/bin'];
   return dirs.map((d) => join(d, program)).find((p) => existsSync(p)) ?? null;
 }
-
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -47,7 +56,9 @@ function processesOf(conf: string): number[] {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       if (readFileSync(`/proc/${entry}/environ`).includes(needle)) pids.push(Number(entry));
-    } catch { /* gone, or not ours to read */ }
+    } catch {
+      /* gone, or not ours to read */
+    }
   }
   return pids;
 }
@@ -57,15 +68,23 @@ function startDaemon(cluster: Cluster, name: string, args: string[]): void {
   const fd = openSync(log, 'w');
   const child = spawn(findProgram(name)!, args, { env: cluster.env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
-  child.on('error', () => { /* reported by the readiness wait through the log */ });
+  child.on('error', () => {
+    /* reported by the readiness wait through the log */
+  });
   cluster.daemons.push({ name, child, log });
 }
 
 function stopDaemon(d: Cluster['daemons'][number]): Promise<void> {
   return new Promise((resolveStop) => {
-    if (d.child.exitCode !== null || d.child.signalCode !== null) { resolveStop(); return; }
+    if (d.child.exitCode !== null || d.child.signalCode !== null) {
+      resolveStop();
+      return;
+    }
     const kill = setTimeout(() => d.child.kill('SIGKILL'), 10_000);
-    d.child.once('exit', () => { clearTimeout(kill); resolveStop(); });
+    d.child.once('exit', () => {
+      clearTimeout(kill);
+      resolveStop();
+    });
     d.child.kill('SIGTERM');
   });
 }
@@ -80,7 +99,11 @@ async function stopCluster(cluster: Cluster): Promise<void> {
   }
   for (const d of [...cluster.daemons].reverse()) await stopDaemon(d);
   for (const pid of processesOf(cluster.conf)) {
-    try { process.kill(pid, 'SIGKILL'); } catch { /* gone meanwhile */ }
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone meanwhile */
+    }
   }
 }
 
@@ -106,38 +129,47 @@ async function startCluster(): Promise<Cluster | string> {
   }
   const node = hostname();
   const [ctldPort, slurmdPort] = [await freePort(), await freePort()];
-  writeFileSync(conf, [
-    'ClusterName=collbench',
-    `SlurmctldHost=${node}(127.0.0.1)`,
-    `SlurmctldPort=${ctldPort}`,
-    `SlurmdPort=${slurmdPort}`,
-    'SlurmUser=root',
-    'SlurmdUser=root',
-    'AuthType=auth/munge',
-    'CredType=cred/munge',
-    `AuthInfo=socket=${socket}`,
-    `StateSaveLocation=${join(dir, 'state')}`,
-    `SlurmdSpoolDir=${join(dir, 'spool')}`,
-    `SlurmctldPidFile=${join(dir, 'slurmctld.pid')}`,
-    `SlurmdPidFile=${join(dir, 'slurmd.pid')}`,
-    'ProctrackType=proctrack/linuxproc', // no cgroup hierarchy needed
-    'TaskPlugin=task/none',
-    'JobAcctGatherType=jobacct_gather/none',
-    'AccountingStorageType=accounting_storage/none',
-    'JobCompType=jobcomp/none',
-    'SchedulerType=sched/builtin',
-    'SelectType=select/cons_tres',
-    'SelectTypeParameters=CR_Core',
-    'MpiDefault=pmix', // as a cluster for MPI jobs sets it: plain `srun` gives each task a PMIx server
-    'ReturnToService=2',
-    'MailProg=/bin/true',
-    `NodeName=${node} NodeAddr=127.0.0.1 CPUs=${cpus} State=UNKNOWN`,
-    `PartitionName=collbench Nodes=${node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES`,
-    '',
-  ].join('\n'));
-  startDaemon(cluster, 'munged', ['-F', '--force', `--socket=${socket}`, `--key-file=${key}`,
-    `--pid-file=${join(dir, 'munge', 'munged.pid')}`, `--log-file=${join(dir, 'munge', 'munged.log')}`,
-    `--seed-file=${join(dir, 'munge', 'munged.seed')}`]);
+  writeFileSync(
+    conf,
+    [
+      'ClusterName=collbench',
+      `SlurmctldHost=${node}(127.0.0.1)`,
+      `SlurmctldPort=${ctldPort}`,
+      `SlurmdPort=${slurmdPort}`,
+      'SlurmUser=root',
+      'SlurmdUser=root',
+      'AuthType=auth/munge',
+      'CredType=cred/munge',
+      `AuthInfo=socket=${socket}`,
+      `StateSaveLocation=${join(dir, 'state')}`,
+      `SlurmdSpoolDir=${join(dir, 'spool')}`,
+      `SlurmctldPidFile=${join(dir, 'slurmctld.pid')}`,
+      `SlurmdPidFile=${join(dir, 'slurmd.pid')}`,
+      'ProctrackType=proctrack/linuxproc', // no cgroup hierarchy needed
+      'TaskPlugin=task/none',
+      'JobAcctGatherType=jobacct_gather/none',
+      'AccountingStorageType=accounting_storage/none',
+      'JobCompType=jobcomp/none',
+      'SchedulerType=sched/builtin',
+      'SelectType=select/cons_tres',
+      'SelectTypeParameters=CR_Core',
+      'MpiDefault=pmix', // as a cluster for MPI jobs sets it: plain `srun` gives each task a PMIx server
+      'ReturnToService=2',
+      'MailProg=/bin/true',
+      `NodeName=${node} NodeAddr=127.0.0.1 CPUs=${cpus} State=UNKNOWN`,
+      `PartitionName=collbench Nodes=${node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES`,
+      '',
+    ].join('\n'),
+  );
+  startDaemon(cluster, 'munged', [
+    '-F',
+    '--force',
+    `--socket=${socket}`,
+    `--key-file=${key}`,
+    `--pid-file=${join(dir, 'munge', 'munged.pid')}`,
+    `--log-file=${join(dir, 'munge', 'munged.log')}`,
+    `--seed-file=${join(dir, 'munge', 'munged.seed')}`,
+  ]);
   for (let i = 0; i < 50 && !existsSync(socket); i++) await sleep(100);
   if (!existsSync(socket)) {
     await stopCluster(cluster);
@@ -171,7 +203,11 @@ after(async () => {
   assert.deepEqual(left, [], 'processes of the test cluster left after it stopped');
 });
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function slurm(command: string, args: string[], timeoutMs = 120_000): Run {
   const r = spawnSync(command, args, { encoding: 'utf8', env: cluster!.env, cwd: cluster!.dir, timeout: timeoutMs });
@@ -182,11 +218,19 @@ function slurm(command: string, args: string[], timeoutMs = 120_000): Run {
 function assertOneTable(out: string, ranks: number, maxBytes: number, what: string): void {
   assert.equal(out.match(/^# Collective test starting/gm)?.length, 1, `${what}: one table\n${out}`);
   const rankLines = [...out.matchAll(/^#\s+Rank\s+(\d+) .* on\s+(\S+) device/gm)];
-  assert.deepEqual(rankLines.map((m) => Number(m[1])), [...Array(ranks).keys()], `${what}: rank lines\n${out}`);
+  assert.deepEqual(
+    rankLines.map((m) => Number(m[1])),
+    [...Array(ranks).keys()],
+    `${what}: rank lines\n${out}`,
+  );
   const rows = parseRows(out);
   const sizes: number[] = [];
   for (let s = 8; s <= maxBytes; s *= 4) sizes.push(s);
-  assert.deepEqual(rows.map((r) => r.size), sizes, `${what}: sizes`);
+  assert.deepEqual(
+    rows.map((r) => r.size),
+    sizes,
+    `${what}: sizes`,
+  );
   for (const r of rows) {
     assert.equal(r.oop.wrong, 0, r.line);
     assert.equal(r.ip.wrong, 0, r.line);
@@ -198,7 +242,7 @@ function assertOneTable(out: string, ranks: number, maxBytes: number, what: stri
 const program = join(binDir, 'all_reduce_perf');
 
 describe('collbench under a real one-machine Slurm', { skip }, () => {
-  it('srun -n 2 all_reduce_perf: one world of 2 ranks through Slurm\'s PMIx (mpi backend)', () => {
+  it("srun -n 2 all_reduce_perf: one world of 2 ranks through Slurm's PMIx (mpi backend)", () => {
     const r = slurm('srun', ['-n', '2', program, '-b', '8', '-e', '1M', '-f', '4']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^# collbench version \S+ backend mpi /m);
@@ -208,8 +252,22 @@ describe('collbench under a real one-machine Slurm', { skip }, () => {
   it('srun -n 2 --backend gloo --gloo-store file:DIR: ranks from SLURM_PROCID, no PMI needed (--mpi=none)', () => {
     const store = join(cluster!.dir, 'gloo-store');
     mkdirSync(store);
-    const r = slurm('srun', ['--mpi=none', '-n', '2', program, '--backend', 'gloo', '--gloo-store', `file:${store}`,
-      '-b', '8', '-e', '1M', '-f', '4']);
+    const r = slurm('srun', [
+      '--mpi=none',
+      '-n',
+      '2',
+      program,
+      '--backend',
+      'gloo',
+      '--gloo-store',
+      `file:${store}`,
+      '-b',
+      '8',
+      '-e',
+      '1M',
+      '-f',
+      '4',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^# collbench version \S+ backend gloo /m);
     assertOneTable(r.stdout, 2, 1 << 20, 'srun gloo');
@@ -221,7 +279,7 @@ describe('collbench under a real one-machine Slurm', { skip }, () => {
     assert.match(r.stdout, /^# collbench version \S+ backend gloo /m);
     assertOneTable(r.stdout, 2, 1 << 20, 'srun default backend');
     const left = readdirSync(tmpdir()).filter((f) => f.startsWith('collbench-gloo-slurm-') && !before.has(f));
-    assert.deepEqual(left, [], 'rank 0 removes the step\'s store directory');
+    assert.deepEqual(left, [], "rank 0 removes the step's store directory");
   });
   it('srun --mpi=none with the mpi backend: refused in one line per task, exit 5, before MPI_Init aborts', () => {
     const r = slurm('srun', ['--mpi=none', '-n', '2', program, '--backend', 'mpi', '-b', '8', '-e', '8']);
@@ -229,7 +287,11 @@ describe('collbench under a real one-machine Slurm', { skip }, () => {
     assert.equal(r.stdout, '');
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('all_reduce_perf: '));
     assert.equal(lines.length, 2, r.stderr);
-    for (const l of lines) assert.match(l, /--backend mpi: srun started this task \(job \d+, step 0, 2 tasks\) without a PMIx server.*srun --mpi=pmix/);
+    for (const l of lines)
+      assert.match(
+        l,
+        /--backend mpi: srun started this task \(job \d+, step 0, 2 tasks\) without a PMIx server.*srun --mpi=pmix/,
+      );
     assert.doesNotMatch(r.stderr, /MPI_Init|direct launched/);
     // collbench info there: mpi not usable, with the same reason; the default is gloo; nothing aborts.
     const info = slurm('srun', ['--mpi=none', '-n', '1', join(binDir, 'collbench'), 'info']);
@@ -237,17 +299,29 @@ describe('collbench under a real one-machine Slurm', { skip }, () => {
     assert.match(info.stdout, /default here: gloo/);
     assert.match(info.stdout, /^ {2}mpi .*not usable here\n\s+why: --backend mpi: srun started this task/m);
   });
-  it('sbatch: the allocation\'s node list as scontrol show hostnames gives it, and srun inside the batch script', () => {
+  it("sbatch: the allocation's node list as scontrol show hostnames gives it, and srun inside the batch script", () => {
     const probe = join(cluster!.dir, 'hosts.mjs');
     const slurmJs = join(repoRoot, 'dist', 'launch', 'slurm.js');
-    writeFileSync(probe, `import { slurmAllocationHosts } from ${JSON.stringify(slurmJs)};\n` +
-      'console.log(`hosts ${JSON.stringify(slurmAllocationHosts())}`);\n');
+    writeFileSync(
+      probe,
+      `import { slurmAllocationHosts } from ${JSON.stringify(slurmJs)};\n` +
+        'console.log(`hosts ${JSON.stringify(slurmAllocationHosts())}`);\n',
+    );
     const script = join(cluster!.dir, 'job.sh');
-    writeFileSync(script, ['#!/bin/bash', '#SBATCH -n 2', 'set -e',
-      'echo "nodelist $SLURM_JOB_NODELIST"',
-      `"${process.execPath}" "${probe}"`,
-      'echo "scontrol $(scontrol show hostnames "$SLURM_JOB_NODELIST" | tr "\\n" " ")"',
-      `srun "${program}" -b 8 -e 64K -f 4`, ''].join('\n'), { mode: 0o755 });
+    writeFileSync(
+      script,
+      [
+        '#!/bin/bash',
+        '#SBATCH -n 2',
+        'set -e',
+        'echo "nodelist $SLURM_JOB_NODELIST"',
+        `"${process.execPath}" "${probe}"`,
+        'echo "scontrol $(scontrol show hostnames "$SLURM_JOB_NODELIST" | tr "\\n" " ")"',
+        `srun "${program}" -b 8 -e 64K -f 4`,
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
     const out = join(cluster!.dir, 'job.out');
     const r = slurm('sbatch', ['--wait', '-o', out, script]);
     const text = existsSync(out) ? readFileSync(out, 'utf8') : '';

@@ -11,7 +11,10 @@ import { after, describe, it } from 'node:test';
 import type { ReportDocument } from '../../bench/report/schema.js';
 import { binDir, runProgram } from '../helpers/cli.js';
 
-interface Sample { labels: Record<string, string>; value: number }
+interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
 
 const PARSE = `
 import json, sys
@@ -24,12 +27,18 @@ print(json.dumps(out))
 `;
 // Debian's python3 (where apt puts python3-prometheus-client), not whichever python3 comes first on PATH.
 const PYTHON = '/usr/bin/python3';
-const parserMissing = spawnSync(PYTHON, ['-c', 'import prometheus_client.parser'], { encoding: 'utf8' }).status !== 0
-  ? 'python3-prometheus-client is not installed (make deps installs it)' : false;
+const parserMissing =
+  spawnSync(PYTHON, ['-c', 'import prometheus_client.parser'], { encoding: 'utf8' }).status !== 0
+    ? 'python3-prometheus-client is not installed (make deps installs it)'
+    : false;
 
 function parseProm(file: string): Record<string, Sample[]> {
   const r = spawnSync(PYTHON, ['-c', PARSE, file], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `the Prometheus parser rejected ${file}: ${r.stderr}\n${existsSync(file) ? readFileSync(file, 'utf8') : ''}`);
+  assert.equal(
+    r.status,
+    0,
+    `the Prometheus parser rejected ${file}: ${r.stderr}\n${existsSync(file) ? readFileSync(file, 'utf8') : ''}`,
+  );
   return JSON.parse(r.stdout) as Record<string, Sample[]>;
 }
 
@@ -43,20 +52,53 @@ describe('soak: --duration, --warn-busbw, --prom', { skip: parserMissing }, () =
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('2 ranks for 4 s below a high threshold: a warning per cycle, exit 7, metrics agree with the JSON report', async () => {
-    const prom = join(dir, 'high.prom'), json = join(dir, 'high.json');
-    const child = spawn(join(binDir, 'all_reduce_perf'), ['-b', '64K', '-e', '1M', '-f', '4', '-n', '5', '-w', '1', '-S', '1',
-      '--duration', '4s', '--warn-busbw', '1000', '--prom', prom, '-J', json, '--np', '2']);
-    let stdout = '', stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    const prom = join(dir, 'high.prom'),
+      json = join(dir, 'high.json');
+    const child = spawn(join(binDir, 'all_reduce_perf'), [
+      '-b',
+      '64K',
+      '-e',
+      '1M',
+      '-f',
+      '4',
+      '-n',
+      '5',
+      '-w',
+      '1',
+      '-S',
+      '1',
+      '--duration',
+      '4s',
+      '--warn-busbw',
+      '1000',
+      '--prom',
+      prom,
+      '-J',
+      json,
+      '--np',
+      '2',
+    ]);
+    let stdout = '',
+      stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const t0 = Date.now();
     const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
     // While it runs, every version of the file parses (atomic replacement).
     let reads = 0;
     let running = true;
-    void exited.then(() => { running = false; });
+    void exited.then(() => {
+      running = false;
+    });
     while (running) {
-      if (existsSync(prom)) { parseProm(prom); reads++; }
+      if (existsSync(prom)) {
+        parseProm(prom);
+        reads++;
+      }
       await new Promise((res) => setTimeout(res, 300));
     }
     const code = await exited;
@@ -72,7 +114,10 @@ describe('soak: --duration, --warn-busbw, --prom', { skip: parserMissing }, () =
     // One warning line per judged cycle, naming it.
     const warnings = stdout.split('\n').filter((l) => l.startsWith('# Warning: cycle '));
     assert.equal(warnings.length, cycles, stdout);
-    assert.match(warnings[0]!, /^# Warning: cycle 0 \(float sum root -1, ended \S+\): average busbw \S+ GB\/s is below --warn-busbw 1000 GB\/s$/);
+    assert.match(
+      warnings[0]!,
+      /^# Warning: cycle 0 \(float sum root -1, ended \S+\): average busbw \S+ GB\/s is below --warn-busbw 1000 GB\/s$/,
+    );
     // -S: every row carries its timestamp.
     assert.ok(doc.rows.every((r) => !Number.isNaN(Date.parse(r.time))));
     const m = parseProm(prom);
@@ -97,8 +142,24 @@ describe('soak: --duration, --warn-busbw, --prom', { skip: parserMissing }, () =
 
   it('a healthy threshold: no warning, exit 0, no cycle below', () => {
     const prom = join(dir, 'low.prom');
-    const r = runProgram('all_reduce_perf', ['-b', '64K', '-e', '256K', '-f', '4', '-n', '5', '--duration', '2', '--warn-busbw', '0.0001',
-      '--prom', prom, '--np', '2']);
+    const r = runProgram('all_reduce_perf', [
+      '-b',
+      '64K',
+      '-e',
+      '256K',
+      '-f',
+      '4',
+      '-n',
+      '5',
+      '--duration',
+      '2',
+      '--warn-busbw',
+      '0.0001',
+      '--prom',
+      prom,
+      '--np',
+      '2',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stdout, /# Warning: cycle/);
     const m = parseProm(prom);
@@ -110,7 +171,10 @@ describe('soak: --duration, --warn-busbw, --prom', { skip: parserMissing }, () =
     for (const [args, said] of [
       [['--duration', 'soon'], /^all_reduce_perf: --duration: duration must be a time above 0/],
       [['--duration', '-5s'], /^all_reduce_perf: --duration: /],
-      [['--warn-busbw', '-1'], /^all_reduce_perf: --warn-busbw: warning threshold of bus bandwidth \(GB\/s\) must be a number above 0/],
+      [
+        ['--warn-busbw', '-1'],
+        /^all_reduce_perf: --warn-busbw: warning threshold of bus bandwidth \(GB\/s\) must be a number above 0/,
+      ],
       [['--warn-busbw', '2GB'], /^all_reduce_perf: --warn-busbw: /],
       [['--prom', '-'], /^all_reduce_perf: --prom: Prometheus metrics go to a file, not stdout/],
       [['--prom', join(dir, 'missing', 'x.prom')], /^all_reduce_perf: --prom: cannot write .*folder .* does not exist/],

@@ -12,12 +12,27 @@ const run = (args: string[]) => spawnSync(process.execPath, [RUNNER, ...args], {
 
 describe('vs-nccl-tests', () => {
   it('A/A on the mpi backend: every mode of every size judged, interleaved rounds, exit 0', () => {
-    const r = run(['--nccl-tests', join(ROOT, 'bin'), '--backend', 'mpi', '--colls', 'all_reduce', '--rounds', '2',
-      '--max-bytes', '16', '--goal-ratio', '10', '--goal-us', '1']);
+    const r = run([
+      '--nccl-tests',
+      join(ROOT, 'bin'),
+      '--backend',
+      'mpi',
+      '--colls',
+      'all_reduce',
+      '--rounds',
+      '2',
+      '--max-bytes',
+      '16',
+      '--goal-ratio',
+      '10',
+      '--goal-us',
+      '1',
+    ]);
     assert.equal(r.status, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /2 interleaved round\(s\)/);
     for (const mode of ['sweep oop', 'sweep ip', 'I1 oop', 'I1 ip', 'C1 oop', 'C1 ip']) {
-      for (const size of [8, 16]) assert.match(r.stdout, new RegExp(`^all_reduce +${mode} +${size} .* ok$`, 'm'), r.stdout);
+      for (const size of [8, 16])
+        assert.match(r.stdout, new RegExp(`^all_reduce +${mode} +${size} .* ok$`, 'm'), r.stdout);
     }
     assert.match(r.stdout, /^all_reduce +zero oop +0 /m);
     assert.match(r.stdout, /met at 14\/14 sizes over 2 round\(s\)/);

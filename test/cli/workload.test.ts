@@ -39,7 +39,7 @@ describe('collbench workload', () => {
     let current: [string, number][] = [];
     for (const line of r.stdout.split('\n')) {
       const head = /^# .* (\S+): \d+ calls/.exec(line);
-      if (head) plans.set(head[1]!, current = []);
+      if (head) plans.set(head[1]!, (current = []));
       const op = /^\s+\d+\s+(\S+)\s+(\d+)\s/.exec(line);
       if (op) current.push([op[1]!, Number(op[2])]);
     }
@@ -51,14 +51,35 @@ describe('collbench workload', () => {
     const plans = dryRun(['ddp', ...model]);
     assert.deepEqual([...plans.keys()], ['1', '5', '25']);
     const [json, csv, html] = ['w.json', 'w.csv', 'w.html'].map((f) => join(dir, f));
-    const r = workload(['ddp', ...model, '--backend', 'mpi', '--np', '2', '--repeats', '2', '-n', '3', '-J', json, '--csv', csv, '--html', html]);
+    const r = workload([
+      'ddp',
+      ...model,
+      '--backend',
+      'mpi',
+      '--np',
+      '2',
+      '--repeats',
+      '2',
+      '-n',
+      '3',
+      '-J',
+      json,
+      '--csv',
+      csv,
+      '--html',
+      html,
+    ]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^# Recommended bucket cap \(MB\): (1|5|25) /m);
     const doc = load(json);
     assert.equal(doc.nranks, 2);
     assert.equal(doc.backend.name, 'mpi');
     for (const c of doc.configurations) {
-      assert.deepEqual(c.ops.map((o) => [o.collective, o.bytes]), plans.get(c.label), `cap ${c.label}`);
+      assert.deepEqual(
+        c.ops.map((o) => [o.collective, o.bytes]),
+        plans.get(c.label),
+        `cap ${c.label}`,
+      );
       assert.equal(c.wrong, 0);
       assert.equal(c.samples.commUs.length, 2);
       for (const s of c.samples.commUs) assert.equal(s.length, 3);
@@ -78,12 +99,30 @@ describe('collbench workload', () => {
     const model = ['--params', '1e7', '--layers', '4', '--unit-layers', '1,4', '--dtype', 'fp32'];
     const plans = dryRun(['fsdp', ...model, '--world', '2']);
     const json = join(dir, 'fsdp.json');
-    const r = workload(['fsdp', ...model, '--backend', 'gloo', '--np', '2', '--repeats', '2', '-n', '2', '--compute-ms', '5', '-J', json]);
+    const r = workload([
+      'fsdp',
+      ...model,
+      '--backend',
+      'gloo',
+      '--np',
+      '2',
+      '--repeats',
+      '2',
+      '-n',
+      '2',
+      '--compute-ms',
+      '5',
+      '-J',
+      json,
+    ]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const doc = load(json);
     assert.equal(doc.model.world, 2);
     for (const c of doc.configurations) {
-      assert.deepEqual(c.ops.map((o) => [o.collective, o.bytes]), plans.get(c.label));
+      assert.deepEqual(
+        c.ops.map((o) => [o.collective, o.bytes]),
+        plans.get(c.label),
+      );
       assert.equal(c.wrong, 0);
       assert.ok(c.stepUs !== null && c.computeUs !== null && c.overlapPct !== null);
       // The busy gaps were really spent: about 5 ms per step.
@@ -92,15 +131,39 @@ describe('collbench workload', () => {
     }
     assert.doesNotMatch(r.stdout, /issues the same calls/);
     const one = doc.configurations.find((c) => c.label === '1')!;
-    assert.equal(one.calls, 1 + 4 + 4 + 4 + 1, 'root + 4 blocks forward, 4 gathers and 4 scatters backward, root scatter');
+    assert.equal(
+      one.calls,
+      1 + 4 + 4 + 4 + 1,
+      'root + 4 blocks forward, 4 gathers and 4 scatters backward, root scatter',
+    );
   });
 
   it('tiny communication against 20 ms of compute: no negative overlap printed as a figure (issue 28 item 6)', () => {
     // 0.2 MB per step on 2 MPI ranks (well under 1 ms) against 20 ms of busy compute: the step's jitter exceeds the
     // communication, so (comm + compute − step) / comm came out −8 to −36 % before; now the interval decides.
     const json = join(dir, 'overlap.json');
-    const r = workload(['ddp', '--params', '1e5', '--layers', '2', '--bucket-mb', '1,25', '--backend', 'mpi', '--np', '2',
-      '--repeats', '3', '-n', '5', '--compute-ms', '20', '--quiet', '-J', json]);
+    const r = workload([
+      'ddp',
+      '--params',
+      '1e5',
+      '--layers',
+      '2',
+      '--bucket-mb',
+      '1,25',
+      '--backend',
+      'mpi',
+      '--np',
+      '2',
+      '--repeats',
+      '3',
+      '-n',
+      '5',
+      '--compute-ms',
+      '20',
+      '--quiet',
+      '-J',
+      json,
+    ]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const doc = load(json);
     const rows = r.stdout.split('\n').filter((l) => /^ {3}\d/.test(l));
@@ -120,9 +183,33 @@ describe('collbench workload', () => {
     const json = join(dir, 'late.json');
     // 100 parameters of 256 KiB (fp32): a 1 MB cap makes 25 all-reduces per step, a 64 MB cap two (the first bucket is capped at 1 MiB).
     const sizes = join(dir, 'sizes.json');
-    writeFileSync(sizes, JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ name: `layers.${i}.weight`, shape: [256, 256] }))));
-    const r = workload(['ddp', '--param-sizes', sizes, '--dtype', 'fp32', '--bucket-mb', '1,64', '--backend', 'mpi', '--np', '2',
-      '--repeats', '5', '-n', '3', '-J', json, '--quiet'], { LD_PRELOAD: libs.late, LATE_RANK: '1', LATE_US: '4000' });
+    writeFileSync(
+      sizes,
+      JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ name: `layers.${i}.weight`, shape: [256, 256] }))),
+    );
+    const r = workload(
+      [
+        'ddp',
+        '--param-sizes',
+        sizes,
+        '--dtype',
+        'fp32',
+        '--bucket-mb',
+        '1,64',
+        '--backend',
+        'mpi',
+        '--np',
+        '2',
+        '--repeats',
+        '5',
+        '-n',
+        '3',
+        '-J',
+        json,
+        '--quiet',
+      ],
+      { LD_PRELOAD: libs.late, LATE_RANK: '1', LATE_US: '4000' },
+    );
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const doc = load(json);
     const [small, big] = doc.configurations;
@@ -136,8 +223,30 @@ describe('collbench workload', () => {
 
   it('a corrupting library: #wrong counted per configuration, the call named, exit 7', () => {
     const json = join(dir, 'corrupt.json');
-    const r = workload(['ddp', '--params', '1e7', '--layers', '2', '--bucket-mb', '25', '--dtype', 'fp32', '--backend', 'mpi',
-      '--np', '2', '--repeats', '2', '-n', '2', '-J', json], { LD_PRELOAD: libs.corrupt, CORRUPT_RANK: '1', CORRUPT_INDEX: '100' });
+    const r = workload(
+      [
+        'ddp',
+        '--params',
+        '1e7',
+        '--layers',
+        '2',
+        '--bucket-mb',
+        '25',
+        '--dtype',
+        'fp32',
+        '--backend',
+        'mpi',
+        '--np',
+        '2',
+        '--repeats',
+        '2',
+        '-n',
+        '2',
+        '-J',
+        json,
+      ],
+      { LD_PRELOAD: libs.corrupt, CORRUPT_RANK: '1', CORRUPT_INDEX: '100' },
+    );
     assert.equal(r.code, 7, r.stdout + r.stderr);
     assert.match(r.stderr, /call \d+ \(all_reduce \d+ B\): rank \d+ element \d+: expected/);
     assert.ok(load(json).configurations[0]!.wrong! > 0);
@@ -149,9 +258,15 @@ describe('collbench workload', () => {
     writeFileSync(bad, JSON.stringify([{ name: 'w', numel: 0 }]));
     const cases: [string[], RegExp][] = [
       [['ddp', '--backend', 'mpi'], /give the model as --params N or --param-sizes FILE/],
-      [['ddp', '--params', '7e9', '--dtype', 'bf17'], /^collbench: workload: --dtype: unknown datatype bf17; valid: bf16, fp16, fp32, fp64, int8/],
+      [
+        ['ddp', '--params', '7e9', '--dtype', 'bf17'],
+        /^collbench: workload: --dtype: unknown datatype bf17; valid: bf16, fp16, fp32, fp64, int8/,
+      ],
       [['ddp', '--params', 'lots'], /^collbench: workload: --params: expected a parameter count/],
-      [['ddp', '--params', '1e7', '--bucket-mb', '25,0'], /^collbench: workload: --bucket-mb: bucket cap \(MB\) must be a number above 0, got 0\n$/],
+      [
+        ['ddp', '--params', '1e7', '--bucket-mb', '25,0'],
+        /^collbench: workload: --bucket-mb: bucket cap \(MB\) must be a number above 0, got 0\n$/,
+      ],
       [['fsdp', '--params', '1e7', '--bucket-mb', '25'], /--bucket-mb: applies to workload ddp only/],
       [['fsdp', '--params', '1e7', '--world', '4', '--backend', 'mpi', '--np', '2'], /--world: 4 differs from --np 2/],
       [['ddp', '--param-sizes', bad], /--param-sizes: .*bad-sizes.json: \/0\/numel: must be >= 1/],

@@ -9,13 +9,24 @@ import { splitTableRow } from '../../bench/report/reporters/nccl-table.js';
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const binDir = join(repoRoot, 'bin');
 
-export interface CliResult { code: number | null; signal: string | null; stdout: string; stderr: string }
+export interface CliResult {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
 
-export function runProgram(program: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
+export function runProgram(
+  program: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): CliResult {
   const path = join(binDir, program);
   if (!existsSync(path)) throw new Error(`${path} missing: run make build first`);
   const r = spawnSync(path, args, {
-    encoding: 'utf8', env: { ...process.env, ...opts.env }, timeout: opts.timeoutMs ?? 120_000,
+    encoding: 'utf8',
+    env: { ...process.env, ...opts.env },
+    timeout: opts.timeoutMs ?? 120_000,
   });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
@@ -27,16 +38,35 @@ export function mpirunArgs(np: number): string[] {
   return a;
 }
 
-export function runMpirun(np: number, program: string, args: string[], opts: { env?: NodeJS.ProcessEnv; mpirunExtra?: string[]; timeoutMs?: number } = {}): CliResult {
+export function runMpirun(
+  np: number,
+  program: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; mpirunExtra?: string[]; timeoutMs?: number } = {},
+): CliResult {
   const r = spawnSync('mpirun', [...mpirunArgs(np), ...(opts.mpirunExtra ?? []), join(binDir, program), ...args], {
-    encoding: 'utf8', env: { ...process.env, ...opts.env }, timeout: opts.timeoutMs ?? 180_000,
+    encoding: 'utf8',
+    env: { ...process.env, ...opts.env },
+    timeout: opts.timeoutMs ?? 180_000,
   });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 
-export interface HalfRow { time: number; algbw: number; busbw: number; wrong: number | null }
+export interface HalfRow {
+  time: number;
+  algbw: number;
+  busbw: number;
+  wrong: number | null;
+}
 export interface TableRow {
-  size: number; count: number; type: string; redop: string; root: number; oop: HalfRow; ip: HalfRow; line: string;
+  size: number;
+  count: number;
+  type: string;
+  redop: string;
+  root: number;
+  oop: HalfRow;
+  ip: HalfRow;
+  line: string;
 }
 
 /** Data rows of an nccl-tests table (lines not starting with '#'), columns split on blanks. */
@@ -47,10 +77,22 @@ export function parseRows(stdout: string): TableRow[] {
     const r = splitTableRow(line);
     if (!r) continue;
     const half = (h: string[]): HalfRow => ({
-      time: Number(h[0]), algbw: Number(h[1]), busbw: Number(h[2]), wrong: h[3] === 'N/A' ? null : Number(h[3]),
+      time: Number(h[0]),
+      algbw: Number(h[1]),
+      busbw: Number(h[2]),
+      wrong: h[3] === 'N/A' ? null : Number(h[3]),
     });
     const [size, count, type, redop, root] = r.lead as [string, string, string, string, string];
-    rows.push({ size: Number(size), count: Number(count), type, redop, root: Number(root), oop: half(r.oop), ip: half(r.ip), line });
+    rows.push({
+      size: Number(size),
+      count: Number(count),
+      type,
+      redop,
+      root: Number(root),
+      oop: half(r.oop),
+      ip: half(r.ip),
+      line,
+    });
   }
   return rows;
 }

@@ -10,25 +10,48 @@ const BYTES = 1 << 20;
 
 function spec(count: number, iters: number): HalfSpec {
   return {
-    coll: COLL_ID.all_reduce, dtype: DTYPE_ID.float, op: OP_ID.sum, root: 0, inPlace: false,
-    count, sendOffset: 0, recvOffset: 0, rotateBytes: 0, maxBytes: BYTES,
-    fill: [], expect: [], iters, aggIters: 1, blocking: 0, perIter: false,
-    checkRounds: 0, checkSeed: 0, average: 1, unalignElems: 0,
+    coll: COLL_ID.all_reduce,
+    dtype: DTYPE_ID.float,
+    op: OP_ID.sum,
+    root: 0,
+    inPlace: false,
+    count,
+    sendOffset: 0,
+    recvOffset: 0,
+    rotateBytes: 0,
+    maxBytes: BYTES,
+    fill: [],
+    expect: [],
+    iters,
+    aggIters: 1,
+    blocking: 0,
+    perIter: false,
+    checkRounds: 0,
+    checkSeed: 0,
+    average: 1,
+    unalignElems: 0,
   };
 }
 
 /** What became of a call: its place in the order of settling, and its error code if it failed. */
-interface Outcome { settled: number; code: string | null }
+interface Outcome {
+  settled: number;
+  code: string | null;
+}
 
 function track(p: Promise<unknown>, order: { n: number }): Promise<Outcome> {
-  return p.then(() => ({ settled: order.n++, code: null }),
-    (e: { code?: string }) => ({ settled: order.n++, code: e.code ?? 'ERROR' }));
+  return p.then(
+    () => ({ settled: order.n++, code: null }),
+    (e: { code?: string }) => ({ settled: order.n++, code: e.code ?? 'ERROR' }),
+  );
 }
 
 /** Spins until the first queued timed loop is issuing its iterations (it is then in progress, not queued). */
 function awaitLoopStart(): void {
   const until = Date.now() + 10_000;
-  while (native.loopIteration() < 0 && Date.now() < until) { /* spin: the loop starts within milliseconds */ }
+  while (native.loopIteration() < 0 && Date.now() < until) {
+    /* spin: the loop starts within milliseconds */
+  }
 }
 
 const native = requireNativeModule<NativeBackend>('mpi');
@@ -47,8 +70,12 @@ if (scenario === 'order') {
     if (i % 13 === 0) calls.push(track(native.allreduceAsync([i], COMBINE.sum), order));
   }
   // The synchronous calls that use the backend are refused meanwhile.
-  const busy = [() => native.allocate(BYTES, BYTES), () => native.barrier(), () => native.allreduce([1], COMBINE.sum),
-    () => native.gatherStrings('x')].map((call) => {
+  const busy = [
+    () => native.allocate(BYTES, BYTES),
+    () => native.barrier(),
+    () => native.allreduce([1], COMBINE.sum),
+    () => native.gatherStrings('x'),
+  ].map((call) => {
     try {
       call();
       return 'ran';
@@ -91,7 +118,10 @@ if (scenario === 'order') {
   // (Were one of the queued ones started, exit() would wait 5 s for it, then free its buffers under it: a crash.)
   void native.runHalf(spec(BYTES / 4, 20_000)).catch(() => undefined);
   for (let i = 0; i < 3; i++) void native.runHalf(spec(BYTES / 4, 5_000_000)).catch(() => undefined);
-  setTimeout(() => { console.log(JSON.stringify({ exiting: true })); process.exit(0); }, 200);
+  setTimeout(() => {
+    console.log(JSON.stringify({ exiting: true }));
+    process.exit(0);
+  }, 200);
 } else if (scenario === 'batch') {
   // Results are handed over in batches: 20 short calls (~3 ms each) queued ahead of a long one (~1 s) settle together,
   // and while the long one still runs (the first waited the hold time, set to 250 ms here: the shorts take 60-210 ms
@@ -111,7 +141,9 @@ if (scenario === 'order') {
   const long = at(native.runHalf(spec(BYTES / 4, 50_000)));
   const shortMs = await Promise.all(shorts);
   const longMs = await long;
-  console.log(JSON.stringify({ shortFirstMs: Math.min(...shortMs), shortLastMs: Math.max(...shortMs), longMs, refused }));
+  console.log(
+    JSON.stringify({ shortFirstMs: Math.min(...shortMs), shortLastMs: Math.max(...shortMs), longMs, refused }),
+  );
   native.finalize();
 } else if (scenario === 'pause') {
   // Calls made while paused wait, queued, until resumeQueue(), then run and settle in order; cancelPending() still
@@ -128,15 +160,30 @@ if (scenario === 'order') {
   native.resumeQueue();
   const waited = await Promise.all(waiting);
   const after = await track(native.runHalf(spec(16, 10)), order);
-  console.log(JSON.stringify({ startedWhilePaused, settled: out.map((o) => o.settled), codes: out.map((o) => o.code),
-    cancelled, cancelledCodes: waited.map((o) => o.code), after: after.code }));
+  console.log(
+    JSON.stringify({
+      startedWhilePaused,
+      settled: out.map((o) => o.settled),
+      codes: out.map((o) => o.code),
+      cancelled,
+      cancelledCodes: waited.map((o) => o.code),
+      after: after.code,
+    }),
+  );
   native.finalize();
 } else if (scenario === 'drain') {
   // Nothing awaited: the queued calls keep the process alive until they are done, then it ends by itself.
   let done = 0;
-  for (let i = 0; i < 5; i++) void native.runHalf(spec(4096, 2000)).then(() => { done++; });
+  for (let i = 0; i < 5; i++)
+    void native.runHalf(spec(4096, 2000)).then(() => {
+      done++;
+    });
   process.on('beforeExit', () => {
-    if (done === 5 && order.n === 0) { order.n = 1; console.log(JSON.stringify({ done })); native.finalize(); }
+    if (done === 5 && order.n === 0) {
+      order.n = 1;
+      console.log(JSON.stringify({ done }));
+      native.finalize();
+    }
   });
 } else {
   console.error(`unknown scenario ${scenario}`);

@@ -23,16 +23,39 @@ export function cachedNccl(): { lib: string; include: string } | null {
 
 /** A directory holding cuda_runtime.h (CUDA_HOME, the nvcc on PATH, /usr/local/cuda), or null. */
 export function cudaInclude(): string | null {
-  const candidates = [process.env.CUDA_HOME, process.env.CUDA_PATH, '/usr/local/cuda'].filter(Boolean).map((d) => join(d!, 'include'));
+  const candidates = [process.env.CUDA_HOME, process.env.CUDA_PATH, '/usr/local/cuda']
+    .filter(Boolean)
+    .map((d) => join(d!, 'include'));
   const nvcc = spawnSync('sh', ['-c', 'command -v nvcc'], { encoding: 'utf8' }).stdout.trim();
-  if (nvcc) candidates.unshift(join(dirname(dirname(spawnSync('readlink', ['-f', nvcc], { encoding: 'utf8' }).stdout.trim())), 'include'));
+  if (nvcc)
+    candidates.unshift(
+      join(dirname(dirname(spawnSync('readlink', ['-f', nvcc], { encoding: 'utf8' }).stdout.trim())), 'include'),
+    );
   return candidates.find((d) => existsSync(join(d, 'cuda_runtime.h'))) ?? null;
 }
 
 export interface NcclModule {
-  probe(o: { lib?: string }): { usable: boolean; reason?: string; library?: { version: string; path: string; versionCode: number }; devices: { count: number; errorName: string; errorText: string } };
-  library(o: { lib?: string }): { path: string; how: string; version: string; versionCode: number; features: Record<string, boolean> };
-  devices(): { count: number; cudaError: number; errorName: string; errorText: string; runtimeVersion: number; driverVersion: number };
+  probe(o: { lib?: string }): {
+    usable: boolean;
+    reason?: string;
+    library?: { version: string; path: string; versionCode: number };
+    devices: { count: number; errorName: string; errorText: string };
+  };
+  library(o: { lib?: string }): {
+    path: string;
+    how: string;
+    version: string;
+    versionCode: number;
+    features: Record<string, boolean>;
+  };
+  devices(): {
+    count: number;
+    cudaError: number;
+    errorName: string;
+    errorText: string;
+    runtimeVersion: number;
+    driverVersion: number;
+  };
   uniqueId(o: { lib?: string }): number[];
   init(config: object): Promise<unknown>;
   /** The fields init() reads (native/src/addon/addon_nccl.cc kInitFields): kind and whether required. */
@@ -55,13 +78,25 @@ export function visibleGpus(): { count: number; reason: string } {
   if (!m) return { count: 0, reason: 'the nccl module is not built (no nvcc)' };
   const d = m.devices();
   if (d.count > 0) return { count: d.count, reason: '' };
-  return { count: 0, reason: d.cudaError !== 0 ? `no CUDA device: ${d.errorText} (${d.errorName})` : 'no CUDA device: none visible' };
+  return {
+    count: 0,
+    reason: d.cudaError !== 0 ? `no CUDA device: ${d.errorText} (${d.errorName})` : 'no CUDA device: none visible',
+  };
 }
 
 /** An environment in which no libnccl can be found unless a test points at one, and no torchrun-style launch. */
 export const NO_NCCL_ENV: NodeJS.ProcessEnv = Object.freeze({
-  COLLBENCH_NCCL_LIB: '', VIRTUAL_ENV: '', CONDA_PREFIX: '', PYTHONPATH: '', LD_LIBRARY_PATH: '', HOME: '/nonexistent',
-  RANK: '', WORLD_SIZE: '', MASTER_ADDR: '', MASTER_PORT: '', LOCAL_RANK: '',
+  COLLBENCH_NCCL_LIB: '',
+  VIRTUAL_ENV: '',
+  CONDA_PREFIX: '',
+  PYTHONPATH: '',
+  LD_LIBRARY_PATH: '',
+  HOME: '/nonexistent',
+  RANK: '',
+  WORLD_SIZE: '',
+  MASTER_ADDR: '',
+  MASTER_PORT: '',
+  LOCAL_RANK: '',
 });
 
 /** A run that reached ncclCommInitRank with the real libnccl and no GPU: exit 5, one line naming the CUDA driver. */
@@ -69,7 +104,15 @@ export function assertNoDevice(r: CliResult, program = 'all_reduce_perf'): void 
   assert.equal(r.code, 5, r.stderr + r.stdout);
   assert.equal(r.stdout, '');
   assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-  assert.match(r.stderr, new RegExp(`^${program}: (rank \\d on host \\S+: )?nccl backend unavailable \\(NCCL_UNHANDLED_CUDA_ERROR\\): no CUDA device: `));
-  assert.match(r.stderr, /CUDA driver version is insufficient for CUDA runtime version \(cudaGetDeviceCount: cudaErrorInsufficientDriver\)/);
+  assert.match(
+    r.stderr,
+    new RegExp(
+      `^${program}: (rank \\d on host \\S+: )?nccl backend unavailable \\(NCCL_UNHANDLED_CUDA_ERROR\\): no CUDA device: `,
+    ),
+  );
+  assert.match(
+    r.stderr,
+    /CUDA driver version is insufficient for CUDA runtime version \(cudaGetDeviceCount: cudaErrorInsufficientDriver\)/,
+  );
   assert.match(r.stderr, /ncclCommInitRank failed: ncclUnhandledCudaError/);
 }

@@ -19,9 +19,19 @@ export function listening(port: number): boolean {
   const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
   return ['/proc/net/tcp', '/proc/net/tcp6'].some((file) => {
     let text: string;
-    try { text = readFileSync(file, 'utf8'); } catch { return false; }
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      return false;
+    }
     // sl local_address rem_address st …: st 0A is LISTEN
-    return text.split('\n').slice(1).some((l) => { const f = l.trim().split(/\s+/); return f[1]?.endsWith(hex) && f[3] === '0A'; });
+    return text
+      .split('\n')
+      .slice(1)
+      .some((l) => {
+        const f = l.trim().split(/\s+/);
+        return f[1]?.endsWith(hex) && f[3] === '0A';
+      });
   });
 }
 
@@ -29,7 +39,10 @@ export function listening(port: number): boolean {
 export function refused(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect({ host, port });
-    s.on('connect', () => { s.destroy(); resolve(false); });
+    s.on('connect', () => {
+      s.destroy();
+      resolve(false);
+    });
     s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
   });
 }
@@ -42,8 +55,12 @@ export function stray(host: string, port: number, act: (s: Socket) => void): Pro
     let answer = '';
     let how = 'closed';
     s.on('connect', () => act(s));
-    s.on('data', (d: Buffer) => { answer += d.toString('utf8'); });
-    s.on('error', (e: NodeJS.ErrnoException) => { how = e.code ?? e.message; });
+    s.on('data', (d: Buffer) => {
+      answer += d.toString('utf8');
+    });
+    s.on('error', (e: NodeJS.ErrnoException) => {
+      how = e.code ?? e.message;
+    });
     s.on('close', () => resolve({ answer, how }));
   });
 }
@@ -54,7 +71,10 @@ export function floodWithoutNewline(s: Socket, mib: number): void {
   const more = (left: number): void => {
     while (left > 0) {
       left--;
-      if (!s.write(block)) { s.once('drain', () => more(left)); return; }
+      if (!s.write(block)) {
+        s.once('drain', () => more(left));
+        return;
+      }
     }
   };
   more(mib);

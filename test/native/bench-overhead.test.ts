@@ -16,28 +16,55 @@ const built = moduleBuilt('mpi') && moduleBuilt('gloo');
 
 function script(name: string, args: string[]): { status: number | null; out: string } {
   const r = spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'scripts', name), ...args], {
-    cwd: repoRoot, encoding: 'utf8', timeout: 120_000,
+    cwd: repoRoot,
+    encoding: 'utf8',
+    timeout: 120_000,
   });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 const benchOverhead = (args: string[]): { status: number | null; out: string } => script('bench-overhead.ts', args);
 
-const TINY = ['--rounds', '1', '--iters', '2', '--gloo-iters', '2', '--warmup', '1', '--max-bytes', '64', '--colls', 'all_reduce,sendrecv'];
+const TINY = [
+  '--rounds',
+  '1',
+  '--iters',
+  '2',
+  '--gloo-iters',
+  '2',
+  '--warmup',
+  '1',
+  '--max-bytes',
+  '64',
+  '--colls',
+  'all_reduce,sendrecv',
+];
 
 describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are not built (make build)' }, () => {
-  for (const [name, mode] of [['collbench', []], ['native', ['--native-loop']], ['control', ['--control']]] as const) {
+  for (const [name, mode] of [
+    ['collbench', []],
+    ['native', ['--native-loop']],
+    ['control', ['--control']],
+  ] as const) {
     it(`${name} vs plain: a block per backend x ranks x collective, a row per size, one summary`, () => {
       const r = benchOverhead([...TINY, '--ranks', '1,2', ...mode]);
       assert.equal(r.status, 0, r.out);
       for (const backend of ['mpi', 'gloo']) {
         for (const ranks of ['1 rank', '2 ranks']) {
           for (const coll of ['all_reduce', 'sendrecv']) {
-            assert.match(r.out, new RegExp(`^## ${backend} ${ranks} ${coll}: goal met at \\d/4 sizes \\(missed beyond noise: \\d\\); outliers ${name} `, 'm'), r.out);
+            assert.match(
+              r.out,
+              new RegExp(
+                `^## ${backend} ${ranks} ${coll}: goal met at \\d/4 sizes \\(missed beyond noise: \\d\\); outliers ${name} `,
+                'm',
+              ),
+              r.out,
+            );
           }
         }
       }
       assert.match(r.out, /^# summary: goal met at \d+\/32 sizes, missed beyond noise at \d+ /m, r.out);
-      for (const size of [8, 16, 32, 64]) assert.match(r.out, new RegExp(`^ +${size} +\\d+ +[\\d.]+ +[\\d.]+ +[\\d.]+`, 'm'), r.out);
+      for (const size of [8, 16, 32, 64])
+        assert.match(r.out, new RegExp(`^ +${size} +\\d+ +[\\d.]+ +[\\d.]+ +[\\d.]+`, 'm'), r.out);
     });
   }
 
@@ -47,15 +74,31 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
     assert.equal(r.status, 0, r.out);
     for (const backend of ['mpi', 'gloo']) {
       for (const coll of ['all_reduce', 'sendrecv']) {
-        assert.match(r.out, new RegExp(`^## ${backend} 1 rank ${coll}: goal met at \\d/4 sizes .*\n#  control, plain again in the same rounds: ` +
-          'goal met at \\d/4 sizes \\(missed beyond noise: \\d\\); outliers control \\d+/8, plain \\d+/8 (ok|WORSE)$', 'm'), r.out);
+        assert.match(
+          r.out,
+          new RegExp(
+            `^## ${backend} 1 rank ${coll}: goal met at \\d/4 sizes .*\n#  control, plain again in the same rounds: ` +
+              'goal met at \\d/4 sizes \\(missed beyond noise: \\d\\); outliers control \\d+/8, plain \\d+/8 (ok|WORSE)$',
+            'm',
+          ),
+          r.out,
+        );
       }
     }
-    for (const size of [8, 16, 32, 64]) assert.match(r.out, new RegExp(`^ +${size} +\\d+ .*  [\\d.]+ (ok|missed \\(noise\\)|MISSED)$`, 'm'), r.out);
-    assert.match(r.out, /^# control \(plain against itself in the same rounds\): goal met at \d+\/16 sizes, missed beyond noise at \d+; outlier share no worse in \d\/4 cells$/m, r.out);
-    for (const backend of ['mpi', 'gloo']) assert.match(r.out, new RegExp(`^#   ${backend} 1 rank: \\d+/8 \\(\\d+\\) \\| \\d+/8 \\(\\d+\\)$`, 'm'), r.out);
+    for (const size of [8, 16, 32, 64])
+      assert.match(r.out, new RegExp(`^ +${size} +\\d+ .*  [\\d.]+ (ok|missed \\(noise\\)|MISSED)$`, 'm'), r.out);
+    assert.match(
+      r.out,
+      /^# control \(plain against itself in the same rounds\): goal met at \d+\/16 sizes, missed beyond noise at \d+; outlier share no worse in \d\/4 cells$/m,
+      r.out,
+    );
+    for (const backend of ['mpi', 'gloo'])
+      assert.match(r.out, new RegExp(`^#   ${backend} 1 rank: \\d+/8 \\(\\d+\\) \\| \\d+/8 \\(\\d+\\)$`, 'm'), r.out);
     // Both judged tools come from the same rounds: as many samples each, per size.
-    const doc = JSON.parse(readFileSync(json, 'utf8')) as { cells: { sizes: { aUs: number[]; bUs: number[] }[]; control: { sizes: { aUs: number[]; bUs: number[] }[] } }[]; summary: { control: { sizes: number } } };
+    const doc = JSON.parse(readFileSync(json, 'utf8')) as {
+      cells: { sizes: { aUs: number[]; bUs: number[] }[]; control: { sizes: { aUs: number[]; bUs: number[] }[] } }[];
+      summary: { control: { sizes: number } };
+    };
     assert.equal(doc.summary.control.sizes, 16);
     for (const cell of doc.cells) {
       cell.sizes.forEach((s, i) => {
@@ -88,27 +131,47 @@ describe('bench-overhead', { skip: built ? false : 'the mpi and gloo modules are
   });
 });
 
-describe('bench-instructions', { skip: !built ? 'the mpi and gloo modules are not built (make build)'
-  : spawnSync('valgrind', ['--version']).error ? 'valgrind is not installed (make deps installs it)' : false }, () => {
-  it('a row per backend x collective: plain and collbench instructions per op, added, ratio; JSON alike', () => {
-    const json = join(mkdtempSync(join(tmpdir(), 'cb-instr-')), 'instr.json');
-    const r = script('bench-instructions.ts', ['--colls', 'all_reduce,sendrecv', '--low', '100', '--high', '300', '--json', json]);
-    assert.equal(r.status, 0, r.out);
-    for (const backend of ['mpi', 'gloo']) {
-      for (const coll of ['all_reduce', 'sendrecv']) assert.match(r.out, new RegExp(`^${backend} +${coll} +\\d+ +\\d+ +[+-]\\d+ +\\d+\\.\\d{3}$`, 'm'), r.out);
-    }
-    const doc = JSON.parse(readFileSync(json, 'utf8')) as { rows: { plain: number; collbench: number }[] };
-    assert.equal(doc.rows.length, 4);
-    // Each loop makes at least one library call per op: the counts are per op, not per run.
-    for (const row of doc.rows) assert.ok(row.plain > 10 && row.plain < 100_000 && row.collbench > 10 && row.collbench < 100_000, r.out);
-  });
+describe(
+  'bench-instructions',
+  {
+    skip: !built
+      ? 'the mpi and gloo modules are not built (make build)'
+      : spawnSync('valgrind', ['--version']).error
+        ? 'valgrind is not installed (make deps installs it)'
+        : false,
+  },
+  () => {
+    it('a row per backend x collective: plain and collbench instructions per op, added, ratio; JSON alike', () => {
+      const json = join(mkdtempSync(join(tmpdir(), 'cb-instr-')), 'instr.json');
+      const r = script('bench-instructions.ts', [
+        '--colls',
+        'all_reduce,sendrecv',
+        '--low',
+        '100',
+        '--high',
+        '300',
+        '--json',
+        json,
+      ]);
+      assert.equal(r.status, 0, r.out);
+      for (const backend of ['mpi', 'gloo']) {
+        for (const coll of ['all_reduce', 'sendrecv'])
+          assert.match(r.out, new RegExp(`^${backend} +${coll} +\\d+ +\\d+ +[+-]\\d+ +\\d+\\.\\d{3}$`, 'm'), r.out);
+      }
+      const doc = JSON.parse(readFileSync(json, 'utf8')) as { rows: { plain: number; collbench: number }[] };
+      assert.equal(doc.rows.length, 4);
+      // Each loop makes at least one library call per op: the counts are per op, not per run.
+      for (const row of doc.rows)
+        assert.ok(row.plain > 10 && row.plain < 100_000 && row.collbench > 10 && row.collbench < 100_000, r.out);
+    });
 
-  it('a bad option: one line naming it, exit 2', () => {
-    const r = script('bench-instructions.ts', ['--low', '10', '--high', '10']);
-    assert.equal(r.status, 2, r.out);
-    assert.match(r.out, /^bench-instructions: --high: expected a whole number >= 11, got '10'$/m);
-    const coll = script('bench-instructions.ts', ['--colls', 'reduce']);
-    assert.equal(coll.status, 2, coll.out);
-    assert.match(coll.out, /^bench-instructions: --colls: unknown collective 'reduce'/m);
-  });
-});
+    it('a bad option: one line naming it, exit 2', () => {
+      const r = script('bench-instructions.ts', ['--low', '10', '--high', '10']);
+      assert.equal(r.status, 2, r.out);
+      assert.match(r.out, /^bench-instructions: --high: expected a whole number >= 11, got '10'$/m);
+      const coll = script('bench-instructions.ts', ['--colls', 'reduce']);
+      assert.equal(coll.status, 2, coll.out);
+      assert.match(coll.out, /^bench-instructions: --colls: unknown collective 'reduce'/m);
+    });
+  },
+);

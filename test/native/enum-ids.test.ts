@@ -21,6 +21,9 @@ describe('native enum ids equal bench/core/types.ts', () => {
     });
   }
   it('at least one module is built', () => {
-    assert.ok(MODULES.some((m) => moduleBuilt(m)), `no module in ${modulePath('mpi').replace(/[^/]*$/, '')}`);
+    assert.ok(
+      MODULES.some((m) => moduleBuilt(m)),
+      `no module in ${modulePath('mpi').replace(/[^/]*$/, '')}`,
+    );
   });
 });

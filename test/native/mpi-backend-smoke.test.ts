@@ -10,7 +10,8 @@ describe('MPI backend smoke test (C++)', () => {
   for (const np of [1, 2, 3, 4]) {
     it(`${np} ranks`, () => {
       const r = spawnSync('mpirun', [...mpirunArgs(np), join(repoRoot, 'build/Release/mpi_backend_smoke')], {
-        encoding: 'utf8', timeout: 300_000,
+        encoding: 'utf8',
+        timeout: 300_000,
       });
       assert.equal(r.status, 0, r.stdout + r.stderr);
       assert.match(r.stdout, new RegExp(`${np} ranks: \\d+ checks, 0 failures`));

@@ -11,23 +11,45 @@ import { repoRoot } from '../helpers/cli.js';
 import { cachedNccl, cudaInclude } from '../helpers/nccl.js';
 
 function ncclInclude(): string | null {
-  const dirs = [process.env.COLLBENCH_NCCL_INCLUDE, cachedNccl()?.include, '/usr/include', '/usr/local/include',
-    '/usr/local/cuda/include'].filter(Boolean) as string[];
+  const dirs = [
+    process.env.COLLBENCH_NCCL_INCLUDE,
+    cachedNccl()?.include,
+    '/usr/include',
+    '/usr/local/include',
+    '/usr/local/cuda/include',
+  ].filter(Boolean) as string[];
   return dirs.find((d) => existsSync(join(d, 'nccl.h'))) ?? null;
 }
 
 const source = join(repoRoot, 'native', 'test', 'nccl_abi_check.cc');
 
 function compile(include: string, cuda: string, extra: string[] = []) {
-  return spawnSync('g++', ['-std=c++17', '-fsyntax-only', '-Wall', '-Wextra', '-Werror', `-I${cuda}`, `-I${include}`,
-    `-I${join(repoRoot, 'native', 'src')}`, ...extra, source], { encoding: 'utf8', timeout: 120_000 });
+  return spawnSync(
+    'g++',
+    [
+      '-std=c++17',
+      '-fsyntax-only',
+      '-Wall',
+      '-Wextra',
+      '-Werror',
+      `-I${cuda}`,
+      `-I${include}`,
+      `-I${join(repoRoot, 'native', 'src')}`,
+      ...extra,
+      source,
+    ],
+    { encoding: 'utf8', timeout: 120_000 },
+  );
 }
 
 describe('NCCL ABI: our declarations against a real nccl.h', () => {
   const include = ncclInclude();
   const cuda = cudaInclude();
-  const skip = !include ? 'no nccl.h found (no cached NCCL wheel, COLLBENCH_NCCL_INCLUDE unset, none in /usr/include)'
-    : !cuda ? 'no CUDA headers (cuda_runtime.h) found' : false;
+  const skip = !include
+    ? 'no nccl.h found (no cached NCCL wheel, COLLBENCH_NCCL_INCLUDE unset, none in /usr/include)'
+    : !cuda
+      ? 'no CUDA headers (cuda_runtime.h) found'
+      : false;
   if (skip) console.log(`# skipping the NCCL ABI check: ${skip}`);
 
   it('enum values, type sizes, config layout and call signatures match', { skip }, () => {

@@ -13,7 +13,11 @@ import { cachedNccl, ncclModule } from '../helpers/nccl.js';
 
 const nccl = cachedNccl();
 const m = ncclModule();
-const skip = !m ? 'the nccl module is not built (no nvcc)' : !nccl ? 'no libnccl: no cached NCCL wheel to unpack' : false;
+const skip = !m
+  ? 'the nccl module is not built (no nvcc)'
+  : !nccl
+    ? 'no libnccl: no cached NCCL wheel to unpack'
+    : false;
 if (skip) console.log(`# skipping the nccl module tests: ${skip}`);
 
 function headerVersion(): { code: number; text: string } {
@@ -22,16 +26,35 @@ function headerVersion(): { code: number; text: string } {
   return { code: get('NCCL_VERSION_CODE'), text: `${get('NCCL_MAJOR')}.${get('NCCL_MINOR')}.${get('NCCL_PATCH')}` };
 }
 
-interface TypedError extends Error { code: string; backend: string; site: string }
+interface TypedError extends Error {
+  code: string;
+  backend: string;
+  site: string;
+}
 const typed = (e: unknown) => e as TypedError;
 
 /** A whole init config (every field the driver passes, bench/backends/nccl.ts) for one process, one GPU, changed by
  *  `over`: init() refuses a missing field instead of defaulting it. */
 function initConfig(over: Partial<NcclInitConfig>): NcclInitConfig {
   return {
-    lib: nccl!.lib, procRank: 0, nprocs: 1, localRank: 0, localSize: 1, nThreads: 1, nGpus: 1, firstDevice: 0,
-    shareDevices: 0, uniqueId: [], splitColor: -1, streamNull: 0, ctaPolicy: -1, localRegister: 0, timeoutSec: 0,
-    deviceImpl: 0, deviceCtaCount: 16, ...over,
+    lib: nccl!.lib,
+    procRank: 0,
+    nprocs: 1,
+    localRank: 0,
+    localSize: 1,
+    nThreads: 1,
+    nGpus: 1,
+    firstDevice: 0,
+    shareDevices: 0,
+    uniqueId: [],
+    splitColor: -1,
+    streamNull: 0,
+    ctaPolicy: -1,
+    localRegister: 0,
+    timeoutSec: 0,
+    deviceImpl: 0,
+    deviceCtaCount: 16,
+    ...over,
   };
 }
 
@@ -42,7 +65,9 @@ describe('nccl module with a real libnccl', { skip }, () => {
     assert.equal(lib.versionCode, want.code);
     assert.equal(lib.version, want.text);
     assert.equal(realpathSync(lib.path), realpathSync(nccl!.lib));
-    if (want.code >= 22800) for (const f of ['alltoall', 'gather', 'scatter', 'window', 'fp8', 'preMulSum', 'split']) assert.equal(lib.features[f], true, f);
+    if (want.code >= 22800)
+      for (const f of ['alltoall', 'gather', 'scatter', 'window', 'fp8', 'preMulSum', 'split'])
+        assert.equal(lib.features[f], true, f);
   });
 
   it('a directory is accepted for --nccl-lib (DIR/libnccl.so.2), and the first library stays loaded', () => {
@@ -51,7 +76,8 @@ describe('nccl module with a real libnccl', { skip }, () => {
   });
 
   it('ncclGetUniqueId works without a GPU and gives 128 fresh bytes each time', () => {
-    const a = m!.uniqueId({ lib: nccl!.lib }), b = m!.uniqueId({ lib: nccl!.lib });
+    const a = m!.uniqueId({ lib: nccl!.lib }),
+      b = m!.uniqueId({ lib: nccl!.lib });
     assert.equal(a.length, 128);
     assert.ok(a.every((x) => Number.isInteger(x) && x >= 0 && x < 256));
     assert.notDeepEqual(a, b);
@@ -66,12 +92,19 @@ describe('nccl module with a real libnccl', { skip }, () => {
   });
 
   it('communicator init without a GPU: typed error naming ncclUnhandledCudaError and the CUDA driver', async (t) => {
-    if (m!.devices().count > 0) { t.skip('this machine has a GPU'); return; }
+    if (m!.devices().count > 0) {
+      t.skip('this machine has a GPU');
+      return;
+    }
     const id = m!.uniqueId({ lib: nccl!.lib });
     await assert.rejects(m!.init(initConfig({ uniqueId: id })), (e) => {
       assert.equal(typed(e).code, 'NCCL_UNHANDLED_CUDA_ERROR');
       assert.equal(typed(e).backend, 'nccl');
-      assert.match(typed(e).site, /^native\/src\/backends\/nccl\/nccl_backend\.cc:\d+ \S/, 'relative to the source tree');
+      assert.match(
+        typed(e).site,
+        /^native\/src\/backends\/nccl\/nccl_backend\.cc:\d+ \S/,
+        'relative to the source tree',
+      );
       assert.match(typed(e).message, /^no CUDA device: .*CUDA driver/);
       assert.match(typed(e).message, /ncclCommInitRank failed: ncclUnhandledCudaError/);
       assert.match(typed(e).message, new RegExp(`NCCL ${headerVersion().text.replace(/\./g, '\\.')} from `));
@@ -81,31 +114,49 @@ describe('nccl module with a real libnccl', { skip }, () => {
   });
 
   it('bad init arguments are refused before anything starts', async () => {
-    await assert.rejects(m!.init(initConfig({ uniqueId: [1, 2, 3] })), (e) => typed(e).code === 'CORE_BAD_SPEC' &&
-      /unique id must have 128 bytes/.test(typed(e).message));
-    await assert.rejects(m!.init(initConfig({ uniqueId: m!.uniqueId({}), nGpus: 0 })), (e) => typed(e).code === 'CORE_BAD_SPEC');
-    assert.throws(() => m!.init(initConfig({ uniqueId: m!.uniqueId({}), controlPlane: { not: 'an External' } })),
-      (e) => typed(e).code === 'CORE_BAD_SPEC' && /controlPlane/.test(typed(e).message));
+    await assert.rejects(
+      m!.init(initConfig({ uniqueId: [1, 2, 3] })),
+      (e) => typed(e).code === 'CORE_BAD_SPEC' && /unique id must have 128 bytes/.test(typed(e).message),
+    );
+    await assert.rejects(
+      m!.init(initConfig({ uniqueId: m!.uniqueId({}), nGpus: 0 })),
+      (e) => typed(e).code === 'CORE_BAD_SPEC',
+    );
+    assert.throws(
+      () => m!.init(initConfig({ uniqueId: m!.uniqueId({}), controlPlane: { not: 'an External' } })),
+      (e) => typed(e).code === 'CORE_BAD_SPEC' && /controlPlane/.test(typed(e).message),
+    );
   });
 
-  it('init reads exactly NcclInitConfig\'s fields, and refuses a missing, unknown or mistyped one naming it', () => {
+  it("init reads exactly NcclInitConfig's fields, and refuses a missing, unknown or mistyped one naming it", () => {
     // Every field, optional ones included (Required<>: the compiler insists on each key of the TypeScript type).
     const all: Required<NcclInitConfig> = { ...initConfig({ uniqueId: [0] }), lib: '', controlPlane: null };
-    const optional = new Set(['lib', 'controlPlane']);  // NcclInitConfig's `?` fields
+    const optional = new Set(['lib', 'controlPlane']); // NcclInitConfig's `?` fields
     const fields = m!.initFields();
     assert.deepEqual(Object.keys(fields).sort(), Object.keys(all).sort());
     for (const [name, f] of Object.entries(fields)) assert.equal(f.required, !optional.has(name), name);
-    const refused = (config: object, message: RegExp) => assert.throws(() => m!.init(config),
-      (e) => typed(e).code === 'CORE_BAD_SPEC' && message.test(typed(e).message));
+    const refused = (config: object, message: RegExp) =>
+      assert.throws(
+        () => m!.init(config),
+        (e) => typed(e).code === 'CORE_BAD_SPEC' && message.test(typed(e).message),
+      );
     refused({ lib: nccl!.lib, uniqueId: m!.uniqueId({}) }, /^init: field 'procRank' is missing \(int32\)$/);
     refused({ ...initConfig({ uniqueId: [1] }), nGPUs: 2 }, /^init: field 'nGPUs' is not a field of this object$/);
-    refused(initConfig({ uniqueId: [1], timeoutSec: '5' as unknown as number }), /^init: field 'timeoutSec' must be an int32, not '5'$/);
+    refused(
+      initConfig({ uniqueId: [1], timeoutSec: '5' as unknown as number }),
+      /^init: field 'timeoutSec' must be an int32, not '5'$/,
+    );
     refused(initConfig({ uniqueId: [1, 256] }), /^init: field 'uniqueId' must hold bytes \(0 to 255\), not 256$/);
   });
 
-  it('accepts the MPI module\'s control plane (the mpirun bootstrap path)', async (t) => {
+  it("accepts the MPI module's control plane (the mpirun bootstrap path)", async (t) => {
     let mpi;
-    try { mpi = selectBackend('mpi').module; } catch { t.skip('the mpi module is not built'); return; }
+    try {
+      mpi = selectBackend('mpi').module;
+    } catch {
+      t.skip('the mpi module is not built');
+      return;
+    }
     prepareSingletonMpi();
     const info = mpi.init() as { nranks: number };
     try {

@@ -15,11 +15,29 @@ const MODULES = ['mpi', 'gloo', 'nccl'];
 const segment: Required<Segment> = { buf: 'send', kind: 'copy', offset: 0, count: 4, indexBase: 0, stream: 0, rank: 0 };
 const peers: Required<PeerCounts> = { sendCounts: [4], sendDispls: [0], recvCounts: [4], recvDispls: [0] };
 const half: Required<HalfSpec> = {
-  coll: COLL_ID.all_reduce, dtype: DTYPE_ID.float, op: OP_ID.sum, root: 0, inPlace: false,
-  count: 4, sendOffset: 0, recvOffset: 0, rotateBytes: 16, maxBytes: 16, peers,
-  fill: [segment], expect: [{ ...segment, buf: 'recv' }],
-  iters: 1, aggIters: 1, blocking: 0, perIter: false, checkRounds: 0, checkSeed: 0, average: 1, unalignElems: 0,
-  graphLaunches: 0, arrivals: false,
+  coll: COLL_ID.all_reduce,
+  dtype: DTYPE_ID.float,
+  op: OP_ID.sum,
+  root: 0,
+  inPlace: false,
+  count: 4,
+  sendOffset: 0,
+  recvOffset: 0,
+  rotateBytes: 16,
+  maxBytes: 16,
+  peers,
+  fill: [segment],
+  expect: [{ ...segment, buf: 'recv' }],
+  iters: 1,
+  aggIters: 1,
+  blocking: 0,
+  perIter: false,
+  checkRounds: 0,
+  checkSeed: 0,
+  average: 1,
+  unalignElems: 0,
+  graphLaunches: 0,
+  arrivals: false,
 };
 const sequence: Required<SequenceOptions> = { iters: 1, warmupIters: 0, gapUs: [0], check: false };
 const examples = { halfSpec: half, segment, peerCounts: peers, sequenceOptions: sequence };
@@ -29,31 +47,76 @@ const examples = { halfSpec: half, segment, peerCounts: peers, sequenceOptions: 
 type Requiredness<T> = { [K in keyof T]-?: object extends Pick<T, K> ? false : true };
 const required = {
   halfSpec: {
-    coll: true, dtype: true, op: true, root: true, inPlace: true, count: true, sendOffset: true, recvOffset: true,
-    rotateBytes: true, maxBytes: true, peers: false, fill: true, expect: true, iters: true, aggIters: true,
-    blocking: true, perIter: true, checkRounds: true, checkSeed: true, average: true, unalignElems: true,
-    graphLaunches: false, arrivals: false,
+    coll: true,
+    dtype: true,
+    op: true,
+    root: true,
+    inPlace: true,
+    count: true,
+    sendOffset: true,
+    recvOffset: true,
+    rotateBytes: true,
+    maxBytes: true,
+    peers: false,
+    fill: true,
+    expect: true,
+    iters: true,
+    aggIters: true,
+    blocking: true,
+    perIter: true,
+    checkRounds: true,
+    checkSeed: true,
+    average: true,
+    unalignElems: true,
+    graphLaunches: false,
+    arrivals: false,
   } satisfies Requiredness<HalfSpec>,
   segment: {
-    buf: true, kind: true, offset: true, count: true, indexBase: true, stream: true, rank: true,
+    buf: true,
+    kind: true,
+    offset: true,
+    count: true,
+    indexBase: true,
+    stream: true,
+    rank: true,
   } satisfies Requiredness<Segment>,
-  peerCounts: { sendCounts: true, sendDispls: true, recvCounts: true, recvDispls: true } satisfies Requiredness<PeerCounts>,
-  sequenceOptions: { iters: true, warmupIters: true, gapUs: false, check: true } satisfies Requiredness<SequenceOptions>,
+  peerCounts: {
+    sendCounts: true,
+    sendDispls: true,
+    recvCounts: true,
+    recvDispls: true,
+  } satisfies Requiredness<PeerCounts>,
+  sequenceOptions: {
+    iters: true,
+    warmupIters: true,
+    gapUs: false,
+    check: true,
+  } satisfies Requiredness<SequenceOptions>,
 };
 
 /** Whether a TypeScript value fits a native kind. */
 function fits(kind: string, v: unknown): boolean {
   const isInt = (x: unknown) => typeof x === 'number' && Number.isInteger(x);
   switch (kind) {
-    case 'int32': case 'uint64': return isInt(v);
-    case 'number': return typeof v === 'number';
-    case 'boolean': return typeof v === 'boolean';
-    case 'string': return typeof v === 'string';
-    case 'uint64[]': return Array.isArray(v) && v.every(isInt);
-    case 'number[]': return Array.isArray(v) && v.every((x) => typeof x === 'number');
-    case 'object': return typeof v === 'object' && v !== null && !Array.isArray(v);
-    case 'object[]': return Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null);
-    default: return false;
+    case 'int32':
+    case 'uint64':
+      return isInt(v);
+    case 'number':
+      return typeof v === 'number';
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'string':
+      return typeof v === 'string';
+    case 'uint64[]':
+      return Array.isArray(v) && v.every(isInt);
+    case 'number[]':
+      return Array.isArray(v) && v.every((x) => typeof x === 'number');
+    case 'object':
+      return typeof v === 'object' && v !== null && !Array.isArray(v);
+    case 'object[]':
+      return Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null);
+    default:
+      return false;
   }
 }
 
@@ -86,7 +149,10 @@ describe('native spec fields equal the TypeScript types', () => {
           const req = required[object] as Record<string, boolean>;
           for (const [field, f] of Object.entries(table)) {
             assert.equal(f.required, req[field], `${object}.${field}: required`);
-            assert.ok(fits(f.kind, example[field]), `${object}.${field}: ${JSON.stringify(example[field])} is not ${f.kind}`);
+            assert.ok(
+              fits(f.kind, example[field]),
+              `${object}.${field}: ${JSON.stringify(example[field])} is not ${f.kind}`,
+            );
           }
         }
       });
@@ -114,18 +180,32 @@ describe('native spec fields equal the TypeScript types', () => {
         refused(run({ ...half, peers: without(peers, 'recvDispls') }), /field 'peers\.recvDispls' is missing/);
         refused(run({ ...half, peers: { ...peers, sendCounts: [1, -2] } }), /field 'peers\.sendCounts\[1\]' must be/);
         refused(run({ ...half, fill: [segment, without(segment, 'rank')] }), /field 'fill\[1\]\.rank' is missing/);
-        refused(run({ ...half, expect: [{ ...segment, kind: 'bogus' }] }),
-          /field 'expect\[0\]\.kind' must be one of reduceInput, reduceOutput, copy, zero, not 'bogus'$/);
-        refused(run({ ...half, fill: [{ ...segment, buf: 'both' }] }), /field 'fill\[0\]\.buf' must be 'send' or 'recv'/);
+        refused(
+          run({ ...half, expect: [{ ...segment, kind: 'bogus' }] }),
+          /field 'expect\[0\]\.kind' must be one of reduceInput, reduceOutput, copy, zero, not 'bogus'$/,
+        );
+        refused(
+          run({ ...half, fill: [{ ...segment, buf: 'both' }] }),
+          /field 'fill\[0\]\.buf' must be 'send' or 'recv'/,
+        );
         refused(run([half, { ...half, op: 'sum' }]), /^runHalf: field '\[1\]\.op' must be an int32/);
         refused(run(7), /^runHalf: the argument must be an object, not 7$/);
-        refused(() => m.warmup({ ...half, checkSeed: undefined } as unknown as HalfSpec, 1), /^warmup: field 'checkSeed' is missing/);
-        refused(() => m.runSequence([half, { ...half, extra: 1 } as HalfSpec], sequence),
-          /^runSequence op 1: field 'extra' is not a field/);
-        refused(() => m.runSequence([half], without(sequence, 'check') as SequenceOptions),
-          /^runSequence options: field 'check' is missing \(boolean\)$/);
-        refused(() => m.runSequence([half], { ...sequence, gapUs: [1, 'x'] } as unknown as SequenceOptions),
-          /^runSequence options: field 'gapUs\[1\]' must be a finite number, not 'x'$/);
+        refused(
+          () => m.warmup({ ...half, checkSeed: undefined } as unknown as HalfSpec, 1),
+          /^warmup: field 'checkSeed' is missing/,
+        );
+        refused(
+          () => m.runSequence([half, { ...half, extra: 1 } as HalfSpec], sequence),
+          /^runSequence op 1: field 'extra' is not a field/,
+        );
+        refused(
+          () => m.runSequence([half], without(sequence, 'check') as SequenceOptions),
+          /^runSequence options: field 'check' is missing \(boolean\)$/,
+        );
+        refused(
+          () => m.runSequence([half], { ...sequence, gapUs: [1, 'x'] } as unknown as SequenceOptions),
+          /^runSequence options: field 'gapUs\[1\]' must be a finite number, not 'x'$/,
+        );
       });
 
       if (name === 'mpi') {

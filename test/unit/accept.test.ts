@@ -50,35 +50,84 @@ describe('profiles', () => {
 
   test('JSON profiles are read the same way', () => {
     const path = join(dir, 'p.json');
-    writeFileSync(path, JSON.stringify({ kind: 'collbench-profile', version: 1, name: 'j',
-      checks: [{ collective: 'all_reduce', minBytes: '1K', maxBytes: '1M', minBusBwGBps: 1, attempts: { pass: 1, of: 2 } }] }, null, 2));
+    writeFileSync(
+      path,
+      JSON.stringify(
+        {
+          kind: 'collbench-profile',
+          version: 1,
+          name: 'j',
+          checks: [
+            { collective: 'all_reduce', minBytes: '1K', maxBytes: '1M', minBusBwGBps: 1, attempts: { pass: 1, of: 2 } },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
     const p = loadProfile(path);
     assert.equal(p.checks[0]!.id, 'all_reduce 1K-1M');
     assert.equal(p.checks[0]!.sizes.length, 11);
-    assert.throws(() => loadProfile(path.replace('p.json', 'missing.json')), /--profile: cannot read .*missing\.json: ENOENT$/);
+    assert.throws(
+      () => loadProfile(path.replace('p.json', 'missing.json')),
+      /--profile: cannot read .*missing\.json: ENOENT$/,
+    );
   });
 
   test('errors name the file, the line and the key', () => {
-    assert.equal(profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n    maxTimeUs: -3\n`),
-      'FILE:8: checks[0].maxTimeUs: must be > 0');
-    assert.equal(profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n    maxTimeUs: 3\n    colour: red\n`),
-      'FILE:9: checks[0].colour: unknown key');
-    assert.equal(profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8x\n    maxBytes: 1M\n    wrong: 0\n`),
-      'FILE:6: checks[0].minBytes: must be a size in bytes: an integer, or 8, 64K, 1M, 2G');
-    assert.equal(profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 1M\n    maxBytes: 8\n    wrong: 0\n`),
-      'FILE:7: checks[0].maxBytes: 8 is below minBytes 1M');
-    assert.match(profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n    wrong: 0\n` +
-      '    attempts: {pass: 3, of: 2}\n'), /^FILE:9: checks\[0\]\.attempts: 3 passes of 2 attempts cannot happen$/);
-    assert.match(profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n`), /^FILE:5: checks\[0\]: needs at least one of minBusBwGBps, maxTimeUs, maxCvPct, wrong, baseline$/);
-    assert.match(profileError(`${HEAD}  - collective: allreduce\n    minBytes: 8\n    maxBytes: 1M\n    wrong: 0\n`),
-      /^FILE:5: checks\[0\]\.collective: must be equal to one of the allowed values: all_reduce, /);
+    assert.equal(
+      profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n    maxTimeUs: -3\n`),
+      'FILE:8: checks[0].maxTimeUs: must be > 0',
+    );
+    assert.equal(
+      profileError(
+        `${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n    maxTimeUs: 3\n    colour: red\n`,
+      ),
+      'FILE:9: checks[0].colour: unknown key',
+    );
+    assert.equal(
+      profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8x\n    maxBytes: 1M\n    wrong: 0\n`),
+      'FILE:6: checks[0].minBytes: must be a size in bytes: an integer, or 8, 64K, 1M, 2G',
+    );
+    assert.equal(
+      profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 1M\n    maxBytes: 8\n    wrong: 0\n`),
+      'FILE:7: checks[0].maxBytes: 8 is below minBytes 1M',
+    );
+    assert.match(
+      profileError(
+        `${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n    wrong: 0\n` +
+          '    attempts: {pass: 3, of: 2}\n',
+      ),
+      /^FILE:9: checks\[0\]\.attempts: 3 passes of 2 attempts cannot happen$/,
+    );
+    assert.match(
+      profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n`),
+      /^FILE:5: checks\[0\]: needs at least one of minBusBwGBps, maxTimeUs, maxCvPct, wrong, baseline$/,
+    );
+    assert.match(
+      profileError(`${HEAD}  - collective: allreduce\n    minBytes: 8\n    maxBytes: 1M\n    wrong: 0\n`),
+      /^FILE:5: checks\[0\]\.collective: must be equal to one of the allowed values: all_reduce, /,
+    );
     assert.match(profileError('kind: collbench-profile\nversion: 1\nname: [unclosed\n'), /^FILE:4: syntax: /);
     assert.match(profileError('kind: collbench-profile\nkind: again\n'), /^FILE:2: syntax: .*unique/i);
-    assert.match(profileError('kind: collbench-profile\nversion: 2\nname: t\nchecks: []\n'), /^FILE:2: version: must be equal to constant 1$/);
-    assert.match(profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 8\n    wrong: 0\n` +
-      '  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 8\n    wrong: 0\n'), /^FILE:9: checks\[1\]\.collective: check 'all_reduce 8-8' is already check 1; give one a name$/);
+    assert.match(
+      profileError('kind: collbench-profile\nversion: 2\nname: t\nchecks: []\n'),
+      /^FILE:2: version: must be equal to constant 1$/,
+    );
+    assert.match(
+      profileError(
+        `${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 8\n    wrong: 0\n` +
+          '  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 8\n    wrong: 0\n',
+      ),
+      /^FILE:9: checks\[1\]\.collective: check 'all_reduce 8-8' is already check 1; give one a name$/,
+    );
     // the safe loader: tags that would construct objects elsewhere are plain strings or errors, never code
-    assert.match(profileError(`${HEAD}  - collective: !!js/function "function () {}"\n    minBytes: 8\n    maxBytes: 8\n    wrong: 0\n`), /^FILE:\d+: /);
+    assert.match(
+      profileError(
+        `${HEAD}  - collective: !!js/function "function () {}"\n    minBytes: 8\n    maxBytes: 8\n    wrong: 0\n`,
+      ),
+      /^FILE:\d+: /,
+    );
   });
 });
 
@@ -89,7 +138,8 @@ describe('bootstrap interval of the ratio of medians', () => {
   };
 
   test('seeded: the same samples give the same interval; another seed a close one', () => {
-    const a = draw(1, 100, 1), b = draw(2, 100, 1);
+    const a = draw(1, 100, 1),
+      b = draw(2, 100, 1);
     assert.deepEqual(medianRatioInterval(a, b, 0.99, 42), medianRatioInterval(a, b, 0.99, 42));
     const other = medianRatioInterval(a, b, 0.99, 43);
     assert.ok(Math.abs(other.lo - medianRatioInterval(a, b, 0.99, 42).lo) < 0.02);
@@ -121,24 +171,58 @@ describe('bootstrap interval of the ratio of medians', () => {
 /** A report of the check's sizes with the given out-of-place figures (the rest of the document is not read). */
 function report(c: ProfileCheck, halves: Partial<ReportHalf>[]): ReportDocument {
   const half = (h: Partial<ReportHalf>): ReportHalf => ({
-    timeUs: 10, cpuTimeUs: 10, algBwGBps: 1, busBwGBps: 1, wrong: 0, ranksWithWrong: 0, late: null, ...h,
+    timeUs: 10,
+    cpuTimeUs: 10,
+    algBwGBps: 1,
+    busBwGBps: 1,
+    wrong: 0,
+    ranksWithWrong: 0,
+    late: null,
+    ...h,
   });
   return {
     world: { nranks: 2, backend: 'mpi (Open MPI 4.1.4)' },
-    rows: c.sizes.map((s, i) => ({ index: i, cycle: 0, sizeBytes: s, count: s / 4, type: 'float', redop: 'sum', root: -1, time: '',
-      outOfPlace: half(halves[i] ?? {}), inPlace: half({}) })),
+    rows: c.sizes.map((s, i) => ({
+      index: i,
+      cycle: 0,
+      sizeBytes: s,
+      count: s / 4,
+      type: 'float',
+      redop: 'sum',
+      root: -1,
+      time: '',
+      outOfPlace: half(halves[i] ?? {}),
+      inPlace: half({}),
+    })),
   } as unknown as ReportDocument;
 }
 
 const perIter = (samples: number[], cvPct = 5): ReportHalf['perIter'] => {
   const sorted = [...samples].sort((a, b) => a - b);
-  return { skip: 0, samplesUs: samples, perRank: [],
-    stats: { n: samples.length, min: sorted[0]!, max: sorted.at(-1)!, mean: 0, p50: sorted[samples.length >> 1]!, p95: 0, p99: 0, stdev: 0, cvPct } };
+  return {
+    skip: 0,
+    samplesUs: samples,
+    perRank: [],
+    stats: {
+      n: samples.length,
+      min: sorted[0]!,
+      max: sorted.at(-1)!,
+      mean: 0,
+      p50: sorted[samples.length >> 1]!,
+      p95: 0,
+      p99: 0,
+      stdev: 0,
+      cvPct,
+    },
+  };
 };
 
 describe('judging thresholds', () => {
-  const check = parseProfile(`${HEAD}  - collective: all_reduce\n    minBytes: 1K\n    maxBytes: 4K\n    minBusBwGBps: 2\n` +
-    '    maxTimeUs: 20\n    maxCvPct: 10\n    wrong: 0\n    attempts: {pass: 2, of: 3}\n', 'p.yaml').checks[0]!;
+  const check = parseProfile(
+    `${HEAD}  - collective: all_reduce\n    minBytes: 1K\n    maxBytes: 4K\n    minBusBwGBps: 2\n` +
+      '    maxTimeUs: 20\n    maxCvPct: 10\n    wrong: 0\n    attempts: {pass: 2, of: 3}\n',
+    'p.yaml',
+  ).checks[0]!;
 
   test('busbw and time from the median per-iteration time; worst size decides', () => {
     const h = { timeUs: 30, busBwGBps: 1, perIter: perIter([9, 10, 10, 11, 1000], 12) };
@@ -181,10 +265,26 @@ describe('judging thresholds', () => {
   });
 
   test('late evidence from device arrivals (NCCL -I 1, as accept runs its checks): the rank named with its GPU', () => {
-    const late = { rank: 5, host: 'n07.cluster', lastFraction: 0.95, medianLateUs: 480, marginUs: 40, device: 5, bus: '0000:9a:00' };
+    const late = {
+      rank: 5,
+      host: 'n07.cluster',
+      lastFraction: 0.95,
+      medianLateUs: 480,
+      marginUs: 40,
+      device: 5,
+      bus: '0000:9a:00',
+    };
     const doc = report(check, [{ late }, { late }, { late: null }]);
     const e = lateEvidence([doc])!;
-    assert.deepEqual(e, { rank: 5, host: 'n07.cluster', rowHalves: 2, of: 6, medianLateUs: 480, device: 5, bus: '0000:9a:00' });
+    assert.deepEqual(e, {
+      rank: 5,
+      host: 'n07.cluster',
+      rowHalves: 2,
+      of: 6,
+      medianLateUs: 480,
+      device: 5,
+      bus: '0000:9a:00',
+    });
     assert.match(lateText(e), /^rank 5 on n07, GPU 5 \[0000:9a:00\] arrived late in 2 of 6 row-halves \(\+480/);
     const cpu = lateEvidence([report(check, [{ late: { ...late, device: undefined, bus: undefined } }])])!;
     assert.match(lateText(cpu), /^rank 5 on n07 arrived late/);
@@ -192,39 +292,132 @@ describe('judging thresholds', () => {
 });
 
 describe('baselines', () => {
-  const profile = parseProfile(`${HEAD}  - collective: all_reduce\n    minBytes: 1K\n    maxBytes: 4K\n    wrong: 0\n`, 'p.yaml');
-  const base = (over: Partial<BaselineDocument['checks'][number]> = {}, world = { nranks: 2, backend: 'mpi (Open MPI 4.1.4)' }) => ({
+  const profile = parseProfile(
+    `${HEAD}  - collective: all_reduce\n    minBytes: 1K\n    maxBytes: 4K\n    wrong: 0\n`,
+    'p.yaml',
+  );
+  const base = (
+    over: Partial<BaselineDocument['checks'][number]> = {},
+    world = { nranks: 2, backend: 'mpi (Open MPI 4.1.4)' },
+  ) => ({
     path: 'b.json',
-    doc: { kind: 'collbench-accept-baseline', schemaVersion: 1, createdAt: '', profile: { name: 't', path: 'p.yaml' }, world, host: 'h',
-      checks: [{ id: 'all_reduce 1K-4K', collective: 'all_reduce', dtype: 'float', op: 'sum', placement: 'out-of-place', runs: 1,
-        sizes: [1024, 2048, 4096].map((s) => ({ sizeBytes: s, samplesUs: [1] })), ...over }] } as BaselineDocument,
+    doc: {
+      kind: 'collbench-accept-baseline',
+      schemaVersion: 1,
+      createdAt: '',
+      profile: { name: 't', path: 'p.yaml' },
+      world,
+      host: 'h',
+      checks: [
+        {
+          id: 'all_reduce 1K-4K',
+          collective: 'all_reduce',
+          dtype: 'float',
+          op: 'sum',
+          placement: 'out-of-place',
+          runs: 1,
+          sizes: [1024, 2048, 4096].map((s) => ({ sizeBytes: s, samplesUs: [1] })),
+          ...over,
+        },
+      ],
+    } as BaselineDocument,
   });
 
   test('a matching baseline is accepted; each mismatch is named', () => {
     assert.equal(matchBaseline(base(), profile).size, 1);
-    assert.throws(() => matchBaseline(base({ collective: 'all_gather' }), profile), /--baseline: b\.json: check 'all_reduce 1K-4K': collective all_gather in the baseline, all_reduce in the profile$/);
-    assert.throws(() => matchBaseline(base({ sizes: [{ sizeBytes: 1024, samplesUs: [1] }] }), profile), /sizes 1K in the baseline, 1K, 2K, 4K in the profile$/);
-    assert.throws(() => matchBaseline(base({ id: 'other' }), profile), /has no check 'all_reduce 1K-4K' \(it has 'other'\)$/);
-    assert.throws(() => matchWorld(base(), { nranks: 4, backend: 'mpi (Open MPI 4.1.4)' }), /was taken on 2 ranks; this run has 4$/);
-    assert.throws(() => matchWorld(base(), { nranks: 2, backend: 'gloo (0.5)' }), /taken with backend mpi \(Open MPI 4\.1\.4\); this run uses gloo/);
+    assert.throws(
+      () => matchBaseline(base({ collective: 'all_gather' }), profile),
+      /--baseline: b\.json: check 'all_reduce 1K-4K': collective all_gather in the baseline, all_reduce in the profile$/,
+    );
+    assert.throws(
+      () => matchBaseline(base({ sizes: [{ sizeBytes: 1024, samplesUs: [1] }] }), profile),
+      /sizes 1K in the baseline, 1K, 2K, 4K in the profile$/,
+    );
+    assert.throws(
+      () => matchBaseline(base({ id: 'other' }), profile),
+      /has no check 'all_reduce 1K-4K' \(it has 'other'\)$/,
+    );
+    assert.throws(
+      () => matchWorld(base(), { nranks: 4, backend: 'mpi (Open MPI 4.1.4)' }),
+      /was taken on 2 ranks; this run has 4$/,
+    );
+    assert.throws(
+      () => matchWorld(base(), { nranks: 2, backend: 'gloo (0.5)' }),
+      /taken with backend mpi \(Open MPI 4\.1\.4\); this run uses gloo/,
+    );
     assert.deepEqual(schemaErrors('collbench-baseline.v1', base().doc), []);
   });
 });
 
 describe('verdict outputs', () => {
   const doc: AcceptDocument = {
-    kind: 'collbench-accept', schemaVersion: 1, verdict: 'fail', exitCode: 7, startTime: 't0', endTime: 't1',
-    argv: ['collbench', 'accept'], profile: { name: 'p<&>', path: 'p.yaml' }, world: { nranks: 2, backend: 'mpi', host: 'h' },
-    baseline: { path: 'b.json', createdAt: 't', host: 'h', tolerance: 3, alpha: 0.05, comparisons: 2 }, savedBaseline: null, errors: [],
+    kind: 'collbench-accept',
+    schemaVersion: 1,
+    verdict: 'fail',
+    exitCode: 7,
+    startTime: 't0',
+    endTime: 't1',
+    argv: ['collbench', 'accept'],
+    profile: { name: 'p<&>', path: 'p.yaml' },
+    world: { nranks: 2, backend: 'mpi', host: 'h' },
+    baseline: { path: 'b.json', createdAt: 't', host: 'h', tolerance: 3, alpha: 0.05, comparisons: 2 },
+    savedBaseline: null,
+    errors: [],
     checks: [
-      { id: 'lat', collective: 'all_reduce', check: 'maxTime', status: 'pass', minBytes: 8, maxBytes: 64, placement: 'out-of-place',
-        measured: 3.1, unit: 'us', sizeBytes: 64, threshold: '<= 25 us', attempts: { pass: 2, of: 3, run: 2, passed: 2 }, late: null },
-      { id: 'lat', collective: 'all_reduce', check: 'baseline', status: 'fail', minBytes: 8, maxBytes: 64, placement: 'out-of-place',
-        measured: 5000, unit: 'x', sizeBytes: 8, threshold: 'x4.00 max', attempts: { pass: 2, of: 3, run: 2, passed: 2 },
+      {
+        id: 'lat',
+        collective: 'all_reduce',
+        check: 'maxTime',
+        status: 'pass',
+        minBytes: 8,
+        maxBytes: 64,
+        placement: 'out-of-place',
+        measured: 3.1,
+        unit: 'us',
+        sizeBytes: 64,
+        threshold: '<= 25 us',
+        attempts: { pass: 2, of: 3, run: 2, passed: 2 },
+        late: null,
+      },
+      {
+        id: 'lat',
+        collective: 'all_reduce',
+        check: 'baseline',
+        status: 'fail',
+        minBytes: 8,
+        maxBytes: 64,
+        placement: 'out-of-place',
+        measured: 5000,
+        unit: 'x',
+        sizeBytes: 8,
+        threshold: 'x4.00 max',
+        attempts: { pass: 2, of: 3, run: 2, passed: 2 },
         late: { rank: 1, host: 'n2', rowHalves: 3, of: 4, medianLateUs: 1500 },
-        baseline: { tolerance: 3, level: 0.975, sizes: [
-          { sizeBytes: 8, baselineMedianUs: 0.3, medianUs: 1500, ratio: 5000, low: 4000, high: 6000, change: 'regression' },
-          { sizeBytes: 64, baselineMedianUs: 0.3, medianUs: 0.31, ratio: 1.03, low: 0.9, high: 1.2, change: 'unchanged' }] } },
+        baseline: {
+          tolerance: 3,
+          level: 0.975,
+          sizes: [
+            {
+              sizeBytes: 8,
+              baselineMedianUs: 0.3,
+              medianUs: 1500,
+              ratio: 5000,
+              low: 4000,
+              high: 6000,
+              change: 'regression',
+            },
+            {
+              sizeBytes: 64,
+              baselineMedianUs: 0.3,
+              medianUs: 0.31,
+              ratio: 1.03,
+              low: 0.9,
+              high: 1.2,
+              change: 'unchanged',
+            },
+          ],
+        },
+      },
     ],
   };
 
@@ -242,13 +435,26 @@ describe('verdict outputs', () => {
     assert.equal(xml.match(/<testcase /g)!.length, 2);
     assert.equal(xml.match(/<failure /g)!.length, 1);
     assert.match(xml, /<testsuites name="collbench accept p&lt;&amp;&gt;" tests="2" failures="1" errors="0">/);
-    assert.match(xml, /<failure message="baseline 8-64 B: measured x5000\.00 time, required x4\.00 max; rank 1 on n2 arrived late/);
+    assert.match(
+      xml,
+      /<failure message="baseline 8-64 B: measured x5000\.00 time, required x4\.00 max; rank 1 on n2 arrived late/,
+    );
   });
 });
 
 describe('command line', () => {
   test('own options, launch options passed on, bad values refused', () => {
-    const o = parseAcceptArgs(['--profile', 'p.yaml', '--np', '2', '--backend=mpi', '-J', 'v.json', '--tolerance', '0.5']);
+    const o = parseAcceptArgs([
+      '--profile',
+      'p.yaml',
+      '--np',
+      '2',
+      '--backend=mpi',
+      '-J',
+      'v.json',
+      '--tolerance',
+      '0.5',
+    ]);
     assert.ok(o !== 'help');
     assert.deepEqual(o.launch, ['--np=2', '--backend=mpi']);
     assert.equal(o.np, 2);
@@ -257,12 +463,18 @@ describe('command line', () => {
     assert.equal(o.force, false);
     assert.equal((parseAcceptArgs(['--profile', 'p', '--force']) as { force: boolean }).force, true);
     assert.throws(() => parseAcceptArgs(['--np', '2']), /accept: --profile: missing/);
-    assert.throws(() => parseAcceptArgs(['--profile', 'p', '--tolerance', 'x']), /accept: --tolerance: tolerance must be a number from 0 to 100, got x$/);
+    assert.throws(
+      () => parseAcceptArgs(['--profile', 'p', '--tolerance', 'x']),
+      /accept: --tolerance: tolerance must be a number from 0 to 100, got x$/,
+    );
     assert.throws(() => parseAcceptArgs(['--profile', 'p', '-b', '8']), /accept: unknown option '-b'/);
     assert.equal(parseAcceptArgs(['-h']), 'help');
   });
   test('more ranks than cores: refused once, before any run; --oversubscribe passed on as a switch', () => {
-    assert.throws(() => parseAcceptArgs(['--profile', 'p', '--np', '100000']), /^UsageError: --np 100000: this host has \d+ cores?; add --oversubscribe/);
+    assert.throws(
+      () => parseAcceptArgs(['--profile', 'p', '--np', '100000']),
+      /^UsageError: --np 100000: this host has \d+ cores?; add --oversubscribe/,
+    );
     const o = parseAcceptArgs(['--profile', 'p', '--np', '100000', '--oversubscribe']);
     assert.ok(o !== 'help');
     assert.deepEqual(o.launch, ['--np=100000', '--oversubscribe']);

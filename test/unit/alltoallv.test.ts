@@ -6,9 +6,21 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 
 import {
-  ENV_MATRIX_FILE, ENV_MATRIX_SCALE, ENV_SPREAD, PlanError, checkMatrixSweep, generatedPeerBytes,
-  loadAlltoallvSource, parseTrafficMatrix, planAlltoallv, rankCounts, rankTotalsBytes, readScale, readSpread,
-  type AlltoallvSource, type MatrixSource,
+  ENV_MATRIX_FILE,
+  ENV_MATRIX_SCALE,
+  ENV_SPREAD,
+  PlanError,
+  checkMatrixSweep,
+  generatedPeerBytes,
+  loadAlltoallvSource,
+  parseTrafficMatrix,
+  planAlltoallv,
+  rankCounts,
+  rankTotalsBytes,
+  readScale,
+  readSpread,
+  type AlltoallvSource,
+  type MatrixSource,
 } from '../../bench/collectives/alltoallv-plan.js';
 import { alltoallv } from '../../bench/collectives/alltoallv.js';
 import { getCollective, PlanError as PlanErrorFromIndex } from '../../bench/collectives/index.js';
@@ -29,15 +41,16 @@ function throwsPlan(fn: () => unknown, ...fragments: string[]): void {
 describe('generated pattern', () => {
   // n = 4, float, S = 4096: c = 1024, b = 256, T = b*n*ts = 4096 B; sum of distances = 6.
   const cases: [number, number[]][] = [
-    [1, [0, 672, 1360, 2048]],       // d*4096/6 = 0, 682.7, 1365.3, 2048 -> floored to 16 B
-    [0, [1024, 1024, 1024, 1024]],   // uniform T/n
-    [0.5, [512, 848, 1184, 1536]],   // 512 + 0.5*(0, 682.7, 1365.3, 2048)
+    [1, [0, 672, 1360, 2048]], // d*4096/6 = 0, 682.7, 1365.3, 2048 -> floored to 16 B
+    [0, [1024, 1024, 1024, 1024]], // uniform T/n
+    [0.5, [512, 848, 1184, 1536]], // 512 + 0.5*(0, 682.7, 1365.3, 2048)
   ];
   for (const [spread, bytesByDistance] of cases) {
     it(`spread ${spread}: per-distance bytes for n = 4`, () => {
-      for (let i = 0; i < 4; i++) for (let j = 0; j < 4; j++) {
-        assert.equal(generatedPeerBytes(i, j, 4, 4096, spread), bytesByDistance[(j - i + 4) % 4], `${i}->${j}`);
-      }
+      for (let i = 0; i < 4; i++)
+        for (let j = 0; j < 4; j++) {
+          assert.equal(generatedPeerBytes(i, j, 4, 4096, spread), bytesByDistance[(j - i + 4) % 4], `${i}->${j}`);
+        }
       const plan = planAlltoallv(gen(spread), 4096, 4, 4);
       const total = bytesByDistance.reduce((a, v) => a + v, 0);
       assert.equal(plan.paramCount, 256);
@@ -60,30 +73,37 @@ describe('generated pattern', () => {
 
   it('row counts for n in {1, 2, 3, 8, 64} from the §4 formula', () => {
     const floor16 = (x: number) => Math.floor(x) - (Math.floor(x) % 16);
-    for (const s of [0, 0.5, 1]) for (const n of [1, 2, 3, 8, 64]) for (const ts of [1, 2, 4, 8]) {
-      for (const S of [0, 64, 1000, 65536, 1_000_003, 2 ** 33 + 5]) {
-        const per = Math.floor(Math.floor(S / ts) / n);
-        const b = per - (per % (ts === 1 ? 16 : 16 / ts));
-        const T = b * n * ts;
-        let total = 0;
-        for (let d = 0; d < n; d++) total += n === 1 ? floor16(T) : floor16((1 - s) * T / n + s * d * T / (n * (n - 1) / 2));
-        const row = alltoallv.layout(S, ts, n, n - 1, { alltoallv: gen(s) });
-        const at = `s=${s} n=${n} ts=${ts} S=${S}`;
-        assert.equal(row.count, b, at);
-        assert.equal(row.sizeBytes, total, at);
-        assert.equal(row.algBytes, total, at);
-        assert.equal(row.sendElems * ts, total, at);
-        assert.equal(alltoallv.busBwFactor(n), (n - 1) / n);
-      }
-    }
+    for (const s of [0, 0.5, 1])
+      for (const n of [1, 2, 3, 8, 64])
+        for (const ts of [1, 2, 4, 8]) {
+          for (const S of [0, 64, 1000, 65536, 1_000_003, 2 ** 33 + 5]) {
+            const per = Math.floor(Math.floor(S / ts) / n);
+            const b = per - (per % (ts === 1 ? 16 : 16 / ts));
+            const T = b * n * ts;
+            let total = 0;
+            for (let d = 0; d < n; d++)
+              total += n === 1 ? floor16(T) : floor16(((1 - s) * T) / n + (s * d * T) / ((n * (n - 1)) / 2));
+            const row = alltoallv.layout(S, ts, n, n - 1, { alltoallv: gen(s) });
+            const at = `s=${s} n=${n} ts=${ts} S=${S}`;
+            assert.equal(row.count, b, at);
+            assert.equal(row.sizeBytes, total, at);
+            assert.equal(row.algBytes, total, at);
+            assert.equal(row.sendElems * ts, total, at);
+            assert.equal(alltoallv.busBwFactor(n), (n - 1) / n);
+          }
+        }
   });
 
   it('spread 1 sends nothing to self; spread 0 is uniform', () => {
-    for (let n = 2; n <= 9; n++) for (let r = 0; r < n; r++) {
-      assert.equal(rankCounts(planAlltoallv(gen(1), 1 << 20, 4, n), r).peers.sendCounts[r], 0);
-      const uniform = rankCounts(planAlltoallv(gen(0), 1 << 20, 4, n), r).peers.sendCounts;
-      assert.ok(uniform.every((v) => v === uniform[0]), `n=${n}`);
-    }
+    for (let n = 2; n <= 9; n++)
+      for (let r = 0; r < n; r++) {
+        assert.equal(rankCounts(planAlltoallv(gen(1), 1 << 20, 4, n), r).peers.sendCounts[r], 0);
+        const uniform = rankCounts(planAlltoallv(gen(0), 1 << 20, 4, n), r).peers.sendCounts;
+        assert.ok(
+          uniform.every((v) => v === uniform[0]),
+          `n=${n}`,
+        );
+      }
   });
 
   it('n = 1: everything goes to self', () => {
@@ -99,28 +119,30 @@ describe('generated pattern', () => {
   });
 
   it('every rank sends and receives the same total; counts are 16-byte multiples and pairwise consistent', () => {
-    for (const spread of [0, 0.25, 0.5, 0.75, 1]) for (let n = 1; n <= 12; n++) for (const ts of [1, 2, 4, 8]) {
-      for (const S of [0, 100, 12345, 1 << 20]) {
-        const plan = planAlltoallv(gen(spread), S, ts, n);
-        const views = Array.from({ length: n }, (_, r) => rankCounts(plan, r));
-        const at = `s=${spread} n=${n} ts=${ts} S=${S}`;
-        for (let r = 0; r < n; r++) {
-          const v = views[r]!;
-          assert.equal(v.sendElems, views[0]!.sendElems, at);
-          assert.equal(v.recvElems, v.sendElems, at);
-          assert.equal(v.sendElems, plan.maxSendElems, at);
-          assert.ok(v.sendElems * ts <= plan.paramCount * n * ts, `never more than T: ${at}`);
-          for (let j = 0; j < n; j++) {
-            assert.equal((v.peers.sendCounts[j]! * ts) % 16, 0, at);
-            assert.equal(v.peers.sendCounts[j], views[j]!.peers.recvCounts[r], `${r}->${j} ${at}`);
-            // Offset of my segment in j's stream = what j sends to ranks before me (brute force).
-            let off = 0;
-            for (let k = 0; k < r; k++) off += views[j]!.peers.sendCounts[k]!;
-            assert.equal(v.srcOffsets[j], off, `srcOffset ${j}->${r} ${at}`);
+    for (const spread of [0, 0.25, 0.5, 0.75, 1])
+      for (let n = 1; n <= 12; n++)
+        for (const ts of [1, 2, 4, 8]) {
+          for (const S of [0, 100, 12345, 1 << 20]) {
+            const plan = planAlltoallv(gen(spread), S, ts, n);
+            const views = Array.from({ length: n }, (_, r) => rankCounts(plan, r));
+            const at = `s=${spread} n=${n} ts=${ts} S=${S}`;
+            for (let r = 0; r < n; r++) {
+              const v = views[r]!;
+              assert.equal(v.sendElems, views[0]!.sendElems, at);
+              assert.equal(v.recvElems, v.sendElems, at);
+              assert.equal(v.sendElems, plan.maxSendElems, at);
+              assert.ok(v.sendElems * ts <= plan.paramCount * n * ts, `never more than T: ${at}`);
+              for (let j = 0; j < n; j++) {
+                assert.equal((v.peers.sendCounts[j]! * ts) % 16, 0, at);
+                assert.equal(v.peers.sendCounts[j], views[j]!.peers.recvCounts[r], `${r}->${j} ${at}`);
+                // Offset of my segment in j's stream = what j sends to ranks before me (brute force).
+                let off = 0;
+                for (let k = 0; k < r; k++) off += views[j]!.peers.sendCounts[k]!;
+                assert.equal(v.srcOffsets[j], off, `srcOffset ${j}->${r} ${at}`);
+              }
+            }
           }
         }
-      }
-    }
   });
 
   it('count column is b, with the 16-byte chunk rounding', () => {
@@ -158,9 +180,13 @@ describe('environment', () => {
     try {
       // Default spread (1) unless the context says otherwise.
       assert.deepEqual(alltoallv.layout(4096, 4, 4, 0).peers!.sendCounts, [0, 168, 340, 512]);
-      assert.deepEqual(alltoallv.layout(4096, 4, 4, 0, { env: { [ENV_SPREAD]: '0' } }).peers!.sendCounts, [256, 256, 256, 256]);
+      assert.deepEqual(
+        alltoallv.layout(4096, 4, 4, 0, { env: { [ENV_SPREAD]: '0' } }).peers!.sendCounts,
+        [256, 256, 256, 256],
+      );
     } finally {
-      if (prev === undefined) delete process.env[ENV_SPREAD]; else process.env[ENV_SPREAD] = prev;
+      if (prev === undefined) delete process.env[ENV_SPREAD];
+      else process.env[ENV_SPREAD] = prev;
     }
   });
 });
@@ -189,7 +215,13 @@ describe('traffic matrix', () => {
   it('rejects bad input with a one-line message naming the file', () => {
     throwsPlan(() => parseTrafficMatrix('', 'empty.txt'), 'empty.txt', 'empty');
     throwsPlan(() => parseTrafficMatrix(' \n\t\n', 'blank.txt'), 'blank.txt', 'empty');
-    throwsPlan(() => parseTrafficMatrix('1 2 3\n4 5\n6 7 8\n', 'rag.txt'), 'rag.txt', 'line 2', '2 values', 'expected 3');
+    throwsPlan(
+      () => parseTrafficMatrix('1 2 3\n4 5\n6 7 8\n', 'rag.txt'),
+      'rag.txt',
+      'line 2',
+      '2 values',
+      'expected 3',
+    );
     throwsPlan(() => parseTrafficMatrix('1 2 3\n4 5 6\n', 'rect.txt'), 'rect.txt', 'square', '2x3');
     throwsPlan(() => parseTrafficMatrix('1 -2\n3 4\n', 'neg.txt'), 'neg.txt', 'negative', 'line 1 column 2');
     throwsPlan(() => parseTrafficMatrix('1 2\n3 abc\n', 'nan.txt'), 'nan.txt', "'abc'", 'line 2 column 2');
@@ -217,22 +249,44 @@ describe('traffic matrix', () => {
     assert.equal(row.algBytes, 624);
     assert.equal(row.rotateBytes, 624);
     assert.equal(row.checkElems, 432 / 4);
-    assert.deepEqual(row.peers, { sendCounts: [12, 24, 16], sendDispls: [0, 12, 36], recvCounts: [48, 24, 36], recvDispls: [0, 48, 72] });
+    assert.deepEqual(row.peers, {
+      sendCounts: [12, 24, 16],
+      sendDispls: [0, 12, 36],
+      recvCounts: [48, 24, 36],
+      recvDispls: [0, 48, 72],
+    });
     assert.deepEqual(row.srcOffsets, [24, 12, 72]);
     assert.deepEqual([row.sendElems, row.recvElems], [52, 108]);
-    assert.deepEqual(rankTotalsBytes(planAlltoallv(M, 0, 4, 3)),
-      [{ sendBytes: 432, recvBytes: 432 }, { sendBytes: 208, recvBytes: 432 }, { sendBytes: 624, recvBytes: 400 }]);
+    assert.deepEqual(rankTotalsBytes(planAlltoallv(M, 0, 4, 3)), [
+      { sendBytes: 432, recvBytes: 432 },
+      { sendBytes: 208, recvBytes: 432 },
+      { sendBytes: 624, recvBytes: 400 },
+    ]);
     // Same bytes whatever the datatype; counts scale with the element size.
     assert.equal(alltoallv.layout(4096, 8, 3, 2, { alltoallv: M }).sizeBytes, 624);
     assert.equal(alltoallv.layout(4096, 1, 3, 2, { alltoallv: M }).sendElems, 624);
   });
 
   it('the unused tail of a lighter rank is expected to stay zero', () => {
-    const row = alltoallv.layout(624, 4, 3, 2, { alltoallv: M });  // rank 2 receives 400 B of 432
+    const row = alltoallv.layout(624, 4, 3, 2, { alltoallv: M }); // rank 2 receives 400 B of 432
     const half = alltoallv.half(row, { rank: 2, nranks: 3, root: 0, inPlace: false, op: 'sum' });
-    assert.deepEqual(half.expect.at(-1), { buf: 'recv', kind: 'zero', offset: 100, count: 8, indexBase: 0, stream: 0, rank: 0 });
-    assert.deepEqual(half.expect.slice(0, 3).map((s) => [s.kind, s.stream, s.offset, s.count, s.indexBase]),
-      [['copy', 0, 0, 36, 72], ['copy', 1, 36, 16, 36], ['copy', 2, 52, 48, 108]]);
+    assert.deepEqual(half.expect.at(-1), {
+      buf: 'recv',
+      kind: 'zero',
+      offset: 100,
+      count: 8,
+      indexBase: 0,
+      stream: 0,
+      rank: 0,
+    });
+    assert.deepEqual(
+      half.expect.slice(0, 3).map((s) => [s.kind, s.stream, s.offset, s.count, s.indexBase]),
+      [
+        ['copy', 0, 0, 36, 72],
+        ['copy', 1, 36, 16, 36],
+        ['copy', 2, 52, 48, 108],
+      ],
+    );
   });
 
   it('matrix mode needs -b == -e >= the busiest total', () => {
@@ -253,7 +307,10 @@ describe('traffic matrix', () => {
 describe('loading the source', () => {
   it('no matrix file: generated mode with the spread from env', () => {
     assert.deepEqual(loadAlltoallvSource({}), { mode: 'generated', spread: 1 });
-    assert.deepEqual(loadAlltoallvSource({ [ENV_SPREAD]: '0.5', [ENV_MATRIX_FILE]: '' }), { mode: 'generated', spread: 0.5 });
+    assert.deepEqual(loadAlltoallvSource({ [ENV_SPREAD]: '0.5', [ENV_MATRIX_FILE]: '' }), {
+      mode: 'generated',
+      spread: 0.5,
+    });
   });
 
   it('reads a real file with the default reader, scaled by env', () => {
@@ -266,15 +323,30 @@ describe('loading the source', () => {
   });
 
   it('an unreadable file is a PlanError naming it', () => {
-    throwsPlan(() => loadAlltoallvSource({ [ENV_MATRIX_FILE]: '/nonexistent/matrix.txt' }), '/nonexistent/matrix.txt', 'cannot read');
-    throwsPlan(() => loadAlltoallvSource({ [ENV_MATRIX_FILE]: 'x' }, () => { throw new Error('EACCES:\npermission denied'); }), 'x', 'EACCES');
+    throwsPlan(
+      () => loadAlltoallvSource({ [ENV_MATRIX_FILE]: '/nonexistent/matrix.txt' }),
+      '/nonexistent/matrix.txt',
+      'cannot read',
+    );
+    throwsPlan(
+      () =>
+        loadAlltoallvSource({ [ENV_MATRIX_FILE]: 'x' }, () => {
+          throw new Error('EACCES:\npermission denied');
+        }),
+      'x',
+      'EACCES',
+    );
   });
 
   it('the descriptor reads the matrix through the injected reader once per context', () => {
     let reads = 0;
     const ctx = {
       env: { [ENV_MATRIX_FILE]: 'traffic.txt' },
-      readFile: (path: string) => { reads++; assert.equal(path, 'traffic.txt'); return '32 64\n16 0\n'; },
+      readFile: (path: string) => {
+        reads++;
+        assert.equal(path, 'traffic.txt');
+        return '32 64\n16 0\n';
+      },
     };
     const r0 = alltoallv.layout(96, 4, 2, 0, ctx);
     const r1 = alltoallv.layout(96, 4, 2, 1, ctx);
@@ -283,7 +355,10 @@ describe('loading the source', () => {
     assert.deepEqual(r1.peers!.recvCounts, [16, 0]);
     assert.equal(r0.sizeBytes, 96);
     assert.equal(r0.count, 0);
-    throwsPlan(() => alltoallv.layout(96, 4, 2, 0, { env: { [ENV_MATRIX_FILE]: 'bad.txt' }, readFile: () => '1 2\n3\n' }), 'bad.txt');
+    throwsPlan(
+      () => alltoallv.layout(96, 4, 2, 0, { env: { [ENV_MATRIX_FILE]: 'bad.txt' }, readFile: () => '1 2\n3\n' }),
+      'bad.txt',
+    );
   });
 
   it('PlanError is re-exported by the registry and is an Error', () => {

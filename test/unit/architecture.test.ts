@@ -34,10 +34,15 @@ const layerNames = LAYERS.map((folders) => folders.join(' ')).join(' < ');
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []);
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
-interface Edge { from: string; to: string; typeOnly: boolean }
+interface Edge {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
 
 // `import … from './x.js'`, `export … from './x.js'` and `await import('./x.js')`; `import type` is type-only.
 const STATIC = /^\s*(import|export)\s+(type\s+)?(?:[^;]*?\sfrom\s+)?['"](\.[^'"]+)['"]/gm;
@@ -66,8 +71,12 @@ function upward(all: readonly Edge[]): string[] {
 
 /** Imports from one feature folder into another (each feature is read and changed on its own). */
 function acrossFeatures(all: readonly Edge[]): string[] {
-  return all.filter((e) => FEATURES.includes(folderOf(e.from)) && FEATURES.includes(folderOf(e.to))
-    && folderOf(e.from) !== folderOf(e.to)).map(show);
+  return all
+    .filter(
+      (e) =>
+        FEATURES.includes(folderOf(e.from)) && FEATURES.includes(folderOf(e.to)) && folderOf(e.from) !== folderOf(e.to),
+    )
+    .map(show);
 }
 
 /** Value-import cycles, each as `a -> b -> a` (type-only imports are erased at run time and left out). */
@@ -105,21 +114,54 @@ test('no value-import cycle between modules', () => {
 
 test('the checks can fail: the parser sees static and dynamic imports; an upward edge and a cycle are reported', () => {
   const all = edges();
-  assert.ok(all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/run.ts' && !e.typeOnly), 'static import not seen');
-  assert.ok(all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/report.ts'), 'dynamic import not seen');
-  assert.ok(all.some((e) => e.from === 'core/run-verdict.ts' && e.to === 'core/c-numbers.ts' && !e.typeOnly), 'same-layer import not seen');
-  assert.deepEqual(upward([{ from: 'core/metrics.ts', to: 'report/format.ts', typeOnly: false }]), ['core/metrics.ts -> report/format.ts']);
+  assert.ok(
+    all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/run.ts' && !e.typeOnly),
+    'static import not seen',
+  );
+  assert.ok(
+    all.some((e) => e.from === 'cli/main.ts' && e.to === 'commands/report.ts'),
+    'dynamic import not seen',
+  );
+  assert.ok(
+    all.some((e) => e.from === 'core/run-verdict.ts' && e.to === 'core/c-numbers.ts' && !e.typeOnly),
+    'same-layer import not seen',
+  );
+  assert.deepEqual(upward([{ from: 'core/metrics.ts', to: 'report/format.ts', typeOnly: false }]), [
+    'core/metrics.ts -> report/format.ts',
+  ]);
   assert.deepEqual(upward([{ from: 'config/run-options.ts', to: 'collectives/index.ts', typeOnly: false }]), []);
-  assert.deepEqual(acrossFeatures([{ from: 'locate/command.ts', to: 'compare/settings.ts', typeOnly: true }]),
-    ['locate/command.ts -> compare/settings.ts (type)']);
-  assert.deepEqual(acrossFeatures([{ from: 'locate/command.ts', to: 'locate/runs.ts', typeOnly: false },
-    { from: 'locate/runs.ts', to: 'engine/child-runs.ts', typeOnly: false }]), []);
-  assert.deepEqual(cycles([{ from: 'a.ts', to: 'b.ts', typeOnly: false }, { from: 'b.ts', to: 'a.ts', typeOnly: false }]), ['a.ts -> b.ts -> a.ts']);
-  assert.deepEqual(cycles([{ from: 'a.ts', to: 'b.ts', typeOnly: false }, { from: 'b.ts', to: 'a.ts', typeOnly: true }]), []);
+  assert.deepEqual(acrossFeatures([{ from: 'locate/command.ts', to: 'compare/settings.ts', typeOnly: true }]), [
+    'locate/command.ts -> compare/settings.ts (type)',
+  ]);
+  assert.deepEqual(
+    acrossFeatures([
+      { from: 'locate/command.ts', to: 'locate/runs.ts', typeOnly: false },
+      { from: 'locate/runs.ts', to: 'engine/child-runs.ts', typeOnly: false },
+    ]),
+    [],
+  );
+  assert.deepEqual(
+    cycles([
+      { from: 'a.ts', to: 'b.ts', typeOnly: false },
+      { from: 'b.ts', to: 'a.ts', typeOnly: false },
+    ]),
+    ['a.ts -> b.ts -> a.ts'],
+  );
+  assert.deepEqual(
+    cycles([
+      { from: 'a.ts', to: 'b.ts', typeOnly: false },
+      { from: 'b.ts', to: 'a.ts', typeOnly: true },
+    ]),
+    [],
+  );
 });
 
 test('only the CLI entry exits the process', () => {
-  const exits = sources(BENCH).map((p) => relative(BENCH, p))
-    .filter((f) => !f.startsWith('bin/') && f !== 'cli/main.ts' && /process\.exit\(/.test(readFileSync(join(BENCH, f), 'utf8')));
+  const exits = sources(BENCH)
+    .map((p) => relative(BENCH, p))
+    .filter(
+      (f) =>
+        !f.startsWith('bin/') && f !== 'cli/main.ts' && /process\.exit\(/.test(readFileSync(join(BENCH, f), 'utf8')),
+    );
   assert.deepEqual(exits, []);
 });

@@ -10,12 +10,22 @@ import { COLLECTIVES, PROGRAMS } from '../../bench/core/types.js';
 
 const DEF = join(import.meta.dirname, '..', '..', 'native', 'src', 'core', 'collectives.def');
 
-interface NativeColl { name: string; inPlace: string; rooted: boolean; reducing: boolean }
+interface NativeColl {
+  name: string;
+  inPlace: string;
+  rooted: boolean;
+  reducing: boolean;
+}
 
 /** CB_COLL(Enum, "name", method, inPlace, rooted, reducing) lines, in file order. */
 function nativeCollectives(text: string): NativeColl[] {
   const line = /^CB_COLL\(\s*\w+\s*,\s*"(\w+)"\s*,\s*\w+\s*,\s*(\w+)\s*,\s*(true|false)\s*,\s*(true|false)\s*\)/gm;
-  return [...text.matchAll(line)].map((m) => ({ name: m[1]!, inPlace: m[2]!, rooted: m[3] === 'true', reducing: m[4] === 'true' }));
+  return [...text.matchAll(line)].map((m) => ({
+    name: m[1]!,
+    inPlace: m[2]!,
+    rooted: m[3] === 'true',
+    reducing: m[4] === 'true',
+  }));
 }
 
 /** The in-place layout of a descriptor, read from its in-place half on rank 1 of 4: where the send pointer is. */
@@ -28,14 +38,28 @@ function inPlaceLayout(d: (typeof ALL_COLLECTIVES)[number]): string {
 describe('collectives.def and the TypeScript descriptors say the same', () => {
   const native = nativeCollectives(readFileSync(DEF, 'utf8'));
 
-  it('the same collectives in the same order (nccl-tests\' binary order); program names derived from them', () => {
-    assert.deepEqual(native.map((c) => c.name), [...COLLECTIVES]);
-    assert.deepEqual(ALL_COLLECTIVES.map((d) => d.name), [...COLLECTIVES]);
-    assert.deepEqual(PROGRAMS, COLLECTIVES.map((c) => `${c}_perf`));
+  it("the same collectives in the same order (nccl-tests' binary order); program names derived from them", () => {
+    assert.deepEqual(
+      native.map((c) => c.name),
+      [...COLLECTIVES],
+    );
+    assert.deepEqual(
+      ALL_COLLECTIVES.map((d) => d.name),
+      [...COLLECTIVES],
+    );
+    assert.deepEqual(
+      PROGRAMS,
+      COLLECTIVES.map((c) => `${c}_perf`),
+    );
   });
 
   it('rooted, reducing and the in-place layout of each', () => {
-    const ts = ALL_COLLECTIVES.map((d) => ({ name: d.name, inPlace: inPlaceLayout(d), rooted: d.rooted, reducing: d.reduces }));
+    const ts = ALL_COLLECTIVES.map((d) => ({
+      name: d.name,
+      inPlace: inPlaceLayout(d),
+      rooted: d.rooted,
+      reducing: d.reduces,
+    }));
     assert.deepEqual(ts, native);
   });
 

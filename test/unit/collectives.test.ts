@@ -5,22 +5,31 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
-import {
-  ALL_COLLECTIVES, findCollective, getCollective, isCollectiveName,
-} from '../../bench/collectives/index.js';
+import { ALL_COLLECTIVES, findCollective, getCollective, isCollectiveName } from '../../bench/collectives/index.js';
 import type {
-  CollectiveDescriptor, HalfArgs, HalfLayout, Layout, LayoutContext,
+  CollectiveDescriptor,
+  HalfArgs,
+  HalfLayout,
+  Layout,
+  LayoutContext,
 } from '../../bench/collectives/descriptor.js';
 import { parseTrafficMatrix } from '../../bench/collectives/alltoallv-plan.js';
 import { collectiveFromProgram } from '../../bench/config/run-options.js';
 import { UsageError } from '../../bench/core/errors.js';
 import {
-  COLL_ID, COLLECTIVES, DTYPES, DTYPE_BYTES, OPS, PROGRAMS, type CollectiveName, type Segment,
+  COLL_ID,
+  COLLECTIVES,
+  DTYPES,
+  DTYPE_BYTES,
+  OPS,
+  PROGRAMS,
+  type CollectiveName,
+  type Segment,
 } from '../../bench/core/types.js';
 
 const RANK_COUNTS = [1, 2, 3, 8, 64];
 const SIZES = [0, 1, 7, 8, 15, 16, 17, 31, 100, 1000, 1024, 4095, 65536, 1_000_003, 2 ** 33 + 5];
-const ELEMENT_SIZES = [...new Set(DTYPES.map((t) => DTYPE_BYTES[t]))];  // 1, 2, 4, 8
+const ELEMENT_SIZES = [...new Set(DTYPES.map((t) => DTYPE_BYTES[t]))]; // 1, 2, 4, 8
 
 // ---------------------------------------------------------------------------------------------
 // Expected values, straight from the §4 table (not from the implementation).
@@ -33,36 +42,67 @@ function chunk(S: number, ts: number, n: number): number {
   return per - (per % align);
 }
 
-interface Row { count: number; send: number; recv: number; sizeBytes: number; algBytes: number }
+interface Row {
+  count: number;
+  send: number;
+  recv: number;
+  sizeBytes: number;
+  algBytes: number;
+}
 function expectedRow(name: CollectiveName, S: number, ts: number, n: number): Row {
   const c = Math.floor(S / ts);
   const b = chunk(S, ts, n);
-  const row = (count: number, send: number, recv: number, alg: number): Row =>
-    ({ count, send, recv, sizeBytes: Math.max(send, recv) * ts, algBytes: alg * ts });
+  const row = (count: number, send: number, recv: number, alg: number): Row => ({
+    count,
+    send,
+    recv,
+    sizeBytes: Math.max(send, recv) * ts,
+    algBytes: alg * ts,
+  });
   switch (name) {
-    case 'all_reduce': return row(c, c, c, c);
-    case 'all_gather': return row(b, b, b * n, b * n);
-    case 'reduce_scatter': return row(b, b * n, b, b * n);
-    case 'broadcast': return row(c, c, c, c);
-    case 'reduce': return row(c, c, c, c);
-    case 'alltoall': return row(b, b * n, b * n, b * n);
-    case 'gather': return row(b, b, b * n, b * n);
-    case 'scatter': return row(b, b * n, b, b * n);
-    case 'sendrecv': return row(c, c, c, c);
-    case 'hypercube': return row(b, b, b * n, b * (n - 1));
-    case 'alltoallv': throw new Error('alltoallv rows are tested in alltoallv.test.ts');
+    case 'all_reduce':
+      return row(c, c, c, c);
+    case 'all_gather':
+      return row(b, b, b * n, b * n);
+    case 'reduce_scatter':
+      return row(b, b * n, b, b * n);
+    case 'broadcast':
+      return row(c, c, c, c);
+    case 'reduce':
+      return row(c, c, c, c);
+    case 'alltoall':
+      return row(b, b * n, b * n, b * n);
+    case 'gather':
+      return row(b, b, b * n, b * n);
+    case 'scatter':
+      return row(b, b * n, b, b * n);
+    case 'sendrecv':
+      return row(c, c, c, c);
+    case 'hypercube':
+      return row(b, b, b * n, b * (n - 1));
+    case 'alltoallv':
+      throw new Error('alltoallv rows are tested in alltoallv.test.ts');
   }
 }
 
 function expectedFactor(name: CollectiveName, n: number): number {
   switch (name) {
-    case 'all_reduce': return 2 * (n - 1) / n;
-    case 'broadcast': case 'reduce': case 'sendrecv': case 'hypercube': return 1;
-    default: return (n - 1) / n;
+    case 'all_reduce':
+      return (2 * (n - 1)) / n;
+    case 'broadcast':
+    case 'reduce':
+    case 'sendrecv':
+    case 'hypercube':
+      return 1;
+    default:
+      return (n - 1) / n;
   }
 }
 
-const PROPS: Record<CollectiveName, { rooted: boolean; reduces: boolean; loopsOps: boolean; ipChecked: boolean; redop: 'op' | 'none' | '' }> = {
+const PROPS: Record<
+  CollectiveName,
+  { rooted: boolean; reduces: boolean; loopsOps: boolean; ipChecked: boolean; redop: 'op' | 'none' | '' }
+> = {
   all_reduce: { rooted: false, reduces: true, loopsOps: true, ipChecked: true, redop: 'op' },
   all_gather: { rooted: false, reduces: false, loopsOps: false, ipChecked: true, redop: 'none' },
   reduce_scatter: { rooted: false, reduces: true, loopsOps: true, ipChecked: true, redop: 'op' },
@@ -80,7 +120,10 @@ const PROPS: Record<CollectiveName, { rooted: boolean; reduces: boolean; loopsOp
 
 describe('registry', () => {
   it('holds every collective once, in nccl-tests order, under its own name', () => {
-    assert.deepEqual(ALL_COLLECTIVES.map((d) => d.name), [...COLLECTIVES]);
+    assert.deepEqual(
+      ALL_COLLECTIVES.map((d) => d.name),
+      [...COLLECTIVES],
+    );
     for (const name of COLLECTIVES) {
       assert.equal(getCollective(name).name, name);
       assert.equal(findCollective(name), getCollective(name));
@@ -91,8 +134,14 @@ describe('registry', () => {
     assert.ok(!isCollectiveName('toString'));
   });
   it('derives the program names (bin/ links, bundle launchers) and native ids from the same list', () => {
-    assert.deepEqual(PROGRAMS, ALL_COLLECTIVES.map((d) => `${d.name}_perf`));
-    assert.deepEqual(COLLECTIVES.map((c) => COLL_ID[c]), COLLECTIVES.map((_, i) => i));
+    assert.deepEqual(
+      PROGRAMS,
+      ALL_COLLECTIVES.map((d) => `${d.name}_perf`),
+    );
+    assert.deepEqual(
+      COLLECTIVES.map((c) => COLL_ID[c]),
+      COLLECTIVES.map((_, i) => i),
+    );
   });
 
   it('maps program names (paths, NAME_SUFFIX, script extensions) to collectives', () => {
@@ -115,8 +164,10 @@ describe('registry', () => {
     for (const [program, want] of cases) assert.equal(collectiveFromProgram(program), want, program);
     for (const name of COLLECTIVES) assert.equal(collectiveFromProgram(`${name}_perf`), name);
     // A *_perf name of no collective is a mistake to report, not the collbench front end.
-    assert.throws(() => collectiveFromProgram('xall_reduce_perf'), (e: unknown) =>
-      e instanceof UsageError && /^unknown collective binary 'xall_reduce_perf'/.test(e.message));
+    assert.throws(
+      () => collectiveFromProgram('xall_reduce_perf'),
+      (e: unknown) => e instanceof UsageError && /^unknown collective binary 'xall_reduce_perf'/.test(e.message),
+    );
   });
 });
 
@@ -137,7 +188,8 @@ describe('columns and flags', () => {
 describe('busbw factor (§4)', () => {
   for (const d of ALL_COLLECTIVES) {
     it(d.name, () => {
-      for (const n of [...RANK_COUNTS, 4, 5, 7, 1024]) assert.equal(d.busBwFactor(n), expectedFactor(d.name, n), `n=${n}`);
+      for (const n of [...RANK_COUNTS, 4, 5, 7, 1024])
+        assert.equal(d.busBwFactor(n), expectedFactor(d.name, n), `n=${n}`);
       // Spot values: n = 1 gives 0 for the (n-1)/n family (the "busbw 0 without MPI" symptom).
       const constantOne = ['broadcast', 'reduce', 'sendrecv', 'hypercube'].includes(d.name);
       assert.equal(d.busBwFactor(8), constantOne ? 1 : d.name === 'all_reduce' ? 1.75 : 0.875);
@@ -155,7 +207,8 @@ describe('skip reason', () => {
     }
   });
   it('no other collective skips', () => {
-    for (const d of ALL_COLLECTIVES) if (d.name !== 'hypercube') for (const n of [1, 3, 6, 7]) assert.equal(d.skipReason(n), null);
+    for (const d of ALL_COLLECTIVES)
+      if (d.name !== 'hypercube') for (const n of [1, 3, 6, 7]) assert.equal(d.skipReason(n), null);
   });
 });
 
@@ -163,21 +216,23 @@ describe('layout counts (§4 table)', () => {
   for (const d of ALL_COLLECTIVES) {
     if (d.name === 'alltoallv') continue;
     it(`${d.name}: count, size, algbw bytes, per-rank elements, rotation`, () => {
-      for (const n of RANK_COUNTS) for (const S of SIZES) for (const ts of ELEMENT_SIZES) {
-        const want = expectedRow(d.name, S, ts, n);
-        for (const rank of new Set([0, n - 1])) {
-          const got = d.layout(S, ts, n, rank);
-          const at = `n=${n} S=${S} ts=${ts} rank=${rank}`;
-          assert.equal(got.count, want.count, `count ${at}`);
-          assert.equal(got.sizeBytes, want.sizeBytes, `size ${at}`);
-          assert.equal(got.algBytes, want.algBytes, `algBytes ${at}`);
-          assert.equal(got.sendElems, want.send, `send ${at}`);
-          assert.equal(got.recvElems, want.recv, `recv ${at}`);
-          assert.equal(got.checkElems, want.recv, `checked region ${at}`);
-          assert.equal(got.rotateBytes, want.sizeBytes, `rotation ${at}`);
-          assert.equal(got.peers, undefined);
-        }
-      }
+      for (const n of RANK_COUNTS)
+        for (const S of SIZES)
+          for (const ts of ELEMENT_SIZES) {
+            const want = expectedRow(d.name, S, ts, n);
+            for (const rank of new Set([0, n - 1])) {
+              const got = d.layout(S, ts, n, rank);
+              const at = `n=${n} S=${S} ts=${ts} rank=${rank}`;
+              assert.equal(got.count, want.count, `count ${at}`);
+              assert.equal(got.sizeBytes, want.sizeBytes, `size ${at}`);
+              assert.equal(got.algBytes, want.algBytes, `algBytes ${at}`);
+              assert.equal(got.sendElems, want.send, `send ${at}`);
+              assert.equal(got.recvElems, want.recv, `recv ${at}`);
+              assert.equal(got.checkElems, want.recv, `checked region ${at}`);
+              assert.equal(got.rotateBytes, want.sizeBytes, `rotation ${at}`);
+              assert.equal(got.peers, undefined);
+            }
+          }
     });
   }
 
@@ -186,13 +241,13 @@ describe('layout counts (§4 table)', () => {
       // name, S, ts, n, count, size, algBytes
       ['all_reduce', 8, 4, 2, 2, 8, 8],
       ['all_reduce', 1001, 4, 8, 250, 1000, 1000],
-      ['all_gather', 8, 4, 2, 0, 0, 0],              // b = 1 rounds down to 0: small sizes print 0
-      ['all_gather', 1000, 4, 8, 28, 896, 896],      // c=250, 250/8=31 -> 28 (multiple of 4)
-      ['all_gather', 100, 1, 3, 32, 96, 96],         // int8: multiple of 16 elements
-      ['all_gather', 100, 8, 3, 4, 96, 96],          // double: c=12, b=4 (multiple of 2)
+      ['all_gather', 8, 4, 2, 0, 0, 0], // b = 1 rounds down to 0: small sizes print 0
+      ['all_gather', 1000, 4, 8, 28, 896, 896], // c=250, 250/8=31 -> 28 (multiple of 4)
+      ['all_gather', 100, 1, 3, 32, 96, 96], // int8: multiple of 16 elements
+      ['all_gather', 100, 8, 3, 4, 96, 96], // double: c=12, b=4 (multiple of 2)
       ['reduce_scatter', 1048576, 2, 64, 8192, 1048576, 1048576],
       ['reduce_scatter', 1000, 2, 3, 160, 960, 960], // c=500, 166 -> 160 (multiple of 8)
-      ['alltoall', 4096, 4, 3, 340, 4080, 4080],     // c=1024, 341 -> 340 (multiple of 4)
+      ['alltoall', 4096, 4, 3, 340, 4080, 4080], // c=1024, 341 -> 340 (multiple of 4)
       ['hypercube', 4096, 4, 4, 256, 4096, 3072],
       ['hypercube', 64, 8, 2, 4, 64, 32],
       ['gather', 33, 1, 2, 16, 32, 32],
@@ -215,7 +270,10 @@ describe('layout counts (§4 table)', () => {
     const l = d.layout(64, 4, 2, 0);
     assert.throws(() => d.half(l, { rank: 2, nranks: 2, root: 0, inPlace: false, op: 'sum' }), RangeError);
     const g = getCollective('gather');
-    assert.throws(() => g.half(g.layout(64, 4, 2, 0), { rank: 0, nranks: 2, root: 2, inPlace: false, op: 'sum' }), RangeError);
+    assert.throws(
+      () => g.half(g.layout(64, 4, 2, 0), { rank: 0, nranks: 2, root: 2, inPlace: false, op: 'sum' }),
+      RangeError,
+    );
   });
 });
 
@@ -224,20 +282,22 @@ describe('in-place layout (§4 "In-place layout")', () => {
   const recvAtRankChunk = new Set<CollectiveName>(['reduce_scatter', 'scatter']);
   for (const d of ALL_COLLECTIVES) {
     it(d.name, () => {
-      for (const n of [1, 2, 3, 5, 8]) for (const S of [0, 64, 1000]) for (const rank of [0, n - 1, n >> 1]) {
-        const layout = d.layout(S, 4, n, rank);
-        const args: HalfArgs = { rank, nranks: n, root: 0, inPlace: true, op: 'sum' };
-        const ip = d.half(layout, args);
-        const oop = d.half(layout, { ...args, inPlace: false });
-        const b = layout.count;
-        assert.deepEqual([oop.sendBuf, oop.sendOffset, oop.recvOffset], ['send', 0, 0]);
-        assert.equal(ip.sendBuf, 'recv');
-        assert.equal(ip.sendOffset, sendAtRankChunk.has(d.name) ? rank * b : 0, `send offset n=${n} rank=${rank}`);
-        assert.equal(ip.recvOffset, recvAtRankChunk.has(d.name) ? rank * b : 0, `recv offset n=${n} rank=${rank}`);
-        assert.equal(ip.checked, PROPS[d.name].ipChecked);
-        assert.equal(oop.checked, true);
-        if (!ip.checked) assert.deepEqual(ip.expect, []);
-      }
+      for (const n of [1, 2, 3, 5, 8])
+        for (const S of [0, 64, 1000])
+          for (const rank of [0, n - 1, n >> 1]) {
+            const layout = d.layout(S, 4, n, rank);
+            const args: HalfArgs = { rank, nranks: n, root: 0, inPlace: true, op: 'sum' };
+            const ip = d.half(layout, args);
+            const oop = d.half(layout, { ...args, inPlace: false });
+            const b = layout.count;
+            assert.deepEqual([oop.sendBuf, oop.sendOffset, oop.recvOffset], ['send', 0, 0]);
+            assert.equal(ip.sendBuf, 'recv');
+            assert.equal(ip.sendOffset, sendAtRankChunk.has(d.name) ? rank * b : 0, `send offset n=${n} rank=${rank}`);
+            assert.equal(ip.recvOffset, recvAtRankChunk.has(d.name) ? rank * b : 0, `recv offset n=${n} rank=${rank}`);
+            assert.equal(ip.checked, PROPS[d.name].ipChecked);
+            assert.equal(oop.checked, true);
+            if (!ip.checked) assert.deepEqual(ip.expect, []);
+          }
     });
   }
 });
@@ -254,10 +314,14 @@ describe('in-place layout (§4 "In-place layout")', () => {
 function token(s: Segment, i: number): string {
   const idx = s.indexBase + i;
   switch (s.kind) {
-    case 'copy': return `c${s.stream}@${idx}`;
-    case 'reduceInput': return `i${s.rank}@${idx}`;
-    case 'reduceOutput': return `R@${idx}`;
-    case 'zero': return '0';
+    case 'copy':
+      return `c${s.stream}@${idx}`;
+    case 'reduceInput':
+      return `i${s.rank}@${idx}`;
+    case 'reduceOutput':
+      return `R@${idx}`;
+    case 'zero':
+      return '0';
   }
 }
 
@@ -269,17 +333,29 @@ function reduceTokens(tokens: string[]): string {
   return `R@${m0[1]}`;
 }
 
-interface Sim { problems: string[]; halves: HalfLayout[]; layouts: Layout[] }
+interface Sim {
+  problems: string[];
+  halves: HalfLayout[];
+  layouts: Layout[];
+}
 
-function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, root: number, inPlace: boolean,
-  ctx: LayoutContext = {}, mutate?: (h: HalfLayout, rank: number) => HalfLayout): Sim {
+function simulate(
+  d: CollectiveDescriptor,
+  S: number,
+  ts: number,
+  n: number,
+  root: number,
+  inPlace: boolean,
+  ctx: LayoutContext = {},
+  mutate?: (h: HalfLayout, rank: number) => HalfLayout,
+): Sim {
   const problems: string[] = [];
   const layouts = Array.from({ length: n }, (_, r) => d.layout(S, ts, n, r, ctx));
   const halves = layouts.map((l, r) => {
     const h = d.half(l, { rank: r, nranks: n, root, inPlace, op: 'sum' });
     return mutate ? mutate(h, r) : h;
   });
-  const cap = layouts[0]!.rotateBytes / ts;  // elements of the buffer region a row may touch
+  const cap = layouts[0]!.rotateBytes / ts; // elements of the buffer region a row may touch
   const send = layouts.map(() => new Array<string>(cap).fill('U'));
   const recv = layouts.map(() => new Array<string>(cap).fill('0'));
   const sendFilled = layouts.map(() => new Array<boolean>(cap).fill(false));
@@ -290,14 +366,20 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
     if (l.rotateBytes / ts !== cap) problems.push(`rank ${r}: rotation differs between ranks`);
     if (l.count !== layouts[0]!.count) problems.push(`rank ${r}: count differs between ranks`);
     for (const s of halves[r]!.fill) {
-      if (s.offset + s.count > cap) { problems.push(`rank ${r}: fill ${JSON.stringify(s)} beyond ${cap}`); continue; }
+      if (s.offset + s.count > cap) {
+        problems.push(`rank ${r}: fill ${JSON.stringify(s)} beyond ${cap}`);
+        continue;
+      }
       // Convention: a rank fills only data it owns.
       if (s.kind === 'copy' && s.stream !== r) problems.push(`rank ${r}: fills copy data of stream ${s.stream}`);
       if (s.kind === 'reduceInput' && s.rank !== r) problems.push(`rank ${r}: fills reduce input of rank ${s.rank}`);
       if (s.kind === 'reduceOutput') problems.push(`rank ${r}: fills a reduce output`);
       const buf = s.buf === 'send' ? send[r]! : recv[r]!;
       const filled = s.buf === 'send' ? sendFilled[r]! : recvFilled[r]!;
-      for (let i = 0; i < s.count; i++) { buf[s.offset + i] = token(s, i); filled[s.offset + i] = true; }
+      for (let i = 0; i < s.count; i++) {
+        buf[s.offset + i] = token(s, i);
+        filled[s.offset + i] = true;
+      }
     }
   }
 
@@ -306,7 +388,10 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
   /** A library read of send data: index relative to the send pointer. */
   const readSend = (r: number, i: number): string => {
     const at = halves[r]!.sendOffset + i;
-    if (at >= cap) { problems.push(`rank ${r}: reads send data beyond the buffer (${at})`); return 'OOB'; }
+    if (at >= cap) {
+      problems.push(`rank ${r}: reads send data beyond the buffer (${at})`);
+      return 'OOB';
+    }
     if (!sfilled(r)[at]) problems.push(`rank ${r}: library reads unfilled send element ${at}`);
     return sbuf(r)[at]!;
   };
@@ -318,12 +403,18 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
   const count = layouts[0]!.count;
   for (let r = 0; r < n; r++) {
     const h = halves[r]!;
-    if (!inPlace) { if (h.sendBuf !== 'send') problems.push(`rank ${r}: out-of-place half sends from recv`); continue; }
+    if (!inPlace) {
+      if (h.sendBuf !== 'send') problems.push(`rank ${r}: out-of-place half sends from recv`);
+      continue;
+    }
     if (h.sendBuf !== 'recv') problems.push(`rank ${r}: in-place half sends from its own buffer`);
-    const ok = ['all_gather', 'gather', 'hypercube'].includes(d.name) ? h.sendOffset === h.recvOffset + r * count
-      : ['reduce_scatter', 'scatter'].includes(d.name) ? h.recvOffset === h.sendOffset + r * count
+    const ok = ['all_gather', 'gather', 'hypercube'].includes(d.name)
+      ? h.sendOffset === h.recvOffset + r * count
+      : ['reduce_scatter', 'scatter'].includes(d.name)
+        ? h.recvOffset === h.sendOffset + r * count
         : h.sendOffset === h.recvOffset;
-    if (!ok) problems.push(`rank ${r}: in-place offsets send ${h.sendOffset} recv ${h.recvOffset} are not NCCL's aliasing`);
+    if (!ok)
+      problems.push(`rank ${r}: in-place offsets send ${h.sendOffset} recv ${h.recvOffset} are not NCCL's aliasing`);
   }
 
   const ranks = [...Array(n).keys()];
@@ -339,16 +430,25 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
       for (let i = 0; i < count; i++) writeRecv(root, i, reduceTokens(ranks.map((k) => readSend(k, i))));
       break;
     case 'broadcast':
-      for (let i = 0; i < count; i++) { const v = readSend(root, i); for (const r of ranks) writeRecv(r, i, v); }
+      for (let i = 0; i < count; i++) {
+        const v = readSend(root, i);
+        for (const r of ranks) writeRecv(r, i, v);
+      }
       break;
     case 'reduce_scatter':
-      for (const r of ranks) for (let i = 0; i < b; i++) writeRecv(r, i, reduceTokens(ranks.map((k) => readSend(k, r * b + i))));
+      for (const r of ranks)
+        for (let i = 0; i < b; i++) writeRecv(r, i, reduceTokens(ranks.map((k) => readSend(k, r * b + i))));
       break;
     case 'all_gather':
-      for (const j of ranks) for (let i = 0; i < b; i++) { const v = readSend(j, i); for (const r of ranks) writeRecv(r, j * b + i, v); }
+      for (const j of ranks)
+        for (let i = 0; i < b; i++) {
+          const v = readSend(j, i);
+          for (const r of ranks) writeRecv(r, j * b + i, v);
+        }
       break;
     case 'alltoall':
-      for (const j of ranks) for (const r of ranks) for (let i = 0; i < b; i++) writeRecv(r, j * b + i, readSend(j, r * b + i));
+      for (const j of ranks)
+        for (const r of ranks) for (let i = 0; i < b; i++) writeRecv(r, j * b + i, readSend(j, r * b + i));
       break;
     case 'gather':
       for (const j of ranks) for (let i = 0; i < b; i++) writeRecv(root, j * b + i, readSend(j, i));
@@ -364,8 +464,10 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
         const me = layouts[r]!.peers!;
         for (const j of ranks) {
           const them = layouts[j]!.peers!;
-          if (them.sendCounts[r] !== me.recvCounts[j]) problems.push(`rank ${j} sends ${them.sendCounts[r]} to ${r}, which expects ${me.recvCounts[j]}`);
-          for (let i = 0; i < me.recvCounts[j]!; i++) writeRecv(r, me.recvDispls[j]! + i, readSend(j, them.sendDispls[r]! + i));
+          if (them.sendCounts[r] !== me.recvCounts[j])
+            problems.push(`rank ${j} sends ${them.sendCounts[r]} to ${r}, which expects ${me.recvCounts[j]}`);
+          for (let i = 0; i < me.recvCounts[j]!; i++)
+            writeRecv(r, me.recvDispls[j]! + i, readSend(j, them.sendDispls[r]! + i));
         }
       }
       break;
@@ -383,9 +485,10 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
       for (let mask = 1; mask < n; mask <<= 1) {
         for (const r of ranks) {
           const peer = r ^ mask;
-          const peerStart = peer & ~(mask - 1);  // the chunks the peer sends
+          const peerStart = peer & ~(mask - 1); // the chunks the peer sends
           const h = halves[peer]!;
-          for (let i = 0; i < b * mask; i++) writeRecv(r, (peerStart * b) + i, recv[peer]![h.recvOffset + peerStart * b + i]!);
+          for (let i = 0; i < b * mask; i++)
+            writeRecv(r, peerStart * b + i, recv[peer]![h.recvOffset + peerStart * b + i]!);
         }
         flush();
       }
@@ -406,7 +509,10 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
     const h = halves[r]!;
     const l = layouts[r]!;
     if (h.checked !== (!inPlace || d.inPlaceChecked)) problems.push(`rank ${r}: checked flag ${h.checked}`);
-    if (!h.checked) { if (h.expect.length) problems.push(`rank ${r}: unchecked half has expectations`); continue; }
+    if (!h.checked) {
+      if (h.expect.length) problems.push(`rank ${r}: unchecked half has expectations`);
+      continue;
+    }
     // Expectations cover exactly nccl-tests' checked region, without overlaps.
     const sorted = [...h.expect].sort((x, y) => x.offset - y.offset);
     let at = h.recvOffset;
@@ -416,13 +522,14 @@ function simulate(d: CollectiveDescriptor, S: number, ts: number, n: number, roo
       at = s.offset + s.count;
     }
     if (h.recvOffset + l.checkElems > cap) problems.push(`rank ${r}: checked region beyond the buffer`);
-    if (at !== h.recvOffset + l.checkElems) problems.push(`rank ${r}: expectations end at ${at}, region ends at ${h.recvOffset + l.checkElems}`);
+    if (at !== h.recvOffset + l.checkElems)
+      problems.push(`rank ${r}: expectations end at ${at}, region ends at ${h.recvOffset + l.checkElems}`);
     for (const s of h.expect) {
       for (let i = 0; i < s.count; i++) {
         const got = recv[r]![s.offset + i];
         if (got !== token(s, i)) {
           problems.push(`rank ${r}: recv[${s.offset + i}] = ${got}, expected ${token(s, i)}`);
-          break;  // one line per segment is enough
+          break; // one line per segment is enough
         }
       }
     }
@@ -443,11 +550,14 @@ describe('symbolic simulation: fill/expect agree with the data each collective m
       let checkedElements = 0;
       for (let n = 1; n <= 5; n++) {
         if (d.skipReason(n) !== null) continue;
-        for (const S of SIM_SIZES) for (const ts of SIM_ELEMENT_SIZES) for (const root of roots(d, n)) for (const inPlace of [false, true]) {
-          const sim = simulate(d, S, ts, n, root, inPlace);
-          assert.deepEqual(sim.problems, [], `n=${n} S=${S} ts=${ts} root=${root} inPlace=${inPlace}`);
-          for (const h of sim.halves) for (const s of h.expect) if (s.kind !== 'zero') checkedElements += s.count;
-        }
+        for (const S of SIM_SIZES)
+          for (const ts of SIM_ELEMENT_SIZES)
+            for (const root of roots(d, n))
+              for (const inPlace of [false, true]) {
+                const sim = simulate(d, S, ts, n, root, inPlace);
+                assert.deepEqual(sim.problems, [], `n=${n} S=${S} ts=${ts} root=${root} inPlace=${inPlace}`);
+                for (const h of sim.halves) for (const s of h.expect) if (s.kind !== 'zero') checkedElements += s.count;
+              }
       }
       assert.ok(checkedElements > 1000, `the simulation compared real data (${checkedElements} elements)`);
     });
@@ -455,57 +565,93 @@ describe('symbolic simulation: fill/expect agree with the data each collective m
 
   it('hypercube at n = 8 and 16', () => {
     const d = getCollective('hypercube');
-    for (const n of [8, 16]) for (const inPlace of [false, true]) {
-      assert.deepEqual(simulate(d, 4096, 4, n, 0, inPlace).problems, []);
-    }
+    for (const n of [8, 16])
+      for (const inPlace of [false, true]) {
+        assert.deepEqual(simulate(d, 4096, 4, n, 0, inPlace).problems, []);
+      }
   });
 
   it('alltoallv with generated spreads and a traffic matrix', () => {
     const d = getCollective('alltoallv');
     for (const spread of ['0', '0.3', '0.5', '1']) {
       const ctx: LayoutContext = { env: { NCCL_TESTS_ALLTOALLV_SPREAD: spread } };
-      for (let n = 1; n <= 6; n++) for (const S of [0, 256, 1000, 9999]) for (const ts of SIM_ELEMENT_SIZES) for (const inPlace of [false, true]) {
-        assert.deepEqual(simulate(d, S, ts, n, 0, inPlace, ctx).problems, [], `s=${spread} n=${n} S=${S} ts=${ts} ip=${inPlace}`);
-      }
+      for (let n = 1; n <= 6; n++)
+        for (const S of [0, 256, 1000, 9999])
+          for (const ts of SIM_ELEMENT_SIZES)
+            for (const inPlace of [false, true]) {
+              assert.deepEqual(
+                simulate(d, S, ts, n, 0, inPlace, ctx).problems,
+                [],
+                `s=${spread} n=${n} S=${S} ts=${ts} ip=${inPlace}`,
+              );
+            }
     }
     // Uneven matrix (zeros, self traffic, unequal totals: the tail of lighter ranks must stay zero).
     const matrix = parseTrafficMatrix('0 64 160 32\n16 0 0 48\n512 16 96 0\n32 32 32 32\n', 'inline');
-    for (let n = 1; n <= 4; n++) for (const ts of SIM_ELEMENT_SIZES) for (const inPlace of [false, true]) {
-      assert.deepEqual(simulate(d, 0, ts, n, 0, inPlace, { alltoallv: matrix }).problems, [], `matrix n=${n} ts=${ts}`);
-    }
+    for (let n = 1; n <= 4; n++)
+      for (const ts of SIM_ELEMENT_SIZES)
+        for (const inPlace of [false, true]) {
+          assert.deepEqual(
+            simulate(d, 0, ts, n, 0, inPlace, { alltoallv: matrix }).problems,
+            [],
+            `matrix n=${n} ts=${ts}`,
+          );
+        }
   });
 });
 
 describe('the simulation catches broken layouts', () => {
   // Each mutation is a plausible bug; the simulator must report it, or its passing runs prove nothing.
-  const mutateExpect = (f: (s: Segment, rank: number) => Segment) => (h: HalfLayout, rank: number): HalfLayout =>
-    ({ ...h, expect: h.expect.map((s) => f(s, rank)) });
-  const mutateFill = (f: (s: Segment, rank: number) => Segment) => (h: HalfLayout, rank: number): HalfLayout =>
-    ({ ...h, fill: h.fill.map((s) => f(s, rank)) });
+  const mutateExpect =
+    (f: (s: Segment, rank: number) => Segment) =>
+    (h: HalfLayout, rank: number): HalfLayout => ({ ...h, expect: h.expect.map((s) => f(s, rank)) });
+  const mutateFill =
+    (f: (s: Segment, rank: number) => Segment) =>
+    (h: HalfLayout, rank: number): HalfLayout => ({ ...h, fill: h.fill.map((s) => f(s, rank)) });
   const cases: [string, CollectiveName, boolean, (h: HalfLayout, rank: number) => HalfLayout][] = [
-    ['all_gather expecting chunk j from rank j+1', 'all_gather', false,
-      mutateExpect((s) => (s.kind === 'copy' ? { ...s, stream: (s.stream + 1) % 3 } : s))],
-    ['reduce_scatter expecting indices from 0 on every rank', 'reduce_scatter', false,
-      mutateExpect((s) => ({ ...s, indexBase: 0 }))],
-    ['reduce_scatter in place checking the start of recv', 'reduce_scatter', true,
-      (h) => ({ ...h, expect: h.expect.map((s) => ({ ...s, offset: 0 })) })],
+    [
+      'all_gather expecting chunk j from rank j+1',
+      'all_gather',
+      false,
+      mutateExpect((s) => (s.kind === 'copy' ? { ...s, stream: (s.stream + 1) % 3 } : s)),
+    ],
+    [
+      'reduce_scatter expecting indices from 0 on every rank',
+      'reduce_scatter',
+      false,
+      mutateExpect((s) => ({ ...s, indexBase: 0 })),
+    ],
+    [
+      'reduce_scatter in place checking the start of recv',
+      'reduce_scatter',
+      true,
+      (h) => ({ ...h, expect: h.expect.map((s) => ({ ...s, offset: 0 })) }),
+    ],
     ['gather in place filling at offset 0', 'gather', true, mutateFill((s) => ({ ...s, offset: 0 }))],
     ['all_gather in place with the send pointer at 0', 'all_gather', true, (h) => ({ ...h, sendOffset: 0 })],
     ['scatter in place receiving at 0', 'scatter', true, (h) => ({ ...h, recvOffset: 0 })],
-    ['alltoall expecting the sender-side offset', 'alltoall', false,
-      mutateExpect((s) => ({ ...s, indexBase: s.offset }))],
-    ['sendrecv expecting data from rank+1', 'sendrecv', false,
-      mutateExpect((s, r) => ({ ...s, stream: (r + 1) % 3 }))],
-    ['reduce non-root expecting the output', 'reduce', false,
-      mutateExpect((s) => (s.kind === 'zero' ? { ...s, kind: 'reduceOutput' } : s))],
-    ['broadcast expecting stream 0 while root 1 sends', 'broadcast', false,
-      mutateExpect((s) => ({ ...s, stream: 0 }))],
-    ['broadcast in place with the root filling its send buffer', 'broadcast', true,
-      mutateFill((s) => ({ ...s, buf: 'send' }))],
-    ['all_reduce filling only half the input', 'all_reduce', false,
-      mutateFill((s) => ({ ...s, count: s.count >> 1 }))],
-    ['gather root missing the last chunk', 'gather', false,
-      (h) => ({ ...h, expect: h.expect.slice(0, -1) })],
+    [
+      'alltoall expecting the sender-side offset',
+      'alltoall',
+      false,
+      mutateExpect((s) => ({ ...s, indexBase: s.offset })),
+    ],
+    ['sendrecv expecting data from rank+1', 'sendrecv', false, mutateExpect((s, r) => ({ ...s, stream: (r + 1) % 3 }))],
+    [
+      'reduce non-root expecting the output',
+      'reduce',
+      false,
+      mutateExpect((s) => (s.kind === 'zero' ? { ...s, kind: 'reduceOutput' } : s)),
+    ],
+    ['broadcast expecting stream 0 while root 1 sends', 'broadcast', false, mutateExpect((s) => ({ ...s, stream: 0 }))],
+    [
+      'broadcast in place with the root filling its send buffer',
+      'broadcast',
+      true,
+      mutateFill((s) => ({ ...s, buf: 'send' })),
+    ],
+    ['all_reduce filling only half the input', 'all_reduce', false, mutateFill((s) => ({ ...s, count: s.count >> 1 }))],
+    ['gather root missing the last chunk', 'gather', false, (h) => ({ ...h, expect: h.expect.slice(0, -1) })],
   ];
   for (const [what, name, inPlace, mutate] of cases) {
     it(what, () => {
@@ -515,8 +661,16 @@ describe('the simulation catches broken layouts', () => {
     });
   }
   it('hypercube expecting all_gather chunks shifted by one', () => {
-    const sim = simulate(getCollective('hypercube'), 1000, 4, 4, 0, false, {},
-      mutateExpect((s) => ({ ...s, stream: (s.stream + 1) % 4 })));
+    const sim = simulate(
+      getCollective('hypercube'),
+      1000,
+      4,
+      4,
+      0,
+      false,
+      {},
+      mutateExpect((s) => ({ ...s, stream: (s.stream + 1) % 4 })),
+    );
     assert.notDeepEqual(sim.problems, []);
   });
 });

@@ -14,34 +14,95 @@ import { commandHelp, parseOptions, type CommandOptions } from '../../bench/conf
 import { parseCommandLine } from '../../bench/config/run-options.js';
 import { UsageError } from '../../bench/core/errors.js';
 import { VARIABLES } from '../../bench/core/environment.js';
-import { ACTIONS, FLAGS, MAX_TIMEOUT_SEC, PASS_ON_FLAGS, type FlagSpec, type ValueFlag } from '../../bench/config/flags.js';
+import {
+  ACTIONS,
+  FLAGS,
+  MAX_TIMEOUT_SEC,
+  PASS_ON_FLAGS,
+  type FlagSpec,
+  type ValueFlag,
+} from '../../bench/config/flags.js';
 import { LOCATE_OPTIONS, parseLocateArgs } from '../../bench/locate/options.js';
 
-const RUN: CommandOptions = { command: 'run', usage: '', about: '', groups: [...new Set(FLAGS.map((f) => f.group)), 'Other'], flags: [...FLAGS, ...ACTIONS], footer: '' };
-const COMMANDS: CommandOptions[] = [RUN, COMPARE_OPTIONS, ACCEPT_OPTIONS, WORKLOAD_OPTIONS, LOCATE_OPTIONS, REPORT_OPTIONS, INFO_OPTIONS,
-  BUNDLE_OPTIONS] as CommandOptions[];
+const RUN: CommandOptions = {
+  command: 'run',
+  usage: '',
+  about: '',
+  groups: [...new Set(FLAGS.map((f) => f.group)), 'Other'],
+  flags: [...FLAGS, ...ACTIONS],
+  footer: '',
+};
+const COMMANDS: CommandOptions[] = [
+  RUN,
+  COMPARE_OPTIONS,
+  ACCEPT_OPTIONS,
+  WORKLOAD_OPTIONS,
+  LOCATE_OPTIONS,
+  REPORT_OPTIONS,
+  INFO_OPTIONS,
+  BUNDLE_OPTIONS,
+] as CommandOptions[];
 
-const usage = (re: RegExp) => (e: unknown): boolean => e instanceof UsageError && re.test(e.message);
+const usage =
+  (re: RegExp) =>
+  (e: unknown): boolean =>
+    e instanceof UsageError && re.test(e.message);
 
 describe('the run flags accept and workload pass on (passOn in the flag table)', () => {
   it('are how ranks start, never what is measured; both commands take every one, workload also -T', () => {
-    assert.deepEqual(PASS_ON_FLAGS.map((f) => f.long),
-      ['nthreads', 'ngpus', 'np', 'hosts', 'oversubscribe', 'backend', 'gloo-algo', 'gloo-store', 'gloo-iface', 'nccl-lib']);
-    assert.deepEqual(ACCEPT_OPTIONS.flags.filter((f) => 'passOn' in f).map((f) => f.long), PASS_ON_FLAGS.map((f) => f.long));
-    assert.deepEqual(WORKLOAD_OPTIONS.flags.filter((f) => 'passOn' in f || f.long === 'timeout').map((f) => f.long),
-      ['nthreads', 'ngpus', 'timeout', 'np', 'hosts', 'oversubscribe', 'backend', 'gloo-algo', 'gloo-store', 'gloo-iface', 'nccl-lib']);
-    for (const c of [ACCEPT_OPTIONS, WORKLOAD_OPTIONS]) assert.ok(!c.flags.some((f) => f.long === 'minbytes'), c.command);
+    assert.deepEqual(
+      PASS_ON_FLAGS.map((f) => f.long),
+      [
+        'nthreads',
+        'ngpus',
+        'np',
+        'hosts',
+        'oversubscribe',
+        'backend',
+        'gloo-algo',
+        'gloo-store',
+        'gloo-iface',
+        'nccl-lib',
+      ],
+    );
+    assert.deepEqual(
+      ACCEPT_OPTIONS.flags.filter((f) => 'passOn' in f).map((f) => f.long),
+      PASS_ON_FLAGS.map((f) => f.long),
+    );
+    assert.deepEqual(
+      WORKLOAD_OPTIONS.flags.filter((f) => 'passOn' in f || f.long === 'timeout').map((f) => f.long),
+      [
+        'nthreads',
+        'ngpus',
+        'timeout',
+        'np',
+        'hosts',
+        'oversubscribe',
+        'backend',
+        'gloo-algo',
+        'gloo-store',
+        'gloo-iface',
+        'nccl-lib',
+      ],
+    );
+    for (const c of [ACCEPT_OPTIONS, WORKLOAD_OPTIONS])
+      assert.ok(!c.flags.some((f) => f.long === 'minbytes'), c.command);
   });
 });
 
-describe('every command\'s table', () => {
+describe("every command's table", () => {
   for (const c of COMMANDS) {
     it(`${c.command}: unique names, every group shown, -h, help lists every flag with its default`, () => {
-      const longs = c.flags.map((f) => f.long), shorts = c.flags.flatMap((f) => (f.short ? [f.short] : []));
+      const longs = c.flags.map((f) => f.long),
+        shorts = c.flags.flatMap((f) => (f.short ? [f.short] : []));
       assert.equal(new Set(longs).size, longs.length, `${c.command}: a long name twice`);
       assert.equal(new Set(shorts).size, shorts.length, `${c.command}: a letter twice`);
-      for (const f of c.flags) assert.ok(c.groups.includes(f.group), `${c.command} --${f.long}: group '${f.group}' is not shown`);
-      assert.ok(c.flags.some((f) => f.kind === 'action' && f.short === 'h' && f.long === 'help'), `${c.command}: no -h/--help`);
+      for (const f of c.flags)
+        assert.ok(c.groups.includes(f.group), `${c.command} --${f.long}: group '${f.group}' is not shown`);
+      assert.ok(
+        c.flags.some((f) => f.kind === 'action' && f.short === 'h' && f.long === 'help'),
+        `${c.command}: no -h/--help`,
+      );
       if (c === RUN) return;
       const help = commandHelp(c);
       assert.match(help, /^USAGE: collbench /);
@@ -50,14 +111,26 @@ describe('every command\'s table', () => {
   }
 });
 
-describe('--timeout: one definition for the subcommands, nccl-tests\' -T for runs', () => {
-  const all = COMMANDS.flatMap((c) => c.flags.filter((f: FlagSpec) => f.long === 'timeout').map((f) => ({ c, f: f as ValueFlag })));
+describe("--timeout: one definition for the subcommands, nccl-tests' -T for runs", () => {
+  const all = COMMANDS.flatMap((c) =>
+    c.flags.filter((f: FlagSpec) => f.long === 'timeout').map((f) => ({ c, f: f as ValueFlag })),
+  );
   const timeouts = all.filter((t) => t.f.short !== 'T');
   it('the same kind, syntax and limits wherever a subcommand has it (compare, accept, locate); runs and workloads take -T', () => {
     assert.deepEqual(timeouts.map((t) => t.c.command).sort(), ['accept', 'compare', 'locate']);
-    assert.deepEqual(all.filter((t) => t.f.short === 'T').map((t) => t.c.command).sort(), ['run', 'workload']);
+    assert.deepEqual(
+      all
+        .filter((t) => t.f.short === 'T')
+        .map((t) => t.c.command)
+        .sort(),
+      ['run', 'workload'],
+    );
     for (const { c, f } of timeouts) {
-      assert.deepEqual([f.kind, f.field, f.min, f.max, f.integer, f.value], ['duration', 'timeoutSec', 0, MAX_TIMEOUT_SEC, true, '<time>'], c.command);
+      assert.deepEqual(
+        [f.kind, f.field, f.min, f.max, f.integer, f.value],
+        ['duration', 'timeoutSec', 0, MAX_TIMEOUT_SEC, true, '<time>'],
+        c.command,
+      );
       assert.match(f.help, /0 = no limit/, c.command);
     }
   });
@@ -68,12 +141,18 @@ describe('--timeout: one definition for the subcommands, nccl-tests\' -T for run
       assert.equal(read('2h'), 7200);
       assert.equal(read('0'), 0);
       for (const bad of ['1.5', '-1', '8d', 'soon']) {
-        assert.throws(() => read(bad), usage(new RegExp(`^${c.command}: --timeout: timeout must be whole seconds from 0 to 604800 s`)), `${c.command} ${bad}`);
+        assert.throws(
+          () => read(bad),
+          usage(new RegExp(`^${c.command}: --timeout: timeout must be whole seconds from 0 to 604800 s`)),
+          `${c.command} ${bad}`,
+        );
       }
     }
   });
-  it('-T reads an int as nccl-tests does (strtol base 0), any size: the watchdog\'s timer waits through it', () => {
-    const run = (v: string): unknown => (parseCommandLine(['all_reduce', '-T', v], 'collbench') as { options: { timeoutSec: unknown } }).options.timeoutSec;
+  it("-T reads an int as nccl-tests does (strtol base 0), any size: the watchdog's timer waits through it", () => {
+    const run = (v: string): unknown =>
+      (parseCommandLine(['all_reduce', '-T', v], 'collbench') as { options: { timeoutSec: unknown } }).options
+        .timeoutSec;
     assert.equal(run('30'), 30);
     assert.equal(run('0x10'), 16);
     assert.equal(run('010'), 8);
@@ -81,21 +160,31 @@ describe('--timeout: one definition for the subcommands, nccl-tests\' -T for run
     assert.throws(() => run('30m'), usage(/^-T: /));
     assert.throws(() => run('-1'), usage(/^-T: /));
   });
-  it('keeps each command\'s default and makes 0 a limit no job reaches in locate', () => {
+  it("keeps each command's default and makes 0 a limit no job reaches in locate", () => {
     assert.equal((parseCompareArgs([]) as { timeoutSec: number }).timeoutSec, 600);
     const loc = parseLocateArgs(['--hosts', 'a,b', '--timeout', '0']);
     assert.ok(loc.kind === 'run' && loc.options.timeoutSec === MAX_TIMEOUT_SEC);
   });
 });
 
-describe('one prefix rule: getopt_long\'s, in every command', () => {
+describe("one prefix rule: getopt_long's, in every command", () => {
   it('an unambiguous prefix names its option; an ambiguous one lists the candidates; the message names the command', () => {
     assert.equal(parseOptions(['--quie'], COMPARE_OPTIONS).values.quiet, true);
     assert.equal(parseOptions(['--quie'], LOCATE_OPTIONS).values.quiet, true);
     assert.equal(parseOptions(['--tit', 'x'], REPORT_OPTIONS).values.title, 'x');
-    assert.equal((parseCommandLine(['all_reduce', '--min', '8'], 'collbench') as { options: { minBytes: number } }).options.minBytes, 8);
-    assert.throws(() => parseOptions(['--rep', '3'], COMPARE_OPTIONS), usage(/^compare: ambiguous option '--rep': could be --repeats, --reports-dir$/));
-    assert.throws(() => parseOptions(['--bogus'], ACCEPT_OPTIONS), usage(/^accept: unknown option '--bogus' \(see --help\)$/));
+    assert.equal(
+      (parseCommandLine(['all_reduce', '--min', '8'], 'collbench') as { options: { minBytes: number } }).options
+        .minBytes,
+      8,
+    );
+    assert.throws(
+      () => parseOptions(['--rep', '3'], COMPARE_OPTIONS),
+      usage(/^compare: ambiguous option '--rep': could be --repeats, --reports-dir$/),
+    );
+    assert.throws(
+      () => parseOptions(['--bogus'], ACCEPT_OPTIONS),
+      usage(/^accept: unknown option '--bogus' \(see --help\)$/),
+    );
     assert.throws(() => parseOptions(['--json=1'], INFO_OPTIONS), usage(/^info: --json: takes no value$/));
     assert.throws(() => parseOptions(['--output'], BUNDLE_OPTIONS), usage(/^bundle: --output: missing value <file>$/));
   });
@@ -103,11 +192,19 @@ describe('one prefix rule: getopt_long\'s, in every command', () => {
 
 describe('collbench help', () => {
   const capture = async (argv: string[]): Promise<{ code: number; out: string; err: string }> => {
-    let out = '', err = '';
-    const code = await main(argv, 'collbench', { out: (l) => { out += `${l}\n`; }, err: (l) => { err += `${l}\n`; } });
+    let out = '',
+      err = '';
+    const code = await main(argv, 'collbench', {
+      out: (l) => {
+        out += `${l}\n`;
+      },
+      err: (l) => {
+        err += `${l}\n`;
+      },
+    });
     return { code, out, err };
   };
-  it('help env prints the environment table; help <command> that command\'s help; an unknown topic exits 2', async () => {
+  it("help env prints the environment table; help <command> that command's help; an unknown topic exits 2", async () => {
     const env = await capture(['help', 'env']);
     assert.equal(env.code, 0);
     for (const v of VARIABLES) assert.ok(env.out.includes(v.name), v.name);
@@ -124,11 +221,14 @@ describe('collbench help', () => {
   });
 });
 
-describe('a run flag\'s check stays with the run flag', () => {
-  it('locate --hosts takes spaced host names (trimmed, its own rule), not mpirun\'s host[:slots] syntax', () => {
+describe("a run flag's check stays with the run flag", () => {
+  it("locate --hosts takes spaced host names (trimmed, its own rule), not mpirun's host[:slots] syntax", () => {
     const loc = parseLocateArgs(['--hosts', 'a, b']);
     assert.ok(loc.kind === 'run');
     assert.deepEqual(loc.options.hosts, ['a', 'b']);
-    assert.throws(() => parseCommandLine(['all_reduce', '--np', '2', '--hosts', 'a, b'], 'collbench'), usage(/^--hosts: invalid host entry ' b'/));
+    assert.throws(
+      () => parseCommandLine(['all_reduce', '--np', '2', '--hosts', 'a, b'], 'collbench'),
+      usage(/^--hosts: invalid host entry ' b'/),
+    );
   });
 });

@@ -6,8 +6,16 @@ import { main } from '../../bench/cli/main.js';
 import { COMMAND_SUMMARIES, unknownWordLine } from '../../bench/cli/command-words.js';
 
 const capture = async (argv: string[]): Promise<{ code: number; out: string; err: string }> => {
-  let out = '', err = '';
-  const code = await main(argv, 'collbench', { out: (l) => { out += `${l}\n`; }, err: (l) => { err += `${l}\n`; } });
+  let out = '',
+    err = '';
+  const code = await main(argv, 'collbench', {
+    out: (l) => {
+      out += `${l}\n`;
+    },
+    err: (l) => {
+      err += `${l}\n`;
+    },
+  });
   return { code, out, err };
 };
 
@@ -28,7 +36,10 @@ describe('collbench <word>', () => {
     const r = await capture(['compar', '--env', 'NCCL_ALGO=Ring']);
     assert.equal(r.code, 2);
     assert.equal(r.out, '');
-    assert.match(r.err, /^collbench: unknown command or collective 'compar' \(did you mean compare\?\); commands: run, .*compare.*; collectives: all_reduce, /);
+    assert.match(
+      r.err,
+      /^collbench: unknown command or collective 'compar' \(did you mean compare\?\); commands: run, .*compare.*; collectives: all_reduce, /,
+    );
     assert.equal(r.err.split('\n').length, 2);
     assert.match((await capture(['allreduce'])).err, /\(did you mean all_reduce\?\)/);
     assert.match((await capture(['acept'])).err, /\(did you mean accept\?\)/);
@@ -37,6 +48,7 @@ describe('collbench <word>', () => {
   it('no suggestion when nothing is near; commands, collectives, *_perf names and flags are not refused', () => {
     const commands = ['run', ...Object.keys(COMMAND_SUMMARIES)];
     assert.match(unknownWordLine('xyz', commands)!, /^unknown command or collective 'xyz'; commands: /);
-    for (const ok of ['compare', 'run', 'all_reduce', 'all_reduce_perf', '-b', undefined]) assert.equal(unknownWordLine(ok, commands), null, ok);
+    for (const ok of ['compare', 'run', 'all_reduce', 'all_reduce_perf', '-b', undefined])
+      assert.equal(unknownWordLine(ok, commands), null, ok);
   });
 });

@@ -18,8 +18,14 @@ import { lateLine, lateSummaryLine } from '../../bench/report/reporters/nccl-tab
  * device-side delay put before i on it (`delay(r, i)` µs, the COLLBENCH_TEST_GPU_DELAY spin kernel). Rows are µs since
  * each GPU's reference event; `refs` are the references' host times (each host's own clock) and window half-widths.
  */
-function recorded(ranks: number, iters: number, opUs: number, delay: (r: number, i: number) => number,
-  refHostUs: (r: number) => number, refGpuUs: (r: number) => number) {
+function recorded(
+  ranks: number,
+  iters: number,
+  opUs: number,
+  delay: (r: number, i: number) => number,
+  refHostUs: (r: number) => number,
+  refGpuUs: (r: number) => number,
+) {
   const truth: number[][] = Array.from({ length: ranks }, () => []); // on one common timeline (µs)
   let free = 1000; // when the previous collective completed everywhere
   for (let i = 0; i < iters; i++) {
@@ -34,8 +40,20 @@ function recorded(ranks: number, iters: number, opUs: number, delay: (r: number,
 
 describe('deviceArrivalsOnHost and rankClock', () => {
   it('adds each GPU its own reference, and keeps the widest window as the uncertainty', () => {
-    const m = deviceArrivalsOnHost([[0, 10.5], [2, 12]], [[1e9, 2], [5e8, 4.5]]);
-    assert.deepEqual(m.arrivalsUs, [[1e9, 1e9 + 10.5], [5e8 + 2, 5e8 + 12]]);
+    const m = deviceArrivalsOnHost(
+      [
+        [0, 10.5],
+        [2, 12],
+      ],
+      [
+        [1e9, 2],
+        [5e8, 4.5],
+      ],
+    );
+    assert.deepEqual(m.arrivalsUs, [
+      [1e9, 1e9 + 10.5],
+      [5e8 + 2, 5e8 + 12],
+    ]);
     assert.equal(m.referenceUs, 4.5);
     assert.throws(() => deviceArrivalsOnHost([[0]], []), /1 rank rows but 0 references/);
   });
@@ -50,7 +68,14 @@ describe('device arrivals name the delayed GPU', () => {
   it('-g 4 in one process: GPU 2 delayed 500 us before every iteration is named; the host enqueue times name nobody', () => {
     const iters = 20;
     // One process: every reference on the same host clock; the GPUs' references a few µs apart.
-    const rec = recorded(4, iters, 80, (r) => (r === 2 ? 500 : 0), (r) => 7e8 + r * 6, (r) => 5 + r * 6);
+    const rec = recorded(
+      4,
+      iters,
+      80,
+      (r) => (r === 2 ? 500 : 0),
+      (r) => 7e8 + r * 6,
+      (r) => 5 + r * 6,
+    );
     const dev = deviceArrivalsOnHost(rec.sinceRefUs, rec.refs);
     const ev = arrivalEvidence(dev.arrivalsUs, rankClock(alignClocks([[]], true), 4, dev.referenceUs))!;
     assert.equal(ev.late?.process, 2);
@@ -64,8 +89,14 @@ describe('device arrivals name the delayed GPU', () => {
 
   it('2 hosts x 2 GPUs on barrier-aligned clocks: rank 3 (host B, GPU 1) is named, not the host whose clock is ahead', () => {
     const hostOffset = [0, 250_000]; // host B's clock reads 250 ms ahead of host A's
-    const rec = recorded(4, 30, 200, (r, i) => (r === 3 && i % 10 !== 0 ? 1500 : 0),
-      (r) => 9e8 + hostOffset[r >> 1]! + r * 7, (r) => 20 + r * 7);
+    const rec = recorded(
+      4,
+      30,
+      200,
+      (r, i) => (r === 3 && i % 10 !== 0 ? 1500 : 0),
+      (r) => 9e8 + hostOffset[r >> 1]! + r * 7,
+      (r) => 20 + r * 7,
+    );
     const samples = hostOffset.map((off) => Array.from({ length: 64 }, (_, k) => 5e8 + 40 * k + off + Math.sin(k)));
     const clock = alignClocks(samples, false);
     const dev = deviceArrivalsOnHost(rec.sinceRefUs, rec.refs);
@@ -79,10 +110,20 @@ describe('device arrivals name the delayed GPU', () => {
 
   it('one delay before iteration k moves that arrival by D and names nobody (one iteration of 20 is no majority)', () => {
     for (const D of [50, 500, 5000]) {
-      const rec = recorded(2, 20, 100, (r, i) => (r === 1 && i === 7 ? D : 0), () => 1e9, () => 0);
+      const rec = recorded(
+        2,
+        20,
+        100,
+        (r, i) => (r === 1 && i === 7 ? D : 0),
+        () => 1e9,
+        () => 0,
+      );
       const dev = deviceArrivalsOnHost(rec.sinceRefUs, rec.refs);
       const steps = dev.arrivalsUs[1]!.slice(1).map((t, i) => t - dev.arrivalsUs[1]![i]!);
-      assert.ok(Math.abs(steps[6]! - steps[0]! - D) < 1e-6, `D=${D}: step into iteration 7 is ${steps[6]}, others ${steps[0]}`);
+      assert.ok(
+        Math.abs(steps[6]! - steps[0]! - D) < 1e-6,
+        `D=${D}: step into iteration 7 is ${steps[6]}, others ${steps[0]}`,
+      );
       const ev = arrivalEvidence(dev.arrivalsUs, rankClock(alignClocks([[]], true), 2, dev.referenceUs))!;
       assert.equal(ev.late, null);
       // Late at iteration 7 only when D clears the margin (max(floor, half the iteration as the others saw it)).
@@ -91,21 +132,46 @@ describe('device arrivals name the delayed GPU', () => {
   });
 
   it('a wide reference window widens the margin: 100 us of lateness is not named against 30 us windows', () => {
-    const rec = recorded(3, 20, 40, (r) => (r === 0 ? 100 : 0), () => 1e9, () => 0);
+    const rec = recorded(
+      3,
+      20,
+      40,
+      (r) => (r === 0 ? 100 : 0),
+      () => 1e9,
+      () => 0,
+    );
     const tight = deviceArrivalsOnHost(rec.sinceRefUs, rec.refs);
-    assert.equal(arrivalEvidence(tight.arrivalsUs, rankClock(alignClocks([[]], true), 3, tight.referenceUs))!.late?.process, 0);
-    const wide = deviceArrivalsOnHost(rec.sinceRefUs, rec.refs.map(([t]) => [t!, 30]));
+    assert.equal(
+      arrivalEvidence(tight.arrivalsUs, rankClock(alignClocks([[]], true), 3, tight.referenceUs))!.late?.process,
+      0,
+    );
+    const wide = deviceArrivalsOnHost(
+      rec.sinceRefUs,
+      rec.refs.map(([t]) => [t!, 30]),
+    );
     assert.equal(arrivalEvidence(wide.arrivalsUs, rankClock(alignClocks([[]], true), 3, wide.referenceUs))!.late, null);
   });
 });
 
 describe('late lines with the GPU', () => {
-  const cell = { rank: 5, host: 'n07.cluster', lastFraction: 1, medianLateUs: 500, marginUs: 60, device: 5, bus: '0000:9a:00' };
+  const cell = {
+    rank: 5,
+    host: 'n07.cluster',
+    lastFraction: 1,
+    medianLateUs: 500,
+    marginUs: 60,
+    device: 5,
+    bus: '0000:9a:00',
+  };
   it('names the rank with its host and GPU', () => {
-    assert.equal(lateLine(1024, 'in-place', cell),
-      '# late: 1024 B in-place: rank 5 on n07, GPU 5 [0000:9a:00] last in 100% of iterations, +500 us median (margin 60 us)');
-    assert.equal(lateSummaryLine([cell, cell], 4),
-      '# late rank: 5 on n07, GPU 5 [0000:9a:00] (late in 2 of 4 row-halves; last in 100% of their iterations, +500 us median)');
+    assert.equal(
+      lateLine(1024, 'in-place', cell),
+      '# late: 1024 B in-place: rank 5 on n07, GPU 5 [0000:9a:00] last in 100% of iterations, +500 us median (margin 60 us)',
+    );
+    assert.equal(
+      lateSummaryLine([cell, cell], 4),
+      '# late rank: 5 on n07, GPU 5 [0000:9a:00] (late in 2 of 4 row-halves; last in 100% of their iterations, +500 us median)',
+    );
   });
 });
 
@@ -116,11 +182,21 @@ describe('COLLBENCH_ARRIVAL_TRACE (test hook)', () => {
       const path = join(dir, 't.jsonl');
       const env = { COLLBENCH_ARRIVAL_TRACE: path };
       const base = { timeUs: 1, cpuTimeUs: 1, checked: false, wrong: 0, ranksWithWrong: 0 };
-      traceArrivals(env, 1024, false, { ...base, arrivalUs: [[0, 10]], deviceRefUs: [[500, 2]], enqueueUs: [[490, 492]] });
+      traceArrivals(env, 1024, false, {
+        ...base,
+        arrivalUs: [[0, 10]],
+        deviceRefUs: [[500, 2]],
+        enqueueUs: [[490, 492]],
+      });
       traceArrivals(env, 1024, true, { ...base, arrivalUs: [] }); // another rank: nothing to write
       traceArrivals({}, 1024, true, { ...base, arrivalUs: [[1, 2]] }); // hook off
-      assert.deepEqual(readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as unknown),
-        [{ sizeBytes: 1024, inPlace: false, deviceUs: [[500, 510]], referenceUs: 2, hostUs: [[490, 492]] }]);
+      assert.deepEqual(
+        readFileSync(path, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as unknown),
+        [{ sizeBytes: 1024, inPlace: false, deviceUs: [[500, 510]], referenceUs: 2, hostUs: [[490, 492]] }],
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -11,8 +11,14 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-interface Link { line: number; target: string }
-interface Page { headings: string[]; links: Link[] }
+interface Link {
+  line: number;
+  target: string;
+}
+interface Page {
+  headings: string[];
+  links: Link[];
+}
 
 /** Lines outside fenced code blocks (``` or ~~~), numbered from 1: as written, and with inline code spans removed. */
 function prose(text: string): [number, string, string][] {
@@ -33,8 +39,15 @@ function prose(text: string): [number, string, string][] {
 /** GitHub's anchor for a heading (github-slugger): the rendered text lower-cased, punctuation and symbols dropped,
  *  each space a hyphen. */
 function slug(heading: string): string {
-  const text = heading.replace(/`/g, '').replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/[*]/g, '').trim();
-  return text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+  const text = heading
+    .replace(/`/g, '')
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/[*]/g, '')
+    .trim();
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /** The anchors of a page: one per heading, repeats numbered -1, -2 … as GitHub numbers them. */
@@ -63,7 +76,10 @@ function scan(text: string): Page {
   return { headings, links };
 }
 
-interface Files { exists(path: string): boolean; read(path: string): string | null }
+interface Files {
+  exists(path: string): boolean;
+  read(path: string): string | null;
+}
 
 /** Broken relative links of one page, as `file:line: target (why)`. */
 function brokenLinks(file: string, files: Files): string[] {
@@ -75,7 +91,10 @@ function brokenLinks(file: string, files: Files): string[] {
     const [path = '', anchor] = target.split('#', 2) as [string, string | undefined];
     const dest = path === '' ? file : join(dirname(file), decodeURIComponent(path));
     const where = `${relative(ROOT, file)}:${line}: ${target}`;
-    if (path !== '' && !files.exists(dest)) { out.push(`${where} (no such file)`); continue; }
+    if (path !== '' && !files.exists(dest)) {
+      out.push(`${where} (no such file)`);
+      continue;
+    }
     if (anchor === undefined || anchor === '') continue;
     const destText = dest.endsWith('.md') ? files.read(dest) : null;
     if (destText === null) out.push(`${where} (an anchor into what is not a Markdown file)`);
@@ -86,7 +105,9 @@ function brokenLinks(file: string, files: Files): string[] {
 
 function pages(): string[] {
   const md = (dir: string): string[] =>
-    readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, dir, f));
+    readdirSync(join(ROOT, dir))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => join(ROOT, dir, f));
   return [join(ROOT, 'README.md'), ...md('docs'), ...md('reports/perf')];
 }
 
@@ -98,7 +119,10 @@ const disk: Files = {
 test('every relative link in README.md, docs/ and reports/perf/ reaches a file, and every #anchor a heading', () => {
   const files = pages();
   assert.ok(files.length >= 10, `only ${files.length} pages found`);
-  assert.deepEqual(files.flatMap((f) => brokenLinks(f, disk)), []);
+  assert.deepEqual(
+    files.flatMap((f) => brokenLinks(f, disk)),
+    [],
+  );
 });
 
 test('the README links every page of docs/', () => {
@@ -118,17 +142,31 @@ test('the scanner: GitHub slugs, repeated headings, code is not a link, broken f
   const b = join(ROOT, 'virtual', 'b.md');
   const pages: Record<string, string> = {
     [a]: [
-      '# A', '', '## Two words', '', '## Code `in/a` heading', '',
+      '# A',
+      '',
+      '## Two words',
+      '',
+      '## Code `in/a` heading',
+      '',
       '[ok](#two-words) [ok](#code-ina-heading) [ok](b.md#b-heading) [ok](https://example.com/x.md#nowhere)',
-      '`[not a link](missing.md)`', '```', '[also not](missing.md)', '```',
+      '`[not a link](missing.md)`',
+      '```',
+      '[also not](missing.md)',
+      '```',
       '[bad anchor](#three-words) [bad file](c.md) [bad remote anchor](b.md#nowhere)',
-      '[ref]: b.md#b-heading', '[badref]: d.md',
+      '[ref]: b.md#b-heading',
+      '[badref]: d.md',
     ].join('\n'),
     [b]: '# B heading\n',
   };
   const virtual: Files = { exists: (p) => p in pages, read: (p) => pages[p] ?? null };
-  assert.deepEqual(brokenLinks(a, virtual).map((l) => l.replace(/^[^:]*:\d+: /, '')), [
-    '#three-words (no heading #three-words)', 'c.md (no such file)', 'b.md#nowhere (no heading #nowhere)',
-    'd.md (no such file)',
-  ]);
+  assert.deepEqual(
+    brokenLinks(a, virtual).map((l) => l.replace(/^[^:]*:\d+: /, '')),
+    [
+      '#three-words (no heading #three-words)',
+      'c.md (no such file)',
+      'b.md#nowhere (no heading #nowhere)',
+      'd.md (no such file)',
+    ],
+  );
 });

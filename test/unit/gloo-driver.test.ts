@@ -6,7 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { rmSync, statSync } from 'node:fs';
-import { createGlooDriver, glooInitConfig, glooStorePlan, glooTransport, glooWorld, type GlooInitConfig } from '../../bench/backends/gloo.js';
+import {
+  createGlooDriver,
+  glooInitConfig,
+  glooStorePlan,
+  glooTransport,
+  glooWorld,
+  type GlooInitConfig,
+} from '../../bench/backends/gloo.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 import { UsageError } from '../../bench/core/errors.js';
 import { resolveOptions } from '../../bench/config/resolve.js';
@@ -14,16 +21,35 @@ import { exitStatus, localRankEnv, localRanksPlan } from '../../bench/launch/loc
 
 describe('glooWorld', () => {
   it('a plain process is a 1-rank world', () => {
-    assert.deepEqual(glooWorld({}), { launcher: 'none', rank: 0, size: 1, localRank: 0, localSize: 1, runId: 'collbench' });
+    assert.deepEqual(glooWorld({}), {
+      launcher: 'none',
+      rank: 0,
+      size: 1,
+      localRank: 0,
+      localSize: 1,
+      runId: 'collbench',
+    });
   });
   it('collbench --np children', () => {
-    const w = glooWorld({ COLLBENCH_GLOO_LAUNCHER: 'collbench', RANK: '2', WORLD_SIZE: '4', LOCAL_RANK: '2', LOCAL_WORLD_SIZE: '4', COLLBENCH_GLOO_RUN_ID: 'np-1' });
+    const w = glooWorld({
+      COLLBENCH_GLOO_LAUNCHER: 'collbench',
+      RANK: '2',
+      WORLD_SIZE: '4',
+      LOCAL_RANK: '2',
+      LOCAL_WORLD_SIZE: '4',
+      COLLBENCH_GLOO_RUN_ID: 'np-1',
+    });
     assert.deepEqual(w, { launcher: 'collbench', rank: 2, size: 4, localRank: 2, localSize: 4, runId: 'np-1' });
   });
-  it('Open MPI\'s launcher wins over torchrun variables; the job id names the run', () => {
+  it("Open MPI's launcher wins over torchrun variables; the job id names the run", () => {
     const w = glooWorld({
-      OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '3', OMPI_COMM_WORLD_LOCAL_RANK: '0', OMPI_COMM_WORLD_LOCAL_SIZE: '2',
-      PMIX_NAMESPACE: '4242', RANK: '7', WORLD_SIZE: '9',
+      OMPI_COMM_WORLD_RANK: '1',
+      OMPI_COMM_WORLD_SIZE: '3',
+      OMPI_COMM_WORLD_LOCAL_RANK: '0',
+      OMPI_COMM_WORLD_LOCAL_SIZE: '2',
+      PMIX_NAMESPACE: '4242',
+      RANK: '7',
+      WORLD_SIZE: '9',
     });
     assert.deepEqual(w, { launcher: 'mpi', rank: 1, size: 3, localRank: 0, localSize: 2, runId: 'mpi-4242' });
   });
@@ -34,7 +60,14 @@ describe('glooWorld', () => {
   });
   it('torchrun-style variables; a loopback master means one host', () => {
     const w = glooWorld({ RANK: '1', WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '29500' });
-    assert.deepEqual(w, { launcher: 'torchrun', rank: 1, size: 2, localRank: 1, localSize: 2, runId: 'torchrun-127.0.0.1-29500' });
+    assert.deepEqual(w, {
+      launcher: 'torchrun',
+      rank: 1,
+      size: 2,
+      localRank: 1,
+      localSize: 2,
+      runId: 'torchrun-127.0.0.1-29500',
+    });
     assert.equal(glooWorld({ RANK: '1', WORLD_SIZE: '2', MASTER_ADDR: 'node7' }).localSize, 1);
     assert.equal(glooWorld({ RANK: '0', WORLD_SIZE: '2', TORCHELASTIC_RUN_ID: 'job9' }).runId, 'torchrun-job9');
   });
@@ -48,15 +81,24 @@ describe('glooStorePlan', () => {
   const one = glooWorld({});
   const local = glooWorld({ RANK: '0', WORLD_SIZE: '2', LOCAL_WORLD_SIZE: '2', MASTER_PORT: '1234' });
   const multi = glooWorld({ RANK: '0', WORLD_SIZE: '2', LOCAL_WORLD_SIZE: '1' });
-  it('the option wins, then the launcher\'s variable', () => {
-    assert.deepEqual(glooStorePlan(multi, 'redis://h:1', { COLLBENCH_GLOO_STORE: 'file:/x' }), { store: 'redis://h:1', ownedDir: null });
-    assert.deepEqual(glooStorePlan(multi, null, { COLLBENCH_GLOO_STORE: 'file:/x' }), { store: 'file:/x', ownedDir: null });
+  it("the option wins, then the launcher's variable", () => {
+    assert.deepEqual(glooStorePlan(multi, 'redis://h:1', { COLLBENCH_GLOO_STORE: 'file:/x' }), {
+      store: 'redis://h:1',
+      ownedDir: null,
+    });
+    assert.deepEqual(glooStorePlan(multi, null, { COLLBENCH_GLOO_STORE: 'file:/x' }), {
+      store: 'file:/x',
+      ownedDir: null,
+    });
   });
   it('1 rank: no store; one host: a job directory in tmp; several hosts: refused', () => {
     assert.deepEqual(glooStorePlan(one, null, {}), { store: null, ownedDir: null });
     const dir = join(tmpdir(), 'collbench-gloo-torchrun-localhost-1234');
     assert.deepEqual(glooStorePlan(local, null, {}), { store: `file:${dir}`, ownedDir: dir });
-    assert.throws(() => glooStorePlan(multi, null, {}), /--gloo-store: 2 ranks on several hosts \(torchrun launch\) need a store/);
+    assert.throws(
+      () => glooStorePlan(multi, null, {}),
+      /--gloo-store: 2 ranks on several hosts \(torchrun launch\) need a store/,
+    );
   });
 });
 
@@ -73,13 +115,27 @@ describe('glooTransport', () => {
 });
 
 describe('glooInitConfig', () => {
-  const collbenchRank1 = { COLLBENCH_GLOO_LAUNCHER: 'collbench', RANK: '1', WORLD_SIZE: '2', COLLBENCH_GLOO_STORE: 'file:/s', COLLBENCH_GLOO_RUN_ID: 'r' };
+  const collbenchRank1 = {
+    COLLBENCH_GLOO_LAUNCHER: 'collbench',
+    RANK: '1',
+    WORLD_SIZE: '2',
+    COLLBENCH_GLOO_STORE: 'file:/s',
+    COLLBENCH_GLOO_RUN_ID: 'r',
+  };
   it('hands the native init everything it needs, in one typed object', () => {
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo', glooAlgo: 'bcube', glooIface: 'lo' });
     const { config, ownedDir, world } = glooInitConfig(options, collbenchRank1);
     assert.deepEqual(config, {
-      rank: 1, size: 2, localRank: 1, localSize: 2, runId: 'r', algo: 'bcube', store: 'file:/s', iface: 'lo',
-      timeoutMs: 30000, float16: 'gloo',
+      rank: 1,
+      size: 2,
+      localRank: 1,
+      localSize: 2,
+      runId: 'r',
+      algo: 'bcube',
+      store: 'file:/s',
+      iface: 'lo',
+      timeoutMs: 30000,
+      float16: 'gloo',
     });
     assert.equal(ownedDir, null);
     assert.equal(world.launcher, 'collbench');
@@ -87,13 +143,25 @@ describe('glooInitConfig', () => {
   it('a 1-rank world: no store; loopback; the defaults', () => {
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
     assert.deepEqual(glooInitConfig(options, {}).config, {
-      rank: 0, size: 1, localRank: 0, localSize: 1, runId: 'collbench', algo: 'default', hostname: '127.0.0.1',
-      timeoutMs: 30000, float16: 'gloo',
+      rank: 0,
+      size: 1,
+      localRank: 0,
+      localSize: 1,
+      runId: 'collbench',
+      algo: 'default',
+      hostname: '127.0.0.1',
+      timeoutMs: 30000,
+      float16: 'gloo',
     });
   });
   it('one host without a store: a job directory the driver creates', () => {
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
-    const { config, ownedDir } = glooInitConfig(options, { RANK: '0', WORLD_SIZE: '2', LOCAL_WORLD_SIZE: '2', MASTER_PORT: '77' });
+    const { config, ownedDir } = glooInitConfig(options, {
+      RANK: '0',
+      WORLD_SIZE: '2',
+      LOCAL_WORLD_SIZE: '2',
+      MASTER_PORT: '77',
+    });
     const dir = join(tmpdir(), 'collbench-gloo-torchrun-localhost-77');
     assert.equal(config.store, `file:${dir}`);
     assert.equal(ownedDir, dir);
@@ -101,7 +169,10 @@ describe('glooInitConfig', () => {
   it('COLLBENCH_GLOO_TIMEOUT_MS, COLLBENCH_GLOO_FLOAT16 and GLOO_SOCKET_IFNAME from the given environment', () => {
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
     const { config } = glooInitConfig(options, {
-      ...collbenchRank1, COLLBENCH_GLOO_TIMEOUT_MS: '2000', COLLBENCH_GLOO_FLOAT16: 'collbench', GLOO_SOCKET_IFNAME: 'eth3,eth4',
+      ...collbenchRank1,
+      COLLBENCH_GLOO_TIMEOUT_MS: '2000',
+      COLLBENCH_GLOO_FLOAT16: 'collbench',
+      GLOO_SOCKET_IFNAME: 'eth3,eth4',
     });
     assert.equal(config.timeoutMs, 2000);
     assert.equal(config.float16, 'collbench');
@@ -112,35 +183,58 @@ describe('glooInitConfig', () => {
   it('bad values are usage errors naming the variable', () => {
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
     for (const bad of ['0', '-5', '1.5', 'soon', String(2 ** 31)]) {
-      assert.throws(() => glooInitConfig(options, { COLLBENCH_GLOO_TIMEOUT_MS: bad }),
-        (e) => e instanceof UsageError && /COLLBENCH_GLOO_TIMEOUT_MS/.test(e.message), bad);
+      assert.throws(
+        () => glooInitConfig(options, { COLLBENCH_GLOO_TIMEOUT_MS: bad }),
+        (e) => e instanceof UsageError && /COLLBENCH_GLOO_TIMEOUT_MS/.test(e.message),
+        bad,
+      );
     }
     for (const bad of ['', 'native', 'GLOO']) {
-      assert.throws(() => glooInitConfig(options, { COLLBENCH_GLOO_FLOAT16: bad }),
-        (e) => e instanceof UsageError && /COLLBENCH_GLOO_FLOAT16/.test(e.message), bad);
+      assert.throws(
+        () => glooInitConfig(options, { COLLBENCH_GLOO_FLOAT16: bad }),
+        (e) => e instanceof UsageError && /COLLBENCH_GLOO_FLOAT16/.test(e.message),
+        bad,
+      );
     }
   });
 });
 
 describe('gloo options', () => {
   it('defaults and valid values', () => {
-    const o = resolveOptions({ collective: 'reduce_scatter', backend: 'gloo', glooAlgo: 'legacy_halving_doubling', glooStore: 'redis://h:6379' });
+    const o = resolveOptions({
+      collective: 'reduce_scatter',
+      backend: 'gloo',
+      glooAlgo: 'legacy_halving_doubling',
+      glooStore: 'redis://h:6379',
+    });
     assert.equal(o.glooAlgo, 'legacy_halving_doubling');
     assert.equal(o.glooStore, 'redis://h:6379');
     assert.equal(resolveOptions({ collective: 'all_reduce' }).glooAlgo, 'default');
   });
   it('refusals', () => {
     assert.throws(() => resolveOptions({ collective: 'all_reduce', glooAlgo: 'ring' }), /glooAlgo: needs backend gloo/);
-    assert.throws(() => resolveOptions({ collective: 'gather', backend: 'gloo', glooAlgo: 'ring' }), /gather has one Gloo implementation/);
-    assert.throws(() => resolveOptions({ collective: 'all_reduce', backend: 'gloo', glooStore: 'file:' }), /invalid store/);
-    assert.throws(() => resolveOptions({ collective: 'all_reduce', backend: 'gloo', glooStore: 'redis://h:1/x' }), /invalid store/);
+    assert.throws(
+      () => resolveOptions({ collective: 'gather', backend: 'gloo', glooAlgo: 'ring' }),
+      /gather has one Gloo implementation/,
+    );
+    assert.throws(
+      () => resolveOptions({ collective: 'all_reduce', backend: 'gloo', glooStore: 'file:' }),
+      /invalid store/,
+    );
+    assert.throws(
+      () => resolveOptions({ collective: 'all_reduce', backend: 'gloo', glooStore: 'redis://h:1/x' }),
+      /invalid store/,
+    );
   });
 });
 
 describe('--np launcher', () => {
-  it('runs the program with the ranks\' arguments', () => {
-    assert.deepEqual(localRanksPlan({ np: 3, program: ['node', 'c.js'], args: ['-b', '8', '--backend', 'gloo'] }),
-      { np: 3, command: 'node', args: ['c.js', '-b', '8', '--backend', 'gloo'] });
+  it("runs the program with the ranks' arguments", () => {
+    assert.deepEqual(localRanksPlan({ np: 3, program: ['node', 'c.js'], args: ['-b', '8', '--backend', 'gloo'] }), {
+      np: 3,
+      command: 'node',
+      args: ['c.js', '-b', '8', '--backend', 'gloo'],
+    });
   });
   it('tells each rank its place and the store', () => {
     const e = localRankEnv({ PATH: '/bin' }, 1, 3, '/tmp/s', 'np-9');
@@ -164,7 +258,12 @@ describe('the store directory a launch gets by default', () => {
     const env = { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2', COLLBENCH_GLOO_RUN_ID: runId };
     let given: GlooInitConfig | null = null;
     // The directory is made before the module is asked to connect; this stand-in only records what it is given.
-    const native = { init: (c: GlooInitConfig) => { given = c; return { rank: 1, nranks: 2 }; } } as unknown as NativeBackend;
+    const native = {
+      init: (c: GlooInitConfig) => {
+        given = c;
+        return { rank: 1, nranks: 2 };
+      },
+    } as unknown as NativeBackend;
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
     await createGlooDriver(env).init!(native, options);
     const dir = join(tmpdir(), `collbench-gloo-${runId}`);
@@ -176,4 +275,3 @@ describe('the store directory a launch gets by default', () => {
     }
   });
 });
-

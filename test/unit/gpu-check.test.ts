@@ -42,7 +42,7 @@ describe('gpu-check expect.sh reads the table as the tool prints it', () => {
       const table = fixture(name);
       assert.equal(verdict(table, '-c'), 'expect: all 1 met');
       const bad = wrongInPlace(table, '3');
-      assert.equal(parseRows(bad)[0]!.ip.wrong, 3, 'the tests\' parser sees the planted count');
+      assert.equal(parseRows(bad)[0]!.ip.wrong, 3, "the tests' parser sees the planted count");
       assert.equal(verdict(bad, '-c'), 'expect: not met: 1 rows with #wrong > 0');
     });
   }
@@ -52,6 +52,9 @@ describe('gpu-check expect.sh reads the table as the tool prints it', () => {
     const table = fixture('golden/allreduce-cpu.txt');
     const row = parseRows(table)[0]!;
     const skipped = `# Skipped 1 datatype x op pair that NCCL 2.28.9 refuses (NCCL_INVALID_ARGUMENT): ${row.type} ${row.redop}\n`;
-    assert.match(verdict(skipped + table, '-k'), new RegExp(`^expect: not met: skipped pairs in the table: ${row.type} ${row.redop}`));
+    assert.match(
+      verdict(skipped + table, '-k'),
+      new RegExp(`^expect: not met: skipped pairs in the table: ${row.type} ${row.redop}`),
+    );
   });
 });

@@ -2,11 +2,22 @@
 // 1-rank world (nccl-tests issue #213).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { disconnectedWorldWarning, launchedRankLabel, prepareSingletonMpi, underMpiLauncher } from '../../bench/launch/launcher.js';
+import {
+  disconnectedWorldWarning,
+  launchedRankLabel,
+  prepareSingletonMpi,
+  underMpiLauncher,
+} from '../../bench/launch/launcher.js';
 import { childArguments, parseCommandLine } from '../../bench/config/run-options.js';
 import { runLocalRanks } from '../../bench/launch/local-ranks.js';
 import { coresRefusal, mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
-import { ASSUMED_BYTES_PER_SEC, DEFAULT_MIN_SEC, OP_OVERHEAD_SEC, RESULT_HOLD_MS, Watchdog } from '../../bench/engine/watchdog.js';
+import {
+  ASSUMED_BYTES_PER_SEC,
+  DEFAULT_MIN_SEC,
+  OP_OVERHEAD_SEC,
+  RESULT_HOLD_MS,
+  Watchdog,
+} from '../../bench/engine/watchdog.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 
 describe('mpirunPlan', () => {
@@ -14,12 +25,35 @@ describe('mpirunPlan', () => {
   it('adds --allow-run-as-root as root and --oversubscribe when it was given', () => {
     const p = mpirunPlan({ ...base, np: 4, hosts: null, args: ['-b', '8'], oversubscribe: true, isRoot: true });
     assert.equal(p.command, 'mpirun');
-    assert.deepEqual(p.args, ['--allow-run-as-root', '--oversubscribe', '--mca', 'pml', 'ob1', '-np', '4',
-      '/usr/bin/node', '/x/bin/all_reduce_perf', '-b', '8']);
+    assert.deepEqual(p.args, [
+      '--allow-run-as-root',
+      '--oversubscribe',
+      '--mca',
+      'pml',
+      'ob1',
+      '-np',
+      '4',
+      '/usr/bin/node',
+      '/x/bin/all_reduce_perf',
+      '-b',
+      '8',
+    ]);
   });
   it('adds neither when not root and not asked to oversubscribe; passes --host', () => {
     const p = mpirunPlan({ ...base, np: 2, hosts: 'h1,h2:4', args: ['-e', '1M'], isRoot: false });
-    assert.deepEqual(p.args, ['--mca', 'pml', 'ob1', '-np', '2', '--host', 'h1,h2:4', '/usr/bin/node', '/x/bin/all_reduce_perf', '-e', '1M']);
+    assert.deepEqual(p.args, [
+      '--mca',
+      'pml',
+      'ob1',
+      '-np',
+      '2',
+      '--host',
+      'h1,h2:4',
+      '/usr/bin/node',
+      '/x/bin/all_reduce_perf',
+      '-e',
+      '1M',
+    ]);
   });
   it("keeps the user's own PML choice", () => {
     const p = mpirunPlan({ ...base, env: { OMPI_MCA_pml: 'ucx' }, np: 2, hosts: null, args: [], isRoot: false });
@@ -27,16 +61,18 @@ describe('mpirunPlan', () => {
   });
 });
 
-describe('--np against this host\'s cores (no --hosts)', () => {
+describe("--np against this host's cores (no --hosts)", () => {
   it('more ranks than cores: one line naming --oversubscribe and --hosts', () => {
     assert.equal(coresRefusal(2, false, {}, 2), null);
     assert.equal(coresRefusal(1, false, {}, 1), null);
-    assert.equal(coresRefusal(3, false, {}, 2),
+    assert.equal(
+      coresRefusal(3, false, {}, 2),
       '--np 3: this host has 2 cores; add --oversubscribe to start 3 ranks on it anyway (slow, timings meaningless), ' +
-      'or spread them with --hosts h1:N,h2:N');
+        'or spread them with --hosts h1:N,h2:N',
+    );
     assert.match(coresRefusal(1000, false, {}, 1)!, /^--np 1000: this host has 1 core; /);
   });
-  it('--oversubscribe, or Open MPI\'s own setting, means it', () => {
+  it("--oversubscribe, or Open MPI's own setting, means it", () => {
     assert.equal(coresRefusal(1000, true, {}, 2), null);
     assert.equal(coresRefusal(8, false, { OMPI_MCA_rmaps_base_oversubscribe: '1' }, 2), null);
     assert.notEqual(coresRefusal(8, false, { OMPI_MCA_rmaps_base_oversubscribe: '0' }, 2), null);
@@ -45,7 +81,10 @@ describe('--np against this host\'s cores (no --hosts)', () => {
 
 describe('--np against the slots --hosts gives (as Open MPI counts them)', () => {
   it('a plain name is one slot; host:N is N; a name listed again adds its slots', () => {
-    assert.match(slotsRefusal(2, 'localhost', {})!, /^--np 2: --hosts localhost gives 1 slot .*e\.g\. --hosts localhost:2 /);
+    assert.match(
+      slotsRefusal(2, 'localhost', {})!,
+      /^--np 2: --hosts localhost gives 1 slot .*e\.g\. --hosts localhost:2 /,
+    );
     assert.equal(slotsRefusal(2, 'localhost:2', {}), null);
     assert.equal(slotsRefusal(2, 'a,b', {}), null);
     assert.equal(slotsRefusal(3, 'a,b:2', {}), null);
@@ -61,14 +100,17 @@ describe('--np against the slots --hosts gives (as Open MPI counts them)', () =>
 
 describe('a failing rank names itself', () => {
   it('only where its launcher says it is one of several', () => {
-    assert.equal(launchedRankLabel('vm', { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' }), 'rank 1 on host vm');
+    assert.equal(
+      launchedRankLabel('vm', { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' }),
+      'rank 1 on host vm',
+    );
     assert.equal(launchedRankLabel('vm', { RANK: '3', WORLD_SIZE: '4' }), 'rank 3 on host vm');
     assert.equal(launchedRankLabel('vm', { OMPI_COMM_WORLD_RANK: '0', OMPI_COMM_WORLD_SIZE: '1' }), null);
     assert.equal(launchedRankLabel('vm', {}), null);
   });
 });
 
-describe('the ranks\' command line is built from the parsed options', () => {
+describe("the ranks' command line is built from the parsed options", () => {
   const child = (argv: string[], program = 'all_reduce_perf'): string[] => {
     const p = parseCommandLine(argv, program);
     assert.ok(p.kind === 'run');
@@ -80,13 +122,65 @@ describe('the ranks\' command line is built from the parsed options', () => {
     assert.deepEqual(child(['--np', '3', '--hosts=a,b', '-r', '-1', '-dfloat', '--over']), ['--root=-1']);
   });
   it('writes every non-default flag in long form, and the collective word for the collbench front end', () => {
-    assert.deepEqual(child(['all_gather', '-b', '1K', '-e', '64M', '-f', '2', '-d', 'all', '-o', 'max', '--np', '2', '-I', '1', '--quiet',
-      '--backend', 'gloo', '--gloo-store', 'file:/tmp/x'], 'collbench'),
-    ['all_gather', '--minbytes=1024', '--maxbytes=67108864', '--stepfactor=2', '--op=max', '--datatype=all', '--per_iter_timing=1',
-      '--backend=gloo', '--quiet', '--gloo-store=file:/tmp/x']);
+    assert.deepEqual(
+      child(
+        [
+          'all_gather',
+          '-b',
+          '1K',
+          '-e',
+          '64M',
+          '-f',
+          '2',
+          '-d',
+          'all',
+          '-o',
+          'max',
+          '--np',
+          '2',
+          '-I',
+          '1',
+          '--quiet',
+          '--backend',
+          'gloo',
+          '--gloo-store',
+          'file:/tmp/x',
+        ],
+        'collbench',
+      ),
+      [
+        'all_gather',
+        '--minbytes=1024',
+        '--maxbytes=67108864',
+        '--stepfactor=2',
+        '--op=max',
+        '--datatype=all',
+        '--per_iter_timing=1',
+        '--backend=gloo',
+        '--quiet',
+        '--gloo-store=file:/tmp/x',
+      ],
+    );
   });
   it('round-trips: the child parses to the same options', () => {
-    const argv = ['-b', '8', '-e', '128M', '-f', '2', '-r', '-1', '-z', '3', '-J', 'out.json', '--csv', '-', '--np', '4'];
+    const argv = [
+      '-b',
+      '8',
+      '-e',
+      '128M',
+      '-f',
+      '2',
+      '-r',
+      '-1',
+      '-z',
+      '3',
+      '-J',
+      'out.json',
+      '--csv',
+      '-',
+      '--np',
+      '4',
+    ];
     const parent = parseCommandLine(argv, 'broadcast_perf');
     assert.ok(parent.kind === 'run');
     const again = parseCommandLine(childArguments(parent.options, true), 'broadcast_perf');
@@ -111,7 +205,10 @@ describe('launch environment', () => {
   });
   it('warns once (launcher rank 0 only) when a multi-process launch gives 1-rank worlds', () => {
     const srun = { SLURM_STEP_ID: '0', SLURM_STEP_NUM_TASKS: '4', SLURM_NTASKS: '4' };
-    assert.match(disconnectedWorldWarning(1, { ...srun, SLURM_PROCID: '0' }) ?? '', /started 4 processes .*not connected.*srun --mpi=pmix/);
+    assert.match(
+      disconnectedWorldWarning(1, { ...srun, SLURM_PROCID: '0' }) ?? '',
+      /started 4 processes .*not connected.*srun --mpi=pmix/,
+    );
     assert.equal(disconnectedWorldWarning(1, { ...srun, SLURM_PROCID: '3' }), null);
     assert.equal(disconnectedWorldWarning(4, { ...srun, SLURM_PROCID: '0' }), null);
     // A batch script or salloc shell has the job's SLURM_NTASKS and SLURM_PROCID=0 but is one process alone.
@@ -121,10 +218,14 @@ describe('launch environment', () => {
   });
 });
 
-describe('the watchdog\'s limits', () => {
-  const native = { abort() { /* not reached: no wait expires here */ } } as unknown as NativeBackend;
+describe("the watchdog's limits", () => {
+  const native = {
+    abort() {
+      /* not reached: no wait expires here */
+    },
+  } as unknown as NativeBackend;
   const io = { err: () => undefined };
-  it('the executor holds a finished call\'s result at most a thirtieth of the shortest limit, and at most 1 s', () => {
+  it("the executor holds a finished call's result at most a thirtieth of the shortest limit, and at most 1 s", () => {
     assert.equal(new Watchdog(1, io, native, undefined, {}).resultHoldMs(), 33);
     assert.equal(new Watchdog(3, io, native, undefined, {}).resultHoldMs(), 100);
     assert.equal(new Watchdog(30, io, native, undefined, {}).resultHoldMs(), RESULT_HOLD_MS);
@@ -138,33 +239,55 @@ describe('the watchdog\'s limits', () => {
   });
   it('without -T: max(floor, 10 x expected), expected from the size and the slowest bandwidth measured', () => {
     const dog = new Watchdog(null, io, native, undefined, {});
-    assert.equal(dog.limitSec(0), DEFAULT_MIN_SEC);               // exchanges and barriers: the floor
+    assert.equal(dog.limitSec(0), DEFAULT_MIN_SEC); // exchanges and barriers: the floor
     // before any row: 50 MB/s assumed; 20 ops of 1 GiB = 20 x (1 ms + 21.5 s) = 429.5 s, x 10
-    assert.equal(dog.limitSec(dog.expectedSec(20, 2 ** 30)), Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 / ASSUMED_BYTES_PER_SEC)));
-    dog.learn(2 ** 20, 100);                                       // 1 MiB in 100 us: ~10 GB/s measured
+    assert.equal(
+      dog.limitSec(dog.expectedSec(20, 2 ** 30)),
+      Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 / ASSUMED_BYTES_PER_SEC)),
+    );
+    dog.learn(2 ** 20, 100); // 1 MiB in 100 us: ~10 GB/s measured
     const fast = dog.limitSec(dog.expectedSec(20, 2 ** 30));
     assert.ok(fast < 400 && fast >= DEFAULT_MIN_SEC, String(fast)); // 20 x (1 ms + 0.1 s) x 10 = 20.2 s → the floor
-    dog.learn(2 ** 20, 10_000);                                    // a slower row (100 MB/s) wins: the slowest counts
-    assert.equal(dog.limitSec(dog.expectedSec(20, 2 ** 30)), Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 * (1e-2 / 2 ** 20))));
-    dog.learn(1024, 1e9);                                          // small rows are latency, not bandwidth: ignored
-    assert.equal(dog.limitSec(dog.expectedSec(20, 2 ** 30)), Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 * (1e-2 / 2 ** 20))));
+    dog.learn(2 ** 20, 10_000); // a slower row (100 MB/s) wins: the slowest counts
+    assert.equal(
+      dog.limitSec(dog.expectedSec(20, 2 ** 30)),
+      Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 * (1e-2 / 2 ** 20))),
+    );
+    dog.learn(1024, 1e9); // small rows are latency, not bandwidth: ignored
+    assert.equal(
+      dog.limitSec(dog.expectedSec(20, 2 ** 30)),
+      Math.ceil(10 * 20 * (OP_OVERHEAD_SEC + 2 ** 30 * (1e-2 / 2 ** 20))),
+    );
   });
   it('COLLBENCH_WATCHDOG_MIN_S sets the floor; garbage there is a usage error', () => {
     assert.equal(new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '3' }).limitSec(0), 3);
-    assert.throws(() => new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '0' }), /COLLBENCH_WATCHDOG_MIN_S: '0'/);
+    assert.throws(
+      () => new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '0' }),
+      /COLLBENCH_WATCHDOG_MIN_S: '0'/,
+    );
   });
 });
 
-describe('the --np launcher\'s exit code (bench/launch/local-ranks.ts)', () => {
-  it('is the first failed rank\'s, not the worst: a peer timing out because of it does not decide', async () => {
+describe("the --np launcher's exit code (bench/launch/local-ranks.ts)", () => {
+  it("is the first failed rank's, not the worst: a peer timing out because of it does not decide", async () => {
     // Rank 0 fails at once with 3; rank 1, left waiting, gives up later with 4 (a watchdog timeout).
-    const code = await runLocalRanks({
-      np: 2, command: process.execPath,
-      args: ['-e', 'const r = Number(process.env.RANK); setTimeout(() => process.exit(r === 0 ? 3 : 4), r === 0 ? 0 : 400)'],
-    }, { graceMs: 5_000, err: () => undefined });
+    const code = await runLocalRanks(
+      {
+        np: 2,
+        command: process.execPath,
+        args: [
+          '-e',
+          'const r = Number(process.env.RANK); setTimeout(() => process.exit(r === 0 ? 3 : 4), r === 0 ? 0 : 400)',
+        ],
+      },
+      { graceMs: 5_000, err: () => undefined },
+    );
     assert.equal(code, 3);
   });
   it('is 0 when every rank succeeds', async () => {
-    assert.equal(await runLocalRanks({ np: 2, command: process.execPath, args: ['-e', ''] }, { err: () => undefined }), 0);
+    assert.equal(
+      await runLocalRanks({ np: 2, command: process.execPath, args: ['-e', ''] }, { err: () => undefined }),
+      0,
+    );
   });
 });

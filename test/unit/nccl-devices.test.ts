@@ -3,8 +3,15 @@
 // ways out, what `collbench info` says of a library, and the rank line that says a GPU is shared.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyPerRankHostId, MULTI_RANK_GPU_SINCE, multiRankGpuSupport, multiRankGpuSwitch, planDevices,
-  type DevicePlan, type DevicePlanInput } from '../../bench/backends/nccl-devices.js';
+import {
+  applyPerRankHostId,
+  MULTI_RANK_GPU_SINCE,
+  multiRankGpuSupport,
+  multiRankGpuSwitch,
+  planDevices,
+  type DevicePlan,
+  type DevicePlanInput,
+} from '../../bench/backends/nccl-devices.js';
 import { firstDevice } from '../../bench/backends/nccl.js';
 import { rankLine } from '../../bench/report/reporters/nccl-table.js';
 
@@ -12,16 +19,30 @@ const nccl230 = { version: '2.30.7', versionCode: 23007 };
 const nccl228 = { version: '2.28.9', versionCode: 22809 };
 
 /** The plan of local process rank `localRank` driving t x g ranks on a machine with `gpus` GPUs. */
-function plan(localRank: number, tg: [number, number], gpus: number, lib: typeof nccl230, env: NodeJS.ProcessEnv):
-  DevicePlan | { refusal: string } {
-  const input: DevicePlanInput = { first: firstDevice(localRank, { nThreads: tg[0], nGpus: tg[1] }, env),
-    localRanks: tg[0] * tg[1], deviceCount: gpus, ...lib };
+function plan(
+  localRank: number,
+  tg: [number, number],
+  gpus: number,
+  lib: typeof nccl230,
+  env: NodeJS.ProcessEnv,
+): DevicePlan | { refusal: string } {
+  const input: DevicePlanInput = {
+    first: firstDevice(localRank, { nThreads: tg[0], nGpus: tg[1] }, env),
+    localRanks: tg[0] * tg[1],
+    deviceCount: gpus,
+    ...lib,
+  };
   return planDevices(input, env);
 }
 
 /** The ordinals every local rank of `processes` processes ends on (as native does: (first + i) mod the count). */
-function ordinals(processes: number, tg: [number, number], gpus: number, lib: typeof nccl230, env: NodeJS.ProcessEnv):
-  number[] {
+function ordinals(
+  processes: number,
+  tg: [number, number],
+  gpus: number,
+  lib: typeof nccl230,
+  env: NodeJS.ProcessEnv,
+): number[] {
   const out: number[] = [];
   for (let p = 0; p < processes; p++) {
     const r = plan(p, tg, gpus, lib, env);
@@ -46,8 +67,11 @@ describe('device plan: several ranks per GPU', () => {
     assert.deepEqual(ordinals(1, [1, 2], 1, nccl230, on), [0, 0], '-g 2 in one process on one GPU');
     assert.deepEqual(ordinals(2, [2, 2], 3, nccl230, on), [0, 1, 2, 0, 1, 2, 0, 1]);
     const p = plan(3, [1, 1], 2, nccl230, on) as DevicePlan;
-    assert.deepEqual(p, { first: 1, sharing: 'multi-rank-gpu',
-      note: 'round-robin over 2 GPUs: NCCL_MULTI_RANK_GPU_ENABLE=1' });
+    assert.deepEqual(p, {
+      first: 1,
+      sharing: 'multi-rank-gpu',
+      note: 'round-robin over 2 GPUs: NCCL_MULTI_RANK_GPU_ENABLE=1',
+    });
   });
 
   it('the switch is read as NCCL reads an integer parameter: non-zero is on', () => {
@@ -59,23 +83,34 @@ describe('device plan: several ranks per GPU', () => {
 
   it('a per-rank NCCL_HOSTID on any NCCL: one rank per process round-robin; several in one process refused', () => {
     assert.deepEqual(ordinals(4, [1, 1], 1, nccl228, { NCCL_HOSTID: 'r' }), [0, 0, 0, 0]);
-    assert.deepEqual(plan(2, [1, 1], 1, nccl228, { NCCL_HOSTID: 'rank2' }),
-      { first: 0, sharing: 'host-id', note: 'round-robin over 1 GPU: own node, NCCL_HOSTID=rank2' });
+    assert.deepEqual(plan(2, [1, 1], 1, nccl228, { NCCL_HOSTID: 'rank2' }), {
+      first: 0,
+      sharing: 'host-id',
+      note: 'round-robin over 1 GPU: own node, NCCL_HOSTID=rank2',
+    });
     const r = plan(0, [1, 2], 1, nccl228, { NCCL_HOSTID: 'p0' });
     assert.ok('refusal' in r);
-    assert.match(r.refusal, new RegExp('^Invalid number of GPUs: 2 requested but only 1 were found .*share its ' +
-      "NCCL_HOSTID 'p0', and NCCL 2\\.28\\.9 refuses two of them on one GPU: one rank per process, or " +
-      'NCCL_MULTI_RANK_GPU_ENABLE=1 \\(NCCL 2\\.30 or newer\\)$'));
+    assert.match(
+      r.refusal,
+      new RegExp(
+        '^Invalid number of GPUs: 2 requested but only 1 were found .*share its ' +
+          "NCCL_HOSTID 'p0', and NCCL 2\\.28\\.9 refuses two of them on one GPU: one rank per process, or " +
+          'NCCL_MULTI_RANK_GPU_ENABLE=1 \\(NCCL 2\\.30 or newer\\)$',
+      ),
+    );
     assert.deepEqual(ordinals(1, [1, 2], 2, nccl228, { NCCL_HOSTID: 'p0' }), [0, 1], 'fits: no sharing at all');
   });
 
   it('neither: one line (no newline) naming the devices asked for and both ways out', () => {
     const r = plan(1, [1, 1], 1, nccl228, {});
     assert.ok('refusal' in r);
-    assert.equal(r.refusal, 'Invalid number of GPUs: 2 requested but only 1 were found (this process uses devices ' +
-      '1..1: local process rank x -t x -g, or NCCL_TESTS_DEVICE); several ranks on one GPU need ' +
-      'NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30 or newer) or a distinct NCCL_HOSTID per rank (each its own node to ' +
-      'NCCL: the network transport, e.g. NCCL_SOCKET_IFNAME=lo); the loaded NCCL is 2.28.9');
+    assert.equal(
+      r.refusal,
+      'Invalid number of GPUs: 2 requested but only 1 were found (this process uses devices ' +
+        '1..1: local process rank x -t x -g, or NCCL_TESTS_DEVICE); several ranks on one GPU need ' +
+        'NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30 or newer) or a distinct NCCL_HOSTID per rank (each its own node to ' +
+        'NCCL: the network transport, e.g. NCCL_SOCKET_IFNAME=lo); the loaded NCCL is 2.28.9',
+    );
     const old = plan(1, [1, 1], 1, nccl228, { NCCL_MULTI_RANK_GPU_ENABLE: '1' });
     assert.ok('refusal' in old);
     assert.match(old.refusal, /; NCCL_MULTI_RANK_GPU_ENABLE=1 is set but the loaded NCCL is 2\.28\.9$/);
@@ -95,18 +130,24 @@ describe('device plan: several ranks per GPU', () => {
 
   it('collbench info names what the loaded NCCL supports, from 2.30.0 on', () => {
     assert.equal(MULTI_RANK_GPU_SINCE, 23000);
-    assert.equal(multiRankGpuSupport('2.30.0', 23000),
-      'NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30.0 has it), or a distinct NCCL_HOSTID per rank');
-    assert.equal(multiRankGpuSupport('2.29.7', 22907),
-      'a distinct NCCL_HOSTID per rank (NCCL 2.29.7; NCCL_MULTI_RANK_GPU_ENABLE needs 2.30 or newer)');
+    assert.equal(
+      multiRankGpuSupport('2.30.0', 23000),
+      'NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30.0 has it), or a distinct NCCL_HOSTID per rank',
+    );
+    assert.equal(
+      multiRankGpuSupport('2.29.7', 22907),
+      'a distinct NCCL_HOSTID per rank (NCCL 2.29.7; NCCL_MULTI_RANK_GPU_ENABLE needs 2.30 or newer)',
+    );
   });
 
-  it('the rank line says how its GPU is shared, after the name; unshared lines are nccl-tests\' own', () => {
+  it("the rank line says how its GPU is shared, after the name; unshared lines are nccl-tests' own", () => {
     const r = { rank: 2, group: 0, pid: 42, host: 'gpu1.example', device: 0, bus: '0000:19:00', name: 'NVIDIA H100' };
     assert.equal(rankLine(r), '#  Rank  2 Group  0 Pid     42 on       gpu1 device  0 [0000:19:00] NVIDIA H100');
-    assert.equal(rankLine({ ...r, note: 'round-robin over 1 GPU: NCCL_MULTI_RANK_GPU_ENABLE=1' }),
+    assert.equal(
+      rankLine({ ...r, note: 'round-robin over 1 GPU: NCCL_MULTI_RANK_GPU_ENABLE=1' }),
       '#  Rank  2 Group  0 Pid     42 on       gpu1 device  0 [0000:19:00] NVIDIA H100 ' +
-      '(round-robin over 1 GPU: NCCL_MULTI_RANK_GPU_ENABLE=1)');
+        '(round-robin over 1 GPU: NCCL_MULTI_RANK_GPU_ENABLE=1)',
+    );
   });
 
   it('COLLBENCH_NCCL_HOSTID_PER_RANK=1: NCCL_HOSTID <host>-rank<N> where NCCL reads it, the GPU shared', () => {
@@ -118,10 +159,14 @@ describe('device plan: several ranks per GPU', () => {
       assert.equal(applyPerRankHostId(env, 3, 'gpu1.example'), 'gpu1-rank3');
       assert.equal(env.NCCL_HOSTID, 'gpu1-rank3');
       assert.equal(process.env.NCCL_HOSTID, 'gpu1-rank3', 'in the process environment, where NCCL reads it');
-      assert.deepEqual(plan(3, [1, 1], 1, nccl228, env),
-        { first: 0, sharing: 'host-id', note: 'round-robin over 1 GPU: own node, NCCL_HOSTID=gpu1-rank3' });
+      assert.deepEqual(plan(3, [1, 1], 1, nccl228, env), {
+        first: 0,
+        sharing: 'host-id',
+        note: 'round-robin over 1 GPU: own node, NCCL_HOSTID=gpu1-rank3',
+      });
     } finally {
-      if (saved === undefined) delete process.env.NCCL_HOSTID; else process.env.NCCL_HOSTID = saved;
+      if (saved === undefined) delete process.env.NCCL_HOSTID;
+      else process.env.NCCL_HOSTID = saved;
     }
   });
 });

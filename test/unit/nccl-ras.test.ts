@@ -8,8 +8,16 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import {
-  askNcclRas, describeRasView, ncclVersionCode, parseRasJson, parseRasText, RAS_MAX_LINE_BYTES, RAS_MAX_REPLY_BYTES, rankList,
-  rasAddress, rasExchange,
+  askNcclRas,
+  describeRasView,
+  ncclVersionCode,
+  parseRasJson,
+  parseRasText,
+  RAS_MAX_LINE_BYTES,
+  RAS_MAX_REPLY_BYTES,
+  rankList,
+  rasAddress,
+  rasExchange,
 } from '../../bench/backends/nccl-ras.js';
 import { backendRecord } from '../../bench/backends/registry.js';
 import { Watchdog } from '../../bench/engine/watchdog.js';
@@ -31,7 +39,15 @@ function fixture(name: string): { answers: Map<string, string>; reply: string } 
     if (l.startsWith('> ')) {
       last = i;
       const next = lines[i + 1] ?? '';
-      answers.set(l.slice(2).split(' ').slice(0, l.startsWith('> SET') ? 2 : 1).join(' ').toUpperCase(), next.startsWith('< ') ? next.slice(2) : '');
+      answers.set(
+        l
+          .slice(2)
+          .split(' ')
+          .slice(0, l.startsWith('> SET') ? 2 : 1)
+          .join(' ')
+          .toUpperCase(),
+        next.startsWith('< ') ? next.slice(2) : '',
+      );
     }
   });
   return { answers, reply: lines.slice(last + 1).join('\n') };
@@ -56,8 +72,14 @@ async function replayServer(name: string): Promise<{ server: Server; port: numbe
         buf = buf.slice(nl + 1);
         received.push(cmd);
         const word = cmd.toUpperCase();
-        if (word === 'STATUS' || word === 'VERBOSE STATUS') { sock.end(report); return; }
-        const key = word.split(' ').slice(0, word.startsWith('SET') ? 2 : 1).join(' ');
+        if (word === 'STATUS' || word === 'VERBOSE STATUS') {
+          sock.end(report);
+          return;
+        }
+        const key = word
+          .split(' ')
+          .slice(0, word.startsWith('SET') ? 2 : 1)
+          .join(' ');
         const answer = answers.get(key === 'CLIENT' ? 'CLIENT' : key);
         sock.write(answer !== undefined && answer !== '' ? `${answer}\n` : `ERROR: Unknown command ${cmd}\n`);
       }
@@ -84,14 +106,19 @@ describe('NCCL RAS replies captured on an H100 (NCCL 2.28.9, one rank)', () => {
       assert.equal(v.ncclVersion, '2.28.9');
       assert.equal(v.communicators.length, 1);
       const c = v.communicators[0]!;
-      assert.deepEqual([c.hash, c.size, c.ranksAnswered, c.missing, c.mismatches, c.errorRanks],
-        ['0x82fe6a7fbd9a3b5d', 1, 1, [], [], []]);
+      assert.deepEqual(
+        [c.hash, c.size, c.ranksAnswered, c.missing, c.mismatches, c.errorRanks],
+        ['0x82fe6a7fbd9a3b5d', 1, 1, [], [], []],
+      );
       assert.deepEqual(c.counts, { Broadcast: 0, Reduce: 0, AllGather: 0, ReduceScatter: 0, AllReduce: 0 });
       assert.deepEqual(v.findings, []);
       assert.equal(v.collectionSec, 0);
       const lines = describeRasView(v, 'localhost:28028');
-      assert.equal(lines[0], '# NCCL RAS at localhost:28028 (NCCL 2.28.9, json, collected in 0.000 s): 1 communicator; ' +
-        'no rank missing, no INCOMPLETE, MISMATCH, ERROR or dead peer');
+      assert.equal(
+        lines[0],
+        '# NCCL RAS at localhost:28028 (NCCL 2.28.9, json, collected in 0.000 s): 1 communicator; ' +
+          'no rank missing, no INCOMPLETE, MISMATCH, ERROR or dead peer',
+      );
       assert.equal(lines[1], '#   comm 0x82fe6a7fbd9a3b5d: 1 of 1 ranks answered; operation counts all 0');
     });
   }
@@ -100,7 +127,10 @@ describe('NCCL RAS replies captured on an H100 (NCCL 2.28.9, one rank)', () => {
       const v = parseRasText(reply(name));
       assert.equal(v.format, 'text');
       assert.equal(v.ncclVersion, '2.28.9');
-      assert.deepEqual(v.communicators.map((c) => [c.hash, c.size, c.status]), [['group 0 (1 communicator)', 1, 'RUNNING OK']]);
+      assert.deepEqual(
+        v.communicators.map((c) => [c.hash, c.size, c.status]),
+        [['group 0 (1 communicator)', 1, 'RUNNING OK']],
+      );
       assert.deepEqual(v.findings, []);
       assert.equal(v.collectionSec, 0);
     });
@@ -178,43 +208,104 @@ ${missing(3, true)}
     const v = parseRasJson(json);
     const c = v.communicators[0]!;
     assert.deepEqual(c.missing, [{ rank: 3, host: '10.0.0.4', pid: 103, cudaDev: 3, unresponsive: true, dead: true }]);
-    assert.deepEqual(c.mismatches, [{ collective: 'AllReduce', counts: [{ count: 17, ranks: [0, 1] }, { count: 16, ranks: [2] }] }]);
+    assert.deepEqual(c.mismatches, [
+      {
+        collective: 'AllReduce',
+        counts: [
+          { count: 17, ranks: [0, 1] },
+          { count: 16, ranks: [2] },
+        ],
+      },
+    ]);
     assert.deepEqual(c.errorRanks, [2]);
-    assert.deepEqual(v.findings.map((f) => f.kind), ['INCOMPLETE', 'DEAD', 'ERROR', 'MISMATCH', 'TIMEOUT']);
+    assert.deepEqual(
+      v.findings.map((f) => f.kind),
+      ['INCOMPLETE', 'DEAD', 'ERROR', 'MISMATCH', 'TIMEOUT'],
+    );
     const lines = describeRasView(v, '127.0.0.1:28028');
     assert.match(lines[0]!, /: 1 communicator; INCOMPLETE, DEAD, ERROR, MISMATCH, TIMEOUT$/);
-    assert.equal(lines[1], '#   comm 0xa1349768e9517ed7: 3 of 4 ranks answered; operation counts all 0 where they agree');
-    assert.ok(lines.includes('#   INCOMPLETE (comm 0xa1349768e9517ed7): 1 of 4 ranks missing: rank 3 (host 10.0.0.4, pid 103, GPU 3, unresponsive, considered dead)'), lines.join('\n'));
-    assert.ok(lines.includes('#   MISMATCH (comm 0xa1349768e9517ed7): AllReduce operation counts differ: ranks 0-1 at 17; rank 2 at 16'), lines.join('\n'));
+    assert.equal(
+      lines[1],
+      '#   comm 0xa1349768e9517ed7: 3 of 4 ranks answered; operation counts all 0 where they agree',
+    );
+    assert.ok(
+      lines.includes(
+        '#   INCOMPLETE (comm 0xa1349768e9517ed7): 1 of 4 ranks missing: rank 3 (host 10.0.0.4, pid 103, GPU 3, unresponsive, considered dead)',
+      ),
+      lines.join('\n'),
+    );
+    assert.ok(
+      lines.includes(
+        '#   MISMATCH (comm 0xa1349768e9517ed7): AllReduce operation counts differ: ranks 0-1 at 17; rank 2 at 16',
+      ),
+      lines.join('\n'),
+    );
     assert.ok(lines.includes('#   DEAD (comm 0xa1349768e9517ed7): dead peers: ranks 3'));
   });
   it('the text form: each Errors and Warnings block one finding, with its communicator', () => {
     // The sections as client_support.cc (2.28.9) prints them for such a job.
     const text = [
-      'NCCL version 2.28.9 compiled with CUDA 13.0', '', 'Communicators... (3.004s)', '=============', '',
+      'NCCL version 2.28.9 compiled with CUDA 13.0',
+      '',
+      'Communicators... (3.004s)',
+      '=============',
+      '',
       'Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors',
       '    #  in group  per comm  per node  per comm  in group',
-      '    0         1         4         1         4         4   RUNNING  INCOMPLETE,ERROR,MISMATCH', '',
-      'Errors', '======', '',
-      'DEAD', '  1 job process is considered dead (unreachable via the RAS network)', '  Process 103 on node 10.0.0.4 managing GPU 3', '',
-      '#0-0 (a1349768e9517ed7) INCOMPLETE', '  Missing communicator data from 1 rank', '  Rank 3 -- GPU 3 managed by process 103 on node 10.0.0.4', '',
-      'Warnings', '========', '',
-      'TIMEOUT', '  Encountered 1 communication timeout while gathering communicator data', '',
-      '#0-0 (a1349768e9517ed7) MISMATCH', '  Communicator ranks have different AllReduce operation counts',
-      '  2 ranks have launched up to operation 17', '  Rank 2 has launched up to operation 16 -- GPU 2 managed by process 102 on node 10.0.0.3', '',
+      '    0         1         4         1         4         4   RUNNING  INCOMPLETE,ERROR,MISMATCH',
+      '',
+      'Errors',
+      '======',
+      '',
+      'DEAD',
+      '  1 job process is considered dead (unreachable via the RAS network)',
+      '  Process 103 on node 10.0.0.4 managing GPU 3',
+      '',
+      '#0-0 (a1349768e9517ed7) INCOMPLETE',
+      '  Missing communicator data from 1 rank',
+      '  Rank 3 -- GPU 3 managed by process 103 on node 10.0.0.4',
+      '',
+      'Warnings',
+      '========',
+      '',
+      'TIMEOUT',
+      '  Encountered 1 communication timeout while gathering communicator data',
+      '',
+      '#0-0 (a1349768e9517ed7) MISMATCH',
+      '  Communicator ranks have different AllReduce operation counts',
+      '  2 ranks have launched up to operation 17',
+      '  Rank 2 has launched up to operation 16 -- GPU 2 managed by process 102 on node 10.0.0.3',
+      '',
     ].join('\n');
     const v = parseRasText(text);
-    assert.deepEqual(v.communicators.map((c) => [c.size, c.status]), [[4, 'RUNNING INCOMPLETE,ERROR,MISMATCH']]);
-    assert.deepEqual(v.findings.map((f) => [f.kind, f.comm]),
-      [['DEAD', null], ['INCOMPLETE', '0xa1349768e9517ed7'], ['TIMEOUT', null], ['MISMATCH', '0xa1349768e9517ed7']]);
-    assert.equal(v.findings[3]!.text, 'Communicator ranks have different AllReduce operation counts; 2 ranks have launched up to operation 17; ' +
-      'Rank 2 has launched up to operation 16 -- GPU 2 managed by process 102 on node 10.0.0.3');
+    assert.deepEqual(
+      v.communicators.map((c) => [c.size, c.status]),
+      [[4, 'RUNNING INCOMPLETE,ERROR,MISMATCH']],
+    );
+    assert.deepEqual(
+      v.findings.map((f) => [f.kind, f.comm]),
+      [
+        ['DEAD', null],
+        ['INCOMPLETE', '0xa1349768e9517ed7'],
+        ['TIMEOUT', null],
+        ['MISMATCH', '0xa1349768e9517ed7'],
+      ],
+    );
+    assert.equal(
+      v.findings[3]!.text,
+      'Communicator ranks have different AllReduce operation counts; 2 ranks have launched up to operation 17; ' +
+        'Rank 2 has launched up to operation 16 -- GPU 2 managed by process 102 on node 10.0.0.3',
+    );
     assert.equal(v.collectionSec, 3.004);
   });
   it('helpers: rank lists, addresses, version codes', () => {
     assert.equal(rankList([5, 0, 1, 2, 7, 8]), '0-2, 5, 7-8');
     assert.deepEqual(rasAddress({}), { host: 'localhost', port: 28028, text: 'localhost:28028' });
-    assert.deepEqual(rasAddress({ NCCL_RAS_ADDR: '127.0.0.1:3000' }), { host: '127.0.0.1', port: 3000, text: '127.0.0.1:3000' });
+    assert.deepEqual(rasAddress({ NCCL_RAS_ADDR: '127.0.0.1:3000' }), {
+      host: '127.0.0.1',
+      port: 3000,
+      text: '127.0.0.1:3000',
+    });
     assert.deepEqual(rasAddress({ NCCL_RAS_ADDR: '[::1]:3000' }), { host: '::1', port: 3000, text: '[::1]:3000' });
     assert.equal(ncclVersionCode('NCCL 2.28.9'), 22809);
     assert.equal(ncclVersionCode('NCCL 2.23.4'), 22304);
@@ -223,7 +314,9 @@ ${missing(3, true)}
 
 describe('the RAS client over a real socket', () => {
   const servers: Server[] = [];
-  after(() => { for (const s of servers) s.close(); });
+  after(() => {
+    for (const s of servers) s.close();
+  });
 
   it('JSON (NCCL >= 2.28.7): handshake, TIMEOUT, SET FORMAT json, VERBOSE STATUS; the report parsed', async () => {
     const { server, port, received } = await replayServer('ras-verbose-status.json.txt');
@@ -257,14 +350,20 @@ describe('the RAS client over a real socket', () => {
     const t0 = Date.now();
     const none = await askNcclRas({ NCCL_RAS_ADDR: `127.0.0.1:${closed}` }, 'NCCL 2.28.9');
     assert.equal(none.state, 'unavailable');
-    assert.deepEqual(none.lines, [`# NCCL RAS: not reachable at 127.0.0.1:${closed}: connection refused (RAS off, NCCL older than 2.24, ` +
-      'or NCCL_RAS_ADDR elsewhere)']);
+    assert.deepEqual(none.lines, [
+      `# NCCL RAS: not reachable at 127.0.0.1:${closed}: connection refused (RAS off, NCCL older than 2.24, ` +
+        'or NCCL_RAS_ADDR elsewhere)',
+    ]);
     assert.ok(Date.now() - t0 < 1000);
     // A listener that accepts and never answers (a stopped process's socket): the deadline ends it.
     const mute = createServer(() => {}).listen(0, '127.0.0.1');
     servers.push(mute);
     await new Promise((r) => mute.once('listening', r));
-    const silent = await askNcclRas({ NCCL_RAS_ADDR: `127.0.0.1:${(mute.address() as { port: number }).port}` }, 'NCCL 2.28.9', 300);
+    const silent = await askNcclRas(
+      { NCCL_RAS_ADDR: `127.0.0.1:${(mute.address() as { port: number }).port}` },
+      'NCCL 2.28.9',
+      300,
+    );
     assert.match(silent.lines[0]!, /^# NCCL RAS: not reachable at .*: no answer within 0\.3 s/);
     for (const v of [off, old, none, silent]) assert.equal(v.lines.length, 1);
   });
@@ -272,7 +371,9 @@ describe('the RAS client over a real socket', () => {
 
 describe('the RAS client reads a bounded reply', () => {
   const servers: Server[] = [];
-  after(() => { for (const s of servers) s.close(); });
+  after(() => {
+    for (const s of servers) s.close();
+  });
   /** A server that answers the handshake (or not) and then writes `report` in 1 MiB writes, then closes. */
   async function server(handshake: boolean, reportMiB: number, newline: boolean): Promise<number> {
     const srv = createServer((sock) => {
@@ -280,7 +381,13 @@ describe('the RAS client reads a bounded reply', () => {
       if (handshake) sock.write('SERVER PROTOCOL 2\nOK\nOK\n');
       const mib = Buffer.alloc(2 ** 20, newline ? '{\n' : '{');
       const more = (left: number): void => {
-        while (left > 0) { left--; if (!sock.write(mib)) { sock.once('drain', () => more(left)); return; } }
+        while (left > 0) {
+          left--;
+          if (!sock.write(mib)) {
+            sock.once('drain', () => more(left));
+            return;
+          }
+        }
         sock.end();
       };
       more(reportMiB);
@@ -290,7 +397,7 @@ describe('the RAS client reads a bounded reply', () => {
     return (srv.address() as { port: number }).port;
   }
 
-  it('a handshake, the format\'s answer and the report arriving in one write are read alike', async () => {
+  it("a handshake, the format's answer and the report arriving in one write are read alike", async () => {
     const port = await server(true, 1, true);
     const r = await rasExchange('127.0.0.1', port, 5000);
     assert.equal(r.format, 'json');
@@ -298,7 +405,10 @@ describe('the RAS client reads a bounded reply', () => {
   });
   it(`a handshake line without end: refused at ${RAS_MAX_LINE_BYTES} bytes, not read further`, async () => {
     const port = await server(false, 8, false);
-    await assert.rejects(rasExchange('127.0.0.1', port, 5000), new RegExp(`^Error: a handshake line over ${RAS_MAX_LINE_BYTES} bytes$`));
+    await assert.rejects(
+      rasExchange('127.0.0.1', port, 5000),
+      new RegExp(`^Error: a handshake line over ${RAS_MAX_LINE_BYTES} bytes$`),
+    );
   });
   it(`a report over ${RAS_MAX_REPLY_BYTES / 2 ** 20} MiB: refused there instead of read to its end`, async () => {
     const port = await server(true, RAS_MAX_REPLY_BYTES / 2 ** 20 + 16, true);
@@ -316,18 +426,34 @@ describe('the watchdog on nccl: RAS beside the progress-board verdict', () => {
   });
 
   /** A real expiry (-T 1) with a real progress board (this process, rank 0) and a peer that is gone (rank 1). */
-  async function expire(hangView: Watchdog['hangView']): Promise<{ lines: string[]; recorded: ReportTimeout | null; aborted: number | null }> {
+  async function expire(
+    hangView: Watchdog['hangView'],
+  ): Promise<{ lines: string[]; recorded: ReportTimeout | null; aborted: number | null }> {
     const lines: string[] = [];
     let aborted: number | null = null;
-    const native = { abort(code: number) { aborted = code; } } as unknown as NativeBackend;
+    const native = {
+      abort(code: number) {
+        aborted = code;
+      },
+    } as unknown as NativeBackend;
     const dog = new Watchdog(1, { err: (l) => lines.push(l) }, native, undefined, {});
     const board = new ProgressBoard(0, 'h0', 'tok', () => 3);
     const self = await board.listen('127.0.0.1');
     const gone = await closedPort();
-    dog.attach({ board, peers: [{ ...self, host: 'h0' }, { ipv4: ipv4ToNumber('127.0.0.1'), port: gone, host: 'h1' }], self: 0, token: 'tok' });
+    dog.attach({
+      board,
+      peers: [
+        { ...self, host: 'h0' },
+        { ipv4: ipv4ToNumber('127.0.0.1'), port: gone, host: 'h1' },
+      ],
+      self: 0,
+      token: 'tok',
+    });
     dog.hangView = hangView;
     let recorded: ReportTimeout | null = null;
-    dog.recordTimeout = async (t) => { recorded = t; };
+    dog.recordTimeout = async (t) => {
+      recorded = t;
+    };
     await dog.watch('all_reduce float 1024 B out-of-place', 0, new Promise((r) => setTimeout(r, 1300)), 20);
     for (let i = 0; i < 100 && aborted === null; i++) await new Promise((r) => setTimeout(r, 50));
     board.close();
@@ -338,12 +464,15 @@ describe('the watchdog on nccl: RAS beside the progress-board verdict', () => {
     const port = await closedPort();
     const plain = await expire(null);
     const withRas = await expire(() => askNcclRas({ NCCL_RAS_ADDR: `127.0.0.1:${port}` }, 'NCCL 2.28.9'));
-    const verdict = 'timeout: rank 1 (host h1) did not arrive at all_reduce float 1024 B out-of-place, iteration 3: rank 1 is gone (its process ended)';
+    const verdict =
+      'timeout: rank 1 (host h1) did not arrive at all_reduce float 1024 B out-of-place, iteration 3: rank 1 is gone (its process ended)';
     assert.match(plain.lines[0]!, /: Test timeout \(1s\) in all_reduce float 1024 B out-of-place$/);
     assert.deepEqual(plain.lines.slice(1), [verdict]);
     assert.deepEqual(withRas.lines.slice(0, 2), plain.lines);
-    assert.deepEqual(withRas.lines.slice(2), [`# NCCL RAS: not reachable at 127.0.0.1:${port}: connection refused (RAS off, NCCL older ` +
-      'than 2.24, or NCCL_RAS_ADDR elsewhere)']);
+    assert.deepEqual(withRas.lines.slice(2), [
+      `# NCCL RAS: not reachable at 127.0.0.1:${port}: connection refused (RAS off, NCCL older ` +
+        'than 2.24, or NCCL_RAS_ADDR elsewhere)',
+    ]);
     assert.equal(withRas.aborted, 4);
     assert.equal(plain.aborted, 4);
     assert.equal(plain.recorded!.library, null);
@@ -356,7 +485,10 @@ describe('the watchdog on nccl: RAS beside the progress-board verdict', () => {
     try {
       const r = await expire(() => askNcclRas({ NCCL_RAS_ADDR: `127.0.0.1:${port}` }, 'NCCL 2.28.9'));
       assert.match(r.lines[1]!, /^timeout: rank 1 \(host h1\) did not arrive/);
-      assert.match(r.lines[2]!, /^# NCCL RAS at 127\.0\.0\.1:\d+ \(NCCL 2\.28\.9, json, collected in 0\.000 s\): 1 communicator; no rank missing/);
+      assert.match(
+        r.lines[2]!,
+        /^# NCCL RAS at 127\.0\.0\.1:\d+ \(NCCL 2\.28\.9, json, collected in 0\.000 s\): 1 communicator; no rank missing/,
+      );
       assert.equal(r.lines[3], '#   comm 0x82fe6a7fbd9a3b5d: 1 of 1 ranks answered; operation counts all 0');
       assert.equal(r.aborted, 4);
       const b = reportBuilder({});

@@ -17,7 +17,8 @@ test(`10,000 fuzzed command lines: parsed options or one UsageError line, each i
   for (let i = 0; i < 10_000; i++) {
     const argv = vector(r);
     const program = r() < 0.5 ? 'all_reduce_perf' : 'collbench';
-    const words = program === 'collbench' && r() < 0.9 ? [COLLECTIVES[Math.floor(r() * COLLECTIVES.length)]!, ...argv] : argv;
+    const words =
+      program === 'collbench' && r() < 0.9 ? [COLLECTIVES[Math.floor(r() * COLLECTIVES.length)]!, ...argv] : argv;
     const t0 = performance.now();
     try {
       const p = parseCommandLine(words, program);
@@ -27,12 +28,16 @@ test(`10,000 fuzzed command lines: parsed options or one UsageError line, each i
       if (!(e instanceof UsageError)) {
         assert.fail(`#${i} ${program} ${JSON.stringify(words)}: ${e instanceof Error ? e.stack : String(e)}`);
       }
-      assert.ok(!e.message.includes('\n') && e.message.length > 0, `#${i} ${JSON.stringify(words)}: '${e.message}' is not one line`);
+      assert.ok(
+        !e.message.includes('\n') && e.message.length > 0,
+        `#${i} ${JSON.stringify(words)}: '${e.message}' is not one line`,
+      );
       outcomes.usage++;
     }
     const ms = performance.now() - t0;
     assert.ok(ms < 250, `#${i} ${JSON.stringify(words)} took ${ms.toFixed(0)} ms`);
   }
   // The generator must reach every outcome, or it tests less than it claims.
-  for (const [k, n] of Object.entries(outcomes)) assert.ok(n > 0, `no ${k} outcome in 10,000 vectors: ${JSON.stringify(outcomes)}`);
+  for (const [k, n] of Object.entries(outcomes))
+    assert.ok(n > 0, `no ${k} outcome in 10,000 vectors: ${JSON.stringify(outcomes)}`);
 });

@@ -21,17 +21,24 @@ function run(args: string[], program = 'all_reduce_perf'): ResolvedOptions {
 
 /** Asserts a UsageError (exit 2) whose message matches `re` (which should name the flag). */
 function usage(args: string[], re: RegExp, program = 'all_reduce_perf'): void {
-  assert.throws(() => parseCommandLine(args, program), (err: unknown) => {
-    assert.ok(err instanceof UsageError, `${args.join(' ')}: not a UsageError: ${String(err)}`);
-    assert.equal(err.exitCode, EXIT.USAGE);
-    assert.match(err.message, re, args.join(' '));
-    assert.ok(!err.message.includes('\n'), 'one line');
-    return true;
-  }, args.join(' '));
+  assert.throws(
+    () => parseCommandLine(args, program),
+    (err: unknown) => {
+      assert.ok(err instanceof UsageError, `${args.join(' ')}: not a UsageError: ${String(err)}`);
+      assert.equal(err.exitCode, EXIT.USAGE);
+      assert.match(err.message, re, args.join(' '));
+      assert.ok(!err.message.includes('\n'), 'one line');
+      return true;
+    },
+    args.join(' '),
+  );
 }
 
 test('EXIT codes are the documented ones', () => {
-  assert.deepEqual({ ...EXIT }, { OK: 0, INTERNAL: 1, USAGE: 2, BACKEND: 3, TIMEOUT: 4, ENVIRONMENT: 5, INCONCLUSIVE: 6, WRONG_RESULTS: 7 });
+  assert.deepEqual(
+    { ...EXIT },
+    { OK: 0, INTERNAL: 1, USAGE: 2, BACKEND: 3, TIMEOUT: 4, ENVIRONMENT: 5, INCONCLUSIVE: 6, WRONG_RESULTS: 7 },
+  );
 });
 
 test('defaults equal nccl-tests', () => {
@@ -81,8 +88,12 @@ test('resolved options are frozen, lists included', () => {
   assert.ok(Object.isFrozen(o));
   assert.ok(Object.isFrozen(o.ops));
   assert.ok(Object.isFrozen(o.dtypes));
-  assert.throws(() => { (o as { iters: number }).iters = 5; }, TypeError);
-  assert.throws(() => { o.ops.push('sum'); }, TypeError);
+  assert.throws(() => {
+    (o as { iters: number }).iters = 5;
+  }, TypeError);
+  assert.throws(() => {
+    o.ops.push('sum');
+  }, TypeError);
   assert.ok(Object.isFrozen(DEFAULTS) && Object.isFrozen(DEFAULTS.ops));
 });
 
@@ -205,8 +216,15 @@ test('--help and -h print grouped help with every flag and its default; --versio
     const head = `${f.short ? `-${f.short}, ` : '    '}--${f.long}`;
     assert.ok(text.includes(head), `help lacks ${head}`);
   }
-  for (const d of ['first size of the sweep (default: 32M)', '(default: 1M)', 'timed iterations per row (default: 20)',
-    'reduction op, or all (default: sum)', 'or all (default: float)', '(default: 16)', '(default: not set)']) {
+  for (const d of [
+    'first size of the sweep (default: 32M)',
+    '(default: 1M)',
+    'timed iterations per row (default: 20)',
+    'reduction op, or all (default: sum)',
+    'or all (default: float)',
+    '(default: 16)',
+    '(default: not set)',
+  ]) {
     assert.ok(text.replace(/\s+/g, ' ').includes(d), `help lacks ${d}`); // wrapping aside
   }
   const long = parseCommandLine(['--help'], 'collbench');
@@ -225,7 +243,11 @@ test('every table field has a default and a message name', () => {
     assert.ok(f.field in DEFAULTS, f.field);
     assert.equal(FIELD_NAMES[f.field], f.short ? `-${f.short}` : `--${f.long}`);
   }
-  const shorts = [...FLAGS, ...ACTIONS].filter((f) => f.short).map((f) => f.short).sort().join('');
+  const shorts = [...FLAGS, ...ACTIONS]
+    .filter((f) => f.short)
+    .map((f) => f.short)
+    .sort()
+    .join('');
   assert.equal(shorts, [...'tgbeifnmwNpcodrzyTGCSJaRxDVMuIKh'].sort().join('')); // nccl-tests' letters
 });
 
@@ -311,12 +333,61 @@ test('single-flag ranges', () => {
   ];
   for (const [args, re] of bad) usage(args, re);
   // The edges of each range are accepted.
-  const o = run(['-w', '0', '-N', '0', '-c', '0', '-z', '3', '-a', '0', '-V', '128', '-x', '2', '-u', '3', '-T', '30',
-    '-C', '1', '-S', '1', '-M', '1', '-p', '1', '-y', '1', '-t', '2', '--backend', 'gloo']);
+  const o = run([
+    '-w',
+    '0',
+    '-N',
+    '0',
+    '-c',
+    '0',
+    '-z',
+    '3',
+    '-a',
+    '0',
+    '-V',
+    '128',
+    '-x',
+    '2',
+    '-u',
+    '3',
+    '-T',
+    '30',
+    '-C',
+    '1',
+    '-S',
+    '1',
+    '-M',
+    '1',
+    '-p',
+    '1',
+    '-y',
+    '1',
+    '-t',
+    '2',
+    '--backend',
+    'gloo',
+  ]);
   assert.deepEqual(
-    [o.warmupIters, o.runCycles, o.check, o.blocking, o.average, o.deviceCtaCount, o.ctaPolicy, o.unalign, o.timeoutSec,
-      o.reportCpuTime, o.reportTimestamps, o.memoryReport, o.parallelInit, o.streamNull, o.nThreads, o.backend],
-    [0, 0, 0, 3, 0, 128, 2, 3, 30, true, true, true, 1, 1, 2, 'gloo']);
+    [
+      o.warmupIters,
+      o.runCycles,
+      o.check,
+      o.blocking,
+      o.average,
+      o.deviceCtaCount,
+      o.ctaPolicy,
+      o.unalign,
+      o.timeoutSec,
+      o.reportCpuTime,
+      o.reportTimestamps,
+      o.memoryReport,
+      o.parallelInit,
+      o.streamNull,
+      o.nThreads,
+      o.backend,
+    ],
+    [0, 0, 0, 3, 0, 128, 2, 3, 30, true, true, true, 1, 1, 2, 'gloo'],
+  );
 });
 
 test('-K must be 0..n-1 and needs -I 1', () => {
@@ -338,19 +409,25 @@ test('combinations nccl-tests silently rewrites are refused: -I 1 with -G, -z 3 
 test('-D > 0 needs -R 2', () => {
   usage(['-D', '1'], /^-D: device implementation 1 needs symmetric buffer registration \(-R 2\)$/);
   usage(['-D', '2', '-R', '1'], /^-D: /);
-  usage(['-D', '5', '-R', '2'], /^-D: .*4/);  // nccl-tests has kernels 1..4 (all_reduce)
+  usage(['-D', '5', '-R', '2'], /^-D: .*4/); // nccl-tests has kernels 1..4 (all_reduce)
   const o = run(['-D', '3', '-R', '2', '-V', '32']);
   assert.deepEqual([o.deviceImpl, o.localRegister, o.deviceCtaCount], [3, 2, 32]);
 });
 
 test('-i 0 without a factor and min < max would loop forever → refused', () => {
-  usage(['-b', '1M', '-e', '2M', '-i', '0'], /^-i: step 0 never advances from 1048576 to 2097152; give -i > 0 or -f > 1$/);
+  usage(
+    ['-b', '1M', '-e', '2M', '-i', '0'],
+    /^-i: step 0 never advances from 1048576 to 2097152; give -i > 0 or -f > 1$/,
+  );
   assert.equal(run(['-i', '0']).stepBytes, 0); // defaults: one size
   assert.equal(run(['-b', '1', '-e', '8', '-f', '2', '-i', '0']).stepFactor, 2);
 });
 
 test('a sweep with more than MAX_SWEEP_SIZES sizes is refused', () => {
-  usage(['-b', '1', '-e', '1G', '-i', '1'], new RegExp(`^-i: the sweep 1\\.\\.1073741824 in steps of 1 has 1073741824 sizes \\(limit ${MAX_SWEEP_SIZES}\\)`));
+  usage(
+    ['-b', '1', '-e', '1G', '-i', '1'],
+    new RegExp(`^-i: the sweep 1\\.\\.1073741824 in steps of 1 has 1073741824 sizes \\(limit ${MAX_SWEEP_SIZES}\\)`),
+  );
   assert.equal(run(['-b', '0', '-e', '999999', '-i', '1']).maxBytes, 999999); // exactly the limit
 });
 
@@ -367,8 +444,10 @@ test('--np / --hosts', () => {
 
 test('GPU-only flags are parsed here and left for the backend to refuse', () => {
   const o = run(['-g', '8', '-G', '10', '-R', '1', '-x', '1', '-y', '1', '-M', '1', '-p', '1', '-t', '2']);
-  assert.deepEqual([o.nGpus, o.cudaGraph, o.localRegister, o.ctaPolicy, o.streamNull, o.memoryReport, o.parallelInit],
-    [8, 10, 1, 1, 1, true, 1]);
+  assert.deepEqual(
+    [o.nGpus, o.cudaGraph, o.localRegister, o.ctaPolicy, o.streamNull, o.memoryReport, o.parallelInit],
+    [8, 10, 1, 1, 1, true, 1],
+  );
   assert.equal(run(['-J', 'results.JSON']).jsonFile, 'results.JSON'); // kept as given
 });
 
@@ -377,21 +456,34 @@ test('resolveOptions: programmatic input uses field names in messages and accept
   assert.equal(o.program, 'alltoall_perf');
   assert.equal(o.maxBytes, MIB);
   assert.deepEqual(o.ops, [...OPS]); // de-duplicated
-  assert.throws(() => resolveOptions({ collective: 'all_reduce', stepFactor: 1.5 }),
-    /^UsageError: stepFactor: step factor must be an integer ≥ 1, got 1\.5$/);
-  assert.throws(() => resolveOptions({ collective: 'all_reduce', minBytes: -1 }), /minBytes: size must be a whole number/);
+  assert.throws(
+    () => resolveOptions({ collective: 'all_reduce', stepFactor: 1.5 }),
+    /^UsageError: stepFactor: step factor must be an integer ≥ 1, got 1\.5$/,
+  );
+  assert.throws(
+    () => resolveOptions({ collective: 'all_reduce', minBytes: -1 }),
+    /minBytes: size must be a whole number/,
+  );
   assert.throws(() => resolveOptions({ collective: 'all_reduce', ops: [] }), /ops: needs at least one op/);
   assert.throws(() => resolveOptions({ collective: 'nope' }), /^UsageError: unknown collective 'nope'/);
   assert.equal(resolveOptions({ collective: 'scatter_perf', perIterTiming: true }).perIterTiming, true);
 });
 
-test('Gloo\'s legacy algorithms refuse -e above 2 GiB - 1 (their byte counts are C ints); the new API does not', () => {
-  usage(['--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-b', '8', '-e', '2G'],
-    /^-e: 2147483648 bytes exceed what Gloo's legacy legacy_ring takes \(2 GiB - 1\)$/);
-  usage(['--backend', 'gloo', '--gloo-algo', 'legacy_halving_doubling', '-b', '8', '-e', '4G'],
-    /^-e: 4294967296 bytes exceed what Gloo's legacy ReduceScatterHalvingDoubling takes/, 'reduce_scatter_perf');
+test("Gloo's legacy algorithms refuse -e above 2 GiB - 1 (their byte counts are C ints); the new API does not", () => {
+  usage(
+    ['--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-b', '8', '-e', '2G'],
+    /^-e: 2147483648 bytes exceed what Gloo's legacy legacy_ring takes \(2 GiB - 1\)$/,
+  );
+  usage(
+    ['--backend', 'gloo', '--gloo-algo', 'legacy_halving_doubling', '-b', '8', '-e', '4G'],
+    /^-e: 4294967296 bytes exceed what Gloo's legacy ReduceScatterHalvingDoubling takes/,
+    'reduce_scatter_perf',
+  );
   assert.equal(run(['--backend', 'gloo', '--gloo-algo', 'ring', '-b', '8', '-e', '4G']).maxBytes, 4 * 1024 * MIB);
-  assert.equal(run(['--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-b', '8', '-e', '2147483647']).maxBytes, 2 ** 31 - 1);
+  assert.equal(
+    run(['--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-b', '8', '-e', '2147483647']).maxBytes,
+    2 ** 31 - 1,
+  );
 });
 
 test('--help marks every flag the flag table gives to one backend, and only those', () => {

@@ -6,7 +6,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { isoLocal, renderJson, reportBuilder } from '../../bench/report/exporters/json.js';
 import {
-  ARGV_ENV, filterEnv, launcherKind, libraryVersions, reportRank, rerunCommand, shellQuote,
+  ARGV_ENV,
+  filterEnv,
+  launcherKind,
+  libraryVersions,
+  reportRank,
+  rerunCommand,
+  shellQuote,
 } from '../../bench/report/provenance.js';
 import { reportErrors, reportJsonSchema, SCHEMA_PATH, type ReportDocument } from '../../bench/report/schema.js';
 import { fakeMeta, fakeRow, info } from '../helpers/report-fixtures.js';
@@ -27,7 +33,13 @@ describe('the published JSON Schema', () => {
     b.row(fakeRow(8, false));
     const v2 = JSON.parse(renderJson(b.doc!)) as ReportDocument;
     assert.equal(v2.schemaVersion, 2);
-    assert.deepEqual(v2.rows[0]!.outOfPlace.late, { rank: 1, host: 'nodeB', lastFraction: 0.9, medianLateUs: 1500, marginUs: 50 });
+    assert.deepEqual(v2.rows[0]!.outOfPlace.late, {
+      rank: 1,
+      host: 'nodeB',
+      lastFraction: 0.9,
+      medianLateUs: 1500,
+      marginUs: 50,
+    });
     assert.deepEqual(v2.rows[0]!.outOfPlace.lastShare, [0.05, 0.9]);
     assert.equal(v2.rows[0]!.inPlace.late, null);
     assert.deepEqual(reportErrors(v2), []);
@@ -35,12 +47,19 @@ describe('the published JSON Schema', () => {
     const v1 = structuredClone(v2);
     v1.schemaVersion = 1;
     delete v1.lateness;
-    for (const row of v1.rows) for (const h of [row.outOfPlace, row.inPlace]) { delete h.late; delete h.lastShare; }
+    for (const row of v1.rows)
+      for (const h of [row.outOfPlace, row.inPlace]) {
+        delete h.late;
+        delete h.lastShare;
+      }
     assert.deepEqual(reportErrors(v1), []);
     assert.ok(reportErrors({ ...v1, lateness: v2.lateness }).length > 0, 'v1 has no lateness');
     const v2missing = structuredClone(v2);
     delete v2missing.rows[0]!.outOfPlace.late;
-    assert.ok(reportErrors(v2missing).some((e) => e.includes('late')), 'v2 requires late');
+    assert.ok(
+      reportErrors(v2missing).some((e) => e.includes('late')),
+      'v2 requires late',
+    );
     assert.ok(reportErrors({ ...v2, schemaVersion: 3 }).length > 0, 'unknown versions fail');
   });
 });
@@ -74,7 +93,7 @@ describe('reportBuilder: a valid document at every step', () => {
       else {
         assert.equal(p!.skip, 1);
         assert.deepEqual(p!.samplesUs, [30, 10, 10, 10]);
-        assert.equal(p!.stats.n, 3);          // -K 1 leaves the first sample out of the statistics
+        assert.equal(p!.stats.n, 3); // -K 1 leaves the first sample out of the statistics
         assert.equal(p!.stats.max, 10);
         assert.equal(p!.perRank.length, 2);
         assert.equal(p!.perRank[1]!.stats.min, 8);
@@ -92,13 +111,40 @@ describe('reportBuilder: a valid document at every step', () => {
       mutate(d);
       return reportErrors(d);
     };
-    assert.deepEqual(bad(() => {}), []);
-    assert.ok(bad((d) => { d.extra = 1; }).length > 0);
-    assert.ok(bad((d) => { d.schemaVersion = 1; }).length > 0);
-    assert.ok(bad((d) => { d.provenance.env.HOME = '/root'; }).some((e) => e.includes('/provenance/env')));
-    assert.ok(bad((d) => { (d.rows[0]!.outOfPlace as unknown as Record<string, unknown>).timeUs = '1'; }).length > 0);
-    assert.ok(bad((d) => { delete (d.rows[0] as Partial<typeof d.rows[0]>).inPlace; }).length > 0);
-    assert.ok(bad((d) => { d.startTime = 'yesterday'; }).length > 0);
+    assert.deepEqual(
+      bad(() => {}),
+      [],
+    );
+    assert.ok(
+      bad((d) => {
+        d.extra = 1;
+      }).length > 0,
+    );
+    assert.ok(
+      bad((d) => {
+        d.schemaVersion = 1;
+      }).length > 0,
+    );
+    assert.ok(
+      bad((d) => {
+        d.provenance.env.HOME = '/root';
+      }).some((e) => e.includes('/provenance/env')),
+    );
+    assert.ok(
+      bad((d) => {
+        (d.rows[0]!.outOfPlace as unknown as Record<string, unknown>).timeUs = '1';
+      }).length > 0,
+    );
+    assert.ok(
+      bad((d) => {
+        delete (d.rows[0] as Partial<(typeof d.rows)[0]>).inPlace;
+      }).length > 0,
+    );
+    assert.ok(
+      bad((d) => {
+        d.startTime = 'yesterday';
+      }).length > 0,
+    );
   });
 });
 
@@ -113,33 +159,85 @@ describe('provenance', () => {
 
   it('keeps only NCCL_, CUDA_, OMPI_, UCX_, GLOO_ and COLLBENCH_ variables', () => {
     const env = {
-      NCCL_DEBUG: 'INFO', CUDA_VISIBLE_DEVICES: '0,1', OMPI_MCA_pml: 'ob1', UCX_TLS: 'rc', GLOO_SOCKET_IFNAME: 'eth0',
-      COLLBENCH_X: '1', HOME: '/root', AWS_SECRET_ACCESS_KEY: 'x', PATH: '/bin', MY_NCCL_DEBUG: 'no', nccl_debug: 'no',
+      NCCL_DEBUG: 'INFO',
+      CUDA_VISIBLE_DEVICES: '0,1',
+      OMPI_MCA_pml: 'ob1',
+      UCX_TLS: 'rc',
+      GLOO_SOCKET_IFNAME: 'eth0',
+      COLLBENCH_X: '1',
+      HOME: '/root',
+      AWS_SECRET_ACCESS_KEY: 'x',
+      PATH: '/bin',
+      MY_NCCL_DEBUG: 'no',
+      nccl_debug: 'no',
     };
-    assert.deepEqual(Object.keys(filterEnv(env)), ['COLLBENCH_X', 'CUDA_VISIBLE_DEVICES', 'GLOO_SOCKET_IFNAME', 'NCCL_DEBUG', 'OMPI_MCA_pml', 'UCX_TLS']);
+    assert.deepEqual(Object.keys(filterEnv(env)), [
+      'COLLBENCH_X',
+      'CUDA_VISIBLE_DEVICES',
+      'GLOO_SOCKET_IFNAME',
+      'NCCL_DEBUG',
+      'OMPI_MCA_pml',
+      'UCX_TLS',
+    ]);
   });
 
   it('records NCCL and CUDA versions when a backend reports them, and only then', () => {
     assert.deepEqual(libraryVersions(info), { mpi: 'Open MPI 4.1.4' });
-    const nccl = { ...info, backend: 'nccl', ncclVersion: 22807, ncclHeadersVersion: 22703, cudaRuntimeVersion: 13000, cudaDriverVersion: 12080 };
-    assert.deepEqual(libraryVersions(nccl), { ncclRuntime: 22807, ncclHeaders: 22703, cudaRuntime: 13000, cudaDriver: 12080 });
+    const nccl = {
+      ...info,
+      backend: 'nccl',
+      ncclVersion: 22807,
+      ncclHeadersVersion: 22703,
+      cudaRuntimeVersion: 13000,
+      cudaDriverVersion: 12080,
+    };
+    assert.deepEqual(libraryVersions(nccl), {
+      ncclRuntime: 22807,
+      ncclHeaders: 22703,
+      cudaRuntime: 13000,
+      cudaDriver: 12080,
+    });
     // what bench/backends/nccl.ts reports: the loaded library's version code and path
-    const loaded = { ...info, backend: 'nccl', library: { versionCode: 23007, path: '/x/libnccl.so.2' }, cudaRuntimeVersion: 13000, cudaDriverVersion: 0 };
-    assert.deepEqual(libraryVersions(loaded), { ncclRuntime: 23007, ncclLibraryPath: '/x/libnccl.so.2', cudaRuntime: 13000 });
+    const loaded = {
+      ...info,
+      backend: 'nccl',
+      library: { versionCode: 23007, path: '/x/libnccl.so.2' },
+      cudaRuntimeVersion: 13000,
+      cudaDriverVersion: 0,
+    };
+    assert.deepEqual(libraryVersions(loaded), {
+      ncclRuntime: 23007,
+      ncclLibraryPath: '/x/libnccl.so.2',
+      cudaRuntime: 13000,
+    });
   });
 
   it('rerun: the typed --np command, else mpirun -np N, else the command itself, shell-quoted', () => {
     const argv = ['/x/all_reduce_perf', '-b', '8', '-J', "it's here.json"];
     assert.equal(rerunCommand(argv, 1, {}), `/x/all_reduce_perf -b 8 -J 'it'\\''s here.json'`);
-    assert.equal(rerunCommand(argv, 4, { OMPI_COMM_WORLD_SIZE: '4' }), `mpirun -np 4 /x/all_reduce_perf -b 8 -J 'it'\\''s here.json'`);
-    assert.equal(rerunCommand(argv, 4, { [ARGV_ENV]: JSON.stringify(['all_reduce_perf', '--np', '4']) }), 'all_reduce_perf --np 4');
+    assert.equal(
+      rerunCommand(argv, 4, { OMPI_COMM_WORLD_SIZE: '4' }),
+      `mpirun -np 4 /x/all_reduce_perf -b 8 -J 'it'\\''s here.json'`,
+    );
+    assert.equal(
+      rerunCommand(argv, 4, { [ARGV_ENV]: JSON.stringify(['all_reduce_perf', '--np', '4']) }),
+      'all_reduce_perf --np 4',
+    );
     assert.equal(shellQuote('a b'), "'a b'");
     assert.equal(shellQuote('-b8'), '-b8');
   });
 
   it('rank entries: GPU PCI id, CPU NUMA node', () => {
-    assert.deepEqual(reportRank({ rank: 3, pid: 9, host: 'h', device: 1, bus: '0000:2a:00', name: 'GPU' }),
-      { rank: 3, group: 0, host: 'h', pid: 9, device: 1, deviceName: 'GPU', pciBusId: '0000:2a:00', numaNode: null });
+    assert.deepEqual(reportRank({ rank: 3, pid: 9, host: 'h', device: 1, bus: '0000:2a:00', name: 'GPU' }), {
+      rank: 3,
+      group: 0,
+      host: 'h',
+      pid: 9,
+      device: 1,
+      deviceName: 'GPU',
+      pciBusId: '0000:2a:00',
+      numaNode: null,
+    });
     assert.equal(reportRank({ rank: 0, pid: 9, host: 'h', device: 'cpu', bus: '-', name: 'cpu' }).numaNode, null);
   });
 

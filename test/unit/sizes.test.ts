@@ -5,14 +5,31 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UsageError, EXIT } from '../../bench/core/errors.js';
 import {
-  countSweepSizes, formatSize, GIB, KIB, MIB, parseSize, sweepSizes, warmupSizes,
+  countSweepSizes,
+  formatSize,
+  GIB,
+  KIB,
+  MIB,
+  parseSize,
+  sweepSizes,
+  warmupSizes,
 } from '../../bench/config/sizes.js';
 
 test('parseSize: plain numbers and binary K/M/G suffixes in either case', () => {
   const cases: [string, number][] = [
-    ['8', 8], ['0', 0], ['+8', 8], [' 64', 64], ['64 ', 64],
-    ['128K', 128 * KIB], ['128k', 128 * KIB], ['1M', MIB], ['1m', MIB], ['1G', GIB], ['1g', GIB],
-    ['32M', 33554432], ['8G', 8 * GIB],
+    ['8', 8],
+    ['0', 0],
+    ['+8', 8],
+    [' 64', 64],
+    ['64 ', 64],
+    ['128K', 128 * KIB],
+    ['128k', 128 * KIB],
+    ['1M', MIB],
+    ['1m', MIB],
+    ['1G', GIB],
+    ['1g', GIB],
+    ['32M', 33554432],
+    ['8G', 8 * GIB],
   ];
   for (const [text, bytes] of cases) assert.equal(parseSize(text, '-b'), bytes, text);
 });
@@ -46,16 +63,39 @@ test('parseSize: 0x hex integers are read as strtod reads them', () => {
 });
 
 test('parseSize: bad input is a UsageError naming the flag', () => {
-  const bad = ['8B', '1T', '2P', 'garbage', '', ' ', 'K', 'M8', '8Kxyz', '8 garbage', '8G8', '1..5',
-    'inf', 'nan', 'Infinity', '1e400', '0x', '8,5', '1_000'];
+  const bad = [
+    '8B',
+    '1T',
+    '2P',
+    'garbage',
+    '',
+    ' ',
+    'K',
+    'M8',
+    '8Kxyz',
+    '8 garbage',
+    '8G8',
+    '1..5',
+    'inf',
+    'nan',
+    'Infinity',
+    '1e400',
+    '0x',
+    '8,5',
+    '1_000',
+  ];
   for (const text of bad) {
-    assert.throws(() => parseSize(text, '-b'), (err: unknown) => {
-      assert.ok(err instanceof UsageError, `${text}: ${String(err)}`);
-      assert.match(err.message, /^-b: /, text);
-      assert.equal(err.flag, '-b');
-      assert.equal(err.exitCode, EXIT.USAGE);
-      return true;
-    }, text);
+    assert.throws(
+      () => parseSize(text, '-b'),
+      (err: unknown) => {
+        assert.ok(err instanceof UsageError, `${text}: ${String(err)}`);
+        assert.match(err.message, /^-b: /, text);
+        assert.equal(err.flag, '-b');
+        assert.equal(err.exitCode, EXIT.USAGE);
+        return true;
+      },
+      text,
+    );
   }
   assert.throws(() => parseSize('8B', '-e'), /^UsageError: -e: invalid size '8B'/);
 });
@@ -108,8 +148,15 @@ test('sweepSizes: a one-size sweep never needs to advance; a sweep that cannot a
 
 test('countSweepSizes agrees with sweepSizes and says Infinity for non-advancing sweeps', () => {
   const cases: [number, number, number, number][] = [
-    [8, 128 * MIB, 2, MIB], [MIB, 4 * MIB, 1, MIB], [1, 100, 3, 0], [10, 35, 1, 10], [5, 4, 2, 1],
-    [0, 0, 2, 0], [0, 1000, 1, 7], [3, 3, 5, 0], [1, 2 ** 52, 2, 1],
+    [8, 128 * MIB, 2, MIB],
+    [MIB, 4 * MIB, 1, MIB],
+    [1, 100, 3, 0],
+    [10, 35, 1, 10],
+    [5, 4, 2, 1],
+    [0, 0, 2, 0],
+    [0, 1000, 1, 7],
+    [3, 3, 5, 0],
+    [1, 2 ** 52, 2, 1],
   ];
   for (const c of cases) assert.equal(countSweepSizes(...c), sweepSizes(...c).length, c.join(','));
   assert.equal(countSweepSizes(0, 8, 2, 1), Infinity);

@@ -11,12 +11,20 @@ import { after, describe, it } from 'node:test';
 import { UsageError } from '../../bench/core/errors.js';
 import { glooWorld } from '../../bench/backends/gloo.js';
 import {
-  expandSlurmHostlist, expandTasksPerNode, MAX_HOSTLIST_HOSTS, slurmAllocationHosts, slurmMpiRefusal, slurmStep,
+  expandSlurmHostlist,
+  expandTasksPerNode,
+  MAX_HOSTLIST_HOSTS,
+  slurmAllocationHosts,
+  slurmMpiRefusal,
+  slurmStep,
 } from '../../bench/launch/slurm.js';
 
 /** Lists and what scontrol 22.05 prints for them (checked against it when installed, below). */
 const VALID: [string, string[]][] = [
-  ['node[01-03,7],rack[1-2]-gpu[1-2]', ['node01', 'node02', 'node03', 'node7', 'rack1-gpu1', 'rack1-gpu2', 'rack2-gpu1', 'rack2-gpu2']],
+  [
+    'node[01-03,7],rack[1-2]-gpu[1-2]',
+    ['node01', 'node02', 'node03', 'node7', 'rack1-gpu1', 'rack1-gpu2', 'rack2-gpu1', 'rack2-gpu2'],
+  ],
   ['node[1-10]', ['node1', 'node2', 'node3', 'node4', 'node5', 'node6', 'node7', 'node8', 'node9', 'node10']],
   ['node[08-11]', ['node08', 'node09', 'node10', 'node11']],
   ['node[001-3]', ['node001', 'node002', 'node003']],
@@ -46,9 +54,31 @@ const VALID: [string, string[]][] = [
 ];
 
 /** Lists scontrol calls invalid ("Invalid hostlist"): one-line UsageError here. */
-const INVALID = ['n[3-1]', 'n[]', 'n[1-4:2]', 'n[0-65536]', 'n[a-b]', 'n[1,,2]', 'n[-2]', 'n[1--2]', 'n[0x1-0x2]',
-  'n[1 ]', 'n[1a]', 'n[ ]', 'n[1-3a]', 'n[+-1]', 'n[1]x', 'n[1-2]a[3-4]b', 'a.b[1-2].c', 'n[1-2];m', 'n[1-2]-',
-  'n[1-2\t3]', 'n[0-40000,40001-65536]s[1]', 'n[1-2]]', 'n[[1-2]]'];
+const INVALID = [
+  'n[3-1]',
+  'n[]',
+  'n[1-4:2]',
+  'n[0-65536]',
+  'n[a-b]',
+  'n[1,,2]',
+  'n[-2]',
+  'n[1--2]',
+  'n[0x1-0x2]',
+  'n[1 ]',
+  'n[1a]',
+  'n[ ]',
+  'n[1-3a]',
+  'n[+-1]',
+  'n[1]x',
+  'n[1-2]a[3-4]b',
+  'a.b[1-2].c',
+  'n[1-2];m',
+  'n[1-2]-',
+  'n[1-2\t3]',
+  'n[0-40000,40001-65536]s[1]',
+  'n[1-2]]',
+  'n[[1-2]]',
+];
 
 /** Lists scontrol turns into mangled names (`n[1-2` prints `n]`) or silently drops a name of: refused here,
  *  not compared. */
@@ -69,14 +99,20 @@ describe('expandSlurmHostlist', () => {
   });
   it('refuses invalid lists with one line naming the source and the list', () => {
     for (const list of [...INVALID, ...MANGLED]) {
-      assert.throws(() => expandSlurmHostlist(list, '--hosts'), (e: unknown) => {
-        assert.ok(e instanceof UsageError, list);
-        assert.ok(e.message.startsWith('--hosts: invalid Slurm host list '), e.message);
-        assert.ok(!e.message.includes('\n'), e.message);
-        return true;
-      });
+      assert.throws(
+        () => expandSlurmHostlist(list, '--hosts'),
+        (e: unknown) => {
+          assert.ok(e instanceof UsageError, list);
+          assert.ok(e.message.startsWith('--hosts: invalid Slurm host list '), e.message);
+          assert.ok(!e.message.includes('\n'), e.message);
+          return true;
+        },
+      );
     }
-    assert.throws(() => expandSlurmHostlist('n[3-1]'), /^UsageError: hostlist: invalid Slurm host list 'n\[3-1\]': range '3-1' goes down$/);
+    assert.throws(
+      () => expandSlurmHostlist('n[3-1]'),
+      /^UsageError: hostlist: invalid Slurm host list 'n\[3-1\]': range '3-1' goes down$/,
+    );
     assert.throws(() => expandSlurmHostlist('n[1-2'), /\[ without \]/);
     assert.throws(() => expandSlurmHostlist('n[1]x'), /text after its last bracket/);
     assert.throws(() => expandSlurmHostlist('n[99999999999999999999]'), /above 2\^64-1/);
@@ -120,7 +156,10 @@ describe('expandSlurmHostlist against the real scontrol show hostnames', () => {
   });
   it('agrees on 200 random lists of names, brackets, ranges, blanks and signs', { skip }, () => {
     let seed = 20261123; // fixed: a failure names its list and reproduces
-    const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
     const pick = (chars: string, max: number) => {
       let s = '';
       for (let n = Math.floor(random() * (max + 1)); n > 0; n--) s += chars[Math.floor(random() * chars.length)];
@@ -134,9 +173,16 @@ describe('expandSlurmHostlist against the real scontrol show hostnames', () => {
       if (list.startsWith('-')) list = `x${list}`; // scontrol would read it as an option
       const real = scontrol!(list);
       let ours: string[] | Error;
-      try { ours = expandSlurmHostlist(list); } catch (e) { ours = e as Error; }
+      try {
+        ours = expandSlurmHostlist(list);
+      } catch (e) {
+        ours = e as Error;
+      }
       if (real.invalid) {
-        assert.ok(ours instanceof UsageError, `scontrol refuses ${JSON.stringify(list)}, collbench gives ${String(ours)}`);
+        assert.ok(
+          ours instanceof UsageError,
+          `scontrol refuses ${JSON.stringify(list)}, collbench gives ${String(ours)}`,
+        );
       } else if (ours instanceof Error) {
         // The one refusal scontrol lacks: it silently drops a name with three or more brackets when one
         // before the last two is bad (its recursion loses the error).
@@ -156,18 +202,25 @@ describe('expandSlurmHostlist against the real scontrol show hostnames', () => {
 
 describe('slurmAllocationHosts', () => {
   it('reads SLURM_JOB_NODELIST, else SLURM_NODELIST; null outside an allocation', () => {
-    assert.deepEqual(slurmAllocationHosts({ SLURM_JOB_NODELIST: 'gpu[1-2],login', SLURM_NODELIST: 'x' }), ['gpu1', 'gpu2', 'login']);
+    assert.deepEqual(slurmAllocationHosts({ SLURM_JOB_NODELIST: 'gpu[1-2],login', SLURM_NODELIST: 'x' }), [
+      'gpu1',
+      'gpu2',
+      'login',
+    ]);
     assert.deepEqual(slurmAllocationHosts({ SLURM_NODELIST: 'n[07-08]' }), ['n07', 'n08']);
     assert.equal(slurmAllocationHosts({}), null);
     assert.equal(slurmAllocationHosts({ SLURM_JOB_NODELIST: '' }), null);
   });
   it('a malformed list is a UsageError naming the variable', () => {
-    assert.throws(() => slurmAllocationHosts({ SLURM_JOB_NODELIST: 'n[2-1]' }), /^UsageError: SLURM_JOB_NODELIST: invalid Slurm host list/);
+    assert.throws(
+      () => slurmAllocationHosts({ SLURM_JOB_NODELIST: 'n[2-1]' }),
+      /^UsageError: SLURM_JOB_NODELIST: invalid Slurm host list/,
+    );
   });
 });
 
 describe('expandTasksPerNode', () => {
-  it('expands Slurm\'s count(xrepeat) lists', () => {
+  it("expands Slurm's count(xrepeat) lists", () => {
     assert.deepEqual(expandTasksPerNode('2(x3),1'), [2, 2, 2, 1]);
     assert.deepEqual(expandTasksPerNode('4'), [4]);
     assert.throws(() => expandTasksPerNode('2(3)'), /SLURM_STEP_TASKS_PER_NODE: '2\(3\)' is not a list of task counts/);
@@ -177,23 +230,48 @@ describe('expandTasksPerNode', () => {
 /** What srun gives task `rank` of a step (values as Slurm 22.05 sets them, seen in test/cli/slurm.test.ts). */
 function srunTask(rank: number, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
-    SLURM_JOB_ID: '41', SLURM_STEP_ID: '0', SLURM_PROCID: String(rank), SLURM_LOCALID: String(rank),
-    SLURM_NTASKS: '2', SLURM_STEP_NUM_TASKS: '2', SLURM_STEP_NUM_NODES: '1', SLURM_NODEID: '0',
-    SLURM_STEP_TASKS_PER_NODE: '2', SLURM_JOB_NODELIST: 'vm', ...extra,
+    SLURM_JOB_ID: '41',
+    SLURM_STEP_ID: '0',
+    SLURM_PROCID: String(rank),
+    SLURM_LOCALID: String(rank),
+    SLURM_NTASKS: '2',
+    SLURM_STEP_NUM_TASKS: '2',
+    SLURM_STEP_NUM_NODES: '1',
+    SLURM_NODEID: '0',
+    SLURM_STEP_TASKS_PER_NODE: '2',
+    SLURM_JOB_NODELIST: 'vm',
+    ...extra,
   };
 }
 
 describe('slurmStep', () => {
   it('an srun task: rank, size and node-local place', () => {
-    assert.deepEqual(slurmStep(srunTask(1)), { rank: 1, size: 2, localRank: 1, localSize: 2, nodes: 1, jobId: '41', stepId: '0' });
+    assert.deepEqual(slurmStep(srunTask(1)), {
+      rank: 1,
+      size: 2,
+      localRank: 1,
+      localSize: 2,
+      nodes: 1,
+      jobId: '41',
+      stepId: '0',
+    });
   });
-  it('several nodes: this node\'s task count from SLURM_STEP_TASKS_PER_NODE', () => {
-    const env = srunTask(5, { SLURM_STEP_NUM_TASKS: '7', SLURM_STEP_NUM_NODES: '3', SLURM_NODEID: '2', SLURM_LOCALID: '0', SLURM_STEP_TASKS_PER_NODE: '3(x2),1' });
+  it("several nodes: this node's task count from SLURM_STEP_TASKS_PER_NODE", () => {
+    const env = srunTask(5, {
+      SLURM_STEP_NUM_TASKS: '7',
+      SLURM_STEP_NUM_NODES: '3',
+      SLURM_NODEID: '2',
+      SLURM_LOCALID: '0',
+      SLURM_STEP_TASKS_PER_NODE: '3(x2),1',
+    });
     assert.equal(slurmStep(env)?.localSize, 1);
     assert.equal(slurmStep({ ...env, SLURM_NODEID: '1', SLURM_LOCALID: '2' })?.localSize, 3);
   });
   it('a batch script or salloc shell is no task of a step', () => {
-    assert.equal(slurmStep({ SLURM_JOB_ID: '41', SLURM_PROCID: '0', SLURM_NTASKS: '2', SLURM_JOB_NODELIST: 'vm' }), null);
+    assert.equal(
+      slurmStep({ SLURM_JOB_ID: '41', SLURM_PROCID: '0', SLURM_NTASKS: '2', SLURM_JOB_NODELIST: 'vm' }),
+      null,
+    );
     assert.equal(slurmStep({}), null);
   });
   it('garbage is a UsageError naming the variable', () => {
@@ -204,24 +282,49 @@ describe('slurmStep', () => {
 
 describe('the gloo world under srun', () => {
   it('takes rank, size and local place from the step; one node means one host', () => {
-    assert.deepEqual(glooWorld(srunTask(1)), { launcher: 'slurm', rank: 1, size: 2, localRank: 1, localSize: 2, runId: 'slurm-41.0' });
+    assert.deepEqual(glooWorld(srunTask(1)), {
+      launcher: 'slurm',
+      rank: 1,
+      size: 2,
+      localRank: 1,
+      localSize: 2,
+      runId: 'slurm-41.0',
+    });
   });
-  it('torchrun\'s workers started by srun keep their own RANK', () => {
+  it("torchrun's workers started by srun keep their own RANK", () => {
     const w = glooWorld(srunTask(0, { RANK: '3', WORLD_SIZE: '4', MASTER_ADDR: 'n1', MASTER_PORT: '29500' }));
     assert.equal(w.launcher, 'torchrun');
     assert.equal(w.rank, 3);
   });
   it('srun --mpi=pmi2 (PMI_RANK, PMI_SIZE) across nodes: the node-local size comes from the step', () => {
-    const env = srunTask(2, { PMI_RANK: '2', PMI_SIZE: '4', PMI_JOBID: '41.0', SLURM_STEP_NUM_TASKS: '4',
-      SLURM_STEP_NUM_NODES: '2', SLURM_NODEID: '1', SLURM_LOCALID: '0', SLURM_STEP_TASKS_PER_NODE: '2(x2)' });
-    assert.deepEqual(glooWorld(env), { launcher: 'mpi', rank: 2, size: 4, localRank: 0, localSize: 2, runId: 'mpi-41.0' });
+    const env = srunTask(2, {
+      PMI_RANK: '2',
+      PMI_SIZE: '4',
+      PMI_JOBID: '41.0',
+      SLURM_STEP_NUM_TASKS: '4',
+      SLURM_STEP_NUM_NODES: '2',
+      SLURM_NODEID: '1',
+      SLURM_LOCALID: '0',
+      SLURM_STEP_TASKS_PER_NODE: '2(x2)',
+    });
+    assert.deepEqual(glooWorld(env), {
+      launcher: 'mpi',
+      rank: 2,
+      size: 4,
+      localRank: 0,
+      localSize: 2,
+      runId: 'mpi-41.0',
+    });
   });
 });
 
 describe('the mpi backend in an srun task', () => {
   it('refuses a task without PMIx, in one line that says what to do', () => {
     const why = slurmMpiRefusal(srunTask(0)) ?? '';
-    assert.match(why, /^--backend mpi: srun started this task \(job 41, step 0, 2 tasks\) without a PMIx server.*srun --mpi=pmix.*--backend gloo/);
+    assert.match(
+      why,
+      /^--backend mpi: srun started this task \(job 41, step 0, 2 tasks\) without a PMIx server.*srun --mpi=pmix.*--backend gloo/,
+    );
     assert.ok(!why.includes('\n'));
   });
   it('accepts srun --mpi=pmix or pmi2, and anything that is not an srun task', () => {

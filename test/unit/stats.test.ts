@@ -2,11 +2,20 @@
 // separated and for identical samples, and saying nothing from one run.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bootstrapPaired, bootstrapRatio, holm, mannWhitneyP, medianOf, normalCdf, seededRandom } from '../../bench/core/stats.js';
+import {
+  bootstrapPaired,
+  bootstrapRatio,
+  holm,
+  mannWhitneyP,
+  medianOf,
+  normalCdf,
+  seededRandom,
+} from '../../bench/core/stats.js';
 
 describe('bootstrapRatio', () => {
   it('separated samples: the interval excludes 1 and contains the ratio of medians; same seed, same interval', () => {
-    const a = [12.1, 11.8, 12.4, 12.0, 11.9], b = [10.0, 10.3, 9.8, 10.1, 10.2];
+    const a = [12.1, 11.8, 12.4, 12.0, 11.9],
+      b = [10.0, 10.3, 9.8, 10.1, 10.2];
     const ci = bootstrapRatio(a, b, { seed: 7 })!;
     assert.ok(Math.abs(ci.ratio - 12.0 / 10.1) < 1e-12);
     assert.ok(ci.lo > 1 && ci.lo <= ci.ratio && ci.ratio <= ci.hi, JSON.stringify(ci));
@@ -18,7 +27,10 @@ describe('bootstrapRatio', () => {
     const noise = (): number => 10 * (1 + 0.2 * (rand() - 0.5));
     let covered = 0;
     for (let trial = 0; trial < 50; trial++) {
-      const ci = bootstrapRatio(Array.from({ length: 5 }, noise), Array.from({ length: 5 }, noise), { seed: trial, resamples: 1000 })!;
+      const ci = bootstrapRatio(Array.from({ length: 5 }, noise), Array.from({ length: 5 }, noise), {
+        seed: trial,
+        resamples: 1000,
+      })!;
       if (ci.lo <= 1 && ci.hi >= 1) covered++;
     }
     assert.ok(covered >= 45, `1 inside the 95% interval in ${covered} of 50 trials`);
@@ -33,10 +45,18 @@ describe('bootstrapRatio', () => {
 
 describe('bootstrapPaired', () => {
   it('rows stay together: a difference of paired rows is exact when every row has the same difference', () => {
-    const rows = [[10, 7], [50, 47], [12, 9], [80, 77]] as const;
+    const rows = [
+      [10, 7],
+      [50, 47],
+      [12, 9],
+      [80, 77],
+    ] as const;
     const ci = bootstrapPaired(rows, (rs) => medianOf(rs.map((r) => r[0] - r[1])), { seed: 2 })!;
     assert.deepEqual([ci.estimate, ci.lo, ci.hi], [3, 3, 3], 'resampling rows apart would spread it over ±70');
-    assert.deepEqual(bootstrapPaired(rows, (rs) => medianOf(rs.map((r) => r[0] - r[1])), { seed: 2 }), ci);
+    assert.deepEqual(
+      bootstrapPaired(rows, (rs) => medianOf(rs.map((r) => r[0] - r[1])), { seed: 2 }),
+      ci,
+    );
   });
   it('the interval contains the estimate and covers the spread; one row proves nothing', () => {
     const ci = bootstrapPaired([1, 2, 3, 4, 5, 6, 7], medianOf, { seed: 1 })!;
@@ -60,7 +80,8 @@ describe('mannWhitneyP', () => {
   });
 
   it('ties and large samples take the normal approximation', () => {
-    const a = Array.from({ length: 40 }, (_, i) => i + 20), b = Array.from({ length: 40 }, (_, i) => i);
+    const a = Array.from({ length: 40 }, (_, i) => i + 20),
+      b = Array.from({ length: 40 }, (_, i) => i);
     assert.ok(mannWhitneyP(a, b) < 0.001);
     assert.ok(mannWhitneyP([1, 1, 2, 2], [1, 1, 2, 2]) > 0.9);
     assert.ok(Math.abs(normalCdf(1.959964) - 0.975) < 1e-6);

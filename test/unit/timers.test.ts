@@ -8,7 +8,9 @@ import { MAX_TIMER_MS, setLongTimeout } from '../../bench/core/timers.js';
 describe('long timers', () => {
   it('a delay beyond one timer does not fire early, and clear() cancels it', async () => {
     let fired = false;
-    const t = setLongTimeout(() => { fired = true; }, MAX_TIMER_MS + 60_000);
+    const t = setLongTimeout(() => {
+      fired = true;
+    }, MAX_TIMER_MS + 60_000);
     await sleep(100);
     t.clear();
     assert.equal(fired, false);
@@ -16,8 +18,16 @@ describe('long timers', () => {
 
   it('fires once, after the whole delay, through as many timers as it takes', async () => {
     const t0 = Date.now();
-    let firedAt = 0, times = 0;
-    setLongTimeout(() => { firedAt = Date.now(); times++; }, 250, 40); // 40 ms per timer: 7 timers
+    let firedAt = 0,
+      times = 0;
+    setLongTimeout(
+      () => {
+        firedAt = Date.now();
+        times++;
+      },
+      250,
+      40,
+    ); // 40 ms per timer: 7 timers
     await sleep(600);
     assert.equal(times, 1);
     assert.ok(firedAt - t0 >= 245, `fired after ${firedAt - t0} ms`);

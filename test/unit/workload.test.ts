@@ -24,7 +24,10 @@ describe('DDP buckets (PyTorch reducer rule)', () => {
     // caps 5 then 5: 3 → 3+3 = 6 >= 5 closes [2,1] at 6 bytes; [0] is what is left.
     const b = ddpBuckets([3, 3, 3], 5, 5);
     assert.deepEqual(params(b), [[2, 1], [0]]);
-    assert.deepEqual(b.map((x) => x.bytes), [6, 3]);
+    assert.deepEqual(
+      b.map((x) => x.bytes),
+      [6, 3],
+    );
   });
   it('a parameter larger than the cap is a bucket of its own', () => {
     assert.deepEqual(params(ddpBuckets([100, 1, 1, 100], 10, 10)), [[3], [2, 1, 0]]);
@@ -32,9 +35,15 @@ describe('DDP buckets (PyTorch reducer rule)', () => {
   it('PyTorch defaults: 100 parameters of 1 MiB → a 1 MiB first bucket, then 25 MiB buckets (25, 25, 25, 24)', () => {
     const b = ddpBuckets(Array(100).fill(MIB), capBytes(25));
     assert.equal(DDP_FIRST_BUCKET_BYTES, MIB);
-    assert.deepEqual(b.map((x) => x.params.length), [1, 25, 25, 25, 24]);
+    assert.deepEqual(
+      b.map((x) => x.params.length),
+      [1, 25, 25, 25, 24],
+    );
     assert.deepEqual(b[0]!.params, [99]);
-    assert.equal(b.reduce((a, x) => a + x.bytes, 0), 100 * MIB);
+    assert.equal(
+      b.reduce((a, x) => a + x.bytes, 0),
+      100 * MIB,
+    );
   });
   it('bucket_cap_mb is MiB, as DDP computes it: int(mb * 1024 * 1024)', () => {
     assert.equal(capBytes(25), 26_214_400);
@@ -44,27 +53,68 @@ describe('DDP buckets (PyTorch reducer rule)', () => {
 
 describe('FSDP units and step', () => {
   const p = (name: string, numel: number) => ({ name, numel, layer: layerOfName(name) });
-  const model = [p('embed.weight', 10), p('layers.0.w', 5), p('layers.1.w', 6), p('layers.2.w', 7), p('norm.weight', 1)];
+  const model = [
+    p('embed.weight', 10),
+    p('layers.0.w', 5),
+    p('layers.1.w', 6),
+    p('layers.2.w', 7),
+    p('norm.weight', 1),
+  ];
   it('units: the root (outside the blocks) and every k blocks, padded to a multiple of the world', () => {
-    assert.deepEqual(fsdpUnits(model, 1, 4).map((u) => [u.name, u.numel, u.paddedNumel]),
-      [['root', 11, 12], ['block 0', 5, 8], ['block 1', 6, 8], ['block 2', 7, 8]]);
-    assert.deepEqual(fsdpUnits(model, 2, 4).map((u) => [u.name, u.numel, u.paddedNumel]),
-      [['root', 11, 12], ['blocks 0-1', 11, 12], ['block 2', 7, 8]]);
+    assert.deepEqual(
+      fsdpUnits(model, 1, 4).map((u) => [u.name, u.numel, u.paddedNumel]),
+      [
+        ['root', 11, 12],
+        ['block 0', 5, 8],
+        ['block 1', 6, 8],
+        ['block 2', 7, 8],
+      ],
+    );
+    assert.deepEqual(
+      fsdpUnits(model, 2, 4).map((u) => [u.name, u.numel, u.paddedNumel]),
+      [
+        ['root', 11, 12],
+        ['blocks 0-1', 11, 12],
+        ['block 2', 7, 8],
+      ],
+    );
   });
   it('step: forward gathers, then backward gather (next prefetched) and reduce-scatter, last block first, root last', () => {
-    const step = fsdpStep(fsdpUnits(model, 1, 4), true).map((o) => `${o.collective === 'all_gather' ? 'AG' : 'RS'}${o.unit}`);
+    const step = fsdpStep(fsdpUnits(model, 1, 4), true).map(
+      (o) => `${o.collective === 'all_gather' ? 'AG' : 'RS'}${o.unit}`,
+    );
     assert.deepEqual(step, ['AG0', 'AG1', 'AG2', 'AG3', 'AG3', 'AG2', 'RS3', 'AG1', 'RS2', 'RS1', 'RS0']);
   });
   it('a model without blocks is one root unit: one gather, one reduce-scatter', () => {
     const units = fsdpUnits([p('a', 3), p('b', 4)], 1, 2);
-    assert.deepEqual(units.map((u) => u.paddedNumel), [8]);
-    assert.deepEqual(fsdpStep(units, true).map((o) => o.collective), ['all_gather', 'reduce_scatter']);
+    assert.deepEqual(
+      units.map((u) => u.paddedNumel),
+      [8],
+    );
+    assert.deepEqual(
+      fsdpStep(units, true).map((o) => o.collective),
+      ['all_gather', 'reduce_scatter'],
+    );
   });
   it('plan sizes are the padded unit in bytes (all_gather output, reduce_scatter input)', () => {
-    const m = modelFromEntries([{ name: 'embed', numel: 10 }, { name: 'layers.0.w', numel: 5 }], 'test');
+    const m = modelFromEntries(
+      [
+        { name: 'embed', numel: 10 },
+        { name: 'layers.0.w', numel: 5 },
+      ],
+      'test',
+    );
     const plan = fsdpPlan(m, 'bfloat16', 2, 4, [1]);
-    assert.deepEqual(plan.configurations[0]!.ops.map((o) => [o.collective, o.bytes]),
-      [['all_gather', 24], ['all_gather', 16], ['all_gather', 16], ['reduce_scatter', 16], ['reduce_scatter', 24]]);
+    assert.deepEqual(
+      plan.configurations[0]!.ops.map((o) => [o.collective, o.bytes]),
+      [
+        ['all_gather', 24],
+        ['all_gather', 16],
+        ['all_gather', 16],
+        ['reduce_scatter', 16],
+        ['reduce_scatter', 24],
+      ],
+    );
   });
 });
 
@@ -74,27 +124,63 @@ describe('models', () => {
     assert.equal(defaultLayers(7e9), 32);
     assert.match(m.source, /32 layers, hidden 4232,/);
     assert.ok(Math.abs(m.totalParams / 7e9 - 1) < 0.01, String(m.totalParams));
-    assert.equal(m.params.reduce((a, x) => a + x.numel, 0), m.totalParams);
+    assert.equal(
+      m.params.reduce((a, x) => a + x.numel, 0),
+      m.totalParams,
+    );
     assert.equal(m.params.length, 2 + 6 * 32);
   });
   it('parameter files: counts, shapes, names that say the block', () => {
-    const m = modelFromEntries([7, { name: 'model.layers.12.mlp.weight', shape: [4, 8] }, { name: 'x', numel: 3, layer: 2 }], 'f');
-    assert.deepEqual(m.params.map((x) => [x.numel, x.layer]), [[7, null], [32, 12], [3, 2]]);
+    const m = modelFromEntries(
+      [7, { name: 'model.layers.12.mlp.weight', shape: [4, 8] }, { name: 'x', numel: 3, layer: 2 }],
+      'f',
+    );
+    assert.deepEqual(
+      m.params.map((x) => [x.numel, x.layer]),
+      [
+        [7, null],
+        [32, 12],
+        [3, 2],
+      ],
+    );
     assert.equal(m.layers, 2);
   });
   it('parameter counts: 7e9, 7B, 125M, 1.5T', () => {
-    assert.deepEqual(['7e9', '7B', '125M', '1.5T', '1000'].map((t) => parseCount(t, '--params')), [7e9, 7e9, 125e6, 1.5e12, 1000]);
+    assert.deepEqual(
+      ['7e9', '7B', '125M', '1.5T', '1000'].map((t) => parseCount(t, '--params')),
+      [7e9, 7e9, 125e6, 1.5e12, 1000],
+    );
     assert.throws(() => parseCount('7Q', '--params'), /--params: expected a parameter count/);
   });
   it('the stand-in compute is spread in proportion to bytes and adds up to the total', () => {
-    const gaps = gapsFor([{ collective: 'all_reduce', bytes: 1, what: '' }, { collective: 'all_reduce', bytes: 3, what: '' }], 1000);
+    const gaps = gapsFor(
+      [
+        { collective: 'all_reduce', bytes: 1, what: '' },
+        { collective: 'all_reduce', bytes: 3, what: '' },
+      ],
+      1000,
+    );
     assert.deepEqual(gaps, [250, 750]);
   });
 });
 
 describe('arguments', () => {
   it('run flags keep their run meaning; defaults for steps and warm-up', () => {
-    const a = parseWorkloadArgs(['ddp', '--params', '1e8', '--backend', 'gloo', '--np', '3', '-n', '7', '-c', '0', '--bucket-mb', '5,25']);
+    const a = parseWorkloadArgs([
+      'ddp',
+      '--params',
+      '1e8',
+      '--backend',
+      'gloo',
+      '--np',
+      '3',
+      '-n',
+      '7',
+      '-c',
+      '0',
+      '--bucket-mb',
+      '5,25',
+    ]);
     assert.ok(a !== 'help');
     assert.equal(a.run.backend, 'gloo');
     assert.equal(a.run.np, 3);
@@ -114,7 +200,12 @@ describe('recommendation and document', () => {
   const model = modelFromEntries(Array(8).fill(MIB / 4), 'test');
   const plan = ddpPlan(model, 'float', 4, 2, [1, 4], 1);
   const reps = (median: number, n = 5): RepeatSamples[] =>
-    Array.from({ length: n }, (_, i) => ({ commUs: [median + i, median + i + 1], stepUs: null, computeUs: 0, wrong: 0 }));
+    Array.from({ length: n }, (_, i) => ({
+      commUs: [median + i, median + i + 1],
+      stepUs: null,
+      computeUs: 0,
+      wrong: 0,
+    }));
 
   it('a clearly faster configuration is recommended, significantly ahead', () => {
     const s = summarize(plan, 2, [reps(1000), reps(500)]);
@@ -133,9 +224,26 @@ describe('recommendation and document', () => {
     const samples = [reps(1000), reps(500)];
     const summaries = summarize(plan, 2, samples);
     const doc = buildDocument({
-      plan, settings: { varies: plan.varies, repeats: 5, steps: 2, warmupSteps: 1, computeMs: 0, firstBucketMb: 1, check: true },
-      summaries, samples, recommendation: recommend(summaries), version: 'test', startTime: 'now', argv: ['collbench'],
-      backend: { name: 'mpi', version: 'x' }, nranks: 2, hosts: ['h'], exitCode: 0,
+      plan,
+      settings: {
+        varies: plan.varies,
+        repeats: 5,
+        steps: 2,
+        warmupSteps: 1,
+        computeMs: 0,
+        firstBucketMb: 1,
+        check: true,
+      },
+      summaries,
+      samples,
+      recommendation: recommend(summaries),
+      version: 'test',
+      startTime: 'now',
+      argv: ['collbench'],
+      backend: { name: 'mpi', version: 'x' },
+      nranks: 2,
+      hosts: ['h'],
+      exitCode: 0,
     });
     assert.deepEqual(schemaErrors('collbench-workload.v1', doc), []);
     // 8 MiB of fp32 gradients; all_reduce's bus factor at 2 ranks is 2(n-1)/n = 1.
@@ -152,9 +260,18 @@ describe('recommendation and document', () => {
     const samples = [reps(500), reps(501)];
     const summaries = summarize(twin, 2, samples);
     const doc = buildDocument({
-      plan: twin, settings: { varies: twin.varies, repeats: 5, steps: 2, warmupSteps: 1, computeMs: 0, check: true },
-      summaries, samples, recommendation: recommend(summaries), version: 'test', startTime: 'now', argv: ['collbench'],
-      backend: { name: 'mpi', version: 'x' }, nranks: 2, hosts: ['h'], exitCode: 0,
+      plan: twin,
+      settings: { varies: twin.varies, repeats: 5, steps: 2, warmupSteps: 1, computeMs: 0, check: true },
+      summaries,
+      samples,
+      recommendation: recommend(summaries),
+      version: 'test',
+      startTime: 'now',
+      argv: ['collbench'],
+      backend: { name: 'mpi', version: 'x' },
+      nranks: 2,
+      hosts: ['h'],
+      exitCode: 0,
     });
     assert.match(renderText(doc).join('\n'), /^# bucket cap \(MB\) 1 issues the same calls as 0\.5$/m);
   });
@@ -164,20 +281,43 @@ describe('overlap with its interval (issue 28 item 6: -29 % printed for 0.15 ms 
   const model = modelFromEntries(Array(8).fill(MIB / 4), 'test');
   const plan = ddpPlan(model, 'float', 4, 2, [1, 4], 1);
   /** 5 repeats: comm `comm` µs, compute 20 ms, the step with compute comm + compute − hidden, plus the jitter `noise[r]`. */
-  const reps = (comm: number, hidden: number, noise: number[]): RepeatSamples[] => noise.map((n, r) => ({
-    commUs: [comm + r * 0.1, comm + r * 0.1 + 1], stepUs: [comm + 20_000 - hidden + n, comm + 20_000 - hidden + n + 1],
-    computeUs: 20_000 + r * 0.01, wrong: 0,
-  }));
+  const reps = (comm: number, hidden: number, noise: number[]): RepeatSamples[] =>
+    noise.map((n, r) => ({
+      commUs: [comm + r * 0.1, comm + r * 0.1 + 1],
+      stepUs: [comm + 20_000 - hidden + n, comm + 20_000 - hidden + n + 1],
+      computeUs: 20_000 + r * 0.01,
+      wrong: 0,
+    }));
   const docOf = (samples: RepeatSamples[][]) => {
     const summaries = summarize(plan, 2, samples);
     return buildDocument({
-      plan, settings: { varies: plan.varies, repeats: 5, steps: 2, warmupSteps: 1, computeMs: 20, firstBucketMb: 1, check: true },
-      summaries, samples, recommendation: recommend(summaries), version: 'test', startTime: 'now', argv: ['collbench'],
-      backend: { name: 'mpi', version: 'x' }, nranks: 2, hosts: ['h'], exitCode: 0,
+      plan,
+      settings: {
+        varies: plan.varies,
+        repeats: 5,
+        steps: 2,
+        warmupSteps: 1,
+        computeMs: 20,
+        firstBucketMb: 1,
+        check: true,
+      },
+      summaries,
+      samples,
+      recommendation: recommend(summaries),
+      version: 'test',
+      startTime: 'now',
+      argv: ['collbench'],
+      backend: { name: 'mpi', version: 'x' },
+      nranks: 2,
+      hosts: ['h'],
+      exitCode: 0,
     });
   };
   const overlapColumn = (text: string): string[] =>
-    text.split('\n').filter((l) => /^ {3}\d/.test(l)).map((l) => l.trim().split(/\s{2,}/)[7]!); // cells are 2+ spaces apart
+    text
+      .split('\n')
+      .filter((l) => /^ {3}\d/.test(l))
+      .map((l) => l.trim().split(/\s{2,}/)[7]!); // cells are 2+ spaces apart
 
   it('tiny communication, jitter of the 20 ms step larger than it: the point estimate is negative, printed as within noise', () => {
     // 150 µs of communication, nothing hidden, the step jittering by ±100 µs over the repeats (a scheduler tick).
@@ -190,8 +330,18 @@ describe('overlap with its interval (issue 28 item 6: -29 % printed for 0.15 ms 
     }
     const text = renderText(doc).join('\n');
     assert.deepEqual(overlapColumn(text), ['within noise', 'within noise']);
-    assert.doesNotMatch(text.split('\n').filter((l) => /^ {3}\d/.test(l)).join('\n'), /\s-\d/, 'no negative figure in the table');
-    assert.match(text, /^# overlap within noise \(95% bootstrap interval over the repeats contains 0\): 1 \[-\d+, \d+\] %, 4 \[/m);
+    assert.doesNotMatch(
+      text
+        .split('\n')
+        .filter((l) => /^ {3}\d/.test(l))
+        .join('\n'),
+      /\s-\d/,
+      'no negative figure in the table',
+    );
+    assert.match(
+      text,
+      /^# overlap within noise \(95% bootstrap interval over the repeats contains 0\): 1 \[-\d+, \d+\] %, 4 \[/m,
+    );
     assert.match(renderCsv(doc), /,noise\n/);
   });
   it('communication really hidden: the figure with its interval, above 0', () => {
@@ -209,6 +359,9 @@ describe('overlap with its interval (issue 28 item 6: -29 % printed for 0.15 ms 
     assert.equal(doc.configurations[0]!.overlap!.verdict, 'none');
     const text = renderText(doc).join('\n');
     assert.deepEqual(overlapColumn(text), ['none', 'within noise']);
-    assert.match(text, /^# overlap none \(95% interval below 0\): 1 \[-\d+, -\d+\] %; the step with compute took longer/m);
+    assert.match(
+      text,
+      /^# overlap none \(95% interval below 0\): 1 \[-\d+, -\d+\] %; the step with compute took longer/m,
+    );
   });
 });

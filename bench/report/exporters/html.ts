@@ -11,26 +11,35 @@ import { PLACEMENTS } from '../schema.js';
 /** One input run, reduced to what the charts and summaries need (from a collbench or nccl-tests JSON). */
 export interface ChartRun {
   label: string;
-  source: string;                         // file the run came from ('' for the live run)
-  facts: [string, string][];              // name → value lines of the run summary table
+  source: string; // file the run came from ('' for the live run)
+  facts: [string, string][]; // name → value lines of the run summary table
   points: ChartPoint[];
-  heat: HeatCell[];                       // empty when the run has no per-rank samples
-  heatCase: string | null;                // which sweep and placement the heatmap shows
-  lateHeat?: LateHeatCell[];              // v2 reports of several processes: who the others waited for
-  details?: [string, string][];           // extra provenance shown folded (env, versions)
+  heat: HeatCell[]; // empty when the run has no per-rank samples
+  heatCase: string | null; // which sweep and placement the heatmap shows
+  lateHeat?: LateHeatCell[]; // v2 reports of several processes: who the others waited for
+  details?: [string, string][]; // extra provenance shown folded (env, versions)
 }
 
 export interface ChartPoint {
-  series: string;                         // legend entry: "<label> out-of-place [float sum]"
+  series: string; // legend entry: "<label> out-of-place [float sum]"
   placement: string;
   sizeBytes: number;
   busBwGBps: number | null;
   timeUs: number | null;
 }
 
-export interface HeatCell { rank: number; sizeBytes: number; relative: number; meanUs: number }
+export interface HeatCell {
+  rank: number;
+  sizeBytes: number;
+  relative: number;
+  meanUs: number;
+}
 /** Share of a row-half's iterations in which `rank` arrived last by more than the margin (core/lateness.ts). */
-export interface LateHeatCell { rank: number; sizeBytes: number; share: number }
+export interface LateHeatCell {
+  rank: number;
+  sizeBytes: number;
+  share: number;
+}
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -50,7 +59,9 @@ export function meanBySeriesAndSize(points: ChartPoint[]): ChartPoint[] {
     return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
   };
   return [...groups.values()].map((g) => ({
-    ...g[0]!, busBwGBps: avg(g.map((p) => p.busBwGBps)), timeUs: avg(g.map((p) => p.timeUs)),
+    ...g[0]!,
+    busBwGBps: avg(g.map((p) => p.busBwGBps)),
+    timeUs: avg(g.map((p) => p.timeUs)),
   }));
 }
 
@@ -63,8 +74,11 @@ export function chartRunFromReport(doc: ReportDocument, label: string, source = 
     for (const { key, label: placement } of PLACEMENTS) {
       const h = r[key];
       points.push({
-        series: `${label} ${placement}${cases.length > 1 ? ` [${caseOf(r)}]` : ''}`, placement,
-        sizeBytes: r.sizeBytes, busBwGBps: h.busBwGBps, timeUs: doc.options.reportCpuTime === true ? h.cpuTimeUs : h.timeUs,
+        series: `${label} ${placement}${cases.length > 1 ? ` [${caseOf(r)}]` : ''}`,
+        placement,
+        sizeBytes: r.sizeBytes,
+        busBwGBps: h.busBwGBps,
+        timeUs: doc.options.reportCpuTime === true ? h.cpuTimeUs : h.timeUs,
       });
     }
   }
@@ -77,7 +91,12 @@ export function chartRunFromReport(doc: ReportDocument, label: string, source = 
     if (perRank.length < 2) continue;
     const mid = median(perRank.map((p) => p.stats.mean));
     for (const p of perRank) {
-      heat.push({ rank: p.rank, sizeBytes: r.sizeBytes, meanUs: p.stats.mean, relative: mid > 0 ? p.stats.mean / mid : 1 });
+      heat.push({
+        rank: p.rank,
+        sizeBytes: r.sizeBytes,
+        meanUs: p.stats.mean,
+        relative: mid > 0 ? p.stats.mean / mid : 1,
+      });
     }
   }
   // Lateness: the same sweep and placement, every rank's share of iterations it arrived last (v2 reports).
@@ -91,58 +110,103 @@ export function chartRunFromReport(doc: ReportDocument, label: string, source = 
   const p = doc.provenance;
   const hosts = [...new Set(doc.ranks.map((k) => k.host))];
   return {
-    label, source, points, heat, lateHeat,
+    label,
+    source,
+    points,
+    heat,
+    lateHeat,
     heatCase: heat.length ? `${firstCase}, out-of-place` : null,
     facts: [
-      ['program', doc.program], ['backend', doc.world.backend], ['ranks', `${doc.world.nranks} on ${hosts.join(', ') || '?'}`],
-      ['started', doc.startTime], ['status', doc.status + (doc.summary ? `, exit ${doc.summary.exitCode}` : '')],
+      ['program', doc.program],
+      ['backend', doc.world.backend],
+      ['ranks', `${doc.world.nranks} on ${hosts.join(', ') || '?'}`],
+      ['started', doc.startTime],
+      ['status', doc.status + (doc.summary ? `, exit ${doc.summary.exitCode}` : '')],
       ['avg busbw', doc.summary?.avgBusBwGBps != null ? `${doc.summary.avgBusBwGBps.toPrecision(4)} GB/s` : 'n/a'],
-      ['collbench', `${p.collbench.version} (Node ${p.node.version})`], ['rerun', doc.rerun],
+      ['collbench', `${p.collbench.version} (Node ${p.node.version})`],
+      ['rerun', doc.rerun],
     ],
     details: [
       ['library', p.backend.libraryVersion],
       ...Object.entries(p.versions).map(([k, v]): [string, string] => [k, String(v)]),
-      ['host', `${p.host.hostname}: ${p.host.distro ?? p.host.platform} ${p.host.osRelease} ${p.host.arch}, ` +
-        `${p.host.cpuCount} × ${p.host.cpuModel}, ${(p.host.memoryBytes / 2 ** 30).toFixed(1)} GiB`],
+      [
+        'host',
+        `${p.host.hostname}: ${p.host.distro ?? p.host.platform} ${p.host.osRelease} ${p.host.arch}, ` +
+          `${p.host.cpuCount} × ${p.host.cpuModel}, ${(p.host.memoryBytes / 2 ** 30).toFixed(1)} GiB`,
+      ],
       ...Object.entries(p.env).map(([k, v]): [string, string] => [k, v]),
     ],
   };
 }
 
-interface NcclTestsHalf { time?: number | string; cpu_time?: number | string; bus_bw?: number | string }
-interface NcclTestsPerIter { times_us?: number[]; per_process_max_times_us?: number[][]; skipped_iterations?: number }
+interface NcclTestsHalf {
+  time?: number | string;
+  cpu_time?: number | string;
+  bus_bw?: number | string;
+}
+interface NcclTestsPerIter {
+  times_us?: number[];
+  per_process_max_times_us?: number[][];
+  skipped_iterations?: number;
+}
 interface NcclTestsResult {
-  size: number; type?: string; redop?: string; root?: string | number;
-  out_of_place?: NcclTestsHalf; in_place?: NcclTestsHalf; out_of_place_per_iter?: NcclTestsPerIter;
+  size: number;
+  type?: string;
+  redop?: string;
+  root?: string | number;
+  out_of_place?: NcclTestsHalf;
+  in_place?: NcclTestsHalf;
+  out_of_place_per_iter?: NcclTestsPerIter;
 }
 
 /** True for a document in nccl-tests' -J layout ("version": 3). */
-export function isNcclTestsJson(x: unknown): x is { version: number; results: NcclTestsResult[] } & Record<string, unknown> {
+export function isNcclTestsJson(
+  x: unknown,
+): x is { version: number; results: NcclTestsResult[] } & Record<string, unknown> {
   const o = x as { version?: unknown; results?: unknown };
-  return typeof o === 'object' && o !== null && o.version === 3 && Array.isArray(o.results) &&
-    o.results.every((r) => typeof r === 'object' && r !== null && Number.isInteger((r as { size?: unknown }).size));
+  return (
+    typeof o === 'object' &&
+    o !== null &&
+    o.version === 3 &&
+    Array.isArray(o.results) &&
+    o.results.every((r) => typeof r === 'object' && r !== null && Number.isInteger((r as { size?: unknown }).size))
+  );
 }
 
 /** An nccl-tests (or collbench --json-format nccl-tests) file as a chart run, to overlay it on collbench runs. */
-export function chartRunFromNcclTests(j: { results: NcclTestsResult[] } & Record<string, unknown>, label: string, source = ''): ChartRun {
+export function chartRunFromNcclTests(
+  j: { results: NcclTestsResult[] } & Record<string, unknown>,
+  label: string,
+  source = '',
+): ChartRun {
   const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-  const caseOf = (r: NcclTestsResult): string => `${r.type ?? '?'} ${r.redop ?? '?'} root ${String(r.root ?? '').trim()}`;
+  const caseOf = (r: NcclTestsResult): string =>
+    `${r.type ?? '?'} ${r.redop ?? '?'} root ${String(r.root ?? '').trim()}`;
   const cases = [...new Set(j.results.map(caseOf))];
   const points: ChartPoint[] = [];
   const heat: HeatCell[] = [];
   for (const r of j.results) {
-    for (const [key, placement] of [['out_of_place', 'out-of-place'], ['in_place', 'in-place']] as const) {
+    for (const [key, placement] of [
+      ['out_of_place', 'out-of-place'],
+      ['in_place', 'in-place'],
+    ] as const) {
       const h = r[key];
       if (!h) continue;
       points.push({
-        series: `${label} ${placement}${cases.length > 1 ? ` [${caseOf(r)}]` : ''}`, placement, sizeBytes: r.size,
-        busBwGBps: n(h.bus_bw), timeUs: n(h.time ?? h.cpu_time),
+        series: `${label} ${placement}${cases.length > 1 ? ` [${caseOf(r)}]` : ''}`,
+        placement,
+        sizeBytes: r.size,
+        busBwGBps: n(h.bus_bw),
+        timeUs: n(h.time ?? h.cpu_time),
       });
     }
     const procs = r.out_of_place_per_iter?.per_process_max_times_us;
     if (caseOf(r) === cases[0] && Array.isArray(procs) && procs.length > 1) {
       const skip = r.out_of_place_per_iter?.skipped_iterations ?? 0;
-      const means = procs.map((t) => { const s = t.slice(skip); return s.reduce((a, b) => a + b, 0) / Math.max(1, s.length); });
+      const means = procs.map((t) => {
+        const s = t.slice(skip);
+        return s.reduce((a, b) => a + b, 0) / Math.max(1, s.length);
+      });
       const mid = median(means);
       means.forEach((m, rank) => heat.push({ rank, sizeBytes: r.size, meanUs: m, relative: mid > 0 ? m / mid : 1 }));
     }
@@ -150,9 +214,14 @@ export function chartRunFromNcclTests(j: { results: NcclTestsResult[] } & Record
   const cfg = (j.config ?? {}) as Record<string, unknown>;
   const devices = Array.isArray(cfg.devices) ? (cfg.devices as { hostname?: string }[]) : [];
   return {
-    label, source, points, heat, heatCase: heat.length ? `${cases[0]}, out-of-place, per process` : null,
+    label,
+    source,
+    points,
+    heat,
+    heatCase: heat.length ? `${cases[0]}, out-of-place, per process` : null,
     facts: [
-      ['format', 'nccl-tests JSON (version 3)'], ['started', typeof j.start_time === 'string' ? j.start_time : '?'],
+      ['format', 'nccl-tests JSON (version 3)'],
+      ['started', typeof j.start_time === 'string' ? j.start_time : '?'],
       ['processes', `${devices.length} on ${[...new Set(devices.map((d) => d.hostname))].join(', ') || '?'}`],
       ['command', Array.isArray(j.args) ? (j.args as string[]).join(' ') : '?'],
     ],
@@ -163,12 +232,27 @@ export function chartRunFromNcclTests(j: { results: NcclTestsResult[] } & Record
 // Charts
 
 /** vega expression labelling a byte count with binary units (8, 1K, 32M, 2G). */
-const SIZE_LABEL = "datum.value >= 1073741824 ? format(datum.value / 1073741824, '~g') + 'G' : " +
+const SIZE_LABEL =
+  "datum.value >= 1073741824 ? format(datum.value / 1073741824, '~g') + 'G' : " +
   "datum.value >= 1048576 ? format(datum.value / 1048576, '~g') + 'M' : " +
   "datum.value >= 1024 ? format(datum.value / 1024, '~g') + 'K' : format(datum.value, '~g')";
 
 const silentLogger = {
-  level(): number { return 0; }, error() { return this; }, warn() { return this; }, info() { return this; }, debug() { return this; },
+  level(): number {
+    return 0;
+  },
+  error() {
+    return this;
+  },
+  warn() {
+    return this;
+  },
+  info() {
+    return this;
+  },
+  debug() {
+    return this;
+  },
 };
 
 export async function toSvg(spec: TopLevelSpec): Promise<string> {
@@ -181,21 +265,52 @@ export async function toSvg(spec: TopLevelSpec): Promise<string> {
   }
 }
 
-function lineSpec(points: ChartPoint[], field: 'busBwGBps' | 'timeUs', title: string, yTitle: string, yLog: boolean): TopLevelSpec {
-  const values = points.filter((p) => p.sizeBytes > 0 && p[field] !== null && (!yLog || p[field]! > 0))
+function lineSpec(
+  points: ChartPoint[],
+  field: 'busBwGBps' | 'timeUs',
+  title: string,
+  yTitle: string,
+  yLog: boolean,
+): TopLevelSpec {
+  const values = points
+    .filter((p) => p.sizeBytes > 0 && p[field] !== null && (!yLog || p[field]! > 0))
     .map((p) => ({ series: p.series, placement: p.placement, size: p.sizeBytes, y: p[field] }));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title, width: 640, height: 320, background: 'white',
+    title,
+    width: 640,
+    height: 320,
+    background: 'white',
     data: { values },
     mark: { type: 'line', point: true, strokeWidth: 1.5 },
     encoding: {
-      x: { field: 'size', type: 'quantitative', title: 'size (bytes, log2)',
-        scale: { type: 'log', base: 2, nice: false }, axis: { labelExpr: SIZE_LABEL, tickCount: 12 } },
+      x: {
+        field: 'size',
+        type: 'quantitative',
+        title: 'size (bytes, log2)',
+        scale: { type: 'log', base: 2, nice: false },
+        axis: { labelExpr: SIZE_LABEL, tickCount: 12 },
+      },
       y: { field: 'y', type: 'quantitative', title: yTitle, scale: yLog ? { type: 'log' } : { zero: true } },
-      color: { field: 'series', type: 'nominal', title: 'series', legend: { labelLimit: 400, orient: 'bottom', columns: 2 } },
-      strokeDash: { field: 'placement', type: 'nominal', title: 'placement', legend: null,
-        scale: { domain: ['out-of-place', 'in-place'], range: [[1, 0], [6, 3]] } },
+      color: {
+        field: 'series',
+        type: 'nominal',
+        title: 'series',
+        legend: { labelLimit: 400, orient: 'bottom', columns: 2 },
+      },
+      strokeDash: {
+        field: 'placement',
+        type: 'nominal',
+        title: 'placement',
+        legend: null,
+        scale: {
+          domain: ['out-of-place', 'in-place'],
+          range: [
+            [1, 0],
+            [6, 3],
+          ],
+        },
+      },
     },
   } as TopLevelSpec;
 }
@@ -205,15 +320,30 @@ function lateHeatSpec(run: ChartRun): TopLevelSpec {
   const sizes = [...new Set(cells.map((c) => c.sizeBytes))].sort((a, b) => a - b);
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: `${run.label}: who the others waited for`, subtitle: 'share of iterations each rank arrived last, out-of-place' },
+    title: {
+      text: `${run.label}: who the others waited for`,
+      subtitle: 'share of iterations each rank arrived last, out-of-place',
+    },
     background: 'white',
     data: { values: cells.map((c) => ({ rank: c.rank, size: c.sizeBytes, share: c.share })) },
     mark: { type: 'rect' },
-    width: { step: 28 }, height: { step: 18 },
+    width: { step: 28 },
+    height: { step: 18 },
     encoding: {
-      x: { field: 'size', type: 'ordinal', sort: sizes, title: 'size (bytes)', axis: { labelExpr: SIZE_LABEL, labelAngle: -45 } },
+      x: {
+        field: 'size',
+        type: 'ordinal',
+        sort: sizes,
+        title: 'size (bytes)',
+        axis: { labelExpr: SIZE_LABEL, labelAngle: -45 },
+      },
       y: { field: 'rank', type: 'ordinal', title: 'rank' },
-      color: { field: 'share', type: 'quantitative', title: 'last share', scale: { scheme: 'oranges', domain: [0, 1] } },
+      color: {
+        field: 'share',
+        type: 'quantitative',
+        title: 'last share',
+        scale: { scheme: 'oranges', domain: [0, 1] },
+      },
     },
   } as TopLevelSpec;
 }
@@ -226,12 +356,23 @@ function heatSpec(run: ChartRun): TopLevelSpec {
     background: 'white',
     data: { values: run.heat.map((c) => ({ rank: c.rank, size: c.sizeBytes, relative: c.relative })) },
     mark: { type: 'rect' },
-    width: { step: 28 }, height: { step: 18 },
+    width: { step: 28 },
+    height: { step: 18 },
     encoding: {
-      x: { field: 'size', type: 'ordinal', sort: sizes, title: 'size (bytes)', axis: { labelExpr: SIZE_LABEL, labelAngle: -45 } },
+      x: {
+        field: 'size',
+        type: 'ordinal',
+        sort: sizes,
+        title: 'size (bytes)',
+        axis: { labelExpr: SIZE_LABEL, labelAngle: -45 },
+      },
       y: { field: 'rank', type: 'ordinal', title: 'rank' },
-      color: { field: 'relative', type: 'quantitative', title: 'time / median',
-        scale: { scheme: 'blueorange', domainMid: 1 } },
+      color: {
+        field: 'relative',
+        type: 'quantitative',
+        title: 'time / median',
+        scale: { scheme: 'blueorange', domainMid: 1 },
+      },
     },
   } as TopLevelSpec;
 }
@@ -254,16 +395,22 @@ details { font-size: 0.85em; margin-bottom: 12px; }
 export async function renderHtml(runs: ChartRun[], title: string): Promise<string> {
   const points = runs.flatMap((r) => meanBySeriesAndSize(r.points));
   const seriesCount = (field: 'busBwGBps' | 'timeUs'): number =>
-    new Set(points.filter((p) => p.sizeBytes > 0 && p[field] !== null && (field === 'busBwGBps' || p[field]! > 0)).map((p) => p.series)).size;
+    new Set(
+      points
+        .filter((p) => p.sizeBytes > 0 && p[field] !== null && (field === 'busBwGBps' || p[field]! > 0))
+        .map((p) => p.series),
+    ).size;
   const body: string[] = [`<h1>${htmlEscape(title)}</h1>`];
   for (const run of runs) {
     body.push(`<h2>${htmlEscape(run.label)}${run.source ? ` <small>(${htmlEscape(run.source)})</small>` : ''}</h2>`);
     body.push('<table class="facts">');
-    for (const [k, v] of run.facts) body.push(`<tr><th>${htmlEscape(k)}</th><td><code>${htmlEscape(v)}</code></td></tr>`);
+    for (const [k, v] of run.facts)
+      body.push(`<tr><th>${htmlEscape(k)}</th><td><code>${htmlEscape(v)}</code></td></tr>`);
     body.push('</table>');
     if (run.details?.length) {
       body.push('<details><summary>versions, host and environment</summary><table class="facts">');
-      for (const [k, v] of run.details) body.push(`<tr><th>${htmlEscape(k)}</th><td><code>${htmlEscape(v)}</code></td></tr>`);
+      for (const [k, v] of run.details)
+        body.push(`<tr><th>${htmlEscape(k)}</th><td><code>${htmlEscape(v)}</code></td></tr>`);
       body.push('</table></details>');
     }
   }
@@ -273,35 +420,61 @@ export async function renderHtml(runs: ChartRun[], title: string): Promise<strin
     body.push('<p>No rows yet.</p>');
   } else {
     body.push('<h2>Bus bandwidth</h2>');
-    body.push(await figure('busbw', seriesCount('busBwGBps'),
-      lineSpec(points, 'busBwGBps', 'Bus bandwidth vs size', 'busbw (GB/s)', false),
-      'busbw = algbw × the collective\'s bus factor (nccl-tests PERFORMANCE.md); solid = out-of-place, dashed = in-place.'));
+    body.push(
+      await figure(
+        'busbw',
+        seriesCount('busBwGBps'),
+        lineSpec(points, 'busBwGBps', 'Bus bandwidth vs size', 'busbw (GB/s)', false),
+        "busbw = algbw × the collective's bus factor (nccl-tests PERFORMANCE.md); solid = out-of-place, dashed = in-place.",
+      ),
+    );
     body.push('<h2>Time</h2>');
-    body.push(await figure('time', seriesCount('timeUs'),
-      lineSpec(points, 'timeUs', 'Time per operation vs size', 'time (us, log)', true),
-      'Mean time per operation, combined over ranks as -a says.'));
+    body.push(
+      await figure(
+        'time',
+        seriesCount('timeUs'),
+        lineSpec(points, 'timeUs', 'Time per operation vs size', 'time (us, log)', true),
+        'Mean time per operation, combined over ranks as -a says.',
+      ),
+    );
   }
   const heatRuns = runs.filter((r) => r.heat.length > 0);
   if (heatRuns.length) body.push('<h2>Per-rank time</h2>');
   for (const run of heatRuns) {
-    body.push(await figure('heatmap', new Set(run.heat.map((c) => c.rank)).size, heatSpec(run),
-      'Each rank\'s mean per-iteration time (-I 1 samples after -K) divided by the median rank\'s: above 1 (orange) is slower.'));
+    body.push(
+      await figure(
+        'heatmap',
+        new Set(run.heat.map((c) => c.rank)).size,
+        heatSpec(run),
+        "Each rank's mean per-iteration time (-I 1 samples after -K) divided by the median rank's: above 1 (orange) is slower.",
+      ),
+    );
   }
   const lateRuns = runs.filter((r) => (r.lateHeat ?? []).length > 0);
   if (lateRuns.length) body.push('<h2>Late ranks</h2>');
   for (const run of lateRuns) {
-    body.push(await figure('lateness', new Set(run.lateHeat!.map((c) => c.rank)).size, lateHeatSpec(run),
-      'Share of iterations in which each rank arrived last at the collective by more than the margin (the others waited ' +
-      'for it): a rank that stays dark across sizes is the one the job waits for. Per-rank time cannot show this: a late ' +
-      'rank spends the least time inside the collective.'));
+    body.push(
+      await figure(
+        'lateness',
+        new Set(run.lateHeat!.map((c) => c.rank)).size,
+        lateHeatSpec(run),
+        'Share of iterations in which each rank arrived last at the collective by more than the margin (the others waited ' +
+          'for it): a rank that stays dark across sizes is the one the job waits for. Per-rank time cannot show this: a late ' +
+          'rank spends the least time inside the collective.',
+      ),
+    );
   }
-  return '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' +
+  return (
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' +
     `<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>${htmlEscape(title)}</title>\n` +
-    `<style>${STYLE}</style>\n</head>\n<body>\n${body.join('\n')}\n</body>\n</html>\n`;
+    `<style>${STYLE}</style>\n</head>\n<body>\n${body.join('\n')}\n</body>\n</html>\n`
+  );
 }
 
 /** `--html FILE` of a run: the same page for that one run. */
 export function renderRunHtml(doc: ReportDocument): Promise<string> {
-  return renderHtml([chartRunFromReport(doc, doc.program)],
-    `${doc.program}: ${doc.world.nranks} rank${doc.world.nranks === 1 ? '' : 's'}, ${doc.world.backend}`);
+  return renderHtml(
+    [chartRunFromReport(doc, doc.program)],
+    `${doc.program}: ${doc.world.nranks} rank${doc.world.nranks === 1 ? '' : 's'}, ${doc.world.backend}`,
+  );
 }

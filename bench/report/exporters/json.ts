@@ -7,15 +7,23 @@ import type { RowHalfRecord, RowRecord, RunMeta, RunSummary } from '../reporter.
 import { cAtof } from '../../core/c-numbers.js';
 import { LATE_RULE } from '../../core/lateness.js';
 import {
-  REPORT_KIND, SCHEMA_VERSION, type ReportDocument, type ReportHalf, type ReportPerIter, type ReportRow, type ReportTimeout,
+  REPORT_KIND,
+  SCHEMA_VERSION,
+  type ReportDocument,
+  type ReportHalf,
+  type ReportPerIter,
+  type ReportRow,
+  type ReportTimeout,
 } from '../schema.js';
 
 /** Local time as ISO 8601 with its UTC offset (2026-11-21T14:03:07.123+01:00): readable and exact. */
 export function isoLocal(d: Date): string {
   const p = (n: number, w = 2): string => String(Math.trunc(Math.abs(n))).padStart(w, '0');
   const off = -d.getTimezoneOffset();
-  return `${p(d.getFullYear(), 4)}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:` +
-    `${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}${off >= 0 ? '+' : '-'}${p(off / 60)}:${p(off % 60)}`;
+  return (
+    `${p(d.getFullYear(), 4)}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:` +
+    `${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}${off >= 0 ? '+' : '-'}${p(off / 60)}:${p(off % 60)}`
+  );
 }
 
 const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
@@ -35,9 +43,12 @@ function perIter(h: RowHalfRecord, skip: number): ReportPerIter | undefined {
 
 export function reportHalf(h: RowHalfRecord, skip: number): ReportHalf {
   const out: ReportHalf = {
-    timeUs: finite(h.result.timeUs), cpuTimeUs: finite(h.result.cpuTimeUs),
-    algBwGBps: finite(h.algBw), busBwGBps: finite(h.busBw),
-    wrong: h.wrong, ranksWithWrong: h.wrong === null ? 0 : h.result.ranksWithWrong,
+    timeUs: finite(h.result.timeUs),
+    cpuTimeUs: finite(h.result.cpuTimeUs),
+    algBwGBps: finite(h.algBw),
+    busBwGBps: finite(h.busBw),
+    wrong: h.wrong,
+    ranksWithWrong: h.wrong === null ? 0 : h.result.ranksWithWrong,
   };
   if (h.wrong !== null && h.wrong > 0 && h.result.firstWrong) out.firstWrong = { ...h.result.firstWrong };
   const p = perIter(h, skip);
@@ -45,7 +56,11 @@ export function reportHalf(h: RowHalfRecord, skip: number): ReportHalf {
   out.late = h.late ? { ...h.late } : null;
   if (h.lastShare) out.lastShare = [...h.lastShare];
   if (h.precision) {
-    out.precision = { ...h.precision, rsdPct: finite(h.precision.rsdPct) ?? 0, sampleCvPct: finite(h.precision.sampleCvPct) ?? 0 };
+    out.precision = {
+      ...h.precision,
+      rsdPct: finite(h.precision.rsdPct) ?? 0,
+      sampleCvPct: finite(h.precision.sampleCvPct) ?? 0,
+    };
   }
   return out;
 }
@@ -64,7 +79,9 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
   let doc: ReportDocument | null = null;
   let skip = 0;
   return {
-    get doc() { return doc; },
+    get doc() {
+      return doc;
+    },
     begin(meta) {
       skip = meta.options.perIterSkip;
       const argv = meta.argv && meta.argv.length > 0 ? [...meta.argv] : [meta.program];
@@ -85,7 +102,13 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
         warnings: [...meta.warnings],
         perIterTimer: meta.options.perIterTiming ? meta.perIterTimer : null,
         lateness: {
-          clock: meta.clock ? { method: meta.clock.method, uncertaintyUs: meta.clock.uncertaintyUs, offsetsUs: [...meta.clock.offsetsUs] } : null,
+          clock: meta.clock
+            ? {
+                method: meta.clock.method,
+                uncertaintyUs: meta.clock.uncertaintyUs,
+                offsetsUs: [...meta.clock.offsetsUs],
+              }
+            : null,
           rule: { ...LATE_RULE },
         },
         rows: [],
@@ -95,9 +118,16 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
     row(r) {
       if (!doc) throw new Error('report row before begin');
       const row: ReportRow = {
-        index: doc.rows.length, cycle: r.cycle, sizeBytes: r.sizeBytes, count: r.count, type: r.type,
-        redop: r.redop, root: r.root, time: isoLocal(r.time),
-        outOfPlace: reportHalf(r.halves[0], skip), inPlace: reportHalf(r.halves[1], skip),
+        index: doc.rows.length,
+        cycle: r.cycle,
+        sizeBytes: r.sizeBytes,
+        count: r.count,
+        type: r.type,
+        redop: r.redop,
+        root: r.root,
+        time: isoLocal(r.time),
+        outOfPlace: reportHalf(r.halves[0], skip),
+        inPlace: reportHalf(r.halves[1], skip),
       };
       doc.rows.push(row);
     },
@@ -109,15 +139,25 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
       const minBw = env.NCCL_TESTS_MIN_BW;
       const min = minBw === undefined ? null : cAtof(minBw);
       doc.summary = {
-        outOfBounds: s.outOfBounds, avgBusBwGBps: finite(s.avgBusBw),
+        outOfBounds: s.outOfBounds,
+        avgBusBwGBps: finite(s.avgBusBw),
         minBwGBps: min === null || min === -1 || !Number.isFinite(min) ? null : min,
-        minBwVerdict: s.minBwVerdict, exitCode: s.exitCode, skipped: s.skipped,
+        minBwVerdict: s.minBwVerdict,
+        exitCode: s.exitCode,
+        skipped: s.skipped,
         ...(s.cycles !== undefined ? { cycles: s.cycles, cyclesBelowWarnBusBw: s.cyclesBelowWarnBusBw ?? 0 } : {}),
       };
       if (s.links) {
         const v = s.links.verdict;
-        doc.links = { loaded: v !== null, rule: v ? { ...v.rule } : null, halves: v?.halves ?? 0, named: v?.named ?? [],
-          doubt: v?.doubt ?? null, links: v?.links ?? [], algo: s.links.algo };
+        doc.links = {
+          loaded: v !== null,
+          rule: v ? { ...v.rule } : null,
+          halves: v?.halves ?? 0,
+          named: v?.named ?? [],
+          doubt: v?.doubt ?? null,
+          links: v?.links ?? [],
+          algo: s.links.algo,
+        };
       }
       doc.status = 'complete';
       doc.endTime = isoLocal(new Date());

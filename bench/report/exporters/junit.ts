@@ -8,8 +8,13 @@ import { PLACEMENTS, type ReportDocument, type ReportHalf, type ReportRow } from
 const XML_FORBIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g;
 
 export function xmlEscape(s: string): string {
-  return s.replace(XML_FORBIDDEN, '')
-    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+  return s
+    .replace(XML_FORBIDDEN, '')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
 }
 
 /** Why one row-half fails (empty = passes). Later thresholds (acceptance profiles) add their reasons here. */
@@ -17,14 +22,22 @@ export function halfFailures(h: ReportHalf): string[] {
   const out: string[] = [];
   if (h.wrong !== null && h.wrong > 0) {
     const fw = h.firstWrong;
-    out.push(`${h.wrong} wrong elements on ${h.ranksWithWrong} rank(s)` +
-      (fw ? `; first: rank ${fw.rank} index ${fw.index} expected ${fw.expected} got ${fw.got}` : ''));
+    out.push(
+      `${h.wrong} wrong elements on ${h.ranksWithWrong} rank(s)` +
+        (fw ? `; first: rank ${fw.rank} index ${fw.index} expected ${fw.expected} got ${fw.got}` : ''),
+    );
   }
   return out;
 }
 
 interface Case {
-  name: string; classname: string; timeSec: number; failures: string[]; failureType?: string; skipped?: string; output: string;
+  name: string;
+  classname: string;
+  timeSec: number;
+  failures: string[];
+  failureType?: string;
+  skipped?: string;
+  output: string;
 }
 
 const attr = (name: string, v: string | number): string => ` ${name}="${xmlEscape(String(v))}"`;
@@ -54,13 +67,26 @@ export function renderJunit(doc: ReportDocument): string {
   const s = doc.summary;
   const runCases: Case[] = [];
   if (s?.skipped) {
-    runCases.push({ name: 'collective', classname: `collbench.${doc.collective}`, timeSec: 0, failures: [], skipped: s.skipped, output: '' });
+    runCases.push({
+      name: 'collective',
+      classname: `collbench.${doc.collective}`,
+      timeSec: 0,
+      failures: [],
+      skipped: s.skipped,
+      output: '',
+    });
   }
   if (s?.minBwVerdict) {
     runCases.push({
-      name: `Avg bus bandwidth >= 0.9 x NCCL_TESTS_MIN_BW (${s.minBwGBps} GB/s)`, classname: `collbench.${doc.collective}`,
-      timeSec: 0, output: `avg busbw ${s.avgBusBwGBps} GB/s`, failureType: 'threshold',
-      failures: s.minBwVerdict === 'FAILED' ? [`average bus bandwidth ${s.avgBusBwGBps} GB/s is below 0.9 x ${s.minBwGBps} GB/s`] : [],
+      name: `Avg bus bandwidth >= 0.9 x NCCL_TESTS_MIN_BW (${s.minBwGBps} GB/s)`,
+      classname: `collbench.${doc.collective}`,
+      timeSec: 0,
+      output: `avg busbw ${s.avgBusBwGBps} GB/s`,
+      failureType: 'threshold',
+      failures:
+        s.minBwVerdict === 'FAILED'
+          ? [`average bus bandwidth ${s.avgBusBwGBps} GB/s is below 0.9 x ${s.minBwGBps} GB/s`]
+          : [],
     });
   }
   if (runCases.length) suites.set('run', runCases);
@@ -70,15 +96,19 @@ export function renderJunit(doc: ReportDocument): string {
   const skipped = all.filter((c) => c.skipped !== undefined).length;
   const total = all.reduce((t, c) => t + c.timeSec, 0);
   const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
-  out.push(`<testsuites${attr('name', `collbench ${doc.program}`)}${attr('tests', all.length)}${attr('failures', failures)}` +
-    `${attr('errors', 0)}${attr('skipped', skipped)}${attr('time', total.toFixed(6))}>`);
+  out.push(
+    `<testsuites${attr('name', `collbench ${doc.program}`)}${attr('tests', all.length)}${attr('failures', failures)}` +
+      `${attr('errors', 0)}${attr('skipped', skipped)}${attr('time', total.toFixed(6))}>`,
+  );
   for (const [name, cases] of suites) {
     const f = cases.filter((c) => c.failures.length > 0).length;
     const sk = cases.filter((c) => c.skipped !== undefined).length;
     const t = cases.reduce((a, c) => a + c.timeSec, 0);
-    out.push(`  <testsuite${attr('name', `${doc.program} ${name}`)}${attr('tests', cases.length)}${attr('failures', f)}` +
-      `${attr('errors', 0)}${attr('skipped', sk)}${attr('time', t.toFixed(6))}${attr('timestamp', doc.startTime)}` +
-      `${attr('hostname', doc.provenance.host.hostname)}>`);
+    out.push(
+      `  <testsuite${attr('name', `${doc.program} ${name}`)}${attr('tests', cases.length)}${attr('failures', f)}` +
+        `${attr('errors', 0)}${attr('skipped', sk)}${attr('time', t.toFixed(6))}${attr('timestamp', doc.startTime)}` +
+        `${attr('hostname', doc.provenance.host.hostname)}>`,
+    );
     if (name !== 'run') {
       out.push('    <properties>');
       out.push(`      <property${attr('name', 'backend')}${attr('value', doc.world.backend)}/>`);
@@ -87,9 +117,14 @@ export function renderJunit(doc: ReportDocument): string {
       out.push('    </properties>');
     }
     for (const c of cases) {
-      out.push(`    <testcase${attr('name', c.name)}${attr('classname', c.classname)}${attr('time', c.timeSec.toFixed(6))}>`);
+      out.push(
+        `    <testcase${attr('name', c.name)}${attr('classname', c.classname)}${attr('time', c.timeSec.toFixed(6))}>`,
+      );
       if (c.skipped !== undefined) out.push(`      <skipped${attr('message', c.skipped)}/>`);
-      for (const msg of c.failures) out.push(`      <failure${attr('message', msg)}${attr('type', c.failureType ?? 'wrong-results')}>${xmlEscape(msg)}</failure>`);
+      for (const msg of c.failures)
+        out.push(
+          `      <failure${attr('message', msg)}${attr('type', c.failureType ?? 'wrong-results')}>${xmlEscape(msg)}</failure>`,
+        );
       if (c.output) out.push(`      <system-out>${xmlEscape(c.output)}</system-out>`);
       out.push('    </testcase>');
     }

@@ -5,7 +5,11 @@ import type { ReportDocument, ReportHalf } from '../schema.js';
 
 /** Escapes text for a Markdown table cell or inline text. */
 export function mdEscape(s: string): string {
-  return s.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/([*_`[\]<>])/g, '\\$1').replace(/\n/g, ' ');
+  return s
+    .replace(/\\/g, '\\\\')
+    .replace(/\|/g, '\\|')
+    .replace(/([*_`[\]<>])/g, '\\$1')
+    .replace(/\n/g, ' ');
 }
 
 const cell = (x: number | null, width: number): string => (x === null ? 'n/a' : adaptiveFloat(x, width).trim());
@@ -46,22 +50,46 @@ export function renderMarkdown(doc: ReportDocument): string {
     '',
   ];
   for (const w of doc.warnings) lines.push(`> ${mdEscape(w.replace(/^#\s*/, ''))}`, '');
-  const iterHead = (p: string) => (perIter ? [`${p} i_min (us)`, `${p} i_max (us)`, `${p} i_p99 (us)`, `${p} i_cv (%)`] : []);
-  const header = ['size (B)', 'count (elements)', 'type', 'redop', 'root',
-    `oop ${timeLabel} (us)`, 'oop algbw (GB/s)', 'oop busbw (GB/s)', 'oop #wrong', ...iterHead('oop'),
-    `ip ${timeLabel} (us)`, 'ip algbw (GB/s)', 'ip busbw (GB/s)', 'ip #wrong', ...iterHead('ip')];
+  const iterHead = (p: string) =>
+    perIter ? [`${p} i_min (us)`, `${p} i_max (us)`, `${p} i_p99 (us)`, `${p} i_cv (%)`] : [];
+  const header = [
+    'size (B)',
+    'count (elements)',
+    'type',
+    'redop',
+    'root',
+    `oop ${timeLabel} (us)`,
+    'oop algbw (GB/s)',
+    'oop busbw (GB/s)',
+    'oop #wrong',
+    ...iterHead('oop'),
+    `ip ${timeLabel} (us)`,
+    'ip algbw (GB/s)',
+    'ip busbw (GB/s)',
+    'ip #wrong',
+    ...iterHead('ip'),
+  ];
   const rows = doc.rows.map((r) => {
     const reported = (h: ReportHalf): ReportHalf => (timeLabel === 'cputime' ? { ...h, timeUs: h.cpuTimeUs } : h);
-    return [String(r.sizeBytes), String(r.count), mdEscape(r.type), mdEscape(r.redop), String(r.root),
-      ...halfCells(reported(r.outOfPlace), perIter), ...halfCells(reported(r.inPlace), perIter)];
+    return [
+      String(r.sizeBytes),
+      String(r.count),
+      mdEscape(r.type),
+      mdEscape(r.redop),
+      String(r.root),
+      ...halfCells(reported(r.outOfPlace), perIter),
+      ...halfCells(reported(r.inPlace), perIter),
+    ];
   });
   lines.push(...mdTable(header, rows, 0), '');
   const s = doc.summary;
   if (s) {
     if (s.skipped) lines.push(`Skipped: ${mdEscape(s.skipped)}`, '');
     lines.push(`- Out of bounds values: ${s.outOfBounds} ${s.outOfBounds === 0 ? 'OK' : 'FAILED'}`);
-    lines.push(`- Avg bus bandwidth: ${s.avgBusBwGBps === null ? 'n/a' : `${s.avgBusBwGBps} GB/s`}` +
-      `${s.minBwVerdict ? ` ${s.minBwVerdict} (minimum ${s.minBwGBps} GB/s × 0.9)` : ''}`);
+    lines.push(
+      `- Avg bus bandwidth: ${s.avgBusBwGBps === null ? 'n/a' : `${s.avgBusBwGBps} GB/s`}` +
+        `${s.minBwVerdict ? ` ${s.minBwVerdict} (minimum ${s.minBwGBps} GB/s × 0.9)` : ''}`,
+    );
     lines.push(`- Exit status: ${s.exitCode}`);
   } else {
     lines.push(`- ${doc.rows.length} rows so far`);

@@ -18,18 +18,59 @@ export async function renderProm(doc: ReportDocument): Promise<string> {
   const registry = new Registry();
   const gauge = (name: string, help: string, labelNames: readonly string[]) =>
     new Gauge({ name, help, labelNames: [...labelNames], registers: [registry] });
-  const busbw = gauge('collbench_busbw_gbps', 'Bus bandwidth of the latest measurement of this size (GB/s, nccl-tests busbw)', ROW_LABELS);
-  const time = gauge('collbench_time_us', 'Time per operation of the latest measurement of this size (microseconds)', ROW_LABELS);
-  const wrong = gauge('collbench_wrong_elements', 'Wrong elements found by the check in the latest measurement (absent when not checked)', ROW_LABELS);
+  const busbw = gauge(
+    'collbench_busbw_gbps',
+    'Bus bandwidth of the latest measurement of this size (GB/s, nccl-tests busbw)',
+    ROW_LABELS,
+  );
+  const time = gauge(
+    'collbench_time_us',
+    'Time per operation of the latest measurement of this size (microseconds)',
+    ROW_LABELS,
+  );
+  const wrong = gauge(
+    'collbench_wrong_elements',
+    'Wrong elements found by the check in the latest measurement (absent when not checked)',
+    ROW_LABELS,
+  );
   const cycles = gauge('collbench_cycles_completed', 'Cycles (passes over every size) completed', SWEEP_LABELS);
-  const below = gauge('collbench_cycles_below_warn_busbw', 'Completed cycles whose average busbw was below --warn-busbw', SWEEP_LABELS);
-  const cycleAvg = gauge('collbench_cycle_avg_busbw_gbps', 'Average busbw of the last completed cycle (GB/s)', SWEEP_LABELS);
-  const cycleEnd = gauge('collbench_last_cycle_timestamp_seconds', 'When the last completed cycle ended (Unix time)', SWEEP_LABELS);
-  const info = gauge('collbench_run_info', 'The run: program, backend, ranks (value 1)', ['program', 'backend', 'nranks', 'host']);
-  const complete = gauge('collbench_run_complete', '1 once the run has ended, 0 while it runs (or if it stopped early)', []);
+  const below = gauge(
+    'collbench_cycles_below_warn_busbw',
+    'Completed cycles whose average busbw was below --warn-busbw',
+    SWEEP_LABELS,
+  );
+  const cycleAvg = gauge(
+    'collbench_cycle_avg_busbw_gbps',
+    'Average busbw of the last completed cycle (GB/s)',
+    SWEEP_LABELS,
+  );
+  const cycleEnd = gauge(
+    'collbench_last_cycle_timestamp_seconds',
+    'When the last completed cycle ended (Unix time)',
+    SWEEP_LABELS,
+  );
+  const info = gauge('collbench_run_info', 'The run: program, backend, ranks (value 1)', [
+    'program',
+    'backend',
+    'nranks',
+    'host',
+  ]);
+  const complete = gauge(
+    'collbench_run_complete',
+    '1 once the run has ended, 0 while it runs (or if it stopped early)',
+    [],
+  );
   const threshold = gauge('collbench_warn_busbw_gbps', 'The --warn-busbw threshold (GB/s), when set', []);
 
-  info.set({ program: doc.program, backend: doc.world.backend, nranks: String(doc.world.nranks), host: doc.provenance.host.hostname }, 1);
+  info.set(
+    {
+      program: doc.program,
+      backend: doc.world.backend,
+      nranks: String(doc.world.nranks),
+      host: doc.provenance.host.hostname,
+    },
+    1,
+  );
   complete.set(doc.status === 'complete' ? 1 : 0);
   const warnBusBw = typeof doc.options.warnBusBw === 'number' ? doc.options.warnBusBw : null;
   if (warnBusBw !== null) threshold.set(warnBusBw);
@@ -37,7 +78,14 @@ export async function renderProm(doc: ReportDocument): Promise<string> {
   // Latest value per size: later rows overwrite earlier cycles' values.
   for (const r of doc.rows) {
     for (const { key, label } of PLACEMENTS) {
-      const labels = { collective: doc.collective, type: r.type, redop: r.redop, root: String(r.root), size_bytes: String(r.sizeBytes), placement: label };
+      const labels = {
+        collective: doc.collective,
+        type: r.type,
+        redop: r.redop,
+        root: String(r.root),
+        size_bytes: String(r.sizeBytes),
+        placement: label,
+      };
       const h = r[key];
       if (h.busBwGBps !== null) busbw.set(labels, h.busBwGBps);
       if (h.timeUs !== null) time.set(labels, h.timeUs);
@@ -53,15 +101,27 @@ export async function renderProm(doc: ReportDocument): Promise<string> {
     const k = `${sweepKey(r)}\u0000${r.cycle}`;
     (byCycle.get(k) ?? byCycle.set(k, []).get(k)!).push(r);
   }
-  const perSweep = new Map<string, { first: ReportRow; rows: number; completed: number; below: number; lastAvg: number | null; lastEnd: string | null }>();
+  const perSweep = new Map<
+    string,
+    { first: ReportRow; rows: number; completed: number; below: number; lastAvg: number | null; lastEnd: string | null }
+  >();
   order.forEach((k, i) => {
     const rows = byCycle.get(k)!;
     const first = rows[0]!;
-    const s = perSweep.get(sweepKey(first)) ?? { first, rows: rows.length, completed: 0, below: 0, lastAvg: null, lastEnd: null };
+    const s = perSweep.get(sweepKey(first)) ?? {
+      first,
+      rows: rows.length,
+      completed: 0,
+      below: 0,
+      lastAvg: null,
+      lastEnd: null,
+    };
     perSweep.set(sweepKey(first), s);
     if (i === order.length - 1 && doc.status !== 'complete') return; // still running
     if (rows.length < s.rows) return;
-    const avg = averageBusBw(rows.flatMap((r) => [r.outOfPlace.busBwGBps, r.inPlace.busBwGBps]).filter((b): b is number => b !== null));
+    const avg = averageBusBw(
+      rows.flatMap((r) => [r.outOfPlace.busBwGBps, r.inPlace.busBwGBps]).filter((b): b is number => b !== null),
+    );
     s.completed += 1;
     if (cycleBelowWarnBusBw(avg, warnBusBw)) s.below += 1;
     s.lastAvg = Number.isFinite(avg) ? avg : null;

@@ -4,7 +4,18 @@ import { iterStats } from '../../core/stats.js';
 import type { Precision, Reporter, RowRecord } from '../reporter.js';
 import { PLACEMENTS } from '../schema.js';
 import {
-  cycleBelowLine, firstWrongLine, footerLines, precisionMissLine, precisionSummaryLine, lateLine, lateSummaryLine, preambleLines, rowLine, skipLine, type HalfCells, type LateCell,
+  cycleBelowLine,
+  firstWrongLine,
+  footerLines,
+  precisionMissLine,
+  precisionSummaryLine,
+  lateLine,
+  lateSummaryLine,
+  preambleLines,
+  rowLine,
+  skipLine,
+  type HalfCells,
+  type LateCell,
 } from './nccl-table.js';
 
 export function ncclTableReporter(out: (line: string) => void): Reporter {
@@ -23,27 +34,45 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       perIterSkip = meta.options.perIterSkip;
       timestamps = meta.options.reportTimestamps;
       for (const line of preambleLines({
-        leadingLines: meta.warnings, version: meta.version, backend: meta.backend, program: meta.program,
-        options: meta.options, ranks: meta.ranks, perIterTimer: meta.perIterTimer,
-        reducedMaxBytes: meta.reducedMaxBytes, watchdog: meta.watchdog,
-      })) out(line);
+        leadingLines: meta.warnings,
+        version: meta.version,
+        backend: meta.backend,
+        program: meta.program,
+        options: meta.options,
+        ranks: meta.ranks,
+        perIterTimer: meta.perIterTimer,
+        reducedMaxBytes: meta.reducedMaxBytes,
+        watchdog: meta.watchdog,
+      }))
+        out(line);
     },
     row(row: RowRecord) {
       const cells = row.halves.map((h): HalfCells => ({
-        timeUs: h.timeUs, algBw: h.algBw, busBw: h.busBw, wrong: h.wrong,
+        timeUs: h.timeUs,
+        algBw: h.algBw,
+        busBw: h.busBw,
+        wrong: h.wrong,
         iter: h.result.iterUs ? iterCells(h.result.iterUs, perIterSkip) : undefined,
       }));
-      out(rowLine({
-        sizeBytes: row.sizeBytes, count: row.count, type: row.type, redop: row.redop, root: row.root,
-        halves: [cells[0], cells[1]], timestamp: timestamps ? row.time : undefined,
-      }));
+      out(
+        rowLine({
+          sizeBytes: row.sizeBytes,
+          count: row.count,
+          type: row.type,
+          redop: row.redop,
+          root: row.root,
+          halves: [cells[0], cells[1]],
+          timestamp: timestamps ? row.time : undefined,
+        }),
+      );
       for (const h of row.halves)
         if (h.wrong !== null && h.wrong > 0 && h.result.firstWrong) out(firstWrongLine(h.result.firstWrong));
       row.halves.forEach((h, i) => {
         halves += 1;
         if (h.precision) {
           precision.push(h.precision);
-          if (!h.precision.met) precisionLines.push(precisionMissLine(row.sizeBytes, PLACEMENTS[i]!.label, h.precision));
+          if (!h.precision.met)
+            precisionLines.push(precisionMissLine(row.sizeBytes, PLACEMENTS[i]!.label, h.precision));
         }
         if (!h.late) return;
         named.push(h.late);
@@ -63,9 +92,13 @@ export function ncclTableReporter(out: (line: string) => void): Reporter {
       if (lateSummary) out(lateSummary);
       for (const line of summary.links?.lines ?? []) out(line);
       for (const line of footerLines({
-        outOfBounds: summary.outOfBounds, avgBusBw: summary.avgBusBw, minBwVerdict: summary.minBwVerdict, program,
+        outOfBounds: summary.outOfBounds,
+        avgBusBw: summary.avgBusBw,
+        minBwVerdict: summary.minBwVerdict,
+        program,
         memory: summary.memory,
-      })) out(line);
+      }))
+        out(line);
     },
   };
 }

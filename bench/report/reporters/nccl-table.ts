@@ -14,26 +14,54 @@ import { formatLateUs, median } from '../../core/lateness.js';
 // Preamble
 
 export function rankLine(r: RankLineInfo): string {
-  return cSprintf('#  Rank %2d Group %2d Pid %6d on %10s device %2s [%s] %s',
-    r.rank, r.group ?? 0, r.pid, shortHost(r.host), String(r.device), r.bus, r.name) + (r.note ? ` (${r.note})` : '');
+  return (
+    cSprintf(
+      '#  Rank %2d Group %2d Pid %6d on %10s device %2s [%s] %s',
+      r.rank,
+      r.group ?? 0,
+      r.pid,
+      shortHost(r.host),
+      String(r.device),
+      r.bus,
+      r.name,
+    ) + (r.note ? ` (${r.note})` : '')
+  );
 }
 
-type PreambleOptions = Pick<ResolvedOptions,
-  'program' | 'nThreads' | 'nGpus' | 'minBytes' | 'maxBytes' | 'stepBytes' | 'stepFactor' |
-  'warmupIters' | 'iters' | 'aggIters' | 'check' | 'cudaGraph' | 'unalign' | 'blocking' |
-  'perIterTiming' | 'perIterSkip' | 'parallelInit' | 'reportCpuTime' | 'reportTimestamps'>;
+type PreambleOptions = Pick<
+  ResolvedOptions,
+  | 'program'
+  | 'nThreads'
+  | 'nGpus'
+  | 'minBytes'
+  | 'maxBytes'
+  | 'stepBytes'
+  | 'stepFactor'
+  | 'warmupIters'
+  | 'iters'
+  | 'aggIters'
+  | 'check'
+  | 'cudaGraph'
+  | 'unalign'
+  | 'blocking'
+  | 'perIterTiming'
+  | 'perIterSkip'
+  | 'parallelInit'
+  | 'reportCpuTime'
+  | 'reportTimestamps'
+>;
 
 export interface PreambleInfo {
-  options: PreambleOptions;   // a ResolvedOptions fits
-  program?: string;           // overrides options.program
-  version: string;            // collbench version
-  backend: string;            // e.g. "mpi (Open MPI 4.1.4)", "nccl (2.28.7)"
-  extra?: string;             // appended to line 1, e.g. "nccl-headers=22807 nccl-library=22807"
-  leadingLines?: string[];    // printed before line 1, e.g. "# Writing JSON output to out.json"
-  perIterTimer?: string;      // wording of the -I line; default nccl-tests' "CUDA event timing"
-  ranks: RankLineInfo[];      // in rank order (rank 0 gathers them)
+  options: PreambleOptions; // a ResolvedOptions fits
+  program?: string; // overrides options.program
+  version: string; // collbench version
+  backend: string; // e.g. "mpi (Open MPI 4.1.4)", "nccl (2.28.7)"
+  extra?: string; // appended to line 1, e.g. "nccl-headers=22807 nccl-library=22807"
+  leadingLines?: string[]; // printed before line 1, e.g. "# Writing JSON output to out.json"
+  perIterTimer?: string; // wording of the -I line; default nccl-tests' "CUDA event timing"
+  ranks: RankLineInfo[]; // in rank order (rank 0 gathers them)
   reducedMaxBytes?: number | null; // "# Reducing maxBytes to …" (memory limit), printed after devices
-  watchdog?: string;                // "# Watchdog: …", a comment line after the mode lines (absent: not printed)
+  watchdog?: string; // "# Watchdog: …", a comment line after the mode lines (absent: not printed)
 }
 
 /** Per-mode lines between the nThread line and "#" (exact nccl-tests wording, trailing space included). */
@@ -65,11 +93,23 @@ export function preambleLines(info: PreambleInfo): string[] {
   lines.push(`# collbench version ${info.version} backend ${info.backend}${info.extra ? ' ' + info.extra : ''}`);
   lines.push(`# Collective test starting: ${info.program ?? o.program}`);
   const factor = o.stepFactor > 1;
-  lines.push(cSprintf(
-    '# nThread %d nGpus %d minBytes %ld maxBytes %ld step: %ld(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d unalign: %d',
-    o.nThreads, o.nGpus, o.minBytes, o.maxBytes,
-    factor ? o.stepFactor : o.stepBytes, factor ? 'factor' : 'bytes',
-    o.warmupIters, o.iters, o.aggIters, o.check, o.cudaGraph, o.unalign));
+  lines.push(
+    cSprintf(
+      '# nThread %d nGpus %d minBytes %ld maxBytes %ld step: %ld(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d unalign: %d',
+      o.nThreads,
+      o.nGpus,
+      o.minBytes,
+      o.maxBytes,
+      factor ? o.stepFactor : o.stepBytes,
+      factor ? 'factor' : 'bytes',
+      o.warmupIters,
+      o.iters,
+      o.aggIters,
+      o.check,
+      o.cudaGraph,
+      o.unalign,
+    ),
+  );
   lines.push(...modeLines(info));
   if (info.watchdog) lines.push(`# Watchdog: ${info.watchdog}`);
   lines.push('#');
@@ -79,16 +119,24 @@ export function preambleLines(info: PreambleInfo): string[] {
     lines.push('#', cSprintf('# Reducing maxBytes to %ld due to memory limitation', info.reducedMaxBytes));
   }
   lines.push('#');
-  lines.push(...headerLines({
-    perIter: o.perIterTiming, cpuTime: o.reportCpuTime, timestamps: o.reportTimestamps,
-  }));
+  lines.push(
+    ...headerLines({
+      perIter: o.perIterTiming,
+      cpuTime: o.reportCpuTime,
+      timestamps: o.reportTimestamps,
+    }),
+  );
   return lines;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Column header
 
-export interface HeaderFlags { perIter: boolean; cpuTime: boolean; timestamps: boolean }
+export interface HeaderFlags {
+  perIter: boolean;
+  cpuTime: boolean;
+  timestamps: boolean;
+}
 
 /** The three column-header lines (nccl-tests writeResultHeader, without its leading "#" line). */
 export function headerLines(flags: HeaderFlags): string[] {
@@ -97,22 +145,117 @@ export function headerLines(flags: HeaderFlags): string[] {
   const tsFmt = flags.timestamps ? '%Y-%m-%d %H:%M:%S' : '';
   const t = flags.cpuTime ? 'cputime' : 'time';
   if (flags.perIter) {
-    const f = '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s';
+    const f =
+      '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s';
     return [
-      cSprintf('# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)', '', '', '', '', ''),
-      cSprintf(f, 'size', 'count', 'type', 'redop', 'root',
-        t, 'algbw', 'busbw', '#wrong', 'i_min', 'i_max', 'i_p99', 'i_cv%',
-        t, 'algbw', 'busbw', '#wrong', 'i_min', 'i_max', 'i_p99', 'i_cv%', tsPad, tsLbl),
-      cSprintf(f, '(B)', '(elements)', '', '', '',
-        '(us)', '(GB/s)', '(GB/s)', '', '(us)', '(us)', '(us)', '(%)',
-        '(us)', '(GB/s)', '(GB/s)', '', '(us)', '(us)', '(us)', '(%)', tsPad, tsFmt),
+      cSprintf(
+        '# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)',
+        '',
+        '',
+        '',
+        '',
+        '',
+      ),
+      cSprintf(
+        f,
+        'size',
+        'count',
+        'type',
+        'redop',
+        'root',
+        t,
+        'algbw',
+        'busbw',
+        '#wrong',
+        'i_min',
+        'i_max',
+        'i_p99',
+        'i_cv%',
+        t,
+        'algbw',
+        'busbw',
+        '#wrong',
+        'i_min',
+        'i_max',
+        'i_p99',
+        'i_cv%',
+        tsPad,
+        tsLbl,
+      ),
+      cSprintf(
+        f,
+        '(B)',
+        '(elements)',
+        '',
+        '',
+        '',
+        '(us)',
+        '(GB/s)',
+        '(GB/s)',
+        '',
+        '(us)',
+        '(us)',
+        '(us)',
+        '(%)',
+        '(us)',
+        '(GB/s)',
+        '(GB/s)',
+        '',
+        '(us)',
+        '(us)',
+        '(us)',
+        '(%)',
+        tsPad,
+        tsFmt,
+      ),
     ];
   }
   const f = '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s';
   return [
-    cSprintf('# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          ', '', '', '', '', ''),
-    cSprintf(f, 'size', 'count', 'type', 'redop', 'root', t, 'algbw', 'busbw', '#wrong', t, 'algbw', 'busbw', '#wrong', tsPad, tsLbl),
-    cSprintf(f, '(B)', '(elements)', '', '', '', '(us)', '(GB/s)', '(GB/s)', '', '(us)', '(GB/s)', '(GB/s)', '', tsPad, tsFmt),
+    cSprintf(
+      '# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          ',
+      '',
+      '',
+      '',
+      '',
+      '',
+    ),
+    cSprintf(
+      f,
+      'size',
+      'count',
+      'type',
+      'redop',
+      'root',
+      t,
+      'algbw',
+      'busbw',
+      '#wrong',
+      t,
+      'algbw',
+      'busbw',
+      '#wrong',
+      tsPad,
+      tsLbl,
+    ),
+    cSprintf(
+      f,
+      '(B)',
+      '(elements)',
+      '',
+      '',
+      '',
+      '(us)',
+      '(GB/s)',
+      '(GB/s)',
+      '',
+      '(us)',
+      '(GB/s)',
+      '(GB/s)',
+      '',
+      tsPad,
+      tsFmt,
+    ),
   ];
 }
 
@@ -120,27 +263,36 @@ export function headerLines(flags: HeaderFlags): string[] {
 // Data rows
 
 /** The four -I summary cells of one half, in µs except cvPct. */
-export interface IterCells { minUs: number; maxUs: number; p99Us: number; cvPct: number }
+export interface IterCells {
+  minUs: number;
+  maxUs: number;
+  p99Us: number;
+  cvPct: number;
+}
 
-export const iterCellsFromStats = (s: IterStats): IterCells =>
-  ({ minUs: s.min, maxUs: s.max, p99Us: s.p99, cvPct: s.cvPct });
+export const iterCellsFromStats = (s: IterStats): IterCells => ({
+  minUs: s.min,
+  maxUs: s.max,
+  p99Us: s.p99,
+  cvPct: s.cvPct,
+});
 
 export interface HalfCells {
-  timeUs: number;          // time, or cputime with -C
-  algBw: number;           // GB/s
-  busBw: number;           // GB/s
-  wrong: number | null;    // wrong elements; null = not checked (printed N/A)
-  iter?: IterCells;        // -I 1
+  timeUs: number; // time, or cputime with -C
+  algBw: number; // GB/s
+  busBw: number; // GB/s
+  wrong: number | null; // wrong elements; null = not checked (printed N/A)
+  iter?: IterCells; // -I 1
 }
 
 export interface RowCells {
   sizeBytes: number;
   count: number;
   type: string;
-  redop: string;           // "none" for non-reducing collectives, "" for hypercube
-  root: number;            // -1 for non-rooted collectives
+  redop: string; // "none" for non-reducing collectives, "" for hypercube
+  root: number; // -1 for non-rooted collectives
   halves: [HalfCells, HalfCells]; // out-of-place, in-place
-  timestamp?: Date;        // -S 1 (local time)
+  timestamp?: Date; // -S 1 (local time)
 }
 
 /** One data row of an nccl-tests table (nccl-tests' own or collbench's) split into its columns, as this file prints
@@ -150,7 +302,8 @@ export interface RowCells {
 export function splitTableRow(line: string): { lead: string[]; oop: string[]; ip: string[] } | null {
   if (line.startsWith('#') || !/^\s*\d/.test(line)) return null;
   let f = line.trim().split(/\s+/);
-  if (f.length > 2 && /^\d{4}-\d\d-\d\d$/.test(f[f.length - 2]!) && /^\d\d:\d\d:\d\d$/.test(f[f.length - 1]!)) f = f.slice(0, -2);
+  if (f.length > 2 && /^\d{4}-\d\d-\d\d$/.test(f[f.length - 2]!) && /^\d\d:\d\d:\d\d$/.test(f[f.length - 1]!))
+    f = f.slice(0, -2);
   if (f.length % 2 === 0) f.splice(3, 0, ''); // hypercube prints no redop
   const half = (f.length - 5) / 2;
   if (half !== 4 && half !== 8) return null;
@@ -160,28 +313,42 @@ export function splitTableRow(line: string): { lead: string[]; oop: string[]; ip
 /** strftime("%Y-%m-%d %H:%M:%S") in local time. */
 export function formatTimestamp(d: Date): string {
   const p2 = (n: number): string => String(n).padStart(2, '0');
-  return `${String(d.getFullYear()).padStart(4, '0')}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ` +
-    `${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`;
+  return (
+    `${String(d.getFullYear()).padStart(4, '0')}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ` +
+    `${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`
+  );
 }
 
 function halfText(h: HalfCells): string {
   const time = adaptiveFloat(h.timeUs, 7);
   const alg = adaptiveFloat(h.algBw, 6);
   const bus = adaptiveFloat(h.busBw, 6);
-  let s = h.wrong === null
-    ? cSprintf('  %7s  %6s  %6s    N/A', time, alg, bus)          // one column narrower than %6g: as nccl-tests
-    : cSprintf('  %7s  %6s  %6s  %6g', time, alg, bus, h.wrong);
+  let s =
+    h.wrong === null
+      ? cSprintf('  %7s  %6s  %6s    N/A', time, alg, bus) // one column narrower than %6g: as nccl-tests
+      : cSprintf('  %7s  %6s  %6s  %6g', time, alg, bus, h.wrong);
   if (h.iter) {
-    s += cSprintf('  %7s  %7s  %7s  %7s', adaptiveFloat(h.iter.minUs, 7), adaptiveFloat(h.iter.maxUs, 7),
-      adaptiveFloat(h.iter.p99Us, 7), adaptiveFloat(h.iter.cvPct, 7));
+    s += cSprintf(
+      '  %7s  %7s  %7s  %7s',
+      adaptiveFloat(h.iter.minUs, 7),
+      adaptiveFloat(h.iter.maxUs, 7),
+      adaptiveFloat(h.iter.p99Us, 7),
+      adaptiveFloat(h.iter.cvPct, 7),
+    );
   }
   return s;
 }
 
 /** One data row: preamble, out-of-place half [+ -I cells], in-place half [+ -I cells] [+ -S timestamp]. */
 export function rowLine(row: RowCells): string {
-  let s = cSprintf('%12li  %12li  %8s  %6s  %6s', row.sizeBytes, row.count, row.type, row.redop,
-    cSprintf('%6i', row.root));
+  let s = cSprintf(
+    '%12li  %12li  %8s  %6s  %6s',
+    row.sizeBytes,
+    row.count,
+    row.type,
+    row.redop,
+    cSprintf('%6i', row.root),
+  );
   s += halfText(row.halves[0]) + halfText(row.halves[1]);
   if (row.timestamp) s += cSprintf('%21s', formatTimestamp(row.timestamp));
   return s;
@@ -193,38 +360,61 @@ export function firstWrongLine(w: { rank: number; index: number; expected: strin
 }
 
 /** --warn-busbw: one warning per cycle whose average busbw fell below the threshold (a comment line, so parsers skip it). */
-export function cycleBelowLine(c: { sweep: { dtype: string; op: string; root: number }; cycle: number; avgBusBw: number;
-  warnBusBw: number | null; time: Date }): string {
-  return `# Warning: cycle ${c.cycle} (${c.sweep.dtype} ${c.sweep.op} root ${c.sweep.root}, ended ${c.time.toISOString()}): ` +
-    `average busbw ${cG(c.avgBusBw)} GB/s is below --warn-busbw ${cG(c.warnBusBw ?? Number.NaN)} GB/s`;
+export function cycleBelowLine(c: {
+  sweep: { dtype: string; op: string; root: number };
+  cycle: number;
+  avgBusBw: number;
+  warnBusBw: number | null;
+  time: Date;
+}): string {
+  return (
+    `# Warning: cycle ${c.cycle} (${c.sweep.dtype} ${c.sweep.op} root ${c.sweep.root}, ended ${c.time.toISOString()}): ` +
+    `average busbw ${cG(c.avgBusBw)} GB/s is below --warn-busbw ${cG(c.warnBusBw ?? Number.NaN)} GB/s`
+  );
 }
 
 /** --target-rsd, per row-half that did not reach it (after the table). */
-export function precisionMissLine(sizeBytes: number, placement: string,
-  p: { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number }): string {
-  return `# target-rsd: ${sizeBytes} B ${placement}: the mean time's rsd is ${cG(p.rsdPct)}% after ${p.iterations} iterations ` +
-    `(samples' cv ${cG(p.sampleCvPct)}%), above the ${cG(p.targetRsdPct)}% target: the row half's budget ran out`;
+export function precisionMissLine(
+  sizeBytes: number,
+  placement: string,
+  p: { targetRsdPct: number; rsdPct: number; sampleCvPct: number; iterations: number },
+): string {
+  return (
+    `# target-rsd: ${sizeBytes} B ${placement}: the mean time's rsd is ${cG(p.rsdPct)}% after ${p.iterations} iterations ` +
+    `(samples' cv ${cG(p.sampleCvPct)}%), above the ${cG(p.targetRsdPct)}% target: the row half's budget ran out`
+  );
 }
 
 /** --target-rsd over the run: `# target-rsd 1%: met in 20 of 22 row-halves, 20 to 640 iterations`. */
-export function precisionSummaryLine(all: readonly { targetRsdPct: number; met: boolean; iterations: number }[]): string | null {
+export function precisionSummaryLine(
+  all: readonly { targetRsdPct: number; met: boolean; iterations: number }[],
+): string | null {
   if (all.length === 0) return null;
   const iters = all.map((p) => p.iterations);
-  return `# target-rsd ${cG(all[0]!.targetRsdPct)}%: met in ${all.filter((p) => p.met).length} of ${all.length} row-halves, ` +
-    `${Math.min(...iters)} to ${Math.max(...iters)} iterations`;
+  return (
+    `# target-rsd ${cG(all[0]!.targetRsdPct)}%: met in ${all.filter((p) => p.met).length} of ${all.length} row-halves, ` +
+    `${Math.min(...iters)} to ${Math.max(...iters)} iterations`
+  );
 }
 
 /** Who the others waited for, as a rank on a host (core/lateness.ts; the lines below are collbench's own). */
 export interface LateCell {
-  rank: number; host: string; lastFraction: number; medianLateUs: number; marginUs: number;
-  device?: number; bus?: string;  // device arrivals: the GPU
+  rank: number;
+  host: string;
+  lastFraction: number;
+  medianLateUs: number;
+  marginUs: number;
+  device?: number;
+  bus?: string; // device arrivals: the GPU
 }
 
 /** After the table, per row-half where one rank arrived last in most iterations by more than the margin. */
 export function lateLine(sizeBytes: number, placement: string, l: LateCell): string {
-  return `# late: ${sizeBytes} B ${placement}: ${lateRankName(l)} last in ` +
+  return (
+    `# late: ${sizeBytes} B ${placement}: ${lateRankName(l)} last in ` +
     `${Math.round(l.lastFraction * 100)}% of iterations, +${formatLateUs(l.medianLateUs)} median ` +
-    `(margin ${formatLateUs(l.marginUs)})`;
+    `(margin ${formatLateUs(l.marginUs)})`
+  );
 }
 
 /** A rank is the run's late rank when named in at least this share of the row-halves (one odd size is not a culprit). */
@@ -239,8 +429,10 @@ export function lateSummaryLine(named: readonly LateCell[], halves: number): str
   const [, cells] = [...byRank.entries()].sort((a, b) => b[1].length - a[1].length || a[0] - b[0])[0]!;
   if (cells.length < LATE_SUMMARY_SHARE * halves) return null;
   const fraction = cells.reduce((sum, l) => sum + l.lastFraction, 0) / cells.length;
-  return `# late rank: ${lateRankName(cells[0]!).slice('rank '.length)} (late in ${cells.length} of ${halves} row-halves; ` +
-    `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(median(cells.map((l) => l.medianLateUs)))} median)`;
+  return (
+    `# late rank: ${lateRankName(cells[0]!).slice('rank '.length)} (late in ${cells.length} of ${halves} row-halves; ` +
+    `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(median(cells.map((l) => l.medianLateUs)))} median)`
+  );
 }
 
 /**
@@ -261,29 +453,40 @@ export function memString(amountBytes: number): string {
   let amount = amountBytes;
   let postfix = ' B';
   const GiB = 1024 * 1024 * 1024;
-  if (Math.abs(amount) >= GiB) { postfix = ' GB'; amount /= GiB; }
-  else if (Math.abs(amount) >= 1024 * 1024) { postfix = ' MB'; amount /= 1024 * 1024; }
-  else if (Math.abs(amount) >= 1024) { postfix = ' KB'; amount /= 1024; }
+  if (Math.abs(amount) >= GiB) {
+    postfix = ' GB';
+    amount /= GiB;
+  } else if (Math.abs(amount) >= 1024 * 1024) {
+    postfix = ' MB';
+    amount /= 1024 * 1024;
+  } else if (Math.abs(amount) >= 1024) {
+    postfix = ' KB';
+    amount /= 1024;
+  }
   const precision = Math.abs(amount) < 10 ? 2 : Math.abs(amount) < 100 ? 1 : 0;
   return cSprintf('%.*f', precision, amount) + postfix;
 }
 
 /** -M line: "# GPU memory usage     : Initialization X | User-Allocated Y | Collective Z | Total  T". */
 export function memoryUsageLine(m: MemoryUsage): string {
-  const parts = [['Initialization', m.initialization], ['User-Allocated', m.userAllocated],
-    ['Collective', m.collective]] as const;
-  const body = parts.map(([name, v]) => `${name} ${memString(v)} `).join('| ') +
+  const parts = [
+    ['Initialization', m.initialization],
+    ['User-Allocated', m.userAllocated],
+    ['Collective', m.collective],
+  ] as const;
+  const body =
+    parts.map(([name, v]) => `${name} ${memString(v)} `).join('| ') +
     `| Total  ${memString(m.initialization + m.userAllocated + m.collective)}`;
   return cSprintf('# %-20s : %s', 'GPU memory usage', body);
 }
 
 export interface FooterInfo {
-  outOfBounds: number;               // row-half checks that saw ≥ 1 wrong element (not the element count)
-  avgBusBw: number;                  // averageBusBw(…) over every printed half
+  outOfBounds: number; // row-half checks that saw ≥ 1 wrong element (not the element count)
+  avgBusBw: number; // averageBusBw(…) over every printed half
   minBwVerdict?: MinBwVerdict | null; // minBwVerdict(avg, process.env.NCCL_TESTS_MIN_BW)
   program: string;
-  memory?: MemoryUsage | null;       // -M
-  errorText?: string | null;         // last library error, printed as "# error: …"
+  memory?: MemoryUsage | null; // -M
+  errorText?: string | null; // last library error, printed as "# error: …"
 }
 
 /** Footer: out-of-bounds and average lines, "#", concluded, [-M line], "#", then "" or "# error: …". */
@@ -317,29 +520,32 @@ const maskCell = (cell: string): string => '  ' + 'x'.repeat(cell.length - 2);
  * left alone. Relies on the cell widths (time 7, bandwidth 6, type 8, redop 6, root 6).
  */
 export function maskTimes(text: string): string {
-  return text.split('\n').map((line) => {
-    if (line.startsWith('# Avg bus bandwidth    : ')) {
-      return line.replace(/^(# Avg bus bandwidth {4}: )\S+/, '$1x');
-    }
-    if (line.startsWith('#')) return line;
-    const m = ROW_PREAMBLE.exec(line);
-    if (!m) return line;
-    const rest = m[6]!;
-    const cells = rest.match(/ +\S+/g) ?? [];
-    let perHalf: number;
-    let ts = 0;
-    if (cells.length === 8 || cells.length === 10) perHalf = 4;
-    else if (cells.length === 16 || cells.length === 18) perHalf = 8;
-    else return line;
-    if (cells.length % 8 === 2) {
-      ts = 2;
-      if (!TS_DATE.test(cells.at(-2)!.trim()) || !TS_TIME.test(cells.at(-1)!.trim())) return line;
-    }
-    const masked = cells.map((c, i) => {
-      if (i >= cells.length - ts) return c.replace(/\d/g, 'x');
-      const col = i % perHalf;
-      return col === 3 ? c : maskCell(c);            // column 3 of a half is #wrong
-    });
-    return line.slice(0, line.length - rest.length) + masked.join('');
-  }).join('\n');
+  return text
+    .split('\n')
+    .map((line) => {
+      if (line.startsWith('# Avg bus bandwidth    : ')) {
+        return line.replace(/^(# Avg bus bandwidth {4}: )\S+/, '$1x');
+      }
+      if (line.startsWith('#')) return line;
+      const m = ROW_PREAMBLE.exec(line);
+      if (!m) return line;
+      const rest = m[6]!;
+      const cells = rest.match(/ +\S+/g) ?? [];
+      let perHalf: number;
+      let ts = 0;
+      if (cells.length === 8 || cells.length === 10) perHalf = 4;
+      else if (cells.length === 16 || cells.length === 18) perHalf = 8;
+      else return line;
+      if (cells.length % 8 === 2) {
+        ts = 2;
+        if (!TS_DATE.test(cells.at(-2)!.trim()) || !TS_TIME.test(cells.at(-1)!.trim())) return line;
+      }
+      const masked = cells.map((c, i) => {
+        if (i >= cells.length - ts) return c.replace(/\d/g, 'x');
+        const col = i % perHalf;
+        return col === 3 ? c : maskCell(c); // column 3 of a half is #wrong
+      });
+      return line.slice(0, line.length - rest.length) + masked.join('');
+    })
+    .join('\n');
 }

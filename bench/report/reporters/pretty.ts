@@ -57,15 +57,23 @@ export function prettyReporter(out: (line: string) => void): Reporter {
       timeLabel = meta.options.reportCpuTime ? 'cputime' : 'time';
       for (const w of meta.warnings) out(w);
       const hosts = [...new Set(meta.ranks.map((r) => r.host.split('.')[0]))];
-      out(`collbench ${meta.version}: ${meta.program} on ${meta.info.nranks} rank${meta.info.nranks === 1 ? '' : 's'} ` +
-        `(${hosts.join(', ')}), backend ${meta.backend}`);
-      out(`sizes ${formatSize(meta.options.minBytes)}..${formatSize(meta.options.maxBytes)}, ` +
-        `${meta.options.iters} iterations, ${meta.options.warmupIters} warm-up, check ${meta.options.check}`);
+      out(
+        `collbench ${meta.version}: ${meta.program} on ${meta.info.nranks} rank${meta.info.nranks === 1 ? '' : 's'} ` +
+          `(${hosts.join(', ')}), backend ${meta.backend}`,
+      );
+      out(
+        `sizes ${formatSize(meta.options.minBytes)}..${formatSize(meta.options.maxBytes)}, ` +
+          `${meta.options.iters} iterations, ${meta.options.warmupIters} warm-up, check ${meta.options.check}`,
+      );
     },
     row(row) {
       const prev = rows[rows.length - 1];
-      const same = prev && prev.cycle === row.cycle && prev.sweep.dtype === row.sweep.dtype &&
-        prev.sweep.op === row.sweep.op && prev.sweep.root === row.sweep.root;
+      const same =
+        prev &&
+        prev.cycle === row.cycle &&
+        prev.sweep.dtype === row.sweep.dtype &&
+        prev.sweep.op === row.sweep.op &&
+        prev.sweep.root === row.sweep.root;
       if (prev && !same) flush();
       rows.push(row);
     },
@@ -73,8 +81,12 @@ export function prettyReporter(out: (line: string) => void): Reporter {
       flush();
       if (summary.skipped) out(skipLine(summary.skipped));
       for (const line of footerLines({
-        outOfBounds: summary.outOfBounds, avgBusBw: summary.avgBusBw, minBwVerdict: summary.minBwVerdict, program,
-      })) out(line);
+        outOfBounds: summary.outOfBounds,
+        avgBusBw: summary.avgBusBw,
+        minBwVerdict: summary.minBwVerdict,
+        program,
+      }))
+        out(line);
     },
   };
 }

@@ -29,8 +29,11 @@ const rowLabel = (collective: string, { sweep, sizeBytes }: RowStart): string =>
  *  (--quiet). */
 export type ProgressMode = 'bar' | 'lines' | null;
 
-export function progressMode(stream: ProgressStream, quiet: boolean,
-  env: NodeJS.ProcessEnv = process.env): ProgressMode {
+export function progressMode(
+  stream: ProgressStream,
+  quiet: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): ProgressMode {
   if (quiet) return null;
   const terminal = stream.isTTY === true || env[ENV.STDERR_TTY] === '1';
   return terminal && env.CI === undefined && env.TERM !== 'dumb' ? 'bar' : 'lines';
@@ -64,21 +67,30 @@ export const PROGRESS_LINE_PERIOD_MS = 10_000;
  * for logs and pipes; the first one only after a period, so a short run prints none. `status()` gives the counts.
  */
 export interface ProgressStatus {
-  done: number; planned: number | null; unit: string; what?: string;
+  done: number;
+  planned: number | null;
+  unit: string;
+  what?: string;
   /** When the last unit was done (ms, the clock `now` reads). */
   doneAtMs?: number;
 }
 
-export function periodicProgress(write: (line: string) => void, status: () => ProgressStatus,
-  periodMs = PROGRESS_LINE_PERIOD_MS, now: () => number = Date.now): { stop(): void } {
+export function periodicProgress(
+  write: (line: string) => void,
+  status: () => ProgressStatus,
+  periodMs = PROGRESS_LINE_PERIOD_MS,
+  now: () => number = Date.now,
+): { stop(): void } {
   const started = now();
   const timer = setInterval(() => {
     const { done, planned, unit, what, doneAtMs } = status();
     const t = now();
     const elapsed = (t - started) / 1000;
     const left = timeLeft(elapsed, done, planned, doneAtMs === undefined ? 0 : (t - doneAtMs) / 1000);
-    write(`progress: ${done}${planned !== null ? `/${planned}` : ''} ${unit}, ${formatDuration(elapsed)} elapsed` +
-      `${left === '?' ? '' : `, ~${left} left`}${what ? ` (now ${what})` : ''}`);
+    write(
+      `progress: ${done}${planned !== null ? `/${planned}` : ''} ${unit}, ${formatDuration(elapsed)} elapsed` +
+        `${left === '?' ? '' : `, ~${left} left`}${what ? ` (now ${what})` : ''}`,
+    );
   }, periodMs);
   timer.unref(); // never keeps a finished run alive
   return { stop: () => clearInterval(timer) };
@@ -92,7 +104,10 @@ export function progressLinesReporter(stream: ProgressStream, periodMs = PROGRES
   let doneAtMs: number | undefined;
   let what = '';
   let collective = '';
-  const stop = (): void => { ticker?.stop(); ticker = null; };
+  const stop = (): void => {
+    ticker?.stop();
+    ticker = null;
+  };
   return {
     begin(meta) {
       planned = meta.plannedRows ?? null;
@@ -117,15 +132,19 @@ export function progressReporter(stream: ProgressStream, now: () => number = Dat
   // that says it is one (80 columns: the launcher's width is not known here). Its cursor save and restore are left
   // out there: the table rows come through another pipe, and a restore arriving after a row would move back onto it
   // and erase it; without them every redraw and erasure acts on the line the cursor is on.
-  const terminal = stream.isTTY === true ? stream : {
-    isTTY: true, columns: 80,
-    write: (chunk: string, done?: () => void) => {
-      // eslint-disable-next-line no-control-regex -- terminal escapes are what is looked for
-      const ok = stream.write(chunk.replace(/\u001b[78]/g, ''));
-      done?.();
-      return ok;
-    },
-  };
+  const terminal =
+    stream.isTTY === true
+      ? stream
+      : {
+          isTTY: true,
+          columns: 80,
+          write: (chunk: string, done?: () => void) => {
+            // eslint-disable-next-line no-control-regex -- terminal escapes are what is looked for
+            const ok = stream.write(chunk.replace(/\u001b[78]/g, ''));
+            done?.();
+            return ok;
+          },
+        };
   let bar: cliProgress.SingleBar | null = null;
   let planned: number | null = null;
   let collective = '';
@@ -150,13 +169,23 @@ export function progressReporter(stream: ProgressStream, now: () => number = Dat
       const elapsed = (now() - started) / 1000;
       const eta = timeLeft(elapsed, done, planned);
       const what = rowLabel(collective, next);
-      const format = planned !== null
-        ? ` {bar} {value}/{total} rows | ${what} | ${formatDuration(elapsed)} elapsed, ETA ${eta}`
-        : ` {value} rows | ${what} | ${formatDuration(elapsed)} elapsed`;
-      bar = new cliProgress.SingleBar({
-        stream: terminal as NodeJS.WritableStream, format, barsize: 24, hideCursor: null, clearOnComplete: true,
-        linewrap: false, fps: 2, noTTYOutput: false,
-      }, cliProgress.Presets.shades_classic);
+      const format =
+        planned !== null
+          ? ` {bar} {value}/{total} rows | ${what} | ${formatDuration(elapsed)} elapsed, ETA ${eta}`
+          : ` {value} rows | ${what} | ${formatDuration(elapsed)} elapsed`;
+      bar = new cliProgress.SingleBar(
+        {
+          stream: terminal as NodeJS.WritableStream,
+          format,
+          barsize: 24,
+          hideCursor: null,
+          clearOnComplete: true,
+          linewrap: false,
+          fps: 2,
+          noTTYOutput: false,
+        },
+        cliProgress.Presets.shades_classic,
+      );
       bar.start(planned ?? 0, done);
     },
     row() {

@@ -74,9 +74,10 @@ Executor& executor() {
 // initialised THREAD_SERIALIZED, and a collective must not slip in between queued ones).
 void refuseWhileBusy(Napi::Env env, const char* call) {
   if (executor().busy())
-    throwIfError(env, Status::Error("core", "CORE_BUSY",
-                                    std::string(call) + " while asynchronous calls of this module are queued or running",
-                                    CB_SITE(call)));
+    throwIfError(env,
+                 Status::Error("core", "CORE_BUSY",
+                               std::string(call) + " while asynchronous calls of this module are queued or running",
+                               CB_SITE(call)));
 }
 
 // Runs `task` on the executor thread and settles a Promise with what `settle` makes of it, so the JS -T watchdog can
@@ -95,8 +96,7 @@ Napi::Promise queueHalf(Napi::Env env, Backend* backend, std::vector<HalfSpec> s
       [backend, owned, result, warmupIters] {
         std::vector<const HalfSpec*> specs;
         for (const HalfSpec& s : *owned) specs.push_back(&s);
-        return warmupIters >= 0 ? warmupLocal(*backend, specs, warmupIters)
-                                : benchLocal(*backend, specs, result.get());
+        return warmupIters >= 0 ? warmupLocal(*backend, specs, warmupIters) : benchLocal(*backend, specs, result.get());
       },
       [result, warmupIters](Napi::Env e) -> Napi::Value {
         if (warmupIters >= 0) return e.Undefined();
@@ -125,8 +125,8 @@ Backend* borrowControlPlane(const Napi::Value& value) {
 
 Backend& requireBackend(Napi::Env env, BackendSlot* slot) {
   if (!slot->backend)
-    throw toJsError(env, Status::Error("core", "CORE_NOT_INITIALIZED", "init() has not been called",
-                                       CB_SITE("requireBackend")));
+    throw toJsError(
+        env, Status::Error("core", "CORE_NOT_INITIALIZED", "init() has not been called", CB_SITE("requireBackend")));
   return *slot->backend;
 }
 
@@ -158,20 +158,21 @@ void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, cons
   exports.Set("init", Napi::Function::New(env, lifecycle.init));
   const bool destroy = lifecycle.destroyOnFinalize;
   exports.Set("finalize", Napi::Function::New(env, [slot, destroy](const Napi::CallbackInfo& info) {
-    if (slot->backend) {
-      executor().drain(info.Env());  // nothing of the backend may run while it is finalized
-      const Status s = slot->backend->finalize();
-      if (destroy) slot->backend.reset();
-      throwIfError(info.Env(), s);
-    }
-    return info.Env().Undefined();
-  }));
+                if (slot->backend) {
+                  executor().drain(info.Env());  // nothing of the backend may run while it is finalized
+                  const Status s = slot->backend->finalize();
+                  if (destroy) slot->backend.reset();
+                  throwIfError(info.Env(), s);
+                }
+                return info.Env().Undefined();
+              }));
   auto* abort = lifecycle.abort;
   exports.Set("abort", Napi::Function::New(env, [slot, abort](const Napi::CallbackInfo& info) {
-    executor().cancelQueued(info.Env(), "the job was aborted");  // the task in progress is the one that hung
-    abort(slot->backend.get(), info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1);
-    return info.Env().Undefined();
-  }));
+                executor().cancelQueued(info.Env(),
+                                        "the job was aborted");  // the task in progress is the one that hung
+                abort(slot->backend.get(), info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1);
+                return info.Env().Undefined();
+              }));
   registerCommon(env, exports, slot);
 }
 
@@ -185,181 +186,184 @@ Napi::Error toJsError(Napi::Env env, const Status& status) {
 
 void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
   exports.Set("allocate", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend& b = requireBackend(info.Env(), slot);
-    refuseWhileBusy(info.Env(), "allocate()");
-    const double send = info[0].As<Napi::Number>().DoubleValue();
-    const double recv = info[1].As<Napi::Number>().DoubleValue();
-    throwIfError(info.Env(), b.allocate(static_cast<uint64_t>(send), static_cast<uint64_t>(recv)));
-    return info.Env().Undefined();
-  }));
+                Backend& b = requireBackend(info.Env(), slot);
+                refuseWhileBusy(info.Env(), "allocate()");
+                const double send = info[0].As<Napi::Number>().DoubleValue();
+                const double recv = info[1].As<Napi::Number>().DoubleValue();
+                throwIfError(info.Env(), b.allocate(static_cast<uint64_t>(send), static_cast<uint64_t>(recv)));
+                return info.Env().Undefined();
+              }));
   exports.Set("warmup", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    std::vector<HalfSpec> specs = readSpecs(info[0], "warmup");
-    if (!info[1].IsNumber()) throw Napi::TypeError::New(info.Env(), "warmup: expected the iteration count as a number");
-    Backend& b = requireBackend(info.Env(), slot);
-    return queueHalf(info.Env(), &b, std::move(specs), info[1].As<Napi::Number>().Int32Value());
-  }));
+                std::vector<HalfSpec> specs = readSpecs(info[0], "warmup");
+                if (!info[1].IsNumber())
+                  throw Napi::TypeError::New(info.Env(), "warmup: expected the iteration count as a number");
+                Backend& b = requireBackend(info.Env(), slot);
+                return queueHalf(info.Env(), &b, std::move(specs), info[1].As<Napi::Number>().Int32Value());
+              }));
   exports.Set("runHalf", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    std::vector<HalfSpec> specs = readSpecs(info[0], "runHalf");
-    Backend& b = requireBackend(info.Env(), slot);
-    return queueHalf(info.Env(), &b, std::move(specs), -1);
-  }));
+                std::vector<HalfSpec> specs = readSpecs(info[0], "runHalf");
+                Backend& b = requireBackend(info.Env(), slot);
+                return queueHalf(info.Env(), &b, std::move(specs), -1);
+              }));
   // runSequence(ops, {iters, warmupIters, gapUs, check}): ops[k] is one spec or one per local rank (timed_loop.h
   // benchSequence); resolves {stepUs (rank 0), gapUs, wrong, ranksWithWrong, firstWrongOp, firstWrong?}.
   exports.Set("runSequence", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    if (!info[0].IsArray()) throw Napi::TypeError::New(info.Env(), "runSequence: expected an array of ops");
-    Napi::Array list = info[0].As<Napi::Array>();
-    auto specs = std::make_shared<std::vector<std::vector<HalfSpec>>>();
-    for (uint32_t k = 0; k < list.Length(); ++k)
-      specs->push_back(readSpecs(list.Get(k), ("runSequence op " + std::to_string(k)).c_str()));
-    const SequenceSpec seq = readSequenceOptions(info[1], "runSequence options");
-    Backend* b = &requireBackend(info.Env(), slot);
-    auto result = std::make_shared<SequenceResult>();
-    return queueTask(
-        info.Env(),
-        [b, specs, seq, result] {
-          std::vector<std::vector<const HalfSpec*>> ops;
-          for (const auto& local : *specs) {
-            ops.emplace_back();
-            for (const HalfSpec& s : local) ops.back().push_back(&s);
-          }
-          return benchSequence(*b, ops, seq, result.get());
-        },
-        [result](Napi::Env e) -> Napi::Value {
-          Napi::Object r = Napi::Object::New(e);
-          r.Set("stepUs", numbers(e, result->stepUs));
-          r.Set("gapUs", result->gapUs);
-          r.Set("wrong", result->wrong);
-          r.Set("ranksWithWrong", result->ranksWithWrong);
-          r.Set("firstWrongOp", result->firstWrongOp);
-          if (result->firstWrongOp >= 0) r.Set("firstWrong", firstWrongObject(e, result->firstWrong));
-          return r;
-        });
-  }));
+                if (!info[0].IsArray()) throw Napi::TypeError::New(info.Env(), "runSequence: expected an array of ops");
+                Napi::Array list = info[0].As<Napi::Array>();
+                auto specs = std::make_shared<std::vector<std::vector<HalfSpec>>>();
+                for (uint32_t k = 0; k < list.Length(); ++k)
+                  specs->push_back(readSpecs(list.Get(k), ("runSequence op " + std::to_string(k)).c_str()));
+                const SequenceSpec seq = readSequenceOptions(info[1], "runSequence options");
+                Backend* b = &requireBackend(info.Env(), slot);
+                auto result = std::make_shared<SequenceResult>();
+                return queueTask(
+                    info.Env(),
+                    [b, specs, seq, result] {
+                      std::vector<std::vector<const HalfSpec*>> ops;
+                      for (const auto& local : *specs) {
+                        ops.emplace_back();
+                        for (const HalfSpec& s : local) ops.back().push_back(&s);
+                      }
+                      return benchSequence(*b, ops, seq, result.get());
+                    },
+                    [result](Napi::Env e) -> Napi::Value {
+                      Napi::Object r = Napi::Object::New(e);
+                      r.Set("stepUs", numbers(e, result->stepUs));
+                      r.Set("gapUs", result->gapUs);
+                      r.Set("wrong", result->wrong);
+                      r.Set("ranksWithWrong", result->ranksWithWrong);
+                      r.Set("firstWrongOp", result->firstWrongOp);
+                      if (result->firstWrongOp >= 0) r.Set("firstWrong", firstWrongObject(e, result->firstWrong));
+                      return r;
+                    });
+              }));
   exports.Set("barrier", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    refuseWhileBusy(info.Env(), "barrier()");
-    throwIfError(info.Env(), requireBackend(info.Env(), slot).barrier());
-    return info.Env().Undefined();
-  }));
+                refuseWhileBusy(info.Env(), "barrier()");
+                throwIfError(info.Env(), requireBackend(info.Env(), slot).barrier());
+                return info.Env().Undefined();
+              }));
   exports.Set("allreduce", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend& b = requireBackend(info.Env(), slot);
-    refuseWhileBusy(info.Env(), "allreduce()");
-    Napi::Array in = info[0].As<Napi::Array>();
-    std::vector<double> v(in.Length());
-    for (uint32_t i = 0; i < in.Length(); ++i) v[i] = in.Get(i).As<Napi::Number>().DoubleValue();
-    const auto how = static_cast<Combine>(info[1].As<Napi::Number>().Int32Value());
-    throwIfError(info.Env(), b.allreduce(v.data(), static_cast<int>(v.size()), how));
-    return numbers(info.Env(), v);
-  }));
+                Backend& b = requireBackend(info.Env(), slot);
+                refuseWhileBusy(info.Env(), "allreduce()");
+                Napi::Array in = info[0].As<Napi::Array>();
+                std::vector<double> v(in.Length());
+                for (uint32_t i = 0; i < in.Length(); ++i) v[i] = in.Get(i).As<Napi::Number>().DoubleValue();
+                const auto how = static_cast<Combine>(info[1].As<Napi::Number>().Int32Value());
+                throwIfError(info.Env(), b.allreduce(v.data(), static_cast<int>(v.size()), how));
+                return numbers(info.Env(), v);
+              }));
   exports.Set("controlPlane", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend& b = requireBackend(info.Env(), slot);
-    Napi::External<Backend> ext = Napi::External<Backend>::New(info.Env(), &b);
-    ext.TypeTag(&kControlPlaneTag);
-    return ext;
-  }));
+                Backend& b = requireBackend(info.Env(), slot);
+                Napi::External<Backend> ext = Napi::External<Backend>::New(info.Env(), &b);
+                ext.TypeTag(&kControlPlaneTag);
+                return ext;
+              }));
   exports.Set("gatherStrings", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend& b = requireBackend(info.Env(), slot);
-    refuseWhileBusy(info.Env(), "gatherStrings()");
-    std::vector<std::string> all;
-    throwIfError(info.Env(), b.gatherStrings(info[0].As<Napi::String>().Utf8Value(), &all));
-    if (b.rank() != 0) return info.Env().Null();
-    Napi::Array a = Napi::Array::New(info.Env(), all.size());
-    for (size_t i = 0; i < all.size(); ++i) a.Set(static_cast<uint32_t>(i), all[i]);
-    return static_cast<Napi::Value>(a);
-  }));
+                Backend& b = requireBackend(info.Env(), slot);
+                refuseWhileBusy(info.Env(), "gatherStrings()");
+                std::vector<std::string> all;
+                throwIfError(info.Env(), b.gatherStrings(info[0].As<Napi::String>().Utf8Value(), &all));
+                if (b.rank() != 0) return info.Env().Null();
+                Napi::Array a = Napi::Array::New(info.Env(), all.size());
+                for (size_t i = 0; i < all.size(); ++i) a.Set(static_cast<uint32_t>(i), all[i]);
+                return static_cast<Napi::Value>(a);
+              }));
   // The same waits off the JS thread (Promises), for the run loop under its -T watchdog.
   exports.Set("barrierAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend* b = &requireBackend(info.Env(), slot);
-    return queueTask(info.Env(), [b] { return b->barrier(); }, [](Napi::Env e) { return e.Undefined(); });
-  }));
+                Backend* b = &requireBackend(info.Env(), slot);
+                return queueTask(
+                    info.Env(), [b] { return b->barrier(); }, [](Napi::Env e) { return e.Undefined(); });
+              }));
   exports.Set("allreduceAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend* b = &requireBackend(info.Env(), slot);
-    Napi::Array in = info[0].As<Napi::Array>();
-    auto v = std::make_shared<std::vector<double>>(in.Length());
-    for (uint32_t i = 0; i < in.Length(); ++i) (*v)[i] = in.Get(i).As<Napi::Number>().DoubleValue();
-    const auto how = static_cast<Combine>(info[1].As<Napi::Number>().Int32Value());
-    return queueTask(
-        info.Env(), [b, v, how] { return b->allreduce(v->data(), static_cast<int>(v->size()), how); },
-        [v](Napi::Env e) { return static_cast<Napi::Value>(numbers(e, *v)); });
-  }));
+                Backend* b = &requireBackend(info.Env(), slot);
+                Napi::Array in = info[0].As<Napi::Array>();
+                auto v = std::make_shared<std::vector<double>>(in.Length());
+                for (uint32_t i = 0; i < in.Length(); ++i) (*v)[i] = in.Get(i).As<Napi::Number>().DoubleValue();
+                const auto how = static_cast<Combine>(info[1].As<Napi::Number>().Int32Value());
+                return queueTask(
+                    info.Env(), [b, v, how] { return b->allreduce(v->data(), static_cast<int>(v->size()), how); },
+                    [v](Napi::Env e) { return static_cast<Napi::Value>(numbers(e, *v)); });
+              }));
   exports.Set("gatherStringsAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend* b = &requireBackend(info.Env(), slot);
-    auto mine = std::make_shared<std::string>(info[0].As<Napi::String>().Utf8Value());
-    auto all = std::make_shared<std::vector<std::string>>();
-    const bool root = b->rank() == 0;
-    return queueTask(
-        info.Env(), [b, mine, all] { return b->gatherStrings(*mine, all.get()); },
-        [root, all](Napi::Env e) -> Napi::Value {
-          if (!root) return e.Null();
-          Napi::Array a = Napi::Array::New(e, all->size());
-          for (size_t i = 0; i < all->size(); ++i) a.Set(static_cast<uint32_t>(i), (*all)[i]);
-          return a;
-        });
-  }));
+                Backend* b = &requireBackend(info.Env(), slot);
+                auto mine = std::make_shared<std::string>(info[0].As<Napi::String>().Utf8Value());
+                auto all = std::make_shared<std::vector<std::string>>();
+                const bool root = b->rank() == 0;
+                return queueTask(
+                    info.Env(), [b, mine, all] { return b->gatherStrings(*mine, all.get()); },
+                    [root, all](Napi::Env e) -> Napi::Value {
+                      if (!root) return e.Null();
+                      Napi::Array a = Napi::Array::New(e, all->size());
+                      for (size_t i = 0; i < all->size(); ++i) a.Set(static_cast<uint32_t>(i), (*all)[i]);
+                      return a;
+                    });
+              }));
   // Rejects (CORE_CANCELLED) every asynchronous call not yet started, e.g. row-halves queued ahead of a run that
   // stopped early; the call in progress runs to its end. Returns how many were cancelled.
   exports.Set("cancelPending", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    const size_t n = executor().cancelQueued(info.Env(), "cancelled by cancelPending()");
-    return Napi::Number::New(info.Env(), static_cast<double>(n));
-  }));
+                const size_t n = executor().cancelQueued(info.Env(), "cancelled by cancelPending()");
+                return Napi::Number::New(info.Env(), static_cast<double>(n));
+              }));
   // Queued calls wait until resumeQueue() (the one running goes on): JavaScript queues a batch, then lets it run.
   exports.Set("pauseQueue", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    executor().pause();
-    return info.Env().Undefined();
-  }));
+                executor().pause();
+                return info.Env().Undefined();
+              }));
   exports.Set("resumeQueue", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    executor().resume();
-    return info.Env().Undefined();
-  }));
+                executor().resume();
+                return info.Env().Undefined();
+              }));
   // The longest a finished call's result is held back while later calls run (executor.h; the watchdog sets it).
   exports.Set("setResultHoldMs", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    const double ms = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
-    if (!(ms >= 1 && ms <= 60000) || ms != static_cast<double>(static_cast<int64_t>(ms)))
-      throw Napi::TypeError::New(info.Env(), "setResultHoldMs: expected an integer number of milliseconds, 1 to 60000");
-    executor().setHoldTime(std::chrono::milliseconds(static_cast<int64_t>(ms)));
-    return info.Env().Undefined();
-  }));
+                const double ms =
+                    info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+                if (!(ms >= 1 && ms <= 60000) || ms != static_cast<double>(static_cast<int64_t>(ms)))
+                  throw Napi::TypeError::New(info.Env(),
+                                             "setResultHoldMs: expected an integer number of milliseconds, 1 to 60000");
+                executor().setHoldTime(std::chrono::milliseconds(static_cast<int64_t>(ms)));
+                return info.Env().Undefined();
+              }));
   // The CPUs this process may run on, and the timed loop's own CPU (bench/core/loop-cpu.ts decides; loop_cpu.h).
   exports.Set("allowedCpus", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    std::vector<int> cpus;
-    throwIfError(info.Env(), allowedCpus(&cpus));
-    return static_cast<Napi::Value>(numbers(info.Env(), std::vector<double>(cpus.begin(), cpus.end())));
-  }));
+                std::vector<int> cpus;
+                throwIfError(info.Env(), allowedCpus(&cpus));
+                return static_cast<Napi::Value>(numbers(info.Env(), std::vector<double>(cpus.begin(), cpus.end())));
+              }));
   exports.Set("isolateLoopAsync", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    const int cpu = info[0].As<Napi::Number>().Int32Value();
-    auto others = std::make_shared<std::vector<int>>();
-    return queueTask(
-        info.Env(), [cpu, others] { return isolateCallingThread(cpu, others.get()); },
-        [others](Napi::Env e) {
-          return static_cast<Napi::Value>(numbers(e, std::vector<double>(others->begin(), others->end())));
-        });
-  }));
+                const int cpu = info[0].As<Napi::Number>().Int32Value();
+                auto others = std::make_shared<std::vector<int>>();
+                return queueTask(
+                    info.Env(), [cpu, others] { return isolateCallingThread(cpu, others.get()); },
+                    [others](Napi::Env e) {
+                      return static_cast<Napi::Value>(numbers(e, std::vector<double>(others->begin(), others->end())));
+                    });
+              }));
   exports.Set("loopIteration", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(loopIteration()));
-  }));
+                return Napi::Number::New(info.Env(), static_cast<double>(loopIteration()));
+              }));
   exports.Set("clockSamplesAsync", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
-    Backend* b = &requireBackend(info.Env(), slot);
-    const int rounds = info[0].As<Napi::Number>().Int32Value();
-    auto all = std::make_shared<std::vector<double>>();
-    const bool root = b->rank() == 0;
-    return queueTask(
-        info.Env(), [b, rounds, all] { return clockSamples(*b, rounds, all.get()); },
-        [root, rounds, all](Napi::Env e) -> Napi::Value {
-          if (!root) return e.Null();
-          return rowsOf(e, *all, static_cast<size_t>(rounds));
-        });
-  }));
+                Backend* b = &requireBackend(info.Env(), slot);
+                const int rounds = info[0].As<Napi::Number>().Int32Value();
+                auto all = std::make_shared<std::vector<double>>();
+                const bool root = b->rank() == 0;
+                return queueTask(
+                    info.Env(), [b, rounds, all] { return clockSamples(*b, rounds, all.get()); },
+                    [root, rounds, all](Napi::Env e) -> Napi::Value {
+                      if (!root) return e.Null();
+                      return rowsOf(e, *all, static_cast<size_t>(rounds));
+                    });
+              }));
   exports.Set("enumIds", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    Napi::Object o = Napi::Object::New(info.Env());
-    o.Set("dtype", enumObject(info.Env(), kDTypeNames));
-    o.Set("op", enumObject(info.Env(), kRedOpNames));
-    o.Set("coll", enumObject(info.Env(), kCollNames));
-    o.Set("segmentKind", enumObject(info.Env(), kSegKindNames));
-    return o;
-  }));
+                Napi::Object o = Napi::Object::New(info.Env());
+                o.Set("dtype", enumObject(info.Env(), kDTypeNames));
+                o.Set("op", enumObject(info.Env(), kRedOpNames));
+                o.Set("coll", enumObject(info.Env(), kCollNames));
+                o.Set("segmentKind", enumObject(info.Env(), kSegKindNames));
+                return o;
+              }));
   // The field tables the spec readers use (spec_fields.h); test/native/spec-fields.test.ts compares them with TS.
-  exports.Set("specFields", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    return specFieldsObject(info.Env());
-  }));
+  exports.Set("specFields",
+              Napi::Function::New(env, [](const Napi::CallbackInfo& info) { return specFieldsObject(info.Env()); }));
 }
 
 }  // namespace collbench::addon

@@ -55,12 +55,12 @@ struct ModuleLifecycle {
 void registerModule(Napi::Env env, Napi::Object exports, BackendSlot* slot, const ModuleLifecycle& lifecycle);
 
 // Adds allocate, warmup, runHalf, barrier, allreduce, gatherStrings, their …Async forms, cancelPending,
-// loopIteration, allowedCpus, isolateLoopAsync, clockSamplesAsync, controlPlane and enumIds to `exports`; they act on `slot`. The synchronous
-// ones that use the backend (allocate, barrier, allreduce, gatherStrings) throw CORE_BUSY while asynchronous
-// calls are queued or running. enumIds() gives the native enum values by name (the tables of
-// core/types.h and core/spec.h). controlPlane() lends the backend's process-level control plane (barrier,
-// allreduce, gather, gatherStrings) to another module of the same process as a type-tagged External:
-// under mpirun the nccl module uses MPI's this way without linking MPI itself.
+// loopIteration, allowedCpus, isolateLoopAsync, clockSamplesAsync, controlPlane and enumIds to `exports`; they act on
+// `slot`. The synchronous ones that use the backend (allocate, barrier, allreduce, gatherStrings) throw CORE_BUSY while
+// asynchronous calls are queued or running. enumIds() gives the native enum values by name (the tables of core/types.h
+// and core/spec.h). controlPlane() lends the backend's process-level control plane (barrier, allreduce, gather,
+// gatherStrings) to another module of the same process as a type-tagged External: under mpirun the nccl module uses
+// MPI's this way without linking MPI itself.
 void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot);
 
 // The Backend lent by another module's controlPlane(), or nullptr when `value` is not such an External.

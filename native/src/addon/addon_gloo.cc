@@ -20,7 +20,9 @@ using collbench::Status;
 // the sockets, and no destructor runs Gloo teardown under a thread that may still be inside a Gloo wait.
 collbench::addon::BackendSlot& gSlot = *new collbench::addon::BackendSlot;
 
-collbench::GlooBackend* gloo() { return static_cast<collbench::GlooBackend*>(gSlot.backend.get()); }
+collbench::GlooBackend* gloo() {
+  return static_cast<collbench::GlooBackend*>(gSlot.backend.get());
+}
 
 int gLocalRank = 0, gLocalSize = 1;
 
@@ -37,8 +39,8 @@ Status intField(const Napi::Object& c, const char* field, int min, int* out) {
   if (!v.IsNumber()) return badConfig(field, "must be a number");
   const double d = v.As<Napi::Number>().DoubleValue();
   if (!std::isfinite(d) || d != std::floor(d) || d < min || d > (1 << 30))
-    return badConfig(field, "must be an integer from " + std::to_string(min) + " to 2^30, not " +
-                                v.ToString().Utf8Value());
+    return badConfig(field,
+                     "must be an integer from " + std::to_string(min) + " to 2^30, not " + v.ToString().Utf8Value());
   *out = static_cast<int>(d);
   return Status::Ok();
 }

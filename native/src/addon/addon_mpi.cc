@@ -25,7 +25,9 @@ const collbench::addon::Field<InitConfig> kInitFields[] = {
      }},
 };
 
-collbench::MpiBackend* mpi() { return static_cast<collbench::MpiBackend*>(gSlot.backend.get()); }
+collbench::MpiBackend* mpi() {
+  return static_cast<collbench::MpiBackend*>(gSlot.backend.get());
+}
 
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -34,15 +36,15 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     // Without an argument (the tests' singleton MPI), no watchdog; an argument is read through its field table.
     int initTimeoutSec = 0;
     if (info.Length() > 0 && !info[0].IsUndefined())
-      initTimeoutSec = std::max(0, std::min(collbench::addon::readObject(info[0], {"init", ""}, kInitFields).timeoutSec, 1 << 30));
+      initTimeoutSec =
+          std::max(0, std::min(collbench::addon::readObject(info[0], {"init", ""}, kInitFields).timeoutSec, 1 << 30));
     std::unique_ptr<collbench::MpiBackend> b;
     collbench::addon::throwIfError(env, collbench::MpiBackend::create(&b, initTimeoutSec));
     gSlot.backend = std::move(b);
   }
   collbench::MpiBackend* b = mpi();
-  Napi::Object o = collbench::addon::infoObject(
-      env, {"mpi", b->rank(), b->nranks(), b->localRank(), b->localSize(), b->libraryVersion(),
-            b->libraryVersionShort()});
+  Napi::Object o = collbench::addon::infoObject(env, {"mpi", b->rank(), b->nranks(), b->localRank(), b->localSize(),
+                                                      b->libraryVersion(), b->libraryVersionShort()});
   o.Set("processorName", b->processorName());  // MPI_Get_processor_name
   o.Set("smallIntSumSaturates", b->smallIntSumSaturates());
   return o;

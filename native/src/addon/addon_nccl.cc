@@ -25,7 +25,9 @@ using collbench::addon::throwIfError;
 
 collbench::addon::BackendSlot gSlot;
 
-NcclBackend* nccl() { return static_cast<NcclBackend*>(gSlot.backend.get()); }
+NcclBackend* nccl() {
+  return static_cast<NcclBackend*>(gSlot.backend.get());
+}
 
 // An init() whose worker (a libuv pool thread) has not finished: it may wait in ncclCommInitRank for a peer that
 // never comes, and then neither abort() (no communicator yet) nor process.exit() (libuv joins its pool threads at
@@ -45,19 +47,22 @@ struct InitConfig {
   collbench::NcclOptions options;
   int localRank = 0, localSize = 1;
 };
+using collbench::addon::asInt32;
 using collbench::addon::Field;
 using collbench::addon::Kind;
 using collbench::addon::Where;
-using collbench::addon::asInt32;
 using IC = InitConfig;
 const Field<IC> kInitFields[] = {
     {"lib", Kind::String, false,
      [](const Napi::Value& v, const Where& w, IC* c) { c->options.libPath = collbench::addon::asString(v, w); }},
-    {"procRank", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.procRank = asInt32(v, w); }},
-    {"nprocs", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nprocs = asInt32(v, w); }},
+    {"procRank", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.procRank = asInt32(v, w); }},
+    {"nprocs", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.nprocs = asInt32(v, w); }},
     {"localRank", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->localRank = asInt32(v, w); }},
     {"localSize", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->localSize = asInt32(v, w); }},
-    {"nThreads", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nThreads = asInt32(v, w); }},
+    {"nThreads", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.nThreads = asInt32(v, w); }},
     {"nGpus", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.nGpus = asInt32(v, w); }},
     {"firstDevice", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, IC* c) { c->options.firstDevice = asInt32(v, w); }},
@@ -74,7 +79,8 @@ const Field<IC> kInitFields[] = {
      [](const Napi::Value& v, const Where& w, IC* c) { c->options.splitColor = asInt32(v, w); }},
     {"streamNull", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, IC* c) { c->options.streamNull = asInt32(v, w) != 0; }},
-    {"ctaPolicy", Kind::Int32, true, [](const Napi::Value& v, const Where& w, IC* c) { c->options.ctaPolicy = asInt32(v, w); }},
+    {"ctaPolicy", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, IC* c) { c->options.ctaPolicy = asInt32(v, w); }},
     {"localRegister", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, IC* c) { c->options.localRegister = asInt32(v, w); }},
     {"timeoutSec", Kind::Int32, true,
@@ -87,8 +93,8 @@ const Field<IC> kInitFields[] = {
      [](const Napi::Value& v, const Where& w, IC* c) {
        c->options.control = collbench::addon::borrowControlPlane(v);
        if (c->options.control == nullptr)
-         collbench::addon::refuse(v, w, "must be another collbench module's controlPlane(), not " +
-                                            collbench::addon::shown(v));
+         collbench::addon::refuse(
+             v, w, "must be another collbench module's controlPlane(), not " + collbench::addon::shown(v));
      }},
 };
 
@@ -194,9 +200,8 @@ Napi::Object ncclInfo(Napi::Env env, NcclBackend& b, int localProcRank, int loca
   // "backend nccl (<libraryVersionShort>)": version and the file loaded.
   Napi::Object o = collbench::addon::infoObject(
       env, {"nccl", b.groupRank(), b.groupSize(), localProcRank, localProcSize,
-            "NCCL " + lib.versionString() + " (nccl-library=" + std::to_string(lib.versionCode) +
-                " nccl-headers=" + std::to_string(collbench::ncclapi::kDeclaredVersion) + ", " + lib.path +
-                ", found by " + lib.how + ")",
+            "NCCL " + lib.versionString() + " (nccl-library=" + std::to_string(lib.versionCode) + " nccl-headers=" +
+                std::to_string(collbench::ncclapi::kDeclaredVersion) + ", " + lib.path + ", found by " + lib.how + ")",
             "NCCL " + lib.versionString() + " " + lib.path});
   o.Set("worldRank", b.rank());
   o.Set("worldRanks", b.nranks());
@@ -233,8 +238,11 @@ Napi::Object ncclInfo(Napi::Env env, NcclBackend& b, int localProcRank, int loca
 class InitWorker : public Napi::AsyncWorker {
  public:
   InitWorker(Napi::Env env, collbench::NcclOptions options, int localProcRank, int localProcSize)
-      : Napi::AsyncWorker(env), options_(std::move(options)), localProcRank_(localProcRank),
-        localProcSize_(localProcSize), deferred_(Napi::Promise::Deferred::New(env)) {}
+      : Napi::AsyncWorker(env),
+        options_(std::move(options)),
+        localProcRank_(localProcRank),
+        localProcSize_(localProcSize),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
   Napi::Promise promise() { return deferred_.Promise(); }
   void Execute() override {
     try {
@@ -269,8 +277,7 @@ class InitWorker : public Napi::AsyncWorker {
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (gSlot.backend)
-    throwIfError(env, Status::Error("core", "CORE_ALREADY_INITIALIZED", "init() was called already",
-                                    CB_SITE("init")));
+    throwIfError(env, Status::Error("core", "CORE_ALREADY_INITIALIZED", "init() was called already", CB_SITE("init")));
   if (!info[0].IsObject())
     throwIfError(env, Status::Error("core", "CORE_BAD_SPEC", "init needs a configuration object", CB_SITE("init")));
   InitConfig c = collbench::addon::readObject(info[0], {"init", ""}, kInitFields);
@@ -339,8 +346,8 @@ Napi::Object ModuleInit(Napi::Env env, Napi::Object exports) {
   exports.Set("uniqueId", Napi::Function::New(env, UniqueId));
   exports.Set("memoryUsage", Napi::Function::New(env, MemoryUsage));
   exports.Set("initFields", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-    return collbench::addon::tableObject(info.Env(), kInitFields);
-  }));
+                return collbench::addon::tableObject(info.Env(), kInitFields);
+              }));
   // finalize destroys the backend: NcclBackend's destructor only frees what finalize left.
   collbench::addon::registerModule(env, exports, &gSlot, {Init, Abort, true});
   return exports;

@@ -39,8 +39,10 @@ void Executor::start(Napi::Env env) {
     self->work_.notify_all();
     self->held_cv_.notify_all();
     if (self->courier_.joinable()) self->courier_.join();  // it only ever waits on mu_ and held_cv_
-    if (idle && self->thread_.joinable()) self->thread_.join();
-    else if (self->thread_.joinable()) self->thread_.detach();
+    if (idle && self->thread_.joinable())
+      self->thread_.join();
+    else if (self->thread_.joinable())
+      self->thread_.detach();
   });
   tsfn_.Unref(env);  // referenced only while a task is pending (as libuv's pool work was)
   {
@@ -186,8 +188,10 @@ void Executor::settle(Napi::Env env, Job* job) {
     queue_.clear();
   }
   try {
-    if (job->status.ok) job->deferred.Resolve(job->settle(env));
-    else job->deferred.Reject(toJsError(env, job->status).Value());
+    if (job->status.ok)
+      job->deferred.Resolve(job->settle(env));
+    else
+      job->deferred.Reject(toJsError(env, job->status).Value());
   } catch (const Napi::Error& e) {
     job->deferred.Reject(e.Value());
   }

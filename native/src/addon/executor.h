@@ -70,26 +70,26 @@ class Executor {
   using Tsfn = Napi::TypedThreadSafeFunction<Executor, Job, &Executor::callJs>;
 
   void loop();
-  void courier();  // the courier thread: hands held results over once the first has waited hold_
-  void finished(Job* job);              // executor thread, mu_ held: hold a finished job, or hand it over
-  void postHeld();                      // mu_ held: hand every held job to the JS thread, in order
-  void post(Job* job);                  // mu_ held: hand a finished job to the JS thread
+  void courier();                        // the courier thread: hands held results over once the first has waited hold_
+  void finished(Job* job);               // executor thread, mu_ held: hold a finished job, or hand it over
+  void postHeld();                       // mu_ held: hand every held job to the JS thread, in order
+  void post(Job* job);                   // mu_ held: hand a finished job to the JS thread
   void settle(Napi::Env env, Job* job);  // JS thread: settle and delete
   void start(Napi::Env env);
 
   std::mutex mu_;
-  std::condition_variable work_;  // a job was queued, resume(), or stop_
-  std::condition_variable idle_;  // the running job returned
+  std::condition_variable work_;     // a job was queued, resume(), or stop_
+  std::condition_variable idle_;     // the running job returned
   std::condition_variable held_cv_;  // a first result was held, or stop_ (the courier waits on it)
   std::deque<Job*> queue_;
-  std::vector<Job*> held_;  // finished, succeeded, not yet handed over (in order)
+  std::vector<Job*> held_;                           // finished, succeeded, not yet handed over (in order)
   std::chrono::steady_clock::time_point heldSince_;  // when held_[0] finished
-  std::chrono::milliseconds hold_ = kDefaultHold;  // guarded by mu_
+  std::chrono::milliseconds hold_ = kDefaultHold;    // guarded by mu_
   bool running_ = false;
   bool paused_ = false;  // pause(): queued tasks wait for resume()
   bool stop_ = false;
   bool poisoned_ = false;  // a task failed and JavaScript has not been told yet: cancel, do not run
-  bool live_ = false;  // tsfn_ exists and is not finalized (guarded by mu_)
+  bool live_ = false;      // tsfn_ exists and is not finalized (guarded by mu_)
   std::thread thread_;
   std::thread courier_;
   Tsfn tsfn_;

@@ -10,16 +10,26 @@ namespace collbench::addon {
 
 const char* kindName(Kind k) {
   switch (k) {
-    case Kind::Int32: return "int32";
-    case Kind::Uint64: return "uint64";
-    case Kind::Number: return "number";
-    case Kind::Bool: return "boolean";
-    case Kind::String: return "string";
-    case Kind::Uint64s: return "uint64[]";
-    case Kind::Numbers: return "number[]";
-    case Kind::Object: return "object";
-    case Kind::Objects: return "object[]";
-    case Kind::External: return "external";
+    case Kind::Int32:
+      return "int32";
+    case Kind::Uint64:
+      return "uint64";
+    case Kind::Number:
+      return "number";
+    case Kind::Bool:
+      return "boolean";
+    case Kind::String:
+      return "string";
+    case Kind::Uint64s:
+      return "uint64[]";
+    case Kind::Numbers:
+      return "number[]";
+    case Kind::Object:
+      return "object";
+    case Kind::Objects:
+      return "object[]";
+    case Kind::External:
+      return "external";
   }
   return "?";
 }
@@ -74,7 +84,9 @@ Napi::Array asArray(const Napi::Value& v, const Where& w, const char* of) {
   if (!v.IsArray()) refuse(v, w, std::string("must be an array of ") + of + ", not " + shown(v));
   return v.As<Napi::Array>();
 }
-Where item(const Where& w, uint32_t i) { return {w.call, w.path + "[" + std::to_string(i) + "]"}; }
+Where item(const Where& w, uint32_t i) {
+  return {w.call, w.path + "[" + std::to_string(i) + "]"};
+}
 
 std::vector<uint64_t> asUint64s(const Napi::Value& v, const Where& w) {
   Napi::Array a = asArray(v, w, "integers");

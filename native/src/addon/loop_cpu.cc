@@ -27,7 +27,8 @@ Status sysError(const char* call, int err, const std::string& what) {
 Status allowedCpus(std::vector<int>* out) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return sysError("sched_getaffinity", errno, "reading this thread's CPUs");
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return sysError("sched_getaffinity", errno, "reading this thread's CPUs");
   out->clear();
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &set)) out->push_back(c);

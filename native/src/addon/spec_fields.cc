@@ -29,11 +29,13 @@ SegKind asSegKind(const Napi::Value& v, const Where& w) {
 const Field<Segment> kSegmentFields[] = {
     {"buf", Kind::String, true, [](const Napi::Value& v, const Where& w, Segment* s) { s->buf = asBuf(v, w); }},
     {"kind", Kind::String, true, [](const Napi::Value& v, const Where& w, Segment* s) { s->kind = asSegKind(v, w); }},
-    {"offset", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, Segment* s) { s->offset = asUint64(v, w); }},
+    {"offset", Kind::Uint64, true,
+     [](const Napi::Value& v, const Where& w, Segment* s) { s->offset = asUint64(v, w); }},
     {"count", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, Segment* s) { s->count = asUint64(v, w); }},
     {"indexBase", Kind::Uint64, true,
      [](const Napi::Value& v, const Where& w, Segment* s) { s->indexBase = asUint64(v, w); }},
-    {"stream", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, Segment* s) { s->stream = asUint64(v, w); }},
+    {"stream", Kind::Uint64, true,
+     [](const Napi::Value& v, const Where& w, Segment* s) { s->stream = asUint64(v, w); }},
     {"rank", Kind::Int32, true, [](const Napi::Value& v, const Where& w, Segment* s) { s->rank = asInt32(v, w); }},
 };
 
@@ -59,15 +61,19 @@ std::vector<Segment> asSegments(const Napi::Value& v, const Where& w) {
 // bench/core/types.ts HalfSpec (core/spec.h says what each field means).
 using HS = HalfSpec;
 const Field<HS> kHalfSpecFields[] = {
-    {"coll", Kind::Int32, true, [](const Napi::Value& v, const Where& w, HS* s) { s->coll = static_cast<Coll>(asInt32(v, w)); }},
+    {"coll", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, HS* s) { s->coll = static_cast<Coll>(asInt32(v, w)); }},
     {"dtype", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, HS* s) { s->dtype = static_cast<DType>(asInt32(v, w)); }},
-    {"op", Kind::Int32, true, [](const Napi::Value& v, const Where& w, HS* s) { s->op = static_cast<RedOp>(asInt32(v, w)); }},
+    {"op", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, HS* s) { s->op = static_cast<RedOp>(asInt32(v, w)); }},
     {"root", Kind::Int32, true, [](const Napi::Value& v, const Where& w, HS* s) { s->root = asInt32(v, w); }},
     {"inPlace", Kind::Bool, true, [](const Napi::Value& v, const Where& w, HS* s) { s->inPlace = asBool(v, w); }},
     {"count", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, HS* s) { s->count = asUint64(v, w); }},
-    {"sendOffset", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, HS* s) { s->sendOffset = asUint64(v, w); }},
-    {"recvOffset", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, HS* s) { s->recvOffset = asUint64(v, w); }},
+    {"sendOffset", Kind::Uint64, true,
+     [](const Napi::Value& v, const Where& w, HS* s) { s->sendOffset = asUint64(v, w); }},
+    {"recvOffset", Kind::Uint64, true,
+     [](const Napi::Value& v, const Where& w, HS* s) { s->recvOffset = asUint64(v, w); }},
     {"rotateBytes", Kind::Uint64, true,
      [](const Napi::Value& v, const Where& w, HS* s) { s->rotateBytes = asUint64(v, w); }},
     {"maxBytes", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, HS* s) { s->maxBytes = asUint64(v, w); }},
@@ -79,8 +85,10 @@ const Field<HS> kHalfSpecFields[] = {
     {"aggIters", Kind::Int32, true, [](const Napi::Value& v, const Where& w, HS* s) { s->aggIters = asInt32(v, w); }},
     {"blocking", Kind::Int32, true, [](const Napi::Value& v, const Where& w, HS* s) { s->blocking = asInt32(v, w); }},
     {"perIter", Kind::Bool, true, [](const Napi::Value& v, const Where& w, HS* s) { s->perIter = asBool(v, w); }},
-    {"checkRounds", Kind::Int32, true, [](const Napi::Value& v, const Where& w, HS* s) { s->checkRounds = asInt32(v, w); }},
-    {"checkSeed", Kind::Uint64, true, [](const Napi::Value& v, const Where& w, HS* s) { s->checkSeed = asUint64(v, w); }},
+    {"checkRounds", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, HS* s) { s->checkRounds = asInt32(v, w); }},
+    {"checkSeed", Kind::Uint64, true,
+     [](const Napi::Value& v, const Where& w, HS* s) { s->checkSeed = asUint64(v, w); }},
     {"average", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, HS* s) { s->average = static_cast<Combine>(asInt32(v, w)); }},
     {"unalignElems", Kind::Uint64, true,
@@ -92,7 +100,8 @@ const Field<HS> kHalfSpecFields[] = {
 
 // bench/native/binding.ts SequenceOptions.
 const Field<SequenceSpec> kSequenceFields[] = {
-    {"iters", Kind::Int32, true, [](const Napi::Value& v, const Where& w, SequenceSpec* q) { q->iters = asInt32(v, w); }},
+    {"iters", Kind::Int32, true,
+     [](const Napi::Value& v, const Where& w, SequenceSpec* q) { q->iters = asInt32(v, w); }},
     {"warmupIters", Kind::Int32, true,
      [](const Napi::Value& v, const Where& w, SequenceSpec* q) { q->warmupIters = asInt32(v, w); }},
     {"gapUs", Kind::Numbers, false,

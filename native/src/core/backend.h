@@ -94,8 +94,7 @@ class Backend {
   // Data: zero bytes, write pattern segments, compare with expected segments.
   virtual Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) = 0;
   virtual Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) = 0;
-  virtual Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
-                       CheckOutcome* out) = 0;
+  virtual Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs, CheckOutcome* out) = 0;
 
   // ---- Several ranks in one process (NCCL -t/-g). Local rank i is global rank rank() + i and has
   // its own buffers; host-memory backends drive one rank and keep these defaults.
@@ -121,32 +120,52 @@ class Backend {
   // marks (CUDA events on every local stream); elapsed() is read after completion and is the max
   // over local ranks. Default: none, and the timed loop uses the host clock.
   virtual bool deviceTimer() const { return false; }
-  virtual Status timerMarks(int count) { (void)count; return Status::Ok(); }  // prepare marks 0..count-1
-  virtual Status timerMark(int k) { (void)k; return Status::Ok(); }
+  virtual Status timerMarks(int count) {
+    (void)count;
+    return Status::Ok();
+  }  // prepare marks 0..count-1
+  virtual Status timerMark(int k) {
+    (void)k;
+    return Status::Ok();
+  }
   virtual Status timerElapsed(int from, int to, double* seconds) {
-    (void)from; (void)to; *seconds = 0;
+    (void)from;
+    (void)to;
+    *seconds = 0;
     return Status::Ok();
   }
 
   // ---- Device arrivals (core/device_arrivals.h): where each local stream was when it reached a timer mark, on the
-  // device's clock. arrivalReference(local) records a reference on that rank's (idle) stream and waits for it, replacing
-  // the previous one; markSinceReference(local, k) is the device time from it to mark k, read after completion.
-  // delayStream(local, micros): a device-side busy wait on that stream (the COLLBENCH_TEST_GPU_DELAY test hook).
-  // Default: none (arrivals are host clock readings).
+  // device's clock. arrivalReference(local) records a reference on that rank's (idle) stream and waits for it,
+  // replacing the previous one; markSinceReference(local, k) is the device time from it to mark k, read after
+  // completion. delayStream(local, micros): a device-side busy wait on that stream (the COLLBENCH_TEST_GPU_DELAY test
+  // hook). Default: none (arrivals are host clock readings).
   virtual bool deviceArrivals() const { return false; }
-  virtual Status arrivalReference(int local) { (void)local; return unsupported("device arrivals"); }
-  virtual Status markSinceReference(int local, int k, double* seconds) {
-    (void)local; (void)k; *seconds = 0;
+  virtual Status arrivalReference(int local) {
+    (void)local;
     return unsupported("device arrivals");
   }
-  virtual Status delayStream(int local, double micros) { (void)local; (void)micros; return unsupported("a device delay"); }
+  virtual Status markSinceReference(int local, int k, double* seconds) {
+    (void)local;
+    (void)k;
+    *seconds = 0;
+    return unsupported("device arrivals");
+  }
+  virtual Status delayStream(int local, double micros) {
+    (void)local;
+    (void)micros;
+    return unsupported("a device delay");
+  }
 
   // ---- Graph capture and replay (-G): ops enqueued between captureBegin and captureEnd are recorded,
   // not run; graphLaunch replays them. Default: not supported (the timed loop refuses -G).
   virtual bool graphs() const { return false; }
   virtual Status captureBegin() { return unsupported("graph capture"); }
   virtual Status captureEnd() { return unsupported("graph capture"); }
-  virtual Status graphLaunch(int times) { (void)times; return unsupported("graph launch"); }
+  virtual Status graphLaunch(int times) {
+    (void)times;
+    return unsupported("graph launch");
+  }
 
  protected:
   // runPrepared()'s failure path: keeps a failed Status for preparedStatus().

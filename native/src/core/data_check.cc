@@ -14,18 +14,31 @@
 namespace collbench {
 namespace {
 
-template <size_t N> struct StorageOf;
-template <> struct StorageOf<1> { using type = uint8_t; };
-template <> struct StorageOf<2> { using type = uint16_t; };
-template <> struct StorageOf<4> { using type = uint32_t; };
-template <> struct StorageOf<8> { using type = uint64_t; };
+template <size_t N>
+struct StorageOf;
+template <>
+struct StorageOf<1> {
+  using type = uint8_t;
+};
+template <>
+struct StorageOf<2> {
+  using type = uint16_t;
+};
+template <>
+struct StorageOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct StorageOf<8> {
+  using type = uint64_t;
+};
 
 // dtypeSize() as a constant expression, for template arguments.
 constexpr size_t sizeOf(DType t) {
   return (t == DType::Int8 || t == DType::Uint8 || t == DType::F8e4m3 || t == DType::F8e5m2) ? 1
          : (t == DType::Float16 || t == DType::Bfloat16)                                     ? 2
-         : (t == DType::Int32 || t == DType::Uint32 || t == DType::Float32)                   ? 4
-                                                                                              : 8;
+         : (t == DType::Int32 || t == DType::Uint32 || t == DType::Float32)                  ? 4
+                                                                                             : 8;
 }
 
 // The value element i of a segment holds, per kind (kind fixed per instantiation).
@@ -50,8 +63,7 @@ void fillLoop(unsigned char* base, RedOp op, int nranks, uint64_t seed, const Se
 
 // Returns the wrong count of the segment; *firstI = index within the segment of its first wrong.
 template <DType DT, SegKind K>
-uint64_t checkLoop(const unsigned char* base, RedOp op, int nranks, uint64_t seed, const Segment& s,
-                   uint64_t* firstI) {
+uint64_t checkLoop(const unsigned char* base, RedOp op, int nranks, uint64_t seed, const Segment& s, uint64_t* firstI) {
   using T = typename StorageOf<sizeOf(DT)>::type;
   const unsigned char* p = base + s.offset * sizeof(T);
   // Only reduced values may be inexact (float avg); zeros, inputs and copies must be bit-exact.
@@ -74,39 +86,75 @@ uint64_t checkLoop(const unsigned char* base, RedOp op, int nranks, uint64_t see
 template <DType DT>
 void fillSegment(unsigned char* base, RedOp op, int nranks, uint64_t seed, const Segment& s) {
   switch (s.kind) {
-    case SegKind::ReduceInput: fillLoop<DT, SegKind::ReduceInput>(base, op, nranks, seed, s); break;
-    case SegKind::ReduceOutput: fillLoop<DT, SegKind::ReduceOutput>(base, op, nranks, seed, s); break;
-    case SegKind::Copy: fillLoop<DT, SegKind::Copy>(base, op, nranks, seed, s); break;
-    default: memset(base + s.offset * sizeOf(DT), 0, s.count * sizeOf(DT)); break;
+    case SegKind::ReduceInput:
+      fillLoop<DT, SegKind::ReduceInput>(base, op, nranks, seed, s);
+      break;
+    case SegKind::ReduceOutput:
+      fillLoop<DT, SegKind::ReduceOutput>(base, op, nranks, seed, s);
+      break;
+    case SegKind::Copy:
+      fillLoop<DT, SegKind::Copy>(base, op, nranks, seed, s);
+      break;
+    default:
+      memset(base + s.offset * sizeOf(DT), 0, s.count * sizeOf(DT));
+      break;
   }
 }
 
 template <DType DT>
-uint64_t checkSegment(const unsigned char* base, RedOp op, int nranks, uint64_t seed,
-                      const Segment& s, uint64_t* firstI) {
+uint64_t checkSegment(const unsigned char* base, RedOp op, int nranks, uint64_t seed, const Segment& s,
+                      uint64_t* firstI) {
   switch (s.kind) {
-    case SegKind::ReduceInput: return checkLoop<DT, SegKind::ReduceInput>(base, op, nranks, seed, s, firstI);
-    case SegKind::ReduceOutput: return checkLoop<DT, SegKind::ReduceOutput>(base, op, nranks, seed, s, firstI);
-    case SegKind::Copy: return checkLoop<DT, SegKind::Copy>(base, op, nranks, seed, s, firstI);
-    default: return checkLoop<DT, SegKind::Zero>(base, op, nranks, seed, s, firstI);
+    case SegKind::ReduceInput:
+      return checkLoop<DT, SegKind::ReduceInput>(base, op, nranks, seed, s, firstI);
+    case SegKind::ReduceOutput:
+      return checkLoop<DT, SegKind::ReduceOutput>(base, op, nranks, seed, s, firstI);
+    case SegKind::Copy:
+      return checkLoop<DT, SegKind::Copy>(base, op, nranks, seed, s, firstI);
+    default:
+      return checkLoop<DT, SegKind::Zero>(base, op, nranks, seed, s, firstI);
   }
 }
 
 // Expands CALL(DT) with the compile-time dtype matching the runtime one.
-#define CB_DTYPE_DISPATCH(dtype, CALL)              \
-  switch (dtype) {                                  \
-    case DType::Int8: CALL(DType::Int8); break;     \
-    case DType::Uint8: CALL(DType::Uint8); break;   \
-    case DType::Int32: CALL(DType::Int32); break;   \
-    case DType::Uint32: CALL(DType::Uint32); break; \
-    case DType::Int64: CALL(DType::Int64); break;   \
-    case DType::Uint64: CALL(DType::Uint64); break; \
-    case DType::Float16: CALL(DType::Float16); break; \
-    case DType::Float32: CALL(DType::Float32); break; \
-    case DType::Float64: CALL(DType::Float64); break; \
-    case DType::Bfloat16: CALL(DType::Bfloat16); break; \
-    case DType::F8e4m3: CALL(DType::F8e4m3); break; \
-    case DType::F8e5m2: CALL(DType::F8e5m2); break; \
+#define CB_DTYPE_DISPATCH(dtype, CALL) \
+  switch (dtype) {                     \
+    case DType::Int8:                  \
+      CALL(DType::Int8);               \
+      break;                           \
+    case DType::Uint8:                 \
+      CALL(DType::Uint8);              \
+      break;                           \
+    case DType::Int32:                 \
+      CALL(DType::Int32);              \
+      break;                           \
+    case DType::Uint32:                \
+      CALL(DType::Uint32);             \
+      break;                           \
+    case DType::Int64:                 \
+      CALL(DType::Int64);              \
+      break;                           \
+    case DType::Uint64:                \
+      CALL(DType::Uint64);             \
+      break;                           \
+    case DType::Float16:               \
+      CALL(DType::Float16);            \
+      break;                           \
+    case DType::Float32:               \
+      CALL(DType::Float32);            \
+      break;                           \
+    case DType::Float64:               \
+      CALL(DType::Float64);            \
+      break;                           \
+    case DType::Bfloat16:              \
+      CALL(DType::Bfloat16);           \
+      break;                           \
+    case DType::F8e4m3:                \
+      CALL(DType::F8e4m3);             \
+      break;                           \
+    case DType::F8e5m2:                \
+      CALL(DType::F8e5m2);             \
+      break;                           \
   }
 
 Status badSpec(const std::string& message, const char* call) {
@@ -116,10 +164,8 @@ Status badSpec(const std::string& message, const char* call) {
 // Arguments shared by fill and check; each segment must name an existing buffer and a valid kind.
 Status validate(const void* sendBase, const void* recvBase, DType dtype, RedOp op, int nranks,
                 const std::vector<Segment>& segs, const char* call) {
-  if (int(dtype) < 0 || int(dtype) >= kDTypeCount)
-    return badSpec("unknown dtype " + std::to_string(int(dtype)), call);
-  if (int(op) < 0 || int(op) >= kRedOpCount)
-    return badSpec("unknown reduction op " + std::to_string(int(op)), call);
+  if (int(dtype) < 0 || int(dtype) >= kDTypeCount) return badSpec("unknown dtype " + std::to_string(int(dtype)), call);
+  if (int(op) < 0 || int(op) >= kRedOpCount) return badSpec("unknown reduction op " + std::to_string(int(op)), call);
   if (nranks < 1) return badSpec("nranks must be >= 1, got " + std::to_string(nranks), call);
   for (size_t k = 0; k < segs.size(); ++k) {
     const Segment& s = segs[k];
@@ -129,8 +175,7 @@ Status validate(const void* sendBase, const void* recvBase, DType dtype, RedOp o
     if (int(s.kind) < 0 || int(s.kind) > int(SegKind::Zero))
       return badSpec(where + "unknown segment kind " + std::to_string(int(s.kind)), call);
     if (s.kind == SegKind::ReduceInput && (s.rank < 0 || s.rank >= nranks))
-      return badSpec(where + "rank " + std::to_string(s.rank) + " outside 0.." +
-                         std::to_string(nranks - 1), call);
+      return badSpec(where + "rank " + std::to_string(s.rank) + " outside 0.." + std::to_string(nranks - 1), call);
     if (s.count > 0 && (s.buf == BufId::Send ? sendBase : recvBase) == nullptr)
       return badSpec(where + (s.buf == BufId::Send ? "send" : "recv") + " buffer is null", call);
   }
@@ -148,17 +193,25 @@ std::string formatElement(DType dtype, uint64_t bits) {
     // Enough significant digits to tell neighbouring values apart (max_digits10 of each format).
     int digits = 17;
     switch (dtype) {
-      case DType::Float16: digits = 5; break;
-      case DType::Bfloat16: digits = 4; break;
-      case DType::Float32: digits = 9; break;
-      case DType::F8e4m3: case DType::F8e5m2: digits = 3; break;
-      default: break;
+      case DType::Float16:
+        digits = 5;
+        break;
+      case DType::Bfloat16:
+        digits = 4;
+        break;
+      case DType::Float32:
+        digits = 9;
+        break;
+      case DType::F8e4m3:
+      case DType::F8e5m2:
+        digits = 3;
+        break;
+      default:
+        break;
     }
-    std::snprintf(buf, sizeof buf, "%.*g (0x%0*" PRIx64 ")", digits, decodeToDouble(dtype, bits),
-                  hexDigits, bits);
+    std::snprintf(buf, sizeof buf, "%.*g (0x%0*" PRIx64 ")", digits, decodeToDouble(dtype, bits), hexDigits, bits);
   } else if (dtypeIsSigned(dtype)) {
-    std::snprintf(buf, sizeof buf, "%" PRId64 " (0x%0*" PRIx64 ")", signExtend(dtype, bits),
-                  hexDigits, bits);
+    std::snprintf(buf, sizeof buf, "%" PRId64 " (0x%0*" PRIx64 ")", signExtend(dtype, bits), hexDigits, bits);
   } else {
     std::snprintf(buf, sizeof buf, "%" PRIu64 " (0x%0*" PRIx64 ")", bits, hexDigits, bits);
   }
@@ -179,16 +232,15 @@ Status hostFill(void* sendBase, void* recvBase, DType dtype, RedOp op, int nrank
   return Status::Ok();
 }
 
-Status hostCheck(const void* recvBase, const void* sendBase, DType dtype, RedOp op, int nranks,
-                 uint64_t baseSeed, const std::vector<Segment>& segs, CheckOutcome* out) {
+Status hostCheck(const void* recvBase, const void* sendBase, DType dtype, RedOp op, int nranks, uint64_t baseSeed,
+                 const std::vector<Segment>& segs, CheckOutcome* out) {
   if (out == nullptr) return badSpec("no CheckOutcome to write", "hostCheck");
   *out = CheckOutcome{};
   CB_TRY(validate(sendBase, recvBase, dtype, op, nranks, segs, "hostCheck"));
   const Segment* firstSeg = nullptr;
   for (const Segment& s : segs) {
     if (s.count == 0) continue;
-    const unsigned char* base =
-        static_cast<const unsigned char*>(s.buf == BufId::Send ? sendBase : recvBase);
+    const unsigned char* base = static_cast<const unsigned char*>(s.buf == BufId::Send ? sendBase : recvBase);
     const uint64_t seed = pattern::mixSeed(baseSeed, s.stream);
     uint64_t firstI = 0, wrong = 0;
 #define CB_CHECK(DT) wrong = checkSegment<DT>(base, op, nranks, seed, s, &firstI)
@@ -210,10 +262,18 @@ Status hostCheck(const void* recvBase, const void* sendBase, DType dtype, RedOp 
     const uint64_t index = s.indexBase + i;
     uint64_t want = 0;
     switch (s.kind) {
-      case SegKind::ReduceInput: want = pattern::reduceInputBits(dtype, op, nranks, seed, index, s.rank); break;
-      case SegKind::ReduceOutput: want = pattern::reduceOutputBits(dtype, op, nranks, seed, index); break;
-      case SegKind::Copy: want = pattern::copyBits(dtype, seed, index); break;
-      default: want = 0; break;
+      case SegKind::ReduceInput:
+        want = pattern::reduceInputBits(dtype, op, nranks, seed, index, s.rank);
+        break;
+      case SegKind::ReduceOutput:
+        want = pattern::reduceOutputBits(dtype, op, nranks, seed, index);
+        break;
+      case SegKind::Copy:
+        want = pattern::copyBits(dtype, seed, index);
+        break;
+      default:
+        want = 0;
+        break;
     }
     const void* base = s.buf == BufId::Send ? sendBase : recvBase;
     out->expected = formatElement(dtype, want);

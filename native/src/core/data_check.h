@@ -20,11 +20,11 @@ Status hostFill(void* sendBase, void* recvBase, DType dtype, RedOp op, int nrank
                 const std::vector<Segment>& segs);
 
 // Compare every segment's elements with the values hostFill would write: ReduceOutput within
-// pattern::tolerance bit distance, every other kind bit-exact. *out is reset; it receives the wrong count and, if any, the wrong element
-// with the lowest offset (ties: earliest segment), its expected and actual values as text:
-// floats "3.25 (0x4280)", integers "-3 (0xfd)".
-Status hostCheck(const void* recvBase, const void* sendBase, DType dtype, RedOp op, int nranks,
-                 uint64_t baseSeed, const std::vector<Segment>& segs, CheckOutcome* out);
+// pattern::tolerance bit distance, every other kind bit-exact. *out is reset; it receives the wrong count and, if any,
+// the wrong element with the lowest offset (ties: earliest segment), its expected and actual values as text: floats
+// "3.25 (0x4280)", integers "-3 (0xfd)".
+Status hostCheck(const void* recvBase, const void* sendBase, DType dtype, RedOp op, int nranks, uint64_t baseSeed,
+                 const std::vector<Segment>& segs, CheckOutcome* out);
 
 // Text of one element value, as hostCheck reports it.
 std::string formatElement(DType dtype, uint64_t bits);

@@ -29,7 +29,8 @@ Status deviceDelayFromEnv(const Backend& backend, int iters, DeviceDelay* out) {
   const size_t a = text.find(':');
   if (a == std::string::npos) return bad("no iteration");
   const size_t b = text.find(':', a + 1);
-  const std::string us = text.substr(0, a), it = text.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+  const std::string us = text.substr(0, a),
+                    it = text.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
   const std::string rk = b == std::string::npos ? "0" : text.substr(b + 1);
   char* end = nullptr;
   const double micros = std::strtod(us.c_str(), &end);

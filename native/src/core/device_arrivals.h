@@ -2,7 +2,8 @@
 // says nothing about which GPU reached a collective last. With -I the timed loop already records a device mark before
 // each iteration on every local stream; this puts a reference mark of known host time beside them, so that each mark
 // can be placed on the host clock (bench/core/device-arrivals.ts does the mapping and alignment). Plus the test hook
-// COLLBENCH_TEST_GPU_DELAY, a device-side busy wait before one iteration of one rank's stream (docs/reliability.md, "Late ranks").
+// COLLBENCH_TEST_GPU_DELAY, a device-side busy wait before one iteration of one rank's stream (docs/reliability.md,
+// "Late ranks").
 #pragma once
 #include <vector>
 

@@ -23,10 +23,14 @@ CB_HD uint64_t dtypeMask(DType t) {
 // Integer bits as a signed value (sign-extended from the element width).
 CB_HD int64_t signExtend(DType t, uint64_t bits) {
   switch (dtypeSize(t)) {
-    case 1: return int64_t(int8_t(uint8_t(bits)));
-    case 2: return int64_t(int16_t(uint16_t(bits)));
-    case 4: return int64_t(int32_t(uint32_t(bits)));
-    default: return int64_t(bits);
+    case 1:
+      return int64_t(int8_t(uint8_t(bits)));
+    case 2:
+      return int64_t(int16_t(uint16_t(bits)));
+    case 4:
+      return int64_t(int32_t(uint32_t(bits)));
+    default:
+      return int64_t(bits);
   }
 }
 
@@ -34,20 +38,45 @@ CB_HD int64_t signExtend(DType t, uint64_t bits) {
 CB_HD uint64_t loadBits(const void* base, DType t, uint64_t i) {
   const unsigned char* p = static_cast<const unsigned char*>(base);
   switch (dtypeSize(t)) {
-    case 1: return p[i];
-    case 2: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case 4: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    default: { uint64_t v; memcpy(&v, p + 8 * i, 8); return v; }
+    case 1:
+      return p[i];
+    case 2: {
+      uint16_t v;
+      memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    default: {
+      uint64_t v;
+      memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
   }
 }
 
 CB_HD void storeBits(void* base, DType t, uint64_t i, uint64_t bits) {
   unsigned char* p = static_cast<unsigned char*>(base);
   switch (dtypeSize(t)) {
-    case 1: p[i] = uint8_t(bits); break;
-    case 2: { uint16_t v = uint16_t(bits); memcpy(p + 2 * i, &v, 2); break; }
-    case 4: { uint32_t v = uint32_t(bits); memcpy(p + 4 * i, &v, 4); break; }
-    default: memcpy(p + 8 * i, &bits, 8); break;
+    case 1:
+      p[i] = uint8_t(bits);
+      break;
+    case 2: {
+      uint16_t v = uint16_t(bits);
+      memcpy(p + 2 * i, &v, 2);
+      break;
+    }
+    case 4: {
+      uint32_t v = uint32_t(bits);
+      memcpy(p + 4 * i, &v, 4);
+      break;
+    }
+    default:
+      memcpy(p + 8 * i, &bits, 8);
+      break;
   }
 }
 
@@ -62,23 +91,29 @@ CB_HD uint64_t applyOp(DType t, RedOp op, uint64_t a, uint64_t b) {
   b &= mask;
   if (!dtypeIsFloat(t)) {
     switch (op) {
-      case RedOp::Prod: return (a * b) & mask;
+      case RedOp::Prod:
+        return (a * b) & mask;
       case RedOp::Max:
         if (dtypeIsSigned(t)) return signExtend(t, a) >= signExtend(t, b) ? a : b;
         return a >= b ? a : b;
       case RedOp::Min:
         if (dtypeIsSigned(t)) return signExtend(t, a) <= signExtend(t, b) ? a : b;
         return a <= b ? a : b;
-      default: return (a + b) & mask;
+      default:
+        return (a + b) & mask;
     }
   }
   if (t == DType::Float32) {
     const float x = floatOfBits(uint32_t(a)), y = floatOfBits(uint32_t(b));
     switch (op) {
-      case RedOp::Prod: return bitsOfFloat(x * y);
-      case RedOp::Max: return (x != x) ? a : (y != y) ? b : (x >= y ? a : b);
-      case RedOp::Min: return (x != x) ? a : (y != y) ? b : (x <= y ? a : b);
-      default: return bitsOfFloat(x + y);
+      case RedOp::Prod:
+        return bitsOfFloat(x * y);
+      case RedOp::Max:
+        return (x != x) ? a : (y != y) ? b : (x >= y ? a : b);
+      case RedOp::Min:
+        return (x != x) ? a : (y != y) ? b : (x <= y ? a : b);
+      default:
+        return bitsOfFloat(x + y);
     }
   }
   if (op == RedOp::Max || op == RedOp::Min) {

@@ -57,16 +57,20 @@ Status HostMemoryBackend::allocate(uint64_t sendBytes, uint64_t recvBytes) {
     send_.release();
     recv_.release();
     return Status::Error("core", "CORE_OUT_OF_MEMORY",
-                         "cannot allocate " + std::to_string(sendBytes) + " + " +
-                             std::to_string(recvBytes) + " bytes of page-aligned host memory",
+                         "cannot allocate " + std::to_string(sendBytes) + " + " + std::to_string(recvBytes) +
+                             " bytes of page-aligned host memory",
                          CB_SITE("posix_memalign"));
   }
   return Status::Ok();
 }
 
-void* HostMemoryBackend::buffer(BufId which) { return which == BufId::Send ? send_.ptr : recv_.ptr; }
+void* HostMemoryBackend::buffer(BufId which) {
+  return which == BufId::Send ? send_.ptr : recv_.ptr;
+}
 
-uint64_t HostMemoryBackend::scratchReserve() const { return std::max(send_.bytes, recv_.bytes); }
+uint64_t HostMemoryBackend::scratchReserve() const {
+  return std::max(send_.bytes, recv_.bytes);
+}
 
 Status HostMemoryBackend::growScratch(uint64_t bytes) {
   const uint64_t want = std::max(bytes, scratchReserve());
@@ -82,8 +86,8 @@ Status HostMemoryBackend::region(const OpArgs& a, const void* p, uint64_t elems,
   if (bytes == 0) return Status::Ok();
   const uint64_t span = bytes + regionShift_;
   if (span >= bytes && (send_.contains(p, span) || recv_.contains(p, span))) return Status::Ok();
-  return badSpec(std::string(collName(a.coll)) + ": " + role + " region of " + std::to_string(bytes) +
-                     " bytes" + (regionShift_ > 0 ? " rotated by up to " + std::to_string(regionShift_) + " bytes" : "") +
+  return badSpec(std::string(collName(a.coll)) + ": " + role + " region of " + std::to_string(bytes) + " bytes" +
+                     (regionShift_ > 0 ? " rotated by up to " + std::to_string(regionShift_) + " bytes" : "") +
                      " lies outside the allocated buffers",
                  name_ + "::enqueue");
 }
@@ -94,23 +98,21 @@ Status HostMemoryBackend::region(const OpArgs& a, const void* p, uint64_t elems,
 Status HostMemoryBackend::zero(BufId which, uint64_t offsetBytes, uint64_t bytes) {
   const HostBuffer& b = which == BufId::Send ? send_ : recv_;
   if (offsetBytes > b.bytes || bytes > b.bytes - offsetBytes)
-    return badSpec("zero of " + std::to_string(bytes) + " bytes at " + std::to_string(offsetBytes) +
-                       " overruns a " + std::to_string(b.bytes) + "-byte buffer",
+    return badSpec("zero of " + std::to_string(bytes) + " bytes at " + std::to_string(offsetBytes) + " overruns a " +
+                       std::to_string(b.bytes) + "-byte buffer",
                    name_ + "::zero");
   if (bytes > 0) std::memset(static_cast<char*>(b.ptr) + offsetBytes, 0, bytes);
   return Status::Ok();
 }
 
-Status HostMemoryBackend::segmentsInBounds(DType dtype, const std::vector<Segment>& segs,
-                                           const char* what) const {
+Status HostMemoryBackend::segmentsInBounds(DType dtype, const std::vector<Segment>& segs, const char* what) const {
   const uint64_t ts = dtypeSize(dtype);
   for (const Segment& s : segs) {
     const HostBuffer& b = s.buf == BufId::Send ? send_ : recv_;
     const uint64_t elems = b.bytes / ts;
     if (s.offset > elems || s.count > elems - s.offset)
-      return badSpec(std::string(what) + " segment [" + std::to_string(s.offset) + ", +" +
-                         std::to_string(s.count) + ") overruns the " +
-                         (s.buf == BufId::Send ? "send" : "recv") + " buffer of " +
+      return badSpec(std::string(what) + " segment [" + std::to_string(s.offset) + ", +" + std::to_string(s.count) +
+                         ") overruns the " + (s.buf == BufId::Send ? "send" : "recv") + " buffer of " +
                          std::to_string(elems) + " elements",
                      name_ + "::fill");
   }

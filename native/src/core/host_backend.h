@@ -24,8 +24,7 @@ class HostMemoryBackend : public Backend {
 
   Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override;
   Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override;
-  Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs,
-               CheckOutcome* out) override;
+  Status check(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs, CheckOutcome* out) override;
 
  protected:
   // Page-aligned, zero-filled (hence touched) host memory; never a null pointer once allocated.

@@ -43,13 +43,20 @@ struct FloatFormat {
 // Formats of the float dtypes (integers get {0,0,0,true}: callers check dtypeIsFloat first).
 CB_HD FloatFormat floatFormat(DType t) {
   switch (t) {
-    case DType::Float16: return FloatFormat{5, 10, 15, true};
-    case DType::Bfloat16: return FloatFormat{8, 7, 127, true};
-    case DType::F8e4m3: return FloatFormat{4, 3, 7, false};
-    case DType::F8e5m2: return FloatFormat{5, 2, 15, true};
-    case DType::Float32: return FloatFormat{8, 23, 127, true};
-    case DType::Float64: return FloatFormat{11, 52, 1023, true};
-    default: return FloatFormat{0, 0, 0, true};
+    case DType::Float16:
+      return FloatFormat{5, 10, 15, true};
+    case DType::Bfloat16:
+      return FloatFormat{8, 7, 127, true};
+    case DType::F8e4m3:
+      return FloatFormat{4, 3, 7, false};
+    case DType::F8e5m2:
+      return FloatFormat{5, 2, 15, true};
+    case DType::Float32:
+      return FloatFormat{8, 23, 127, true};
+    case DType::Float64:
+      return FloatFormat{11, 52, 1023, true};
+    default:
+      return FloatFormat{0, 0, 0, true};
   }
 }
 
@@ -104,8 +111,8 @@ CB_HD uint64_t encodeNarrow(FloatFormat f, double x) {
   const uint64_t de = (d >> 52) & 0x7FF;
   const uint64_t dm = d & ((uint64_t(1) << 52) - 1);
   const uint64_t maxExp = (uint64_t(1) << f.expBits) - 1;
-  const uint64_t nanCode = f.ieeeSpecials ? ((maxExp << m) | (uint64_t(1) << (m - 1)))
-                                          : ((maxExp << m) | ((uint64_t(1) << m) - 1));
+  const uint64_t nanCode =
+      f.ieeeSpecials ? ((maxExp << m) | (uint64_t(1) << (m - 1))) : ((maxExp << m) | ((uint64_t(1) << m) - 1));
   const uint64_t overflowCode = f.ieeeSpecials ? (maxExp << m) : nanCode;
   if (de == 0x7FF) return signOut | (dm != 0 ? nanCode : overflowCode);
   // Zero, and double subnormals (< 2^-1022: far below half the smallest narrow subnormal).
@@ -134,27 +141,44 @@ CB_HD uint64_t encodeNarrow(FloatFormat f, double x) {
 // Integer dtypes decode to their numeric value (int64/uint64 beyond 2^53 round), for display only.
 CB_HD double decodeToDouble(DType t, uint64_t bits) {
   switch (t) {
-    case DType::Float64: return doubleOfBits(bits);
-    case DType::Float32: return double(floatOfBits(uint32_t(bits)));
-    case DType::Float16: case DType::Bfloat16: case DType::F8e4m3: case DType::F8e5m2:
+    case DType::Float64:
+      return doubleOfBits(bits);
+    case DType::Float32:
+      return double(floatOfBits(uint32_t(bits)));
+    case DType::Float16:
+    case DType::Bfloat16:
+    case DType::F8e4m3:
+    case DType::F8e5m2:
       return decodeNarrow(floatFormat(t), bits);
-    case DType::Int8: return double(int8_t(uint8_t(bits)));
-    case DType::Uint8: return double(uint8_t(bits));
-    case DType::Int32: return double(int32_t(uint32_t(bits)));
-    case DType::Uint32: return double(uint32_t(bits));
-    case DType::Int64: return double(int64_t(bits));
-    default: return double(bits);
+    case DType::Int8:
+      return double(int8_t(uint8_t(bits)));
+    case DType::Uint8:
+      return double(uint8_t(bits));
+    case DType::Int32:
+      return double(int32_t(uint32_t(bits)));
+    case DType::Uint32:
+      return double(uint32_t(bits));
+    case DType::Int64:
+      return double(int64_t(bits));
+    default:
+      return double(bits);
   }
 }
 
 // Raw bits of the float dtype `t` nearest to x (RNE). Integer dtypes: not meaningful, returns 0.
 CB_HD uint64_t encodeFromDouble(DType t, double x) {
   switch (t) {
-    case DType::Float64: return bitsOfDouble(x);
-    case DType::Float32: return bitsOfFloat(float(x));  // IEEE cast: RNE (__double2float_rn)
-    case DType::Float16: case DType::Bfloat16: case DType::F8e4m3: case DType::F8e5m2:
+    case DType::Float64:
+      return bitsOfDouble(x);
+    case DType::Float32:
+      return bitsOfFloat(float(x));  // IEEE cast: RNE (__double2float_rn)
+    case DType::Float16:
+    case DType::Bfloat16:
+    case DType::F8e4m3:
+    case DType::F8e5m2:
       return encodeNarrow(floatFormat(t), x);
-    default: return 0;
+    default:
+      return 0;
   }
 }
 

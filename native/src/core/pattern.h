@@ -59,10 +59,14 @@ CB_HD uint64_t laneHash(uint64_t key, int rank, uint64_t purpose) {
 }
 
 // nccl-tests' PreMulSum scalar: 1 on even ranks, 2 on odd ranks.
-CB_HD int mulSumScalar(int rank) { return 1 + (rank & 1); }
+CB_HD int mulSumScalar(int rank) {
+  return 1 + (rank & 1);
+}
 
 // Bit-distance allowed between result and expected (docs/nccl-tests-contract.md, "Checks"): 0 except float avg.
-CB_HD uint64_t tolerance(DType t, RedOp op) { return (dtypeIsFloat(t) && op == RedOp::Avg) ? 2 : 0; }
+CB_HD uint64_t tolerance(DType t, RedOp op) {
+  return (dtypeIsFloat(t) && op == RedOp::Avg) ? 2 : 0;
+}
 
 // |a - b| of the bit patterns read as unsigned integers of the element width (~ULPs, same sign).
 CB_HD uint64_t bitDistance(DType t, uint64_t a, uint64_t b) {
@@ -81,8 +85,12 @@ CB_HD int highBit(uint64_t v) {  // index of the highest set bit, v != 0
   return 63 - __builtin_clzll(v);
 #endif
 }
-CB_HD int ceilLog2(uint64_t n) { return n <= 1 ? 0 : highBit(n - 1) + 1; }
-CB_HD int clampInt(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+CB_HD int ceilLog2(uint64_t n) {
+  return n <= 1 ? 0 : highBit(n - 1) + 1;
+}
+CB_HD int clampInt(int v, int lo, int hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
 // floor(h * n / 2^64): a draw in [0, n) from 64 random bits without a division (Lemire's range
 // reduction); fills and checks run it per element, where a 64-bit modulo would dominate.
 CB_HD uint64_t mulHi64(uint64_t h, uint64_t n) {
@@ -97,7 +105,9 @@ CB_HD uint64_t mulHi64(uint64_t h, uint64_t n) {
 CB_HD int drawInt(uint64_t h, int lo, int hi) {
   return hi <= lo ? lo : lo + int(mulHi64(h, uint64_t(int64_t(hi) - lo + 1)));
 }
-CB_HD uint64_t rotl64(uint64_t v, int k) { return (v << k) | (v >> (64 - k)); }
+CB_HD uint64_t rotl64(uint64_t v, int k) {
+  return (v << k) | (v >> (64 - k));
+}
 
 struct FloatInfo {
   int p;     // significand bits incl. implicit
@@ -153,7 +163,9 @@ CB_HD RankPerm rankPerm(uint64_t planHash, int nranks) {
   const uint64_t n = nranks > 0 ? uint64_t(nranks) : 1;
   return RankPerm{mulHi64(rotl64(planHash, 32), n), n};
 }
-CB_HD uint64_t planHash(uint64_t key) { return laneHash(key, -1, kLanePlan); }
+CB_HD uint64_t planHash(uint64_t key) {
+  return laneHash(key, -1, kLanePlan);
+}
 
 // ---- shape: what depends only on (dtype, op, nranks) -------------------------------------------
 
@@ -227,8 +239,8 @@ CB_HD int64_t sumShare(const Shape& s, const RankPerm& perm, uint64_t key, int r
 
 // Float prod: sign and exponent of rank's factor; the carrier (position 0) also has a random
 // fraction, bearers (positions 1..3) a small exponent, everyone else is +-1.
-CB_HD void prodFactor(const Shape& s, const RankPerm& perm, int e0, uint64_t key, int rank,
-                      bool* neg, int* e, uint64_t* frac) {
+CB_HD void prodFactor(const Shape& s, const RankPerm& perm, int e0, uint64_t key, int rank, bool* neg, int* e,
+                      uint64_t* frac) {
   const uint64_t h = laneHash(key, rank, kLaneInput);
   const uint64_t pos = perm.pos(rank);
   *neg = (h >> 63) != 0;
@@ -349,33 +361,65 @@ CB_HD uint64_t copyBitsT(uint64_t seed, uint64_t index) {
   return dtypeIsFloat(T) ? randomFloatBits(T, h) : (h & dtypeMask(T));
 }
 
-#define CB_PATTERN_DISPATCH(t, EXPR)                            \
-  switch (t) {                                                  \
-    case DType::Int8: { constexpr DType T_ = DType::Int8; return EXPR; }         \
-    case DType::Uint8: { constexpr DType T_ = DType::Uint8; return EXPR; }       \
-    case DType::Int32: { constexpr DType T_ = DType::Int32; return EXPR; }       \
-    case DType::Uint32: { constexpr DType T_ = DType::Uint32; return EXPR; }     \
-    case DType::Int64: { constexpr DType T_ = DType::Int64; return EXPR; }       \
-    case DType::Uint64: { constexpr DType T_ = DType::Uint64; return EXPR; }     \
-    case DType::Float16: { constexpr DType T_ = DType::Float16; return EXPR; }   \
-    case DType::Float32: { constexpr DType T_ = DType::Float32; return EXPR; }   \
-    case DType::Float64: { constexpr DType T_ = DType::Float64; return EXPR; }   \
-    case DType::Bfloat16: { constexpr DType T_ = DType::Bfloat16; return EXPR; } \
-    case DType::F8e4m3: { constexpr DType T_ = DType::F8e4m3; return EXPR; }     \
-    case DType::F8e5m2: { constexpr DType T_ = DType::F8e5m2; return EXPR; }     \
-  }                                                             \
+#define CB_PATTERN_DISPATCH(t, EXPR)        \
+  switch (t) {                              \
+    case DType::Int8: {                     \
+      constexpr DType T_ = DType::Int8;     \
+      return EXPR;                          \
+    }                                       \
+    case DType::Uint8: {                    \
+      constexpr DType T_ = DType::Uint8;    \
+      return EXPR;                          \
+    }                                       \
+    case DType::Int32: {                    \
+      constexpr DType T_ = DType::Int32;    \
+      return EXPR;                          \
+    }                                       \
+    case DType::Uint32: {                   \
+      constexpr DType T_ = DType::Uint32;   \
+      return EXPR;                          \
+    }                                       \
+    case DType::Int64: {                    \
+      constexpr DType T_ = DType::Int64;    \
+      return EXPR;                          \
+    }                                       \
+    case DType::Uint64: {                   \
+      constexpr DType T_ = DType::Uint64;   \
+      return EXPR;                          \
+    }                                       \
+    case DType::Float16: {                  \
+      constexpr DType T_ = DType::Float16;  \
+      return EXPR;                          \
+    }                                       \
+    case DType::Float32: {                  \
+      constexpr DType T_ = DType::Float32;  \
+      return EXPR;                          \
+    }                                       \
+    case DType::Float64: {                  \
+      constexpr DType T_ = DType::Float64;  \
+      return EXPR;                          \
+    }                                       \
+    case DType::Bfloat16: {                 \
+      constexpr DType T_ = DType::Bfloat16; \
+      return EXPR;                          \
+    }                                       \
+    case DType::F8e4m3: {                   \
+      constexpr DType T_ = DType::F8e4m3;   \
+      return EXPR;                          \
+    }                                       \
+    case DType::F8e5m2: {                   \
+      constexpr DType T_ = DType::F8e5m2;   \
+      return EXPR;                          \
+    }                                       \
+  }                                         \
   return 0;
 
-CB_HD uint64_t inputBits(const Shape& s, uint64_t seed, uint64_t index, int rank) {
-  CB_PATTERN_DISPATCH(s.t, inputBitsT<T_>(s, seed, index, rank))
-}
-CB_HD uint64_t outputBits(const Shape& s, uint64_t seed, uint64_t index) {
-  CB_PATTERN_DISPATCH(s.t, outputBitsT<T_>(s, seed, index))
-}
+CB_HD uint64_t inputBits(const Shape& s, uint64_t seed, uint64_t index,
+                         int rank){CB_PATTERN_DISPATCH(s.t, inputBitsT<T_>(s, seed, index, rank))} CB_HD uint64_t
+    outputBits(const Shape& s, uint64_t seed, uint64_t index){CB_PATTERN_DISPATCH(s.t, outputBitsT<T_>(s, seed, index))}
 
 // Rank `rank`'s contribution (raw bits) at pattern index `index` of a reduction over nranks ranks.
-CB_HD uint64_t reduceInputBits(DType t, RedOp op, int nranks, uint64_t seed, uint64_t index,
-                               int rank) {
+CB_HD uint64_t reduceInputBits(DType t, RedOp op, int nranks, uint64_t seed, uint64_t index, int rank) {
   return inputBits(makeShape(t, op, nranks), seed, index, rank);
 }
 

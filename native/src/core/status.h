@@ -25,7 +25,7 @@ class Status {
 
   // Empty for an Ok status.
   const std::string& backend() const { return detail().backend; }  // "mpi", "nccl", "cuda", "gloo", "core"
-  const std::string& code() const { return detail().code; }  // stable string code, e.g. "MPI_ERR_TRUNCATE"
+  const std::string& code() const { return detail().code; }        // stable string code, e.g. "MPI_ERR_TRUNCATE"
   const std::string& message() const { return detail().message; }  // the library's own explanation
   const std::string& site() const { return detail().site; }        // "file:line call"
 
@@ -45,10 +45,10 @@ class Status {
 #define CB_SITE(call) (std::string(__FILE__ ":" CB_STR(__LINE__) " ") + (call))
 
 // Propagate a non-ok Status from an expression returning Status.
-#define CB_TRY(expr)                 \
-  do {                               \
+#define CB_TRY(expr)                    \
+  do {                                  \
     ::collbench::Status cb_s_ = (expr); \
-    if (!cb_s_.ok) return cb_s_;     \
+    if (!cb_s_.ok) return cb_s_;        \
   } while (0)
 
 }  // namespace collbench

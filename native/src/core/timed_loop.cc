@@ -18,7 +18,9 @@ namespace collbench {
 namespace {
 
 std::atomic<int64_t> g_iteration{-1};  // loopIteration()
-inline void setIteration(int64_t i) { g_iteration.store(i, std::memory_order_relaxed); }
+inline void setIteration(int64_t i) {
+  g_iteration.store(i, std::memory_order_relaxed);
+}
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -78,8 +80,8 @@ Status makeRanks(Backend& backend, const std::vector<const HalfSpec*>& specs, Ra
   for (int i = 0; i < n; ++i) {
     const HalfSpec& s = *specs[i];
     out->base[i] = basePointers(backend, s, i);
-    out->args[i] = OpArgs{s.coll, s.dtype, s.op,     s.root,    out->base[i].send,
-                          out->base[i].recv, s.count, s.inPlace, &s.peers, i};
+    out->args[i] =
+        OpArgs{s.coll, s.dtype, s.op, s.root, out->base[i].send, out->base[i].recv, s.count, s.inPlace, &s.peers, i};
   }
   return Status::Ok();
 }
@@ -161,8 +163,8 @@ Status runCheck(Backend& backend, Ranks& ranks, HalfResult* result) {
       counts[0] += static_cast<double>(local.wrong);
       if (local.wrong > 0) counts[1] += 1;
       if (mine.empty() && local.haveFirst)
-        mine = std::to_string(backend.rank() + i) + '\n' + std::to_string(local.firstIndex) + '\n' +
-               local.expected + '\n' + local.got;
+        mine = std::to_string(backend.rank() + i) + '\n' + std::to_string(local.firstIndex) + '\n' + local.expected +
+               '\n' + local.got;
     }
     CB_TRY(backend.allreduce(counts, 2, Combine::Sum));
     result->wrong = counts[0];
@@ -240,8 +242,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   // A backend with device marks enqueues ahead of its devices (-z 0), so its host clock says nothing: its arrivals are
   // the -I marks, placed on the host clock by a reference mark per stream (core/device_arrivals.h); none without -I.
   const bool onDevice = spec.arrivals && deviceTimer && backend.deviceArrivals() && graphs == 0;
-  const bool arrivals =
-      onDevice || (spec.arrivals && !backend.deviceArrivals() && backend.nranks() > backend.localRanks() && graphs == 0);
+  const bool arrivals = onDevice || (spec.arrivals && !backend.deviceArrivals() &&
+                                     backend.nranks() > backend.localRanks() && graphs == 0);
   DeviceArrivals device;
   DeviceDelay delay;  // the COLLBENCH_TEST_GPU_DELAY test hook
   if (onDevice) {
@@ -249,7 +251,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
     CB_TRY(device.begin(backend));
   }
   std::vector<Clock::time_point> arrivalAt(arrivals ? n : 0);
-  // The clock per iteration only where it is used: -I on the host clock, -z 3, arrivals (-I with device timers: events).
+  // The clock per iteration only where it is used: -I on the host clock, -z 3, arrivals (-I with device timers:
+  // events).
   const bool stampIter = (spec.perIter && !deviceTimer) || spec.blocking == 3 || arrivals;
   double blockedSeconds = 0;  // -z 3: sum of the pre-barrier part of each iteration
   if (graphs > 0) CB_TRY(backend.captureBegin());
@@ -303,8 +306,7 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
   const double cpuSeconds = spec.blocking == 3 ? blockedSeconds : secondsSince(t0);
   CB_TRY(backend.waitAll());
   const auto tEnd = Clock::now();
-  const double seconds = spec.blocking == 3 ? blockedSeconds
-                                            : std::chrono::duration<double>(tEnd - t0).count();
+  const double seconds = spec.blocking == 3 ? blockedSeconds : std::chrono::duration<double>(tEnd - t0).count();
   if (deviceTimer) {
     for (int i = 0; i < n; ++i) {
       if (spec.blocking == 3)
@@ -349,7 +351,8 @@ Status benchRanks(Backend& backend, Ranks& ranks, HalfResult* result) {
 
 // Busy until `micros` have passed since `from` (a stand-in for compute: it keeps the core, as compute would).
 void spinUntil(Clock::time_point from, double micros) {
-  const auto until = from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(micros));
+  const auto until =
+      from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(micros));
   while (Clock::now() < until) {
   }
 }
@@ -376,7 +379,9 @@ Status sequenceSteps(Backend& backend, std::vector<Ranks>& ops, const std::vecto
 
 }  // namespace
 
-int64_t loopIteration() { return g_iteration.load(std::memory_order_relaxed); }
+int64_t loopIteration() {
+  return g_iteration.load(std::memory_order_relaxed);
+}
 
 Status clockSamples(Backend& backend, int rounds, std::vector<double>* atRoot) {
   if (rounds < 1) return badSpec("clock samples need at least one round");

@@ -1,6 +1,6 @@
-// The one timed loop of collbench, shared by every backend (docs/architecture.md, "Native layer"): warm-up, one row-half
-// measured exactly as nccl-tests' BenchTime does it (docs/nccl-tests-contract.md, "Timing"), then the correctness check.
-// Backends only enqueue ops, wait, barrier and combine numbers; nothing here is per collective.
+// The one timed loop of collbench, shared by every backend (docs/architecture.md, "Native layer"): warm-up, one
+// row-half measured exactly as nccl-tests' BenchTime does it (docs/nccl-tests-contract.md, "Timing"), then the
+// correctness check. Backends only enqueue ops, wait, barrier and combine numbers; nothing here is per collective.
 #pragma once
 #include <vector>
 
@@ -24,17 +24,17 @@ Status benchLocal(Backend& backend, const std::vector<const HalfSpec*>& specs, H
 // step's all-gathers and reduce-scatters). ops[k] holds op k's spec per local rank (as benchLocal's `specs`);
 // only coll, dtype, op, root, count, offsets and the data segments of each spec are read.
 struct SequenceSpec {
-  int iters = 1;               // timed steps
-  int warmupIters = 1;         // untimed steps before them
-  std::vector<double> gapUs;   // busy time before op k of each step (compute standing in for backward); empty: none
-  bool check = true;           // run each op once more with pattern data and count wrong elements
+  int iters = 1;              // timed steps
+  int warmupIters = 1;        // untimed steps before them
+  std::vector<double> gapUs;  // busy time before op k of each step (compute standing in for backward); empty: none
+  bool check = true;          // run each op once more with pattern data and count wrong elements
 };
 struct SequenceResult {
-  std::vector<double> stepUs;         // per timed step, max over processes (valid on rank 0)
-  double gapUs = 0;                   // measured busy time per step on this process (the gaps as spun)
-  double wrong = 0;                   // global wrong-element count, summed over the ops
-  int ranksWithWrong = 0;             // the largest count of ranks with a wrong element in one op
-  int firstWrongOp = -1;              // the first op with a wrong element
+  std::vector<double> stepUs;  // per timed step, max over processes (valid on rank 0)
+  double gapUs = 0;            // measured busy time per step on this process (the gaps as spun)
+  double wrong = 0;            // global wrong-element count, summed over the ops
+  int ranksWithWrong = 0;      // the largest count of ranks with a wrong element in one op
+  int firstWrongOp = -1;       // the first op with a wrong element
   FirstWrong firstWrong;
 };
 // Each step: for every op, the gap (a busy wait) and then the op, issued without waiting; the step ends when every

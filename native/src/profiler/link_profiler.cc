@@ -39,12 +39,16 @@ uint64_t monotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 std::atomic<uint64_t (*)()> g_clock{monotonicNs};
-inline uint64_t nowNs() { return g_clock.load(std::memory_order_relaxed)(); }
+inline uint64_t nowNs() {
+  return g_clock.load(std::memory_order_relaxed)();
+}
 
 // Every handle given to NCCL starts with its kind, so stop/record know what they hold.
 enum HandleKind : uint8_t { KindToken = 1, KindOp = 2, KindStep = 3, KindKernelCh = 4 };
 
-inline void add(std::atomic<uint64_t>& a, uint64_t v) { a.fetch_add(v, std::memory_order_relaxed); }
+inline void add(std::atomic<uint64_t>& a, uint64_t v) {
+  a.fetch_add(v, std::memory_order_relaxed);
+}
 inline uint64_t take(std::atomic<uint64_t>& a, bool reset) {
   return reset ? a.exchange(0, std::memory_order_relaxed) : a.load(std::memory_order_relaxed);
 }
@@ -159,7 +163,9 @@ void copyName(char* dst, size_t n, const char* src) {
   strncpy(dst, src, n - 1);
   dst[n - 1] = '\0';
 }
-bool sameName(const char* held, size_t n, const char* s) { return strncmp(held, s ? s : "", n - 1) == 0; }
+bool sameName(const char* held, size_t n, const char* s) {
+  return strncmp(held, s ? s : "", n - 1) == 0;
+}
 
 void countColl(Context* c, const char* func, uint64_t count, const char* datatype, const char* algo, const char* proto,
                int nChannels) {
@@ -206,13 +212,20 @@ void countColl(Context* c, const char* func, uint64_t count, const char* datatyp
 
 int stepStateIndex(int eState) {
   switch (eState) {
-    case StateSendGPUWait: return CB_SEND_GPU_WAIT;
-    case StateSendPeerWait: return CB_SEND_PEER_WAIT;
-    case StateSendWait: return CB_SEND_WAIT;
-    case StateRecvWait: return CB_RECV_WAIT;
-    case StateRecvFlushWait: return CB_RECV_FLUSH_WAIT;
-    case StateRecvGPUWait: return CB_RECV_GPU_WAIT;
-    default: return -1;
+    case StateSendGPUWait:
+      return CB_SEND_GPU_WAIT;
+    case StateSendPeerWait:
+      return CB_SEND_PEER_WAIT;
+    case StateSendWait:
+      return CB_SEND_WAIT;
+    case StateRecvWait:
+      return CB_RECV_WAIT;
+    case StateRecvFlushWait:
+      return CB_RECV_FLUSH_WAIT;
+    case StateRecvGPUWait:
+      return CB_RECV_GPU_WAIT;
+    default:
+      return -1;
   }
 }
 
@@ -244,9 +257,8 @@ Result profInit(void** context, uint64_t commId, int* eActivationMask, const cha
   *context = c;
   *eActivationMask = kActivationMask;
   if (logfn)
-    logfn(LogInfo, LogInit, __FILE__, __LINE__,
-          "collbench link profiler: rank %d/%d on %d node(s), communicator %lx", rank, nranks, nNodes,
-          static_cast<unsigned long>(commId));
+    logfn(LogInfo, LogInit, __FILE__, __LINE__, "collbench link profiler: rank %d/%d on %d node(s), communicator %lx",
+          rank, nranks, nNodes, static_cast<unsigned long>(commId));
   return Success;
 }
 
@@ -331,8 +343,7 @@ Result profRecordEventState(void* eHandle, int eState, EventStateArgs* args) {
     s->state = static_cast<int8_t>(state);
     s->from[state] = s->lastNs;
     // NCCL sets the step's size just before SendWait (isend posted) and RecvFlushWait (data received).
-    if (args && (state == CB_SEND_WAIT || state == CB_RECV_FLUSH_WAIT))
-      s->bytes = args->proxyStep.transSize;
+    if (args && (state == CB_SEND_WAIT || state == CB_RECV_FLUSH_WAIT)) s->bytes = args->proxyStep.transSize;
   } else if (kind == KindKernelCh && eState == StateKernelChStop && args) {
     KernelSlot* k = static_cast<KernelSlot*>(eHandle);
     if (args->kernelCh.pTimer > k->start) add(k->channel->busyNs, args->kernelCh.pTimer - k->start);
@@ -362,9 +373,14 @@ Result profStopEvent(void* eHandle) {
       Pool<StepSlot, kStepSlots>::release(s);
       break;
     }
-    case KindOp: Pool<OpSlot, kOpSlots>::release(static_cast<OpSlot*>(eHandle)); break;
-    case KindKernelCh: Pool<KernelSlot, kKernelSlots>::release(static_cast<KernelSlot*>(eHandle)); break;
-    default: break;  // the collective token: nothing to close
+    case KindOp:
+      Pool<OpSlot, kOpSlots>::release(static_cast<OpSlot*>(eHandle));
+      break;
+    case KindKernelCh:
+      Pool<KernelSlot, kKernelSlots>::release(static_cast<KernelSlot*>(eHandle));
+      break;
+    default:
+      break;  // the collective token: nothing to close
   }
   return Success;
 }
@@ -382,7 +398,9 @@ Result profFinalize(void* context) {
 }
 
 // Version 6 passes a descriptor whose members we read sit where version 5 has them (pinned by the ABI test).
-Result profStartEventV6(void* context, void** eHandle, EventDescr* d) { return profStartEvent(context, eHandle, d); }
+Result profStartEventV6(void* context, void** eHandle, EventDescr* d) {
+  return profStartEvent(context, eHandle, d);
+}
 
 bool linkActive(Link& l) {
   return l.steps.load(std::memory_order_relaxed) || l.ops.load(std::memory_order_relaxed) ||
@@ -436,7 +454,9 @@ __attribute__((visibility("default"))) ProfilerTable ncclProfiler_v5 = {
 __attribute__((visibility("default"))) ProfilerTable ncclProfiler_v6 = {
     "collbench-links", profInit, profStartEventV6, profStopEvent, profRecordEventState, profFinalize};
 
-__attribute__((visibility("default"))) int collbenchProfilerAbi(void) { return CB_PROFILER_ABI; }
+__attribute__((visibility("default"))) int collbenchProfilerAbi(void) {
+  return CB_PROFILER_ABI;
+}
 
 __attribute__((visibility("default"))) void collbenchProfilerSetClock(uint64_t (*clockNs)(void)) {
   g_clock.store(clockNs ? clockNs : monotonicNs, std::memory_order_relaxed);
@@ -581,9 +601,10 @@ __attribute__((visibility("default"))) char* collbenchProfilerReadJson(int reset
       for (int i = 0; i < nl; ++i) {
         const CollbenchLinkRow& l = links[i];
         if (l.commId != comm || l.rank != rank) continue;
-        appendf(s, "%s{\"peer\":%d,\"channel\":%d,\"isSend\":%d,\"bytes\":%" PRIu64 ",\"steps\":%" PRIu64
-                ",\"ops\":%" PRIu64 ",\"stateNs\":", any ? "," : "", l.peer, l.channel, l.isSend, l.bytes, l.steps,
-                l.ops);
+        appendf(s,
+                "%s{\"peer\":%d,\"channel\":%d,\"isSend\":%d,\"bytes\":%" PRIu64 ",\"steps\":%" PRIu64
+                ",\"ops\":%" PRIu64 ",\"stateNs\":",
+                any ? "," : "", l.peer, l.channel, l.isSend, l.bytes, l.steps, l.ops);
         appendArray(s, l.stateNs, CB_STEP_STATES);
         s += ",\"stateWallNs\":";
         appendArray(s, l.stateWallNs, CB_STEP_STATES);
@@ -595,10 +616,12 @@ __attribute__((visibility("default"))) char* collbenchProfilerReadJson(int reset
       for (int i = 0; i < nc; ++i) {
         const CollbenchCollRow& c = colls[i];
         if (c.commId != comm || c.rank != rank) continue;
-        appendf(s, "%s{\"func\":\"%s\",\"count\":%" PRIu64 ",\"datatype\":\"%s\",\"algo\":\"%s\",\"proto\":\"%s\","
-                "\"nChannels\":%d,\"calls\":%" PRIu64 "}", any ? "," : "", jsonName(c.func).c_str(), c.count,
-                jsonName(c.datatype).c_str(), jsonName(c.algo).c_str(), jsonName(c.proto).c_str(), c.nChannels,
-                c.calls);
+        appendf(s,
+                "%s{\"func\":\"%s\",\"count\":%" PRIu64
+                ",\"datatype\":\"%s\",\"algo\":\"%s\",\"proto\":\"%s\","
+                "\"nChannels\":%d,\"calls\":%" PRIu64 "}",
+                any ? "," : "", jsonName(c.func).c_str(), c.count, jsonName(c.datatype).c_str(),
+                jsonName(c.algo).c_str(), jsonName(c.proto).c_str(), c.nChannels, c.calls);
         any = true;
       }
       s += "],\"kernelChannels\":[";
@@ -606,14 +629,16 @@ __attribute__((visibility("default"))) char* collbenchProfilerReadJson(int reset
       for (int i = 0; i < nk; ++i) {
         const CollbenchKernelChRow& k = channels[i];
         if (k.commId != comm || k.rank != rank) continue;
-        appendf(s, "%s{\"channel\":%d,\"kernels\":%" PRIu64 ",\"firstStartNs\":%" PRIu64 ",\"lastStartNs\":%" PRIu64
-                ",\"busyNs\":%" PRIu64 "}", any ? "," : "", k.channel, k.kernels, k.firstStartNs, k.lastStartNs,
-                k.busyNs);
+        appendf(s,
+                "%s{\"channel\":%d,\"kernels\":%" PRIu64 ",\"firstStartNs\":%" PRIu64 ",\"lastStartNs\":%" PRIu64
+                ",\"busyNs\":%" PRIu64 "}",
+                any ? "," : "", k.channel, k.kernels, k.firstStartNs, k.lastStartNs, k.busyNs);
         any = true;
       }
       s += "]}";
     }
-    appendf(s, "],\"totals\":{\"droppedSteps\":%" PRIu64 ",\"droppedOps\":%" PRIu64 ",\"droppedKernelCh\":%" PRIu64
+    appendf(s,
+            "],\"totals\":{\"droppedSteps\":%" PRIu64 ",\"droppedOps\":%" PRIu64 ",\"droppedKernelCh\":%" PRIu64
             ",\"droppedLinks\":%" PRIu64 ",\"droppedCollKinds\":%" PRIu64 ",\"comms\":%d,\"untrackedComms\":%d}}",
             t.droppedSteps, t.droppedOps, t.droppedKernelCh, t.droppedLinks, t.droppedCollKinds, t.comms,
             t.untrackedComms);
@@ -625,6 +650,8 @@ __attribute__((visibility("default"))) char* collbenchProfilerReadJson(int reset
   }
 }
 
-__attribute__((visibility("default"))) void collbenchProfilerFree(char* json) { free(json); }
+__attribute__((visibility("default"))) void collbenchProfilerFree(char* json) {
+  free(json);
+}
 
 }  // extern "C"

@@ -19,7 +19,7 @@ enum CollbenchStepState {
   CB_SEND_WAIT = 2,      /* send: handed to the network, waiting for it to complete */
   CB_RECV_WAIT = 3,      /* recv: waiting for data to arrive */
   CB_RECV_FLUSH_WAIT = 4,
-  CB_RECV_GPU_WAIT = 5,  /* recv: waiting for the GPU to consume the data */
+  CB_RECV_GPU_WAIT = 5, /* recv: waiting for the GPU to consume the data */
   CB_STEP_STATES = 6
 };
 

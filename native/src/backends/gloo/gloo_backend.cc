@@ -77,10 +77,10 @@ Status makeStore(const GlooConfig& c, std::unique_ptr<gloo::rendezvous::Store>* 
   const std::string& s = c.store;
   if (s.empty()) {
     if (c.size != 1)
-      return Status::Error("gloo", "GLOO_NO_STORE",
-                           "a world of " + std::to_string(c.size) +
-                               " ranks needs a rendezvous store (file:DIR or redis://HOST:PORT)",
-                           CB_SITE("GlooBackend::create"));
+      return Status::Error(
+          "gloo", "GLOO_NO_STORE",
+          "a world of " + std::to_string(c.size) + " ranks needs a rendezvous store (file:DIR or redis://HOST:PORT)",
+          CB_SITE("GlooBackend::create"));
     *out = std::make_unique<gloo::rendezvous::HashStore>();  // in-memory: a 1-rank world
     return Status::Ok();
   }
@@ -120,8 +120,7 @@ Status makeStore(const GlooConfig& c, std::unique_ptr<gloo::rendezvous::Store>* 
     return Status::Ok();
 #endif
   }
-  return Status::Error("gloo", "GLOO_STORE",
-                       "unknown store '" + s + "' (expected file:DIR or redis://HOST:PORT)",
+  return Status::Error("gloo", "GLOO_STORE", "unknown store '" + s + "' (expected file:DIR or redis://HOST:PORT)",
                        CB_SITE("GlooBackend::create"));
 }
 
@@ -142,13 +141,20 @@ bool parseGlooAlgo(const std::string& name, GlooAlgo* out) {
 
 const char* glooAlgoName(GlooAlgo a) {
   switch (a) {
-    case GlooAlgo::Default: return "default";
-    case GlooAlgo::Ring: return "ring";
-    case GlooAlgo::Bcube: return "bcube";
-    case GlooAlgo::LegacyRing: return "legacy_ring";
-    case GlooAlgo::LegacyRingChunked: return "legacy_ring_chunked";
-    case GlooAlgo::LegacyHalvingDoubling: return "legacy_halving_doubling";
-    case GlooAlgo::LegacyBcube: return "legacy_bcube";
+    case GlooAlgo::Default:
+      return "default";
+    case GlooAlgo::Ring:
+      return "ring";
+    case GlooAlgo::Bcube:
+      return "bcube";
+    case GlooAlgo::LegacyRing:
+      return "legacy_ring";
+    case GlooAlgo::LegacyRingChunked:
+      return "legacy_ring_chunked";
+    case GlooAlgo::LegacyHalvingDoubling:
+      return "legacy_halving_doubling";
+    case GlooAlgo::LegacyBcube:
+      return "legacy_bcube";
   }
   return "unknown";
 }
@@ -158,7 +164,9 @@ std::string GlooBackend::libraryVersionShort() {
          std::to_string(GLOO_VERSION_PATCH);
 }
 
-std::string GlooBackend::libraryVersion() { return libraryVersionShort() + " (tcp transport)"; }
+std::string GlooBackend::libraryVersion() {
+  return libraryVersionShort() + " (tcp transport)";
+}
 
 // ---------------------------------------------------------------------------------------------
 // Life cycle
@@ -166,20 +174,21 @@ std::string GlooBackend::libraryVersion() { return libraryVersionShort() + " (tc
 Status GlooBackend::create(const GlooConfig& config, std::unique_ptr<GlooBackend>* out) {
   if (out == nullptr) return badSpec("GlooBackend::create needs an output pointer", "GlooBackend::create");
   if (config.size < 1 || config.rank < 0 || config.rank >= config.size)
-    return Status::Error("gloo", "GLOO_BAD_RANK",
-                         "rank " + std::to_string(config.rank) + " is not in a world of " +
-                             std::to_string(config.size) + " ranks",
-                         CB_SITE("GlooBackend::create"));
-  if (config.timeoutMs <= 0)
-    return badSpec("the Gloo timeout must be positive", "GlooBackend::create");
+    return Status::Error(
+        "gloo", "GLOO_BAD_RANK",
+        "rank " + std::to_string(config.rank) + " is not in a world of " + std::to_string(config.size) + " ranks",
+        CB_SITE("GlooBackend::create"));
+  if (config.timeoutMs <= 0) return badSpec("the Gloo timeout must be positive", "GlooBackend::create");
   std::unique_ptr<GlooBackend> b(new GlooBackend(config));
   CB_TRY(makeStore(config, &b->baseStore_));
   CB_GLOO("gloo::rendezvous::PrefixStore",
           b->runStore_ = std::make_unique<gloo::rendezvous::PrefixStore>(config.runId, *b->baseStore_));
 
   gloo::transport::tcp::attr attr;
-  if (!config.iface.empty()) attr.iface = config.iface;
-  else if (!config.hostname.empty()) attr.hostname = config.hostname;
+  if (!config.iface.empty())
+    attr.iface = config.iface;
+  else if (!config.hostname.empty())
+    attr.hostname = config.hostname;
   CB_GLOO("gloo::transport::tcp::CreateDevice", b->device_ = gloo::transport::tcp::CreateDevice(attr));
 
   CB_TRY(b->connect("ctrl", &b->ctrl_));
@@ -193,7 +202,7 @@ Status GlooBackend::connect(const char* name, std::shared_ptr<gloo::Context>* ct
   // The bring-up's contexts (ctrl, data) connect under the shorter -T when one is given; their ops use timeoutMs.
   const bool bringUp = !ctrl_ || !data_;
   const int connectMs = bringUp && config_.connectTimeoutMs > 0 ? std::min(config_.connectTimeoutMs, config_.timeoutMs)
-                                                                 : config_.timeoutMs;
+                                                                : config_.timeoutMs;
   c->setTimeout(std::chrono::milliseconds(connectMs));
   CB_GLOO(std::string("gloo::rendezvous::Context::connectFullMesh (") + name + " context)", {
     gloo::rendezvous::PrefixStore store(name, *runStore_);
@@ -267,7 +276,9 @@ bool GlooBackend::preparedTracked(Status s) {
   return preparedFail(track(std::move(s)));
 }
 
-std::string GlooBackend::deviceText() const { return device_ ? device_->str() : std::string(); }
+std::string GlooBackend::deviceText() const {
+  return device_ ? device_->str() : std::string();
+}
 
 // ---------------------------------------------------------------------------------------------
 // Memory
@@ -315,10 +326,17 @@ Status GlooBackend::allreduce(double* values, int n, Combine how) {
         opts.setTag(kTag);
         gloo::broadcast(opts);
       }));
-    case Combine::Min: fn = static_cast<Fn>(&gloo::min<double>); break;
-    case Combine::Max: fn = static_cast<Fn>(&gloo::max<double>); break;
-    case Combine::Mean: case Combine::Sum: break;
-    default: return badSpec("unknown combine mode " + std::to_string(static_cast<int>(how)), "GlooBackend::allreduce");
+    case Combine::Min:
+      fn = static_cast<Fn>(&gloo::min<double>);
+      break;
+    case Combine::Max:
+      fn = static_cast<Fn>(&gloo::max<double>);
+      break;
+    case Combine::Mean:
+    case Combine::Sum:
+      break;
+    default:
+      return badSpec("unknown combine mode " + std::to_string(static_cast<int>(how)), "GlooBackend::allreduce");
   }
   CB_TRY(track(glooGuard(CB_SITE("gloo::allreduce (control)"), [&]() {
     auto& opts = kept_.make<gloo::AllreduceOptions>(ctrl_);
@@ -355,8 +373,8 @@ Status GlooBackend::gather(const double* mine, int n, std::vector<double>* atRoo
     std::copy(mine, mine + n, atRoot->begin());
     return Status::Ok();
   }
-  return track(ctrlGather(CB_SITE("gloo::gather (control)"), const_cast<double*>(mine), n, atRoot->data(),
-                          atRoot->size()));
+  return track(
+      ctrlGather(CB_SITE("gloo::gather (control)"), const_cast<double*>(mine), n, atRoot->data(), atRoot->size()));
 }
 
 Status GlooBackend::gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) {

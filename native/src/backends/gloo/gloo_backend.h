@@ -23,7 +23,13 @@ namespace collbench {
 // reduce_scatter (an all-reduce underneath, as PyTorch does it) takes default, ring and bcube, or
 // legacy_halving_doubling for Gloo's legacy ReduceScatterHalvingDoubling class.
 enum class GlooAlgo : int {
-  Default = 0, Ring, Bcube, LegacyRing, LegacyRingChunked, LegacyHalvingDoubling, LegacyBcube,
+  Default = 0,
+  Ring,
+  Bcube,
+  LegacyRing,
+  LegacyRingChunked,
+  LegacyHalvingDoubling,
+  LegacyBcube,
 };
 // "default", "ring", "bcube", "legacy_ring", "legacy_ring_chunked", "legacy_halving_doubling",
 // "legacy_bcube"; false for an unknown name.
@@ -112,19 +118,18 @@ class GlooBackend : public HostMemoryBackend {
   uint64_t scratchReserve() const override;
   // Pointer Gloo reduces from: `input`, or for mulsum on odd ranks `input` scaled by 2 (in place
   // when `scaleInPlace`, else into the scratch buffer at byte offset `scratchOffset`).
-  Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
-                     uint64_t scratchOffset, const void** out) {
+  Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace, uint64_t scratchOffset,
+                     const void** out) {
     *out = input;
     if (a.op != RedOp::MulSum) return Status::Ok();  // inline: every op but mulsum passes its input as it is
     return scaledInput(a, input, elems, scaleInPlace, scratchOffset, out);
   }
-  Status scaledInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
-                     uint64_t scratchOffset, const void** out);
+  Status scaledInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace, uint64_t scratchOffset,
+                     const void** out);
   // A new-API context named `name` (its store keys' prefix), connected full mesh with the timeout.
   Status connect(const char* name, std::shared_ptr<gloo::Context>* ctx);
   Status legacyContext();
-  Status legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void* ptr, uint64_t count,
-                         gloo::Algorithm** out);
+  Status legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void* ptr, uint64_t count, gloo::Algorithm** out);
   void dropLegacyAlgorithms();
   // Runs a data-plane call; a failure marks the backend failed (finalize then skips its barrier).
   Status track(Status s);
@@ -180,9 +185,9 @@ class GlooBackend : public HostMemoryBackend {
   // call returned, they waited for Gloo's device thread, up to a scheduler tick per op).
   KeptOptions kept_;
 
-  PlannedPath* planning_ = nullptr;  // non-null only inside prepareSeries()
+  PlannedPath* planning_ = nullptr;                 // non-null only inside prepareSeries()
   PlannedPath plannedPath_ = PlannedPath::Enqueue;  // the prepared series' op
-  OpArgs plannedArgs_{};      // its op at shift 0
+  OpArgs plannedArgs_{};                            // its op at shift 0
   // PlannedPath::Call: the op's ...Call(), chosen once by prepareSeries(); runArgs_ is plannedArgs_ with
   // send and recv moved to the shift of the op in progress (only those two change per op).
   Status (GlooBackend::*plannedCall_)(const OpArgs&) = nullptr;

@@ -46,11 +46,15 @@ namespace {
 
 constexpr uint8_t kP2PSlotPrefix = 0x43;  // "C": sendrecv and hypercube point-to-point traffic
 
-char* bytesAt(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
+char* bytesAt(void* p, uint64_t elems, uint64_t ts) {
+  return static_cast<char*>(p) + elems * ts;
+}
 const char* bytesAt(const void* p, uint64_t elems, uint64_t ts) {
   return static_cast<const char*>(p) + elems * ts;
 }
-uint8_t* bytePtr(const void* p) { return static_cast<uint8_t*>(const_cast<void*>(p)); }
+uint8_t* bytePtr(const void* p) {
+  return static_cast<uint8_t*>(const_cast<void*>(p));
+}
 
 // Legacy classes take `int` counts and keep `int` byte counts.
 Status legacyCount(uint64_t count, uint64_t ts, const char* what, int* out) {
@@ -78,10 +82,14 @@ const gloo::ReductionFunction<typename ElementOf<D>::type>* legacyFunctionOf(Red
   static const RF max(gloo::MAX, &legacyReduce<D, RedOp::Max, GlooHalf>);
   static const RF min(gloo::MIN, &legacyReduce<D, RedOp::Min, GlooHalf>);
   switch (baseOp(op)) {
-    case RedOp::Prod: return &prod;
-    case RedOp::Max: return &max;
-    case RedOp::Min: return &min;
-    default: return &sum;
+    case RedOp::Prod:
+      return &prod;
+    case RedOp::Max:
+      return &max;
+    case RedOp::Min:
+      return &min;
+    default:
+      return &sum;
   }
 }
 
@@ -137,12 +145,18 @@ Status GlooBackend::legacyAlgorithm(LegacyKind kind, DType dtype, RedOp op, void
     const auto* fn = legacyFunction<D>(op, config_.glooFloat16);
     CB_GLOO("gloo legacy algorithm constructor", {
       switch (kind) {
-        case LegacyKind::Ring: algo.reset(new gloo::AllreduceRing<T>(legacy_, ptrs, n, fn)); break;
-        case LegacyKind::RingChunked: algo.reset(new gloo::AllreduceRingChunked<T>(legacy_, ptrs, n, fn)); break;
+        case LegacyKind::Ring:
+          algo.reset(new gloo::AllreduceRing<T>(legacy_, ptrs, n, fn));
+          break;
+        case LegacyKind::RingChunked:
+          algo.reset(new gloo::AllreduceRingChunked<T>(legacy_, ptrs, n, fn));
+          break;
         case LegacyKind::HalvingDoubling:
           algo.reset(new gloo::AllreduceHalvingDoubling<T>(legacy_, ptrs, n, fn));
           break;
-        case LegacyKind::Bcube: algo.reset(new gloo::AllreduceBcube<T>(legacy_, ptrs, n, fn)); break;
+        case LegacyKind::Bcube:
+          algo.reset(new gloo::AllreduceBcube<T>(legacy_, ptrs, n, fn));
+          break;
         case LegacyKind::ReduceScatter: {
           const std::vector<int> recvElems(config_.size, n / config_.size);
           algo.reset(new gloo::ReduceScatterHalvingDoubling<T>(legacy_, ptrs, n, recvElems, fn));
@@ -167,7 +181,8 @@ Status GlooBackend::plan(PlannedPath path) {
 
 Status GlooBackend::prepareSeries(const OpSeries& series) {
   if (series.args == nullptr || series.nLocal != 1)
-    return badSpec("GlooBackend drives one rank per process: a series needs exactly one op", "GlooBackend::prepareSeries");
+    return badSpec("GlooBackend drives one rank per process: a series needs exactly one op",
+                   "GlooBackend::prepareSeries");
   // enqueue()'s own checks, with every region widened by the largest shift; no Gloo call, no data moved.
   PlannedPath path = PlannedPath::Enqueue;
   planning_ = &path;
@@ -182,14 +197,30 @@ Status GlooBackend::prepareSeries(const OpSeries& series) {
   plannedCall_ = nullptr;
   if (path == PlannedPath::Call) {
     switch (plannedArgs_.coll) {
-      case Coll::AllReduce: plannedCall_ = &GlooBackend::allReduceCall; break;
-      case Coll::AllGather: plannedCall_ = &GlooBackend::allGatherCall; break;
-      case Coll::Broadcast: plannedCall_ = &GlooBackend::broadcastCall; break;
-      case Coll::AllToAll: plannedCall_ = &GlooBackend::allToAllCall; break;
-      case Coll::Gather: plannedCall_ = &GlooBackend::gatherCall; break;
-      case Coll::ReduceScatter: plannedCall_ = &GlooBackend::reduceScatterCall; break;
-      case Coll::SendRecv: plannedCall_ = &GlooBackend::sendRecvCall; break;
-      default: path = PlannedPath::Enqueue; break;
+      case Coll::AllReduce:
+        plannedCall_ = &GlooBackend::allReduceCall;
+        break;
+      case Coll::AllGather:
+        plannedCall_ = &GlooBackend::allGatherCall;
+        break;
+      case Coll::Broadcast:
+        plannedCall_ = &GlooBackend::broadcastCall;
+        break;
+      case Coll::AllToAll:
+        plannedCall_ = &GlooBackend::allToAllCall;
+        break;
+      case Coll::Gather:
+        plannedCall_ = &GlooBackend::gatherCall;
+        break;
+      case Coll::ReduceScatter:
+        plannedCall_ = &GlooBackend::reduceScatterCall;
+        break;
+      case Coll::SendRecv:
+        plannedCall_ = &GlooBackend::sendRecvCall;
+        break;
+      default:
+        path = PlannedPath::Enqueue;
+        break;
     }
   }
   plannedPath_ = path;
@@ -212,7 +243,8 @@ Status GlooBackend::enqueue(const OpArgs& a) {
   CB_TRY(checkOpArgs(a, config_.size, "GlooBackend::enqueue"));
   switch (a.coll) {  // one member function per line of core/collectives.def
 #define CB_COLL(Enum, name, method, ...) \
-  case Coll::Enum: return track(method(a));
+  case Coll::Enum:                       \
+    return track(method(a));
 #include "core/collectives.def"
 #undef CB_COLL
   }
@@ -224,11 +256,14 @@ Status GlooBackend::allReduce(const OpArgs& a) {
   CB_TRY(region(a, a.recv, a.count, "recv"));
   CB_TRY(checkInPlace(a, config_.rank, "gloo::allreduce"));
   switch (config_.algo) {
-    case GlooAlgo::LegacyRing: case GlooAlgo::LegacyRingChunked: case GlooAlgo::LegacyHalvingDoubling:
+    case GlooAlgo::LegacyRing:
+    case GlooAlgo::LegacyRingChunked:
+    case GlooAlgo::LegacyHalvingDoubling:
     case GlooAlgo::LegacyBcube:
       if (planning_) return Status::Ok();  // Generic: copies and the cached algorithm object
       return allReduceLegacy(a);
-    default: break;
+    default:
+      break;
   }
   if (a.count == 0) return nothingToDo();
   if (planning_) return plan(a.op != RedOp::MulSum && a.op != RedOp::Avg ? PlannedPath::Call : PlannedPath::Enqueue);
@@ -243,8 +278,7 @@ Status GlooBackend::allReduceCall(const OpArgs& a) {
   return dataAllreduce(a, a.inPlace ? nullptr : a.send, a.recv, a.count, "gloo::allreduce");
 }
 
-Status GlooBackend::dataAllreduce(const OpArgs& a, const void* input, void* output, uint64_t count,
-                                  const char* what) {
+Status GlooBackend::dataAllreduce(const OpArgs& a, const void* input, void* output, uint64_t count, const char* what) {
   const auto algorithm = config_.algo == GlooAlgo::Ring    ? gloo::AllreduceOptions::Algorithm::RING
                          : config_.algo == GlooAlgo::Bcube ? gloo::AllreduceOptions::Algorithm::BCUBE
                                                            : gloo::AllreduceOptions::Algorithm::UNSPECIFIED;
@@ -275,17 +309,25 @@ Status GlooBackend::allReduceLegacy(const OpArgs& a) {
   }
   LegacyKind kind = LegacyKind::Ring;
   switch (config_.algo) {
-    case GlooAlgo::LegacyRingChunked: kind = LegacyKind::RingChunked; break;
-    case GlooAlgo::LegacyHalvingDoubling: kind = LegacyKind::HalvingDoubling; break;
-    case GlooAlgo::LegacyBcube: kind = LegacyKind::Bcube; break;
-    default: break;
+    case GlooAlgo::LegacyRingChunked:
+      kind = LegacyKind::RingChunked;
+      break;
+    case GlooAlgo::LegacyHalvingDoubling:
+      kind = LegacyKind::HalvingDoubling;
+      break;
+    case GlooAlgo::LegacyBcube:
+      kind = LegacyKind::Bcube;
+      break;
+    default:
+      break;
   }
   gloo::Algorithm* algo = nullptr;
   CB_TRY(legacyAlgorithm(kind, a.dtype, a.op, a.recv, a.count, &algo));
   CB_GLOO(std::string("gloo::Allreduce") +
-              (kind == LegacyKind::Ring ? "Ring" : kind == LegacyKind::RingChunked ? "RingChunked"
-                                                 : kind == LegacyKind::HalvingDoubling ? "HalvingDoubling"
-                                                                                        : "Bcube") +
+              (kind == LegacyKind::Ring              ? "Ring"
+               : kind == LegacyKind::RingChunked     ? "RingChunked"
+               : kind == LegacyKind::HalvingDoubling ? "HalvingDoubling"
+                                                     : "Bcube") +
               "::run",
           algo->run());
   if (a.op == RedOp::Avg) glooDivideElements(a.dtype, a.recv, a.count, config_.size);
@@ -363,8 +405,10 @@ Status GlooBackend::reduceScatterLegacy(const OpArgs& a) {
     CB_TRY(ensureScratch(total * ts));
     work = scratch_.ptr;
     const int scalar = a.op == RedOp::MulSum ? pattern::mulSumScalar(config_.rank) : 1;
-    if (scalar != 1) glooScaleElements(a.dtype, a.send, work, total, scalar);
-    else std::memcpy(work, a.send, total * ts);
+    if (scalar != 1)
+      glooScaleElements(a.dtype, a.send, work, total, scalar);
+    else
+      std::memcpy(work, a.send, total * ts);
   }
   gloo::Algorithm* algo = nullptr;
   CB_TRY(legacyAlgorithm(LegacyKind::ReduceScatter, a.dtype, a.op, work, total, &algo));
@@ -471,8 +515,7 @@ Status GlooBackend::allToAllV(const OpArgs& a) {
   uint64_t sendEnd = 0, recvEnd = 0;
   for (size_t i = 0; i < np; ++i) {
     if (p->sendDispls[i] != sendEnd || p->recvDispls[i] != recvEnd)
-      return badSpec("alltoallv on gloo needs packed blocks (displacement = sum of earlier counts)",
-                     "gloo::alltoallv");
+      return badSpec("alltoallv on gloo needs packed blocks (displacement = sum of earlier counts)", "gloo::alltoallv");
     sendEnd += p->sendCounts[i];
     recvEnd += p->recvCounts[i];
     sendBytes[i] = static_cast<int64_t>(p->sendCounts[i] * ts);

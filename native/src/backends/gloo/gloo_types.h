@@ -47,36 +47,76 @@ Status glooGuardLazy(S&& site, F&& body) {
   }
 }
 
-#define CB_GLOO(what, ...) \
-  CB_TRY(::collbench::glooGuardLazy([&]() { return CB_SITE(what); }, [&]() { __VA_ARGS__; }))
+#define CB_GLOO(what, ...) CB_TRY(::collbench::glooGuardLazy([&]() { return CB_SITE(what); }, [&]() { __VA_ARGS__; }))
 
 // Storage types standing for the dtypes reduced by collbench's own functions: only their size
 // matters to Gloo's algorithms; the reduction works on their bits through element_ops.h.
 template <int Bytes>
 struct RawElement;
 template <>
-struct RawElement<1> { uint8_t bits; };
+struct RawElement<1> {
+  uint8_t bits;
+};
 template <>
-struct RawElement<2> { uint16_t bits; };
+struct RawElement<2> {
+  uint16_t bits;
+};
 
 // C++ element type of each DType. float16 is raw storage too, reduced either by gloo::float16's
 // operators (Gloo's own half type, which PyTorch also uses: the default) or by element_ops.h. Gloo's
 // float16 has a defective copy assignment: operator= skips the store when `rhs != *this`, and that
 // operator!= compares rhs's bits with the half value of this's bits read as an integer, so its
 // sum/max/… silently keep a stale element now and then. COLLBENCH_GLOO_FLOAT16=collbench avoids it.
-template <DType D> struct ElementOf;
-template <> struct ElementOf<DType::Int8> { using type = int8_t; };
-template <> struct ElementOf<DType::Uint8> { using type = uint8_t; };
-template <> struct ElementOf<DType::Int32> { using type = int32_t; };
-template <> struct ElementOf<DType::Uint32> { using type = uint32_t; };
-template <> struct ElementOf<DType::Int64> { using type = int64_t; };
-template <> struct ElementOf<DType::Uint64> { using type = uint64_t; };
-template <> struct ElementOf<DType::Float16> { struct type : RawElement<2> {}; };
-template <> struct ElementOf<DType::Float32> { using type = float; };
-template <> struct ElementOf<DType::Float64> { using type = double; };
-template <> struct ElementOf<DType::Bfloat16> { struct type : RawElement<2> {}; };
-template <> struct ElementOf<DType::F8e4m3> { struct type : RawElement<1> {}; };
-template <> struct ElementOf<DType::F8e5m2> { struct type : RawElement<1> {}; };
+template <DType D>
+struct ElementOf;
+template <>
+struct ElementOf<DType::Int8> {
+  using type = int8_t;
+};
+template <>
+struct ElementOf<DType::Uint8> {
+  using type = uint8_t;
+};
+template <>
+struct ElementOf<DType::Int32> {
+  using type = int32_t;
+};
+template <>
+struct ElementOf<DType::Uint32> {
+  using type = uint32_t;
+};
+template <>
+struct ElementOf<DType::Int64> {
+  using type = int64_t;
+};
+template <>
+struct ElementOf<DType::Uint64> {
+  using type = uint64_t;
+};
+template <>
+struct ElementOf<DType::Float16> {
+  struct type : RawElement<2> {};
+};
+template <>
+struct ElementOf<DType::Float32> {
+  using type = float;
+};
+template <>
+struct ElementOf<DType::Float64> {
+  using type = double;
+};
+template <>
+struct ElementOf<DType::Bfloat16> {
+  struct type : RawElement<2> {};
+};
+template <>
+struct ElementOf<DType::F8e4m3> {
+  struct type : RawElement<1> {};
+};
+template <>
+struct ElementOf<DType::F8e5m2> {
+  struct type : RawElement<1> {};
+};
 
 // True for the dtypes held as raw storage (see ElementOf): reduced by element_ops.h (or, for
 // float16 on request, by gloo::float16).
@@ -92,18 +132,30 @@ using DTypeTag = std::integral_constant<DType, D>;
 template <typename F>
 Status dispatchDType(DType t, F&& fn) {
   switch (t) {
-    case DType::Int8: return fn(DTypeTag<DType::Int8>{});
-    case DType::Uint8: return fn(DTypeTag<DType::Uint8>{});
-    case DType::Int32: return fn(DTypeTag<DType::Int32>{});
-    case DType::Uint32: return fn(DTypeTag<DType::Uint32>{});
-    case DType::Int64: return fn(DTypeTag<DType::Int64>{});
-    case DType::Uint64: return fn(DTypeTag<DType::Uint64>{});
-    case DType::Float16: return fn(DTypeTag<DType::Float16>{});
-    case DType::Float32: return fn(DTypeTag<DType::Float32>{});
-    case DType::Float64: return fn(DTypeTag<DType::Float64>{});
-    case DType::Bfloat16: return fn(DTypeTag<DType::Bfloat16>{});
-    case DType::F8e4m3: return fn(DTypeTag<DType::F8e4m3>{});
-    case DType::F8e5m2: return fn(DTypeTag<DType::F8e5m2>{});
+    case DType::Int8:
+      return fn(DTypeTag<DType::Int8>{});
+    case DType::Uint8:
+      return fn(DTypeTag<DType::Uint8>{});
+    case DType::Int32:
+      return fn(DTypeTag<DType::Int32>{});
+    case DType::Uint32:
+      return fn(DTypeTag<DType::Uint32>{});
+    case DType::Int64:
+      return fn(DTypeTag<DType::Int64>{});
+    case DType::Uint64:
+      return fn(DTypeTag<DType::Uint64>{});
+    case DType::Float16:
+      return fn(DTypeTag<DType::Float16>{});
+    case DType::Float32:
+      return fn(DTypeTag<DType::Float32>{});
+    case DType::Float64:
+      return fn(DTypeTag<DType::Float64>{});
+    case DType::Bfloat16:
+      return fn(DTypeTag<DType::Bfloat16>{});
+    case DType::F8e4m3:
+      return fn(DTypeTag<DType::F8e4m3>{});
+    case DType::F8e5m2:
+      return fn(DTypeTag<DType::F8e5m2>{});
   }
   return Status::Error("core", "CORE_BAD_SPEC", "unknown datatype " + std::to_string(static_cast<int>(t)),
                        CB_SITE("dispatchDType"));
@@ -144,10 +196,14 @@ using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 template <DType D>
 ReduceFn reduceFunction(RedOp op, bool glooHalf) {
   switch (baseOp(op)) {
-    case RedOp::Prod: return glooHalf ? &reduceElements<D, RedOp::Prod, true> : &reduceElements<D, RedOp::Prod, false>;
-    case RedOp::Max: return glooHalf ? &reduceElements<D, RedOp::Max, true> : &reduceElements<D, RedOp::Max, false>;
-    case RedOp::Min: return glooHalf ? &reduceElements<D, RedOp::Min, true> : &reduceElements<D, RedOp::Min, false>;
-    default: return glooHalf ? &reduceElements<D, RedOp::Sum, true> : &reduceElements<D, RedOp::Sum, false>;
+    case RedOp::Prod:
+      return glooHalf ? &reduceElements<D, RedOp::Prod, true> : &reduceElements<D, RedOp::Prod, false>;
+    case RedOp::Max:
+      return glooHalf ? &reduceElements<D, RedOp::Max, true> : &reduceElements<D, RedOp::Max, false>;
+    case RedOp::Min:
+      return glooHalf ? &reduceElements<D, RedOp::Min, true> : &reduceElements<D, RedOp::Min, false>;
+    default:
+      return glooHalf ? &reduceElements<D, RedOp::Sum, true> : &reduceElements<D, RedOp::Sum, false>;
   }
 }
 

@@ -25,9 +25,9 @@ namespace collbench {
 namespace {
 
 // The MPI_Init watchdog, over all of MpiBackend::create (MPI_Init_thread and the collective set-up after it:
-// MPI_Comm_dup, MPI_Comm_split_type, which wait for every rank). The JS thread is blocked there, so no JS timer can fire: alarm(2)
-// raises SIGALRM in this process instead, and the handler (async-signal-safe: write and _exit only) prints the
-// line prepared before arming and exits 4 (EXIT.TIMEOUT). mpirun then ends the job's other processes.
+// MPI_Comm_dup, MPI_Comm_split_type, which wait for every rank). The JS thread is blocked there, so no JS timer can
+// fire: alarm(2) raises SIGALRM in this process instead, and the handler (async-signal-safe: write and _exit only)
+// prints the line prepared before arming and exits 4 (EXIT.TIMEOUT). mpirun then ends the job's other processes.
 char gInitTimeoutLine[256];
 size_t gInitTimeoutLen = 0;
 
@@ -45,8 +45,10 @@ class InitWatchdog {
     char host[64] = {0};
     if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
     const int n = std::snprintf(gInitTimeoutLine, sizeof gInitTimeoutLine,
-                                "%s: Test timeout (%ds) in MPI_Init or the communicator set-up after it: the job's other processes or its launcher did "
-                                "not answer (-T sets the limit, -T 0 disables it)\n", host, seconds);
+                                "%s: Test timeout (%ds) in MPI_Init or the communicator set-up after it: the job's "
+                                "other processes or its launcher did "
+                                "not answer (-T sets the limit, -T 0 disables it)\n",
+                                host, seconds);
     gInitTimeoutLen = n < 0 ? 0 : std::min(static_cast<size_t>(n), sizeof gInitTimeoutLine - 1);
     struct sigaction sa {};
     sa.sa_handler = onInitTimeout;
@@ -103,7 +105,8 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) 
       // MPI is not initialised: MPI_Error_class/string may not be called (Open MPI aborts the process).
       const char* name = mpiErrorClassName(rc);
       return Status::Error("mpi", name ? name : "MPI_ERR_CLASS_" + std::to_string(rc),
-                           "MPI_Init_thread failed (error code " + std::to_string(rc) + ")", CB_SITE("MPI_Init_thread"));
+                           "MPI_Init_thread failed (error code " + std::to_string(rc) + ")",
+                           CB_SITE("MPI_Init_thread"));
     }
   } else {
     CB_MPI(MPI_Query_thread(&provided));
@@ -202,7 +205,9 @@ std::string MpiBackend::libraryVersion() {
   return s;
 }
 
-std::string MpiBackend::libraryVersionShort() { return shortenLibraryVersion(libraryVersion()); }
+std::string MpiBackend::libraryVersionShort() {
+  return shortenLibraryVersion(libraryVersion());
+}
 
 std::string MpiBackend::shortenLibraryVersion(const std::string& full) {
   const std::string line = full.substr(0, full.find('\n'));
@@ -286,9 +291,8 @@ Status MpiBackend::gatherStrings(const std::string& mine, std::vector<std::strin
     }
     all.resize(std::max<uint64_t>(total, 1));
   }
-  CB_MPI(MPI_Gatherv(mine.data(), len, MPI_CHAR, rank_ == 0 ? all.data() : nullptr,
-                     rank_ == 0 ? lens.data() : nullptr, rank_ == 0 ? displs.data() : nullptr, MPI_CHAR,
-                     0, ctrl_));
+  CB_MPI(MPI_Gatherv(mine.data(), len, MPI_CHAR, rank_ == 0 ? all.data() : nullptr, rank_ == 0 ? lens.data() : nullptr,
+                     rank_ == 0 ? displs.data() : nullptr, MPI_CHAR, 0, ctrl_));
   if (rank_ == 0)
     for (int r = 0; r < size_; ++r) atRoot->emplace_back(all.data() + displs[r], static_cast<size_t>(lens[r]));
   return Status::Ok();

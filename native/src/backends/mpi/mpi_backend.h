@@ -1,8 +1,8 @@
 // The OpenMPI backend: collbench's Backend interface (core/backend.h) on MPI collectives over host
-// memory, with nccl-tests' semantics for all eleven collectives (docs/nccl-tests-contract.md, "Formulas") and the MPI control
-// plane (barrier, combine, gather) that the timed loop and the launcher use.
-// Used from one thread at a time (MPI_THREAD_SERIALIZED): ops on a worker thread, init/finalize/gathers
-// on the JS thread, never at once; abort() is the one exception (see create()).
+// memory, with nccl-tests' semantics for all eleven collectives (docs/nccl-tests-contract.md, "Formulas") and the MPI
+// control plane (barrier, combine, gather) that the timed loop and the launcher use. Used from one thread at a time
+// (MPI_THREAD_SERIALIZED): ops on a worker thread, init/finalize/gathers on the JS thread, never at once; abort() is
+// the one exception (see create()).
 #pragma once
 #include <mpi.h>
 
@@ -78,8 +78,19 @@ class MpiBackend : public HostMemoryBackend {
   // kept as a flag, never shifted). Generic: enqueue() on the shifted OpArgs.
   struct Planned {
     enum class Call : uint8_t {
-      Generic, Allreduce, Allgather, ReduceScatterBlock, Bcast, BcastFromSend, Reduce, Alltoall, Alltoallv, Gather,
-      Scatter, Sendrecv, SendrecvReplace,
+      Generic,
+      Allreduce,
+      Allgather,
+      ReduceScatterBlock,
+      Bcast,
+      BcastFromSend,
+      Reduce,
+      Alltoall,
+      Alltoallv,
+      Gather,
+      Scatter,
+      Sendrecv,
+      SendrecvReplace,
     };
     Call call = Call::Generic;
     bool sendInPlace = false, recvInPlace = false;
@@ -102,8 +113,7 @@ class MpiBackend : public HostMemoryBackend {
   // Returns the pointer MPI should reduce from for `op`: `input` itself, or for mulsum on odd ranks
   // `input` scaled by 2, in place when `scaleInPlace` (the region is overwritten by the result anyway)
   // or else into the scratch buffer.
-  Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace,
-                     const void** out);
+  Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace, const void** out);
   Status freeComms();
 
   // One per line of core/collectives.def (allReduce, allGather, ..., gatherColl, ..., hyperCube), called by enqueue().
@@ -125,11 +135,11 @@ class MpiBackend : public HostMemoryBackend {
   // In-place alltoallv with a send layout unlike the recv layout: the send region is staged here.
   std::vector<int> vCounts_[4];  // alltoallv: send counts, send displs, recv counts, recv displs
 
-  Planned* planning_ = nullptr;  // non-null only inside prepareSeries()
+  Planned* planning_ = nullptr;          // non-null only inside prepareSeries()
   DType plannedDtype_ = DType::Float32;  // the series' datatype while planning_ is set
-  Planned planned_;              // the prepared series' call
-  OpArgs plannedArgs_{};         // its op at shift 0 (Generic)
-  std::vector<int> plannedV_[4]; // Alltoallv: the counts of the prepared call
+  Planned planned_;                      // the prepared series' call
+  OpArgs plannedArgs_{};                 // its op at shift 0 (Generic)
+  std::vector<int> plannedV_[4];         // Alltoallv: the counts of the prepared call
   // BcastFromSend: MPI_Bcast sends from the root's recv buffer, which it never changes, so the root copies its send
   // regions there once per series and after each write to the buffers (its first op: untimed), not once per op.
   bool bcastCopied_ = false;

@@ -50,15 +50,19 @@ int forPieces(uint64_t count, uint64_t ts, Call&& call) {
 const void* piece(const void* p, uint64_t bytes) {
   return p == MPI_IN_PLACE ? p : static_cast<const char*>(p) + bytes;
 }
-void* piece(void* p, uint64_t bytes) { return p == MPI_IN_PLACE ? p : static_cast<char*>(p) + bytes; }
+void* piece(void* p, uint64_t bytes) {
+  return p == MPI_IN_PLACE ? p : static_cast<char*>(p) + bytes;
+}
 
-#define CB_MPI_AT(rc_expr, name)                                                      \
-  do {                                                                                \
-    const int cb_mpi_rc_ = (rc_expr);                                                 \
+#define CB_MPI_AT(rc_expr, name)                                                                  \
+  do {                                                                                            \
+    const int cb_mpi_rc_ = (rc_expr);                                                             \
     if (cb_mpi_rc_ != MPI_SUCCESS) return ::collbench::mpiErrorStatus(cb_mpi_rc_, CB_SITE(name)); \
   } while (0)
 
-char* bytesAt(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
+char* bytesAt(void* p, uint64_t elems, uint64_t ts) {
+  return static_cast<char*>(p) + elems * ts;
+}
 
 }  // namespace
 
@@ -70,7 +74,7 @@ Status MpiBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elem
   *out = input;
   if (a.op != RedOp::MulSum) return Status::Ok();
   const int scalar = pattern::mulSumScalar(rank_);  // 1 on even ranks, 2 on odd
-  if (scalar == 1) return Status::Ok();  // x·1 = x exactly, for every dtype
+  if (scalar == 1) return Status::Ok();             // x·1 = x exactly, for every dtype
   if (scaleInPlace) {
     scaleElements(a.dtype, input, const_cast<void*>(input), elems, scalar);
     return Status::Ok();
@@ -89,7 +93,8 @@ Status MpiBackend::enqueue(const OpArgs& a) {
   CB_TRY(checkOpArgs(a, size_, "MpiBackend::enqueue"));
   switch (a.coll) {  // one member function per line of core/collectives.def
 #define CB_COLL(Enum, name, method, ...) \
-  case Coll::Enum: return method(a);
+  case Coll::Enum:                       \
+    return method(a);
 #include "core/collectives.def"
 #undef CB_COLL
   }
@@ -117,7 +122,8 @@ Status MpiBackend::plan(Planned::Call call, const void* send, void* recv, uint64
 
 Status MpiBackend::prepareSeries(const OpSeries& series) {
   if (series.args == nullptr || series.nLocal != 1)
-    return badSpec("MpiBackend drives one rank per process: a series needs exactly one op", "MpiBackend::prepareSeries");
+    return badSpec("MpiBackend drives one rank per process: a series needs exactly one op",
+                   "MpiBackend::prepareSeries");
   // enqueue()'s own checks, with every region widened by the largest shift; no MPI call, no data moved.
   Planned p;
   planning_ = &p;
@@ -184,7 +190,8 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
       }
       [[fallthrough]];
     case Planned::Call::Bcast:
-      rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) { return MPI_Bcast(piece(recv, o), n, p.type, p.root, comm_); });
+      rc = forPieces(p.count, p.ts,
+                     [&](uint64_t o, int n) { return MPI_Bcast(piece(recv, o), n, p.type, p.root, comm_); });
       what = "MPI_Bcast";
       break;
     case Planned::Call::Reduce:
@@ -241,10 +248,12 @@ Status MpiBackend::allReduce(const OpArgs& a) {
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, a.inPlace, &src));
   const void* from = a.inPlace ? MPI_IN_PLACE : src;
-  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype), [&](uint64_t o, int n) {
-              return MPI_Allreduce(piece(from, o), piece(a.recv, o), n, mpiDatatype(a.dtype),
-                                   mpiReduceOp(a.dtype, a.op), comm_);
-            }), "MPI_Allreduce");
+  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype),
+                      [&](uint64_t o, int n) {
+                        return MPI_Allreduce(piece(from, o), piece(a.recv, o), n, mpiDatatype(a.dtype),
+                                             mpiReduceOp(a.dtype, a.op), comm_);
+                      }),
+            "MPI_Allreduce");
   if (a.op == RedOp::Avg) divideElements(a.dtype, a.recv, a.count, size_);
   return Status::Ok();
 }
@@ -304,9 +313,10 @@ Status MpiBackend::broadcast(const OpArgs& a) {
   }
   // ncclBroadcast sends from the root's send buffer; MPI_Bcast works in one buffer.
   if (isRoot && a.send != a.recv) std::memmove(a.recv, a.send, a.count * dtypeSize(a.dtype));
-  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype), [&](uint64_t o, int n) {
-              return MPI_Bcast(piece(a.recv, o), n, mpiDatatype(a.dtype), a.root, comm_);
-            }), "MPI_Bcast");
+  CB_MPI_AT(
+      forPieces(a.count, dtypeSize(a.dtype),
+                [&](uint64_t o, int n) { return MPI_Bcast(piece(a.recv, o), n, mpiDatatype(a.dtype), a.root, comm_); }),
+      "MPI_Bcast");
   return Status::Ok();
 }
 
@@ -326,10 +336,12 @@ Status MpiBackend::reduce(const OpArgs& a) {
   const void* src = nullptr;
   CB_TRY(reduceInput(a, a.send, a.count, rootInPlace, &src));
   const void* from = rootInPlace ? MPI_IN_PLACE : src;
-  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype), [&](uint64_t o, int n) {
-              return MPI_Reduce(piece(from, o), piece(a.recv, o), n, mpiDatatype(a.dtype), mpiReduceOp(a.dtype, a.op),
-                                a.root, comm_);
-            }), "MPI_Reduce");
+  CB_MPI_AT(forPieces(a.count, dtypeSize(a.dtype),
+                      [&](uint64_t o, int n) {
+                        return MPI_Reduce(piece(from, o), piece(a.recv, o), n, mpiDatatype(a.dtype),
+                                          mpiReduceOp(a.dtype, a.op), a.root, comm_);
+                      }),
+            "MPI_Reduce");
   if (a.op == RedOp::Avg && isRoot) divideElements(a.dtype, a.recv, a.count, size_);
   return Status::Ok();
 }
@@ -350,14 +362,11 @@ Status MpiBackend::allToAll(const OpArgs& a) {
 Status MpiBackend::allToAllV(const OpArgs& a) {
   const PeerCounts* p = a.peers;
   const size_t np = static_cast<size_t>(size_);
-  if (p == nullptr || p->sendCounts.size() != np || p->sendDispls.size() != np ||
-      p->recvCounts.size() != np || p->recvDispls.size() != np)
-    return badSpec("alltoallv needs " + std::to_string(size_) +
-                       " send/recv counts and displacements",
-                   "MPI_Alltoallv");
+  if (p == nullptr || p->sendCounts.size() != np || p->sendDispls.size() != np || p->recvCounts.size() != np ||
+      p->recvDispls.size() != np)
+    return badSpec("alltoallv needs " + std::to_string(size_) + " send/recv counts and displacements", "MPI_Alltoallv");
   const std::vector<uint64_t>* src[4] = {&p->sendCounts, &p->sendDispls, &p->recvCounts, &p->recvDispls};
-  static const char* const kWhat[4] = {"send count", "send displacement", "recv count",
-                                       "recv displacement"};
+  static const char* const kWhat[4] = {"send count", "send displacement", "recv count", "recv displacement"};
   for (int k = 0; k < 4; ++k) {
     vCounts_[k].resize(np);
     for (size_t i = 0; i < np; ++i) CB_TRY(toInt((*src[k])[i], kWhat[k], a.coll, &vCounts_[k][i]));
@@ -445,22 +454,26 @@ Status MpiBackend::sendRecv(const OpArgs& a) {
   }
   const uint64_t ts = dtypeSize(a.dtype);
   if (a.inPlace) {
-    CB_MPI_AT(forPieces(a.count, ts, [&](uint64_t o, int n) {
-                return MPI_Sendrecv_replace(piece(a.recv, o), n, t, next, kTag, prev, kTag, comm_, MPI_STATUS_IGNORE);
-              }), "MPI_Sendrecv_replace");
+    CB_MPI_AT(forPieces(a.count, ts,
+                        [&](uint64_t o, int n) {
+                          return MPI_Sendrecv_replace(piece(a.recv, o), n, t, next, kTag, prev, kTag, comm_,
+                                                      MPI_STATUS_IGNORE);
+                        }),
+              "MPI_Sendrecv_replace");
   } else {
-    CB_MPI_AT(forPieces(a.count, ts, [&](uint64_t o, int n) {
-                return MPI_Sendrecv(piece(a.send, o), n, t, next, kTag, piece(a.recv, o), n, t, prev, kTag, comm_,
-                                    MPI_STATUS_IGNORE);
-              }), "MPI_Sendrecv");
+    CB_MPI_AT(forPieces(a.count, ts,
+                        [&](uint64_t o, int n) {
+                          return MPI_Sendrecv(piece(a.send, o), n, t, next, kTag, piece(a.recv, o), n, t, prev, kTag,
+                                              comm_, MPI_STATUS_IGNORE);
+                        }),
+              "MPI_Sendrecv");
   }
   return Status::Ok();
 }
 
 Status MpiBackend::hyperCube(const OpArgs& a) {
   if ((size_ & (size_ - 1)) != 0)
-    return badSpec("hypercube needs a power-of-two rank count, not " + std::to_string(size_),
-                   "MpiBackend::hyperCube");
+    return badSpec("hypercube needs a power-of-two rank count, not " + std::to_string(size_), "MpiBackend::hyperCube");
   const uint64_t ts = dtypeSize(a.dtype), b = a.count;
   int unused = 0;
   CB_TRY(toInt(b * std::max(1, size_ / 2), "largest exchange (count*nranks/2)", a.coll, &unused));
@@ -478,8 +491,8 @@ Status MpiBackend::hyperCube(const OpArgs& a) {
     const uint64_t sendChunk = static_cast<uint64_t>(rank_ & ~(mask - 1));
     const uint64_t recvChunk = static_cast<uint64_t>(peer & ~(mask - 1));
     const int n = static_cast<int>(b * mask);
-    CB_MPI(MPI_Sendrecv(bytesAt(recv, sendChunk * b, ts), n, t, peer, kTag, bytesAt(recv, recvChunk * b, ts), n,
-                        t, peer, kTag, comm_, MPI_STATUS_IGNORE));
+    CB_MPI(MPI_Sendrecv(bytesAt(recv, sendChunk * b, ts), n, t, peer, kTag, bytesAt(recv, recvChunk * b, ts), n, t,
+                        peer, kTag, comm_, MPI_STATUS_IGNORE));
   }
   return Status::Ok();
 }

@@ -19,7 +19,8 @@ struct ClassName {
 
 // Standard error classes (MPI-3.1 §8.4, Table 8.1 and the MPI_T classes). A table, not a switch:
 // implementations are free to give two macros one value, which a switch would reject.
-#define CB_ERR(x) {x, #x}
+#define CB_ERR(x) \
+  { x, #x }
 const ClassName kErrorClasses[] = {
     CB_ERR(MPI_SUCCESS),
     CB_ERR(MPI_ERR_BUFFER),
@@ -129,15 +130,13 @@ void userOp(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
   constexpr DType d = static_cast<DType>(D);
   constexpr RedOp o = static_cast<RedOp>(O);
   const uint64_t n = *len > 0 ? static_cast<uint64_t>(*len) : 0;
-  for (uint64_t i = 0; i < n; ++i)
-    storeBits(inout, d, i, applyOp(d, o, loadBits(in, d, i), loadBits(inout, d, i)));
+  for (uint64_t i = 0; i < n; ++i) storeBits(inout, d, i, applyOp(d, o, loadBits(in, d, i), loadBits(inout, d, i)));
 }
 
 template <int D>
 Status createCustom() {
   gTable.custom[D] = true;
-  CB_MPI(MPI_Type_contiguous(static_cast<int>(dtypeSize(static_cast<DType>(D))), MPI_BYTE,
-                             &gTable.type[D]));
+  CB_MPI(MPI_Type_contiguous(static_cast<int>(dtypeSize(static_cast<DType>(D))), MPI_BYTE, &gTable.type[D]));
   CB_MPI(MPI_Type_commit(&gTable.type[D]));
   CB_MPI(MPI_Op_create(&userOp<D, static_cast<int>(RedOp::Sum)>, 1, &gTable.op[D][0]));
   CB_MPI(MPI_Op_create(&userOp<D, static_cast<int>(RedOp::Prod)>, 1, &gTable.op[D][1]));
@@ -180,20 +179,44 @@ void divideT(void* p, uint64_t n, int divisor) {
   for (uint64_t i = 0; i < n; ++i) storeBits(p, d, i, divideBits(d, loadBits(p, d, i), divisor));
 }
 
-#define CB_MPI_DTYPE_DISPATCH(t, FN, ...)                        \
-  switch (t) {                                               \
-    case DType::Int8: FN<0>(__VA_ARGS__); break;             \
-    case DType::Uint8: FN<1>(__VA_ARGS__); break;            \
-    case DType::Int32: FN<2>(__VA_ARGS__); break;            \
-    case DType::Uint32: FN<3>(__VA_ARGS__); break;           \
-    case DType::Int64: FN<4>(__VA_ARGS__); break;            \
-    case DType::Uint64: FN<5>(__VA_ARGS__); break;           \
-    case DType::Float16: FN<6>(__VA_ARGS__); break;          \
-    case DType::Float32: FN<7>(__VA_ARGS__); break;          \
-    case DType::Float64: FN<8>(__VA_ARGS__); break;          \
-    case DType::Bfloat16: FN<9>(__VA_ARGS__); break;         \
-    case DType::F8e4m3: FN<10>(__VA_ARGS__); break;          \
-    case DType::F8e5m2: FN<11>(__VA_ARGS__); break;          \
+#define CB_MPI_DTYPE_DISPATCH(t, FN, ...) \
+  switch (t) {                            \
+    case DType::Int8:                     \
+      FN<0>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Uint8:                    \
+      FN<1>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Int32:                    \
+      FN<2>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Uint32:                   \
+      FN<3>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Int64:                    \
+      FN<4>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Uint64:                   \
+      FN<5>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Float16:                  \
+      FN<6>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Float32:                  \
+      FN<7>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Float64:                  \
+      FN<8>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::Bfloat16:                 \
+      FN<9>(__VA_ARGS__);                 \
+      break;                              \
+    case DType::F8e4m3:                   \
+      FN<10>(__VA_ARGS__);                \
+      break;                              \
+    case DType::F8e5m2:                   \
+      FN<11>(__VA_ARGS__);                \
+      break;                              \
   }
 
 }  // namespace
@@ -289,7 +312,9 @@ Status freeMpiTypes() {
   return first;
 }
 
-bool mpiTypesReady() { return gTable.ready; }
+bool mpiTypesReady() {
+  return gTable.ready;
+}
 
 Status probeSmallIntSumSaturates(bool* saturates) {
   *saturates = false;
@@ -315,7 +340,9 @@ void useWrappingSmallIntSum(bool on) {
   gTable.op[static_cast<int>(DType::Uint8)][0] = on ? gTable.wrapSum[1] : MPI_SUM;
 }
 
-bool wrappingSmallIntSum() { return gTable.ready && gTable.wrapping; }
+bool wrappingSmallIntSum() {
+  return gTable.ready && gTable.wrapping;
+}
 
 MPI_Datatype mpiDatatype(DType t) {
   const int d = static_cast<int>(t);
@@ -327,10 +354,16 @@ MPI_Op mpiReduceOp(DType t, RedOp op) {
   const int d = static_cast<int>(t);
   if (!gTable.ready || d < 0 || d >= kDTypeCount) return MPI_OP_NULL;
   switch (op) {
-    case RedOp::Sum: case RedOp::Avg: case RedOp::MulSum: return gTable.op[d][0];
-    case RedOp::Prod: return gTable.op[d][1];
-    case RedOp::Max: return gTable.op[d][2];
-    case RedOp::Min: return gTable.op[d][3];
+    case RedOp::Sum:
+    case RedOp::Avg:
+    case RedOp::MulSum:
+      return gTable.op[d][0];
+    case RedOp::Prod:
+      return gTable.op[d][1];
+    case RedOp::Max:
+      return gTable.op[d][2];
+    case RedOp::Min:
+      return gTable.op[d][3];
   }
   return MPI_OP_NULL;
 }

@@ -29,10 +29,10 @@ std::string mpiCallName(const char* callText);
 Status toInt(uint64_t v, const char* what, Coll c, int* out);
 
 // Check an MPI return code; on failure return the Status from the enclosing function.
-#define CB_MPI(call)                                                                          \
-  do {                                                                                        \
-    const int cb_mpi_rc_ = (call);                                                            \
-    if (cb_mpi_rc_ != MPI_SUCCESS)                                                            \
+#define CB_MPI(call)                                                                            \
+  do {                                                                                          \
+    const int cb_mpi_rc_ = (call);                                                              \
+    if (cb_mpi_rc_ != MPI_SUCCESS)                                                              \
       return ::collbench::mpiErrorStatus(cb_mpi_rc_, CB_SITE(::collbench::mpiCallName(#call))); \
   } while (0)
 

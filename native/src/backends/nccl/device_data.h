@@ -14,14 +14,14 @@ namespace collbench::devdata {
 
 // One segment, ready for per-element work (the seed already mixed with the segment's stream).
 struct SegmentArgs {
-  uint64_t offset = 0;     // element offset in its buffer
+  uint64_t offset = 0;  // element offset in its buffer
   uint64_t count = 0;
   uint64_t indexBase = 0;  // pattern index of element 0
   uint64_t seed = 0;       // pattern::mixSeed(baseSeed, stream)
   uint64_t tolerance = 0;  // bit distance allowed (ReduceOutput only: pattern::tolerance)
   pattern::Shape shape{};  // makeShape(dtype, op, nranks)
   SegKind kind = SegKind::Zero;
-  int rank = 0;            // contributing rank (ReduceInput)
+  int rank = 0;  // contributing rank (ReduceInput)
 };
 
 inline SegmentArgs segmentArgs(DType dtype, RedOp op, int nranks, uint64_t baseSeed, const Segment& s) {
@@ -37,18 +37,31 @@ inline SegmentArgs segmentArgs(DType dtype, RedOp op, int nranks, uint64_t baseS
   return a;
 }
 
-template <size_t N> struct Storage;
-template <> struct Storage<1> { using type = uint8_t; };
-template <> struct Storage<2> { using type = uint16_t; };
-template <> struct Storage<4> { using type = uint32_t; };
-template <> struct Storage<8> { using type = uint64_t; };
+template <size_t N>
+struct Storage;
+template <>
+struct Storage<1> {
+  using type = uint8_t;
+};
+template <>
+struct Storage<2> {
+  using type = uint16_t;
+};
+template <>
+struct Storage<4> {
+  using type = uint32_t;
+};
+template <>
+struct Storage<8> {
+  using type = uint64_t;
+};
 
 // dtypeSize() as a constant expression, for template arguments.
 CB_HD constexpr size_t sizeOf(DType t) {
   return (t == DType::Int8 || t == DType::Uint8 || t == DType::F8e4m3 || t == DType::F8e5m2) ? 1
          : (t == DType::Float16 || t == DType::Bfloat16)                                     ? 2
-         : (t == DType::Int32 || t == DType::Uint32 || t == DType::Float32)                   ? 4
-                                                                                              : 8;
+         : (t == DType::Int32 || t == DType::Uint32 || t == DType::Float32)                  ? 4
+                                                                                             : 8;
 }
 
 // The value element i of the segment holds (the kind is uniform per launch: no divergence).
@@ -56,10 +69,14 @@ template <DType DT>
 CB_HD uint64_t expectedBits(const SegmentArgs& a, uint64_t i) {
   const uint64_t index = a.indexBase + i;
   switch (a.kind) {
-    case SegKind::ReduceInput: return pattern::inputBitsT<DT>(a.shape, a.seed, index, a.rank);
-    case SegKind::ReduceOutput: return pattern::outputBitsT<DT>(a.shape, a.seed, index);
-    case SegKind::Copy: return pattern::copyBitsT<DT>(a.seed, index);
-    default: return 0;
+    case SegKind::ReduceInput:
+      return pattern::inputBitsT<DT>(a.shape, a.seed, index, a.rank);
+    case SegKind::ReduceOutput:
+      return pattern::outputBitsT<DT>(a.shape, a.seed, index);
+    case SegKind::Copy:
+      return pattern::copyBitsT<DT>(a.seed, index);
+    default:
+      return 0;
   }
 }
 

@@ -26,11 +26,18 @@ enum Result : int {
 
 // ncclDataType_t: same numbering as collbench::DType (core/types.h).
 enum DataType : int {
-  Int8 = 0, Uint8 = 1, Int32 = 2, Uint32 = 3, Int64 = 4, Uint64 = 5,
-  Float16 = 6, Float32 = 7, Float64 = 8,
-  Bfloat16 = 9,    // NCCL >= 2.10
-  Float8e4m3 = 10, // NCCL >= 2.24
-  Float8e5m2 = 11, // NCCL >= 2.24
+  Int8 = 0,
+  Uint8 = 1,
+  Int32 = 2,
+  Uint32 = 3,
+  Int64 = 4,
+  Uint64 = 5,
+  Float16 = 6,
+  Float32 = 7,
+  Float64 = 8,
+  Bfloat16 = 9,     // NCCL >= 2.10
+  Float8e4m3 = 10,  // NCCL >= 2.24
+  Float8e5m2 = 11,  // NCCL >= 2.24
 };
 
 // ncclRedOp_t: the built-in ops; NCCL hands out larger values for user ops (PreMulSum).
@@ -101,7 +108,9 @@ inline Config defaultConfig() {
 
 // NCCL version codes: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z from 2.9 (NCCL_VERSION()).
 // normalizedVersion maps either to X*10000+Y*100+Z so versions compare as numbers.
-constexpr int versionCode(int x, int y, int z) { return x * 10000 + y * 100 + z; }
+constexpr int versionCode(int x, int y, int z) {
+  return x * 10000 + y * 100 + z;
+}
 constexpr int normalizedVersion(int code) {
   return code >= 10000 ? code : (code / 1000) * 10000 + ((code % 1000) / 100) * 100 + code % 100;
 }
@@ -123,8 +132,7 @@ struct Api {
   Result (*GroupEnd)();
   Result (*AllReduce)(const void* send, void* recv, size_t count, DataType type, int op, Comm comm,
                       cudaStream_t stream);
-  Result (*AllGather)(const void* send, void* recv, size_t sendCount, DataType type, Comm comm,
-                      cudaStream_t stream);
+  Result (*AllGather)(const void* send, void* recv, size_t sendCount, DataType type, Comm comm, cudaStream_t stream);
   Result (*ReduceScatter)(const void* send, void* recv, size_t recvCount, DataType type, int op, Comm comm,
                           cudaStream_t stream);
   Result (*Broadcast)(const void* send, void* recv, size_t count, DataType type, int root, Comm comm,
@@ -135,61 +143,81 @@ struct Api {
   Result (*Recv)(void* recv, size_t count, DataType type, int peer, Comm comm, cudaStream_t stream);
 
   // optional, by the NCCL release that added them
-  const char* (*GetLastError)(Comm comm);                                                    // 2.13
+  const char* (*GetLastError)(Comm comm);                                                       // 2.13
   Result (*CommInitRankConfig)(Comm* comm, int nranks, UniqueId id, int rank, Config* config);  // 2.14
-  Result (*CommFinalize)(Comm comm);                                                         // 2.14
+  Result (*CommFinalize)(Comm comm);                                                            // 2.14
   Result (*RedOpCreatePreMulSum)(int* op, void* scalar, DataType type, ScalarResidence residence,
                                  Comm comm);                                                 // 2.11
   Result (*RedOpDestroy)(int op, Comm comm);                                                 // 2.11
-  Result (*CommSplit)(Comm comm, int color, int key, Comm* newcomm, Config* config);        // 2.18
+  Result (*CommSplit)(Comm comm, int color, int key, Comm* newcomm, Config* config);         // 2.18
   Result (*MemAlloc)(void** ptr, size_t size);                                               // 2.19
   Result (*MemFree)(void* ptr);                                                              // 2.19
   Result (*CommRegister)(Comm comm, void* buff, size_t size, void** handle);                 // 2.19
   Result (*CommDeregister)(Comm comm, void* handle);                                         // 2.19
-  Result (*CommWindowRegister)(Comm comm, void* buff, size_t size, Window* win, int flags);   // 2.27
+  Result (*CommWindowRegister)(Comm comm, void* buff, size_t size, Window* win, int flags);  // 2.27
   Result (*CommWindowDeregister)(Comm comm, Window win);                                     // 2.27
   Result (*AlltoAll)(const void* send, void* recv, size_t count, DataType type, Comm comm,
-                     cudaStream_t stream);                                                   // 2.28
+                     cudaStream_t stream);  // 2.28
   Result (*Gather)(const void* send, void* recv, size_t count, DataType type, int root, Comm comm,
-                   cudaStream_t stream);                                                     // 2.28
+                   cudaStream_t stream);  // 2.28
   Result (*Scatter)(const void* send, void* recv, size_t count, DataType type, int root, Comm comm,
-                    cudaStream_t stream);                                                    // 2.28
+                    cudaStream_t stream);  // 2.28
   // Device API (-D): the requirements and ncclDevComm layouts are the headers' (nccl_device_kernels.cu).
-  Result (*DevCommCreate)(Comm comm, const void* requirements, void* outDevComm);           // 2.28
-  Result (*DevCommDestroy)(Comm comm, const void* devComm);                                // 2.28
-  Team (*TeamLsa)(Comm comm);                                                              // 2.28
-  Result (*CommQueryProperties)(Comm comm, void* properties);                              // 2.29
+  Result (*DevCommCreate)(Comm comm, const void* requirements, void* outDevComm);  // 2.28
+  Result (*DevCommDestroy)(Comm comm, const void* devComm);                        // 2.28
+  Team (*TeamLsa)(Comm comm);                                                      // 2.28
+  Result (*CommQueryProperties)(Comm comm, void* properties);                      // 2.29
 };
 
 // "ncclUnhandledCudaError" etc.: the enum name, as users search for it.
 inline const char* resultName(int r) {
   switch (r) {
-    case Success: return "ncclSuccess";
-    case UnhandledCudaError: return "ncclUnhandledCudaError";
-    case SystemError: return "ncclSystemError";
-    case InternalError: return "ncclInternalError";
-    case InvalidArgument: return "ncclInvalidArgument";
-    case InvalidUsage: return "ncclInvalidUsage";
-    case RemoteError: return "ncclRemoteError";
-    case InProgress: return "ncclInProgress";
-    case Timeout: return "ncclTimeout";
-    default: return "ncclUnknownResult";
+    case Success:
+      return "ncclSuccess";
+    case UnhandledCudaError:
+      return "ncclUnhandledCudaError";
+    case SystemError:
+      return "ncclSystemError";
+    case InternalError:
+      return "ncclInternalError";
+    case InvalidArgument:
+      return "ncclInvalidArgument";
+    case InvalidUsage:
+      return "ncclInvalidUsage";
+    case RemoteError:
+      return "ncclRemoteError";
+    case InProgress:
+      return "ncclInProgress";
+    case Timeout:
+      return "ncclTimeout";
+    default:
+      return "ncclUnknownResult";
   }
 }
 
 // Stable string code for JS: "NCCL_UNHANDLED_CUDA_ERROR", "NCCL_INVALID_USAGE", ...
 inline const char* resultCode(int r) {
   switch (r) {
-    case Success: return "NCCL_SUCCESS";
-    case UnhandledCudaError: return "NCCL_UNHANDLED_CUDA_ERROR";
-    case SystemError: return "NCCL_SYSTEM_ERROR";
-    case InternalError: return "NCCL_INTERNAL_ERROR";
-    case InvalidArgument: return "NCCL_INVALID_ARGUMENT";
-    case InvalidUsage: return "NCCL_INVALID_USAGE";
-    case RemoteError: return "NCCL_REMOTE_ERROR";
-    case InProgress: return "NCCL_IN_PROGRESS";
-    case Timeout: return "NCCL_TIMEOUT";
-    default: return "NCCL_UNKNOWN_RESULT";
+    case Success:
+      return "NCCL_SUCCESS";
+    case UnhandledCudaError:
+      return "NCCL_UNHANDLED_CUDA_ERROR";
+    case SystemError:
+      return "NCCL_SYSTEM_ERROR";
+    case InternalError:
+      return "NCCL_INTERNAL_ERROR";
+    case InvalidArgument:
+      return "NCCL_INVALID_ARGUMENT";
+    case InvalidUsage:
+      return "NCCL_INVALID_USAGE";
+    case RemoteError:
+      return "NCCL_REMOTE_ERROR";
+    case InProgress:
+      return "NCCL_IN_PROGRESS";
+    case Timeout:
+      return "NCCL_TIMEOUT";
+    default:
+      return "NCCL_UNKNOWN_RESULT";
   }
 }
 

@@ -38,7 +38,8 @@ std::string cudaCode(cudaError_t e) {
 
 Status cudaStatus(cudaError_t err, const std::string& call, const std::string& site) {
   cudaGetLastError();  // clear a non-sticky error so later calls are not blamed for it
-  return Status::Error("cuda", cudaCode(err), call + ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")",
+  return Status::Error("cuda", cudaCode(err),
+                       call + ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")",
                        site.empty() ? CB_SITE(call) : site);
 }
 
@@ -83,9 +84,9 @@ Status NcclBackend::setDevice(int local) const {
 
 Status NcclBackend::checkLocalIndex(int local) const {
   if (local < 0 || local >= localCount_ || static_cast<size_t>(local) >= locals_.size())
-    return badSpec("local rank " + std::to_string(local) + " does not exist (" + std::to_string(localCount_) +
-                       " local ranks)",
-                   "NcclBackend");
+    return badSpec(
+        "local rank " + std::to_string(local) + " does not exist (" + std::to_string(localCount_) + " local ranks)",
+        "NcclBackend");
   return Status::Ok();
 }
 
@@ -95,11 +96,10 @@ Status NcclBackend::checkLocalIndex(int local) const {
 Status NcclBackend::create(const NcclOptions& options, std::unique_ptr<NcclBackend>* out) {
   if (out == nullptr) return badSpec("NcclBackend::create needs an output pointer", "NcclBackend::create");
   const NcclOptions& o = options;
-  if (o.nThreads < 1 || o.nGpus < 1 || o.nprocs < 1 || o.procRank < 0 || o.procRank >= o.nprocs ||
-      o.firstDevice < 0)
-    return badSpec("invalid process layout: rank " + std::to_string(o.procRank) + " of " +
-                       std::to_string(o.nprocs) + ", -t " + std::to_string(o.nThreads) + " -g " +
-                       std::to_string(o.nGpus) + ", first device " + std::to_string(o.firstDevice),
+  if (o.nThreads < 1 || o.nGpus < 1 || o.nprocs < 1 || o.procRank < 0 || o.procRank >= o.nprocs || o.firstDevice < 0)
+    return badSpec("invalid process layout: rank " + std::to_string(o.procRank) + " of " + std::to_string(o.nprocs) +
+                       ", -t " + std::to_string(o.nThreads) + " -g " + std::to_string(o.nGpus) + ", first device " +
+                       std::to_string(o.firstDevice),
                    "NcclBackend::create");
   if (o.uniqueId.size() != static_cast<size_t>(ncclapi::kUniqueIdBytes))
     return badSpec("the NCCL unique id must have " + std::to_string(ncclapi::kUniqueIdBytes) + " bytes, got " +
@@ -249,7 +249,9 @@ Status NcclBackend::finalize() {
   return first;
 }
 
-NcclBackend::~NcclBackend() { (void)finalize(); }
+NcclBackend::~NcclBackend() {
+  (void)finalize();
+}
 
 // -------------------------------------------------------------------------------------------------
 // Events (-I) and graphs (-G)
@@ -271,7 +273,8 @@ Status NcclBackend::timerMarks(int count) {
 Status NcclBackend::timerMark(int k) {
   for (int i = 0; i < localCount_; ++i) {
     Local& l = locals_[i];
-    if (k < 0 || k >= static_cast<int>(l.marks.size())) return badSpec("timer mark out of range", "NcclBackend::timerMark");
+    if (k < 0 || k >= static_cast<int>(l.marks.size()))
+      return badSpec("timer mark out of range", "NcclBackend::timerMark");
     if (opt_.streamNull) CB_TRY(setDevice(i));
     CB_CUDA(cudaEventRecord(l.marks[k], l.stream), "cudaEventRecord");
   }
@@ -292,7 +295,8 @@ Status NcclBackend::timerElapsed(int from, int to, double* seconds) {
 
 Status NcclBackend::captureBegin() {
   if (opt_.streamNull)
-    return badSpec("graph capture needs created streams; -y 1 uses the legacy default stream", "cudaStreamBeginCapture");
+    return badSpec("graph capture needs created streams; -y 1 uses the legacy default stream",
+                   "cudaStreamBeginCapture");
   destroyGraphs();
   for (int i = 0; i < localCount_; ++i) {
     // Thread-local mode (nccl-tests): NCCL may allocate while a capture is open.

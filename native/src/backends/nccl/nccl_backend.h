@@ -1,7 +1,7 @@
 // The NCCL backend: collbench's Backend (core/backend.h) on dlopen'ed NCCL and CUDA streams; one process
-// drives -t x -g GPUs inside NCCL groups, with nccl-tests' collective semantics (docs/nccl-tests-contract.md, "Formulas"), polled
-// waits (-T: ncclCommAbort), CUDA events (-I) and graphs (-G). Control plane across processes: lent (MPI's,
-// under mpirun), NCCL collectives on a small device buffer (torchrun-style), or none (one process).
+// drives -t x -g GPUs inside NCCL groups, with nccl-tests' collective semantics (docs/nccl-tests-contract.md,
+// "Formulas"), polled waits (-T: ncclCommAbort), CUDA events (-I) and graphs (-G). Control plane across processes: lent
+// (MPI's, under mpirun), NCCL collectives on a small device buffer (torchrun-style), or none (one process).
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -18,22 +18,23 @@
 namespace collbench {
 
 struct NcclOptions {
-  std::string libPath;         // --nccl-lib ("" = COLLBENCH_NCCL_LIB, then the search)
-  int procRank = 0;            // this process in the job
+  std::string libPath;  // --nccl-lib ("" = COLLBENCH_NCCL_LIB, then the search)
+  int procRank = 0;     // this process in the job
   int nprocs = 1;
-  int nThreads = 1;            // -t
-  int nGpus = 1;               // -g; local ranks = t x g, on consecutive devices
-  int firstDevice = 0;         // CUDA ordinal of local rank 0 (local process rank x t x g, or NCCL_TESTS_DEVICE)
-  bool shareDevices = false;   // local rank i on device (firstDevice + i) mod the device count: several ranks per
-                               // GPU (NCCL_MULTI_RANK_GPU_ENABLE, or per-rank NCCL_HOSTID; bench/backends/nccl-devices.ts)
-  std::string uniqueId;        // the world communicator's ncclUniqueId (128 bytes, made by process 0)
-  int splitColor = -1;         // NCCL_TESTS_SPLIT colour of this process; -1 = one communicator
-  bool streamNull = false;     // -y 1: the legacy default stream instead of created streams
-  int ctaPolicy = -1;          // -x (-1 = unset)
-  int localRegister = 0;       // -R 0/1/2
-  int timeoutSec = 0;          // -T: longest wait for completion before aborting (0 = none)
-  int deviceImpl = 0;          // -D: 0 = NCCL host calls, 1..4 = collbench's device-API kernels (nccl_device.cc)
-  int deviceCtaCount = 16;     // -V: CTAs of those kernels
+  int nThreads = 1;     // -t
+  int nGpus = 1;        // -g; local ranks = t x g, on consecutive devices
+  int firstDevice = 0;  // CUDA ordinal of local rank 0 (local process rank x t x g, or NCCL_TESTS_DEVICE)
+  bool shareDevices =
+      false;                // local rank i on device (firstDevice + i) mod the device count: several ranks per
+                            // GPU (NCCL_MULTI_RANK_GPU_ENABLE, or per-rank NCCL_HOSTID; bench/backends/nccl-devices.ts)
+  std::string uniqueId;     // the world communicator's ncclUniqueId (128 bytes, made by process 0)
+  int splitColor = -1;      // NCCL_TESTS_SPLIT colour of this process; -1 = one communicator
+  bool streamNull = false;  // -y 1: the legacy default stream instead of created streams
+  int ctaPolicy = -1;       // -x (-1 = unset)
+  int localRegister = 0;    // -R 0/1/2
+  int timeoutSec = 0;       // -T: longest wait for completion before aborting (0 = none)
+  int deviceImpl = 0;       // -D: 0 = NCCL host calls, 1..4 = collbench's device-API kernels (nccl_device.cc)
+  int deviceCtaCount = 16;  // -V: CTAs of those kernels
   Backend* control = nullptr;  // a lent process-level control plane (MPI), or null
 };
 
@@ -109,7 +110,9 @@ class NcclBackend : public Backend {
   Status gather(const double* mine, int n, std::vector<double>* atRoot) override;
   Status gatherStrings(const std::string& mine, std::vector<std::string>* atRoot) override;
 
-  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override { return localZero(0, which, offsetBytes, bytes); }
+  Status zero(BufId which, uint64_t offsetBytes, uint64_t bytes) override {
+    return localZero(0, which, offsetBytes, bytes);
+  }
   Status fill(DType dtype, RedOp op, uint64_t seed, const std::vector<Segment>& segs) override {
     return localFill(0, dtype, op, seed, segs);
   }

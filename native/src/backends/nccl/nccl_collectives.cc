@@ -19,10 +19,16 @@ using ncclapi::Result;
 
 namespace {
 
-ncclapi::DataType ncclType(DType t) { return static_cast<ncclapi::DataType>(static_cast<int>(t)); }
+ncclapi::DataType ncclType(DType t) {
+  return static_cast<ncclapi::DataType>(static_cast<int>(t));
+}
 
-char* at(void* p, uint64_t elems, uint64_t ts) { return static_cast<char*>(p) + elems * ts; }
-const char* at(const void* p, uint64_t elems, uint64_t ts) { return static_cast<const char*>(p) + elems * ts; }
+char* at(void* p, uint64_t elems, uint64_t ts) {
+  return static_cast<char*>(p) + elems * ts;
+}
+const char* at(const void* p, uint64_t elems, uint64_t ts) {
+  return static_cast<const char*>(p) + elems * ts;
+}
 
 // nccl-tests' PreMulSum scalar (1 on even ranks, 2 on odd) as raw bits of the dtype.
 uint64_t mulSumScalarBits(DType t, int groupRank) {
@@ -34,15 +40,26 @@ uint64_t mulSumScalarBits(DType t, int groupRank) {
 // emulates it with a send/recv group, or it is hypercube's rounds). issue() and runPrepared() both call through it.
 const char* libraryCallName(const ncclapi::Api& api, Coll coll) {
   switch (coll) {
-    case Coll::AllReduce: return "ncclAllReduce";
-    case Coll::AllGather: return "ncclAllGather";
-    case Coll::ReduceScatter: return "ncclReduceScatter";
-    case Coll::Broadcast: return "ncclBroadcast";
-    case Coll::Reduce: return "ncclReduce";
-    case Coll::AllToAll: return api.AlltoAll != nullptr ? "ncclAlltoAll" : nullptr;
-    case Coll::Gather: return api.Gather != nullptr ? "ncclGather" : nullptr;
-    case Coll::Scatter: return api.Scatter != nullptr ? "ncclScatter" : nullptr;
-    case Coll::AllToAllV: case Coll::SendRecv: case Coll::HyperCube: return nullptr;
+    case Coll::AllReduce:
+      return "ncclAllReduce";
+    case Coll::AllGather:
+      return "ncclAllGather";
+    case Coll::ReduceScatter:
+      return "ncclReduceScatter";
+    case Coll::Broadcast:
+      return "ncclBroadcast";
+    case Coll::Reduce:
+      return "ncclReduce";
+    case Coll::AllToAll:
+      return api.AlltoAll != nullptr ? "ncclAlltoAll" : nullptr;
+    case Coll::Gather:
+      return api.Gather != nullptr ? "ncclGather" : nullptr;
+    case Coll::Scatter:
+      return api.Scatter != nullptr ? "ncclScatter" : nullptr;
+    case Coll::AllToAllV:
+    case Coll::SendRecv:
+    case Coll::HyperCube:
+      return nullptr;
   }  // no default: a collective of core/collectives.def without its case here fails the build (-Wswitch -Werror)
   return nullptr;
 }
@@ -51,22 +68,37 @@ const char* libraryCallName(const ncclapi::Api& api, Coll coll) {
 Result libraryCall(const ncclapi::Api& api, Coll coll, const void* send, void* recv, size_t count, ncclapi::DataType dt,
                    int op, int root, ncclapi::Comm comm, cudaStream_t stream) {
   switch (coll) {
-    case Coll::AllReduce: return api.AllReduce(send, recv, count, dt, op, comm, stream);
-    case Coll::AllGather: return api.AllGather(send, recv, count, dt, comm, stream);
-    case Coll::ReduceScatter: return api.ReduceScatter(send, recv, count, dt, op, comm, stream);
-    case Coll::Broadcast: return api.Broadcast(send, recv, count, dt, root, comm, stream);
-    case Coll::Reduce: return api.Reduce(send, recv, count, dt, op, root, comm, stream);
-    case Coll::AllToAll: return api.AlltoAll(send, recv, count, dt, comm, stream);
-    case Coll::Gather: return api.Gather(send, recv, count, dt, root, comm, stream);
-    case Coll::Scatter: return api.Scatter(send, recv, count, dt, root, comm, stream);
-    case Coll::AllToAllV: case Coll::SendRecv: case Coll::HyperCube: break;
+    case Coll::AllReduce:
+      return api.AllReduce(send, recv, count, dt, op, comm, stream);
+    case Coll::AllGather:
+      return api.AllGather(send, recv, count, dt, comm, stream);
+    case Coll::ReduceScatter:
+      return api.ReduceScatter(send, recv, count, dt, op, comm, stream);
+    case Coll::Broadcast:
+      return api.Broadcast(send, recv, count, dt, root, comm, stream);
+    case Coll::Reduce:
+      return api.Reduce(send, recv, count, dt, op, root, comm, stream);
+    case Coll::AllToAll:
+      return api.AlltoAll(send, recv, count, dt, comm, stream);
+    case Coll::Gather:
+      return api.Gather(send, recv, count, dt, root, comm, stream);
+    case Coll::Scatter:
+      return api.Scatter(send, recv, count, dt, root, comm, stream);
+    case Coll::AllToAllV:
+    case Coll::SendRecv:
+    case Coll::HyperCube:
+      break;
   }
   return ncclapi::InvalidUsage;
 }
 
 // sendrecv's ring shift (nccl-tests' SendRecvRunColl): send to rank+1, receive from rank-1.
-int ringNext(int me, int n) { return (me + 1) % n; }
-int ringPrev(int me, int n) { return (me - 1 + n) % n; }
+int ringNext(int me, int n) {
+  return (me + 1) % n;
+}
+int ringPrev(int me, int n) {
+  return (me - 1 + n) % n;
+}
 
 }  // namespace
 
@@ -206,13 +238,15 @@ Status NcclBackend::issue(const OpArgs& a) {
 // and runs enqueueAll's and issue()'s checks on every op; nccl-tests' startColl does nothing per op but the shift and
 // the library call. So: the series is checked here once, and for one local rank and an op that is one NCCL call (or
 // sendrecv's send + recv group) without a per-call PreMulSum, runPrepared() makes that call with the arguments
-// resolved now. The rest (-D kernels, several local ranks, hypercube, alltoallv, mulsum, calls the library lacks) stays generic.
+// resolved now. The rest (-D kernels, several local ranks, hypercube, alltoallv, mulsum, calls the library lacks) stays
+// generic.
 Status NcclBackend::prepareSeries(const OpSeries& series) {
   prepared_ = PreparedOp{};
   CB_TRY(Backend::prepareSeries(series));
   if (series.nLocal != localCount_)
-    return badSpec("got ops for " + std::to_string(series.nLocal) + " of " + std::to_string(localCount_) + " local ranks",
-                   "NcclBackend::prepareSeries");
+    return badSpec(
+        "got ops for " + std::to_string(series.nLocal) + " of " + std::to_string(localCount_) + " local ranks",
+        "NcclBackend::prepareSeries");
   for (int i = 0; i < series.nLocal; ++i) {
     if (series.args[i].local != i) return badSpec("ops must come in local-rank order", "NcclBackend::prepareSeries");
     CB_TRY(checkOp(series.args[i]));
@@ -244,7 +278,8 @@ bool NcclBackend::runPrepared(uint64_t shiftBytes) {
   if (!p.direct) return Backend::runPrepared(shiftBytes);
   const Local& l = locals_[0];
   if (l.data == nullptr)  // aborted by a failed wait since prepareSeries()
-    return preparedFail(Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::runPrepared")));
+    return preparedFail(
+        Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::runPrepared")));
   const ncclapi::Api& api = lib_->api;
   const char* s = p.send + shiftBytes;
   char* r = p.recv + shiftBytes;
@@ -299,10 +334,12 @@ Status NcclBackend::issueHyperCube(const OpArgs* args, int count) {
       Result r = api.Send(at(a.recv, sendChunk * b, ts), b * mask, ncclType(a.dtype), peer, l.data, l.stream);
       if (r != ncclapi::Success && r != ncclapi::InProgress) first = ncclStatus(r, "ncclSend (hypercube)", l.data);
       r = api.Recv(at(a.recv, recvChunk * b, ts), b * mask, ncclType(a.dtype), peer, l.data, l.stream);
-      if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclRecv (hypercube)", l.data);
+      if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok)
+        first = ncclStatus(r, "ncclRecv (hypercube)", l.data);
     }
     const Result r = api.GroupEnd();
-    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclGroupEnd (hypercube)", nullptr);
+    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok)
+      first = ncclStatus(r, "ncclGroupEnd (hypercube)", nullptr);
     CB_TRY(first);
   }
   return Status::Ok();

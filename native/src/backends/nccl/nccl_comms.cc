@@ -23,8 +23,8 @@ Status NcclBackend::initComms() {
   ncclapi::Config cfg = ncclapi::defaultConfig();
   if (opt_.ctaPolicy >= 0) {
     if (api.CommInitRankConfig == nullptr || !lib_->atLeast(2, 27, 0))
-      return Status::Error("nccl", "NCCL_TOO_OLD", "-x (CTA policy) needs NCCL 2.27 or newer; this is NCCL " +
-                                                       lib_->versionString(),
+      return Status::Error("nccl", "NCCL_TOO_OLD",
+                           "-x (CTA policy) needs NCCL 2.27 or newer; this is NCCL " + lib_->versionString(),
                            CB_SITE("ncclCommInitRankConfig"));
     cfg.CTAPolicy = opt_.ctaPolicy;
   }
@@ -52,8 +52,10 @@ Status NcclBackend::initComms() {
 
   if (opt_.splitColor >= 0) {
     if (api.CommSplit == nullptr)
-      return Status::Error("nccl", "NCCL_TOO_OLD", "NCCL_TESTS_SPLIT needs ncclCommSplit (NCCL 2.18 or newer); "
-                                                   "this is NCCL " + lib_->versionString(),
+      return Status::Error("nccl", "NCCL_TOO_OLD",
+                           "NCCL_TESTS_SPLIT needs ncclCommSplit (NCCL 2.18 or newer); "
+                           "this is NCCL " +
+                               lib_->versionString(),
                            CB_SITE("ncclCommSplit"));
     if (grouped) CB_NCCL(api.GroupStart(), "ncclGroupStart", nullptr);
     for (int i = 0; i < localCount_ && first.ok; ++i) {
@@ -129,7 +131,8 @@ Status NcclBackend::ctrlAllreduce(double* values, int n, Combine how) {
   const ncclapi::Api& api = lib_->api;
   for (int i = 0; i < localCount_; ++i) {
     Local& l = locals_[i];
-    if (l.world == nullptr) return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("control plane"));
+    if (l.world == nullptr)
+      return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("control plane"));
     double* h = static_cast<double*>(l.ctrlHost);
     for (int k = 0; k < n; ++k) h[k] = i == 0 ? values[k] : identity;
     CB_TRY(setDevice(i));
@@ -158,7 +161,8 @@ Status NcclBackend::ctrlGroup(const char* what, const std::function<Result(Local
   }
   if (localCount_ > 1) {
     const Result r = api.GroupEnd();
-    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclGroupEnd (control plane)", nullptr);
+    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok)
+      first = ncclStatus(r, "ncclGroupEnd (control plane)", nullptr);
   }
   return first;
 }
@@ -171,7 +175,8 @@ Status NcclBackend::ctrlAllgather(const void* mine, uint64_t bytes, std::vector<
   const ncclapi::Api& api = lib_->api;
   for (int i = 0; i < localCount_; ++i) {
     Local& l = locals_[i];
-    if (l.world == nullptr) return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("control plane"));
+    if (l.world == nullptr)
+      return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("control plane"));
     if (i == 0 && bytes > 0) std::memcpy(l.ctrlHost, mine, bytes);
     if (i != 0) std::memset(l.ctrlHost, 0, bytes);
     CB_TRY(setDevice(i));
@@ -182,8 +187,9 @@ Status NcclBackend::ctrlAllgather(const void* mine, uint64_t bytes, std::vector<
   }));
   CB_TRY(setDevice(0));
   Local& l0 = locals_[0];
-  CB_CUDA(cudaMemcpyAsync(l0.ctrlHost, static_cast<char*>(l0.ctrlDev) + bytes, total, cudaMemcpyDeviceToHost, l0.stream),
-          "cudaMemcpyAsync");
+  CB_CUDA(
+      cudaMemcpyAsync(l0.ctrlHost, static_cast<char*>(l0.ctrlDev) + bytes, total, cudaMemcpyDeviceToHost, l0.stream),
+      "cudaMemcpyAsync");
   CB_TRY(waitAll());
   all->assign(static_cast<const char*>(l0.ctrlHost), static_cast<const char*>(l0.ctrlHost) + total);
   return Status::Ok();
@@ -224,8 +230,8 @@ Status NcclBackend::gather(const double* mine, int n, std::vector<double>* atRoo
   if (rank() != 0) return Status::Ok();
   atRoot->resize(static_cast<size_t>(n) * opt_.nprocs);
   for (int p = 0; p < opt_.nprocs; ++p)  // local rank 0 of each process
-    std::memcpy(atRoot->data() + static_cast<size_t>(p) * n, all.data() + static_cast<uint64_t>(p) * localCount_ * bytes,
-                bytes);
+    std::memcpy(atRoot->data() + static_cast<size_t>(p) * n,
+                all.data() + static_cast<uint64_t>(p) * localCount_ * bytes, bytes);
   return Status::Ok();
 }
 

@@ -69,8 +69,10 @@ Status NcclBackend::ensureCheckSlots(Local& l, int slots) {
   l.checkHost = nullptr;
   l.checkSlots = 0;
   const int n = std::max(slots, 64);
-  CB_CUDA(cudaMalloc(reinterpret_cast<void**>(&l.checkDev), sizeof(unsigned long long) * 2 * n), "cudaMalloc (check results)");
-  CB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&l.checkHost), sizeof(unsigned long long) * 2 * n), "cudaMallocHost (check results)");
+  CB_CUDA(cudaMalloc(reinterpret_cast<void**>(&l.checkDev), sizeof(unsigned long long) * 2 * n),
+          "cudaMalloc (check results)");
+  CB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&l.checkHost), sizeof(unsigned long long) * 2 * n),
+          "cudaMallocHost (check results)");
   l.checkSlots = n;
   return Status::Ok();
 }
@@ -94,9 +96,9 @@ Status NcclBackend::localCheck(int local, DType dtype, RedOp op, uint64_t seed, 
     const devdata::SegmentArgs a = devdata::segmentArgs(dtype, op, groupSize_, seed, s);
     CB_CUDA(ncclkernels::launchCheck(dtype, b.ptr, a, l.checkDev + 2 * k, l.stream), "check kernel launch");
   }
-  CB_CUDA(cudaMemcpyAsync(l.checkHost, l.checkDev, sizeof(unsigned long long) * 2 * nseg, cudaMemcpyDeviceToHost,
-                          l.stream),
-          "cudaMemcpyAsync (check results)");
+  CB_CUDA(
+      cudaMemcpyAsync(l.checkHost, l.checkDev, sizeof(unsigned long long) * 2 * nseg, cudaMemcpyDeviceToHost, l.stream),
+      "cudaMemcpyAsync (check results)");
   CB_CUDA(cudaStreamSynchronize(l.stream), "cudaStreamSynchronize (check)");
   int firstSeg = -1;
   uint64_t firstOffset = 0;
@@ -119,10 +121,17 @@ Status NcclBackend::localCheck(int local, DType dtype, RedOp op, uint64_t seed, 
   const uint64_t pseed = pattern::mixSeed(seed, s.stream), index = s.indexBase + (firstOffset - s.offset);
   uint64_t want = 0;
   switch (s.kind) {
-    case SegKind::ReduceInput: want = pattern::reduceInputBits(dtype, op, groupSize_, pseed, index, s.rank); break;
-    case SegKind::ReduceOutput: want = pattern::reduceOutputBits(dtype, op, groupSize_, pseed, index); break;
-    case SegKind::Copy: want = pattern::copyBits(dtype, pseed, index); break;
-    default: break;
+    case SegKind::ReduceInput:
+      want = pattern::reduceInputBits(dtype, op, groupSize_, pseed, index, s.rank);
+      break;
+    case SegKind::ReduceOutput:
+      want = pattern::reduceOutputBits(dtype, op, groupSize_, pseed, index);
+      break;
+    case SegKind::Copy:
+      want = pattern::copyBits(dtype, pseed, index);
+      break;
+    default:
+      break;
   }
   out->haveFirst = true;
   out->firstIndex = firstOffset;

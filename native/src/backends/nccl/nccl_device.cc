@@ -16,11 +16,16 @@ namespace nccldevice {
 
 const char* implName(int impl) {
   switch (impl) {
-    case 1: return "LSA";
-    case 2: return "LSA vectorized";
-    case 3: return "multimem";
-    case 4: return "multimem vectorized";
-    default: return "unknown";
+    case 1:
+      return "LSA";
+    case 2:
+      return "LSA vectorized";
+    case 3:
+      return "multimem";
+    case 4:
+      return "multimem vectorized";
+    default:
+      return "unknown";
   }
 }
 
@@ -60,8 +65,9 @@ const Variant* variantFor(const NcclLibrary& lib, std::string* why) {
     if (compatible(v->version, lib.version) && (best == nullptr || v->version > best->version)) best = v;
   if (best != nullptr) return best;
   if (registry().empty()) {
-    *why = "this collbench was built without NCCL's device-API headers (nccl_device.h); rebuild it with "
-           "COLLBENCH_NCCL_INCLUDE naming the include directory of the NCCL you load";
+    *why =
+        "this collbench was built without NCCL's device-API headers (nccl_device.h); rebuild it with "
+        "COLLBENCH_NCCL_INCLUDE naming the include directory of the NCCL you load";
     return nullptr;
   }
   std::string built;
@@ -101,7 +107,9 @@ namespace {
 
 constexpr const char* kUnsupported = "NCCL_DEVICE_API_UNSUPPORTED";
 
-std::string implText(int impl) { return "-D " + std::to_string(impl) + " (" + nccldevice::implName(impl) + ")"; }
+std::string implText(int impl) {
+  return "-D " + std::to_string(impl) + " (" + nccldevice::implName(impl) + ")";
+}
 
 }  // namespace
 
@@ -133,14 +141,17 @@ Status NcclBackend::checkDevApi() {
       if (!nccldevice::multicastSupported(l.device, &why))
         return Status::Error("nccl", kUnsupported,
                              implText(impl) + ": CUDA device " + std::to_string(l.device) + " (" + devices_[i].name +
-                                 ") " + (why.empty() ? "does not support multicast (NVLink SHARP)" : "cannot say whether it supports multicast: " + why),
+                                 ") " +
+                                 (why.empty() ? "does not support multicast (NVLink SHARP)"
+                                              : "cannot say whether it supports multicast: " + why),
                              CB_SITE("cuDeviceGetAttribute"));
       ncclapi::Result r = ncclapi::Success;
       if (devApi_->multimemSupport(api, l.data, &r) == 0)
         return Status::Error("nccl", kUnsupported,
-                             implText(impl) + ": NCCL says multimem is not supported on this communicator "
-                                              "(ncclCommQueryProperties; NVLink SHARP needs an NVSwitch system, and NCCL "
-                                              "sets it up only across several GPUs)",
+                             implText(impl) +
+                                 ": NCCL says multimem is not supported on this communicator "
+                                 "(ncclCommQueryProperties; NVLink SHARP needs an NVSwitch system, and NCCL "
+                                 "sets it up only across several GPUs)",
                              CB_SITE("ncclCommQueryProperties"));
       if (r != ncclapi::Success) return ncclStatus(r, "ncclCommQueryProperties", l.data);
     }
@@ -160,7 +171,8 @@ Status NcclBackend::createDevComms() {
   for (int i = 0; i < localCount_; ++i) {
     Local& l = locals_[i];
     const ncclapi::Result r = devApi_->create(api, l.data, impl, opt_.deviceCtaCount, &l.devComm);
-    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok) first = ncclStatus(r, "ncclDevCommCreate", l.data);
+    if (r != ncclapi::Success && r != ncclapi::InProgress && first.ok)
+      first = ncclStatus(r, "ncclDevCommCreate", l.data);
   }
   if (localCount_ > 1) {
     const ncclapi::Result r = api.GroupEnd();
@@ -189,15 +201,18 @@ Status NcclBackend::destroyDevComm(Local& l) {
 Status NcclBackend::issueDevice(const OpArgs& a) {
   const int impl = opt_.deviceImpl;
   if (a.coll != Coll::AllReduce)
-    return badSpec(implText(impl) + ": collbench's device-API kernels exist for all_reduce only, not " +
-                       collName(a.coll), "issueDevice");
+    return badSpec(
+        implText(impl) + ": collbench's device-API kernels exist for all_reduce only, not " + collName(a.coll),
+        "issueDevice");
   Local& l = locals_[a.local];
   if (devApi_ == nullptr || l.devComm == nullptr)
     return Status::Error("nccl", "NCCL_ABORTED", "no device communicator (aborted or never created)",
                          CB_SITE("issueDevice"));
   // dtype and op are known values here: checkOp (checkOpArgs) ran before issue() came to this.
   if (a.op != RedOp::Sum || !devApi_->supports(impl, a.dtype))
-    return badSpec(implText(impl) + ": no kernel for " + kDTypeNames[static_cast<int>(a.dtype)].name + " " + kRedOpNames[static_cast<int>(a.op)].name, "issueDevice");
+    return badSpec(implText(impl) + ": no kernel for " + kDTypeNames[static_cast<int>(a.dtype)].name + " " +
+                       kRedOpNames[static_cast<int>(a.op)].name,
+                   "issueDevice");
   // The window and offset of a pointer into one of this rank's registered buffers.
   auto locate = [&l](const void* p, ncclapi::Window* win, size_t* offset) {
     for (const DeviceBuffer* b : {&l.send, &l.recv}) {
@@ -217,7 +232,7 @@ Status NcclBackend::issueDevice(const OpArgs& a) {
     return badSpec(implText(impl) + ": the op's buffers are not in a registered window", "issueDevice");
   if (localCount_ > 1 || opt_.streamNull) CB_TRY(setDevice(a.local));
   CB_CUDA(devApi_->launchAllReduce(impl, a.dtype, l.devComm, sendWin, sendOffset, recvWin, recvOffset, a.count,
-                                      opt_.deviceCtaCount, l.stream),
+                                   opt_.deviceCtaCount, l.stream),
           std::string("cudaLaunchKernel (") + implText(impl) + " all_reduce)");
   return Status::Ok();
 }

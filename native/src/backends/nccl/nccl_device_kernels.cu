@@ -21,11 +21,13 @@
 namespace collbench::nccldevice::COLLBENCH_DEVAPI_VARIANT {
 
 // Our host declarations (nccl_api.h, dlsym'ed) against these headers: ncclTeam_t, returned by value by ncclTeamLsa.
-static_assert(sizeof(ncclapi::Team) == sizeof(ncclTeam_t) && offsetof(ncclTeam_t, nRanks) == offsetof(ncclapi::Team, nRanks) &&
+static_assert(sizeof(ncclapi::Team) == sizeof(ncclTeam_t) &&
+                  offsetof(ncclTeam_t, nRanks) == offsetof(ncclapi::Team, nRanks) &&
                   offsetof(ncclTeam_t, rank) == offsetof(ncclapi::Team, rank) &&
                   offsetof(ncclTeam_t, stride) == offsetof(ncclapi::Team, stride),
               "ncclTeam_t layout");
-[[maybe_unused]] constexpr ncclTeam_t (*kTeamLsaHost)(ncclComm_t) = ncclTeamLsa;  // the host overload exists as declared
+[[maybe_unused]] constexpr ncclTeam_t (*kTeamLsaHost)(ncclComm_t) =
+    ncclTeamLsa;  // the host overload exists as declared
 static_assert(std::is_same_v<decltype(&ncclDevCommCreate),
                              ncclResult_t (*)(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*)>,
               "ncclDevCommCreate");
@@ -48,7 +50,9 @@ __device__ __forceinline__ T addElem(T a, T b) {
   }
 }
 
-__device__ __forceinline__ size_t umin(size_t a, size_t b) { return a < b ? a : b; }
+__device__ __forceinline__ size_t umin(size_t a, size_t b) {
+  return a < b ? a : b;
+}
 
 // This rank's contiguous share [begin, end) of n units among nRanks.
 struct Share {
@@ -87,8 +91,8 @@ __device__ __forceinline__ size_t vectorHead(size_t so, size_t ro, size_t count)
 
 // -D 1: scalar LSA.
 template <typename T>
-__global__ void __launch_bounds__(kThreads) lsaKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro,
-                                                      size_t count, ncclDevComm dc) {
+__global__ void __launch_bounds__(kThreads)
+    lsaKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro, size_t count, ncclDevComm dc) {
   const ncclTeam lsa = ncclTeamLsa(dc);
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, lsa, dc.lsaBarrier, blockIdx.x};
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // every peer's input is written and visible
@@ -99,8 +103,8 @@ __global__ void __launch_bounds__(kThreads) lsaKernel(ncclWindow_t sw, size_t so
 
 // -D 2: 16-byte vectors over the aligned body, scalar head and tail (fewer than 16 bytes each, rank 0).
 template <typename T>
-__global__ void __launch_bounds__(kThreads) lsaVectorKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro,
-                                                            size_t count, ncclDevComm dc) {
+__global__ void __launch_bounds__(kThreads)
+    lsaVectorKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro, size_t count, ncclDevComm dc) {
   constexpr size_t kLanes = kVecBytes / sizeof(T);
   const ncclTeam lsa = ncclTeamLsa(dc);
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, lsa, dc.lsaBarrier, blockIdx.x};
@@ -156,12 +160,16 @@ __device__ __forceinline__ void mmStore(double* p, double v) {
 __device__ __forceinline__ float4 mmLoadSum4(const float4* p) {
   float4 v{};
   CB_MULTIMEM("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
-              : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
+              : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+              : "l"(p)
+              : "memory");
   return v;
 }
 __device__ __forceinline__ void mmStore4(float4* p, float4 v) {
   CB_MULTIMEM("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1, %2, %3, %4};"
-              : : "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+              :
+              : "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+              : "memory");
 }
 #undef CB_MULTIMEM
 
@@ -174,8 +182,8 @@ __device__ void multimemScalarRange(T* send, T* recv, size_t begin, size_t end) 
 
 // -D 3: one multimem load-reduce and one multimem store per element of this rank's share.
 template <typename T>
-__global__ void __launch_bounds__(kThreads) multimemKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro,
-                                                           size_t count, ncclDevComm dc) {
+__global__ void __launch_bounds__(kThreads)
+    multimemKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro, size_t count, ncclDevComm dc) {
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x, true};
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
   const ncclTeam lsa = ncclTeamLsa(dc);
@@ -186,8 +194,8 @@ __global__ void __launch_bounds__(kThreads) multimemKernel(ncclWindow_t sw, size
 }
 
 // -D 4: 16-byte multimem vectors (v4.f32) over the aligned body; scalar head and tail on rank 0.
-__global__ void __launch_bounds__(kThreads) multimemVectorKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw,
-                                                                 size_t ro, size_t count, ncclDevComm dc) {
+__global__ void __launch_bounds__(kThreads)
+    multimemVectorKernel(ncclWindow_t sw, size_t so, ncclWindow_t rw, size_t ro, size_t count, ncclDevComm dc) {
   constexpr size_t kLanes = kVecBytes / sizeof(float);
   ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x, true};
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
@@ -214,28 +222,42 @@ using Kernel = void (*)(ncclWindow_t, size_t, ncclWindow_t, size_t, size_t, nccl
 
 // The kernel of `impl` for `dtype`, or null where there is none.
 Kernel kernelFor(int impl, DType dtype) {
-#define CB_LSA_TYPES(KERNEL)                           \
-  switch (dtype) {                                     \
-    case DType::Int8: return KERNEL<int8_t>;           \
-    case DType::Uint8: return KERNEL<uint8_t>;         \
-    case DType::Int32: return KERNEL<int32_t>;         \
-    case DType::Uint32: return KERNEL<uint32_t>;       \
-    case DType::Int64: return KERNEL<int64_t>;         \
-    case DType::Uint64: return KERNEL<uint64_t>;       \
-    case DType::Float16: return KERNEL<__half>;        \
-    case DType::Float32: return KERNEL<float>;         \
-    case DType::Float64: return KERNEL<double>;        \
-    default: return nullptr;                           \
+#define CB_LSA_TYPES(KERNEL)   \
+  switch (dtype) {             \
+    case DType::Int8:          \
+      return KERNEL<int8_t>;   \
+    case DType::Uint8:         \
+      return KERNEL<uint8_t>;  \
+    case DType::Int32:         \
+      return KERNEL<int32_t>;  \
+    case DType::Uint32:        \
+      return KERNEL<uint32_t>; \
+    case DType::Int64:         \
+      return KERNEL<int64_t>;  \
+    case DType::Uint64:        \
+      return KERNEL<uint64_t>; \
+    case DType::Float16:       \
+      return KERNEL<__half>;   \
+    case DType::Float32:       \
+      return KERNEL<float>;    \
+    case DType::Float64:       \
+      return KERNEL<double>;   \
+    default:                   \
+      return nullptr;          \
   }
   switch (impl) {
-    case 1: CB_LSA_TYPES(lsaKernel)
-    case 2: CB_LSA_TYPES(lsaVectorKernel)
+    case 1:
+      CB_LSA_TYPES(lsaKernel)
+    case 2:
+      CB_LSA_TYPES(lsaVectorKernel)
     case 3:
       if (dtype == DType::Float32) return multimemKernel<float>;
       if (dtype == DType::Float64) return multimemKernel<double>;
       return nullptr;
-    case 4: return dtype == DType::Float32 ? multimemVectorKernel : nullptr;
-    default: return nullptr;
+    case 4:
+      return dtype == DType::Float32 ? multimemVectorKernel : nullptr;
+    default:
+      return nullptr;
   }
 #undef CB_LSA_TYPES
 }
@@ -244,10 +266,16 @@ Kernel kernelFor(int impl, DType dtype) {
 struct Holder {
   ncclDevComm dc;
 };
-Holder* holder(DevComm* d) { return reinterpret_cast<Holder*>(d); }
-const Holder* holder(const DevComm* d) { return reinterpret_cast<const Holder*>(d); }
+Holder* holder(DevComm* d) {
+  return reinterpret_cast<Holder*>(d);
+}
+const Holder* holder(const DevComm* d) {
+  return reinterpret_cast<const Holder*>(d);
+}
 
-bool supports(int impl, DType dtype) { return kernelFor(impl, dtype) != nullptr; }
+bool supports(int impl, DType dtype) {
+  return kernelFor(impl, dtype) != nullptr;
+}
 
 ncclapi::Result create(const ncclapi::Api& api, ncclapi::Comm comm, int impl, int ctas, DevComm** out) {
   *out = nullptr;
@@ -303,8 +331,8 @@ int multimemSupport(const ncclapi::Api& api, ncclapi::Comm comm, ncclapi::Result
 #endif
 }
 
-constexpr Variant kVariant{ncclapi::normalizedVersion(NCCL_VERSION_CODE), supports, create, multimemSupport, destroy,
-                           launchAllReduce};
+constexpr Variant kVariant{
+    ncclapi::normalizedVersion(NCCL_VERSION_CODE), supports, create, multimemSupport, destroy, launchAllReduce};
 const bool kRegistered = registerVariant(&kVariant);
 
 }  // namespace

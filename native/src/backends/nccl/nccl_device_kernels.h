@@ -21,7 +21,9 @@ namespace collbench::nccldevice {
 // nccl-tests' numbering: 1 LSA, 2 LSA vectorized, 3 multimem, 4 multimem vectorized.
 constexpr int kMaxImpl = 4;
 const char* implName(int impl);
-inline bool usesMultimem(int impl) { return impl == 3 || impl == 4; }
+inline bool usesMultimem(int impl) {
+  return impl == 3 || impl == 4;
+}
 
 // One rank's device communicator (an ncclDevComm in the layout of its variant's headers).
 struct DevComm;

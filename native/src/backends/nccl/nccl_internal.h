@@ -12,15 +12,15 @@ namespace collbench::nccldetail {
 
 // Propagate a failed NCCL call / CUDA call as a Status naming it (InProgress: a non-blocking
 // communicator still working, which the waits poll for).
-#define CB_NCCL(expr, name, comm)                                                      \
-  do {                                                                                 \
-    const ::collbench::ncclapi::Result cb_r_ = (expr);                                 \
+#define CB_NCCL(expr, name, comm)                                                            \
+  do {                                                                                       \
+    const ::collbench::ncclapi::Result cb_r_ = (expr);                                       \
     if (cb_r_ != ::collbench::ncclapi::Success && cb_r_ != ::collbench::ncclapi::InProgress) \
-      return ncclStatus(cb_r_, name, comm, CB_SITE(name));                             \
+      return ncclStatus(cb_r_, name, comm, CB_SITE(name));                                   \
   } while (0)
-#define CB_CUDA(expr, name)                                 \
-  do {                                                      \
-    const cudaError_t cb_e_ = (expr);                       \
+#define CB_CUDA(expr, name)                                                  \
+  do {                                                                       \
+    const cudaError_t cb_e_ = (expr);                                        \
     if (cb_e_ != cudaSuccess) return cudaStatus(cb_e_, name, CB_SITE(name)); \
   } while (0)
 

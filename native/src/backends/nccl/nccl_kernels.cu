@@ -51,21 +51,46 @@ __global__ void spinKernel(unsigned long long nanos) {
   } while (now - start < nanos);
 }
 
-#define CB_KERNEL_DISPATCH(dtype, LAUNCH)                 \
-  switch (dtype) {                                        \
-    case DType::Int8: LAUNCH(DType::Int8); break;         \
-    case DType::Uint8: LAUNCH(DType::Uint8); break;       \
-    case DType::Int32: LAUNCH(DType::Int32); break;       \
-    case DType::Uint32: LAUNCH(DType::Uint32); break;     \
-    case DType::Int64: LAUNCH(DType::Int64); break;       \
-    case DType::Uint64: LAUNCH(DType::Uint64); break;     \
-    case DType::Float16: LAUNCH(DType::Float16); break;   \
-    case DType::Float32: LAUNCH(DType::Float32); break;   \
-    case DType::Float64: LAUNCH(DType::Float64); break;   \
-    case DType::Bfloat16: LAUNCH(DType::Bfloat16); break; \
-    case DType::F8e4m3: LAUNCH(DType::F8e4m3); break;     \
-    case DType::F8e5m2: LAUNCH(DType::F8e5m2); break;     \
-    default: return cudaErrorInvalidValue;                \
+#define CB_KERNEL_DISPATCH(dtype, LAUNCH) \
+  switch (dtype) {                        \
+    case DType::Int8:                     \
+      LAUNCH(DType::Int8);                \
+      break;                              \
+    case DType::Uint8:                    \
+      LAUNCH(DType::Uint8);               \
+      break;                              \
+    case DType::Int32:                    \
+      LAUNCH(DType::Int32);               \
+      break;                              \
+    case DType::Uint32:                   \
+      LAUNCH(DType::Uint32);              \
+      break;                              \
+    case DType::Int64:                    \
+      LAUNCH(DType::Int64);               \
+      break;                              \
+    case DType::Uint64:                   \
+      LAUNCH(DType::Uint64);              \
+      break;                              \
+    case DType::Float16:                  \
+      LAUNCH(DType::Float16);             \
+      break;                              \
+    case DType::Float32:                  \
+      LAUNCH(DType::Float32);             \
+      break;                              \
+    case DType::Float64:                  \
+      LAUNCH(DType::Float64);             \
+      break;                              \
+    case DType::Bfloat16:                 \
+      LAUNCH(DType::Bfloat16);            \
+      break;                              \
+    case DType::F8e4m3:                   \
+      LAUNCH(DType::F8e4m3);              \
+      break;                              \
+    case DType::F8e5m2:                   \
+      LAUNCH(DType::F8e5m2);              \
+      break;                              \
+    default:                              \
+      return cudaErrorInvalidValue;       \
   }
 
 }  // namespace

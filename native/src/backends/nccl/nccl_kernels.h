@@ -16,8 +16,8 @@ cudaError_t launchFill(DType dtype, void* base, const devdata::SegmentArgs& a, c
 
 // Compares segment `a` of `base`; adds its wrong count to result[0] and lowers result[1] (initialise
 // it to UINT64_MAX) to the buffer offset of its first wrong element. `result` is device memory.
-cudaError_t launchCheck(DType dtype, const void* base, const devdata::SegmentArgs& a,
-                        unsigned long long* result, cudaStream_t stream);
+cudaError_t launchCheck(DType dtype, const void* base, const devdata::SegmentArgs& a, unsigned long long* result,
+                        cudaStream_t stream);
 
 // Sets result[0] = 0, result[1] = UINT64_MAX for `n` result pairs.
 cudaError_t launchResetResults(unsigned long long* result, int n, cudaStream_t stream);

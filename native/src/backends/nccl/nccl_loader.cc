@@ -25,7 +25,9 @@ bool isDirectory(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool hasGlob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
+bool hasGlob(const std::string& p) {
+  return p.find_first_of("*?[") != std::string::npos;
+}
 
 std::vector<std::string> expand(const std::string& pattern) {
   std::vector<std::string> out;
@@ -42,9 +44,7 @@ std::vector<std::string> expand(const std::string& pattern) {
 
 // Python prefixes that hold site-packages, in search order: the active environments first.
 void addSitePackages(std::vector<NcclCandidate>* out, const char* (*getenv)(const char*)) {
-  auto add = [out](const std::string& dir, const std::string& how) {
-    out->push_back({dir + "/" + kWheelTail, how});
-  };
+  auto add = [out](const std::string& dir, const std::string& how) { out->push_back({dir + "/" + kWheelTail, how}); };
   auto env = [getenv](const char* name) -> std::string {
     const char* v = getenv(name);
     return v ? std::string(v) : std::string();
@@ -254,8 +254,7 @@ Status loadNccl(const std::string& explicitPath, const NcclLibrary** out) {
       }
       const std::string missing = resolveAll(lib);
       if (!missing.empty()) {
-        const std::string msg = lib->path + " lacks " + missing + " although it reports NCCL " +
-                                lib->versionString();
+        const std::string msg = lib->path + " lacks " + missing + " although it reports NCCL " + lib->versionString();
         delete lib;
         return Status::Error("nccl", "NCCL_SYMBOL_MISSING", msg, CB_SITE("dlsym"));
       }

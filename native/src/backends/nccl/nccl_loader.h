@@ -13,10 +13,10 @@ namespace collbench {
 
 struct NcclLibrary {
   void* handle = nullptr;
-  std::string path;        // the file actually loaded
-  std::string how;         // which search step found it ("--nccl-lib", "system loader", "site-packages", …)
-  int versionCode = 0;     // ncclGetVersion, as the library reports it (e.g. 23007)
-  int version = 0;         // normalized X*10000+Y*100+Z (ncclapi::normalizedVersion)
+  std::string path;     // the file actually loaded
+  std::string how;      // which search step found it ("--nccl-lib", "system loader", "site-packages", …)
+  int versionCode = 0;  // ncclGetVersion, as the library reports it (e.g. 23007)
+  int version = 0;      // normalized X*10000+Y*100+Z (ncclapi::normalizedVersion)
   ncclapi::Api api{};
 
   bool atLeast(int x, int y, int z) const { return version >= ncclapi::versionCode(x, y, z); }

@@ -96,8 +96,8 @@ Status NcclBackend::registerBuffers() {
                            CB_SITE("ncclCommRegister"));
     for (Local& l : locals_)
       for (DeviceBuffer* b : {&l.send, &l.recv})
-        CB_NCCL(api.CommRegister(l.data, b->ptr, std::max<uint64_t>(b->bytes, 4096), &b->regHandle),
-                "ncclCommRegister", l.data);
+        CB_NCCL(api.CommRegister(l.data, b->ptr, std::max<uint64_t>(b->bytes, 4096), &b->regHandle), "ncclCommRegister",
+                l.data);
   } else if (opt_.localRegister == 2) {
     if (api.CommWindowRegister == nullptr)
       return Status::Error("nccl", "NCCL_TOO_OLD", "-R 2 needs ncclCommWindowRegister (NCCL 2.27 or newer)",
