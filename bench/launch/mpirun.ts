@@ -191,7 +191,7 @@ export function runUnderMpirun(
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
     process.on('SIGHUP', onHup); // its own group no longer gets the terminal's hang-up
-    // The launcher itself ends (an uncaught error, process.exit): nothing it started may outlive it.
+    // The launcher itself ends (an uncaught error, an exit call): nothing it started may outlive it.
     const onExit = () => {
       if (!exited) signalGroup('SIGKILL');
     };
