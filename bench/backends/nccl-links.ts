@@ -51,6 +51,8 @@ export interface KernelChannelRow {
 /** What one rank's plugin held at the end of a row-half. */
 export interface RankLinks {
   rank: number;
+  /** The communicator (hex id, as the plugin gives it): ranks are numbered within it. */
+  commId?: string;
   host?: string;
   links: LinkRow[];
   colls: CollRow[];
@@ -92,6 +94,8 @@ export interface LinkVerdict {
   slowHalves: number;
   countedHalves: number;
   slow: boolean;
+  /** Only when the run had several communicators: which one (rank and peer are numbered within it). */
+  comm?: string;
 }
 
 /** A slow link named, or several channels of the same rank -> peer. */
@@ -104,6 +108,22 @@ export interface SlowLink {
   gbps: number;
   othersGbps: number;
   others: number;
+  /** Only when the run had several communicators: which one (its links were judged among themselves). */
+  comm?: string;
+}
+
+/** The heatmap rank × peer of one communicator (the run's own: the one with the most ranks): per sender and
+ *  receiver, every channel's bytes over their wall time in SendWait in the row-halves that count (GB/s), and its
+ *  slowest channel's rate; null where no send link was judged (a ring has 2 peers per rank). */
+export interface LinkMatrix {
+  ranks: number;
+  state: 'SendWait';
+  gbps: (number | null)[][];
+  slowestChannelGbps: (number | null)[][];
+  /** [sender, receiver] of every link named slow. */
+  named: [number, number][];
+  /** Only when the run had several communicators: which one the matrix shows. */
+  comm?: string;
 }
 
 export interface LinksVerdict {
@@ -113,13 +133,37 @@ export interface LinksVerdict {
   named: SlowLink[];
   /** Why nobody was named although links were slow (doubt), or null. */
   doubt: string | null;
+  matrix: LinkMatrix;
 }
 
 const key = (rank: number, peer: number, channel: number) => `${rank}>${peer}/${channel}`;
 const gbps = (bytes: number, ns: number) => (ns > 0 ? bytes / ns : Number.POSITIVE_INFINITY);
 
-/** Judges the send links of a run's row-halves (each HalfLinks one row-half, every rank's rows). */
+/** Judges the send links of a run's row-halves (each HalfLinks one row-half, every rank's rows). Rows of different
+ *  communicators (a split communicator beside the world's) are never mixed: each communicator's links are judged
+ *  among themselves, its ranks numbered within it; links and names then carry `comm`, and the matrix is the
+ *  communicator with the most ranks. */
 export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
+  const comms = [...new Set(halves.flatMap((h) => h.ranks.map((r) => r.commId ?? '')))];
+  if (comms.length <= 1) return judgeCommunicator(halves);
+  const verdicts = comms.map((comm) => {
+    const own = halves.map((h) => ({ ranks: h.ranks.filter((r) => (r.commId ?? '') === comm) }));
+    const ranks = new Set(own.flatMap((h) => h.ranks.map((r) => r.rank))).size;
+    return { comm, ranks, v: judgeCommunicator(own) };
+  });
+  const main = [...verdicts].sort((a, b) => b.ranks - a.ranks)[0]!;
+  const doubts = verdicts.filter((x) => x.v.doubt).map((x) => `communicator ${x.comm}: ${x.v.doubt}`);
+  return {
+    rule: LINK_RULE,
+    halves: halves.length,
+    links: verdicts.flatMap((x) => x.v.links.map((l) => ({ ...l, comm: x.comm }))),
+    named: verdicts.flatMap((x) => x.v.named.map((n) => ({ ...n, comm: x.comm }))),
+    doubt: doubts.length ? doubts.join('; ') : null,
+    matrix: { ...main.v.matrix, comm: main.comm },
+  };
+}
+
+function judgeCommunicator(halves: readonly HalfLinks[]): LinksVerdict {
   const hostOf = new Map<number, string>();
   const acc = new Map<string, LinkVerdict & { countedBytes: number; countedWallNs: number }>();
   for (const half of halves) {
@@ -181,12 +225,14 @@ export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
     .sort((a, b) => a.rank - b.rank || a.peer - b.peer || a.channel - b.channel);
   const slow = links.filter((l) => l.slow);
   const counted = links.filter((l) => l.countedHalves > 0);
+  const matrixOf = (named: readonly SlowLink[]) => linkMatrix(acc.values(), hostOf, named);
   if (slow.length > LINK_RULE.maxSlowShare * counted.length) {
     return {
       rule: LINK_RULE,
       halves: halves.length,
       links,
       named: [],
+      matrix: matrixOf([]),
       doubt:
         `${slow.length} of ${counted.length} links slow: more than ${LINK_RULE.maxSlowShare * 100}% ` +
         'is not one link',
@@ -207,7 +253,63 @@ export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
       others: others.length,
     };
   });
-  return { rule: LINK_RULE, halves: halves.length, links, named, doubt: null };
+  return { rule: LINK_RULE, halves: halves.length, links, named, doubt: null, matrix: matrixOf(named) };
+}
+
+/** The rank × peer matrix from the per-channel sums (rate = bytes / wall ns in SendWait, row-halves that count). */
+function linkMatrix(
+  channels: Iterable<{ rank: number; peer: number; countedBytes: number; countedWallNs: number }>,
+  hostOf: ReadonlyMap<number, string>,
+  named: readonly SlowLink[],
+): LinkMatrix {
+  const all = [...channels];
+  const ranks = Math.max(0, ...all.flatMap((c) => [c.rank + 1, c.peer + 1]), ...[...hostOf.keys()].map((r) => r + 1));
+  const empty = () => Array.from({ length: ranks }, () => Array<number | null>(ranks).fill(null));
+  const bytes = empty(),
+    wall = empty(),
+    slowest = empty();
+  for (const c of all) {
+    if (c.countedWallNs <= 0) continue;
+    bytes[c.rank]![c.peer] = (bytes[c.rank]![c.peer] ?? 0) + c.countedBytes;
+    wall[c.rank]![c.peer] = (wall[c.rank]![c.peer] ?? 0) + c.countedWallNs;
+    const rate = gbps(c.countedBytes, c.countedWallNs);
+    slowest[c.rank]![c.peer] = Math.min(slowest[c.rank]![c.peer] ?? Number.POSITIVE_INFINITY, rate);
+  }
+  return {
+    ranks,
+    state: 'SendWait',
+    gbps: bytes.map((row, s) => row.map((b, r) => (b === null ? null : gbps(b, wall[s]![r]!)))),
+    slowestChannelGbps: slowest,
+    named: named.map((n): [number, number] => [n.rank, n.peer]),
+  };
+}
+
+/** Up to this many ranks the table gets the matrix as a `#` block; beyond, a line pointing at the report. */
+export const MATRIX_TABLE_MAX_RANKS = 16;
+
+/** The matrix as `#` lines under the table (GB/s, sender down, receiver across; `*` marks a link named slow, `.`
+ *  no link judged), or one line saying where it is when the world is larger than MATRIX_TABLE_MAX_RANKS. */
+export function matrixLines(m: LinkMatrix): string[] {
+  const judged = m.gbps.some((row) => row.some((v) => v !== null));
+  if (!judged) return [];
+  const of = m.comm ? ` of communicator ${m.comm}` : '';
+  if (m.ranks > MATRIX_TABLE_MAX_RANKS) {
+    return [
+      `# link matrix${of}: ${m.ranks} ranks, too many for the table: links.matrix in the JSON report (-J), ` +
+        'drawn by collbench report --html/--md',
+    ];
+  }
+  const named = new Set(m.named.map(([s, r]) => `${s}>${r}`));
+  const cell = (v: number | null, s: number, r: number) =>
+    v === null ? '.' : `${formatGbps(v)}${named.has(`${s}>${r}`) ? '*' : ''}`;
+  const cells = m.gbps.map((row, s) => row.map((v, r) => cell(v, s, r)));
+  const width = Math.max(4, ...cells.flat().map((c) => c.length), String(m.ranks - 1).length);
+  const pad = (t: string) => t.padStart(width);
+  return [
+    `# link matrix${of} (GB/s in SendWait, sender rank down, receiver across; * named slow, . no link):`,
+    `#   ${''.padStart(3)} ${m.gbps.map((_, r) => pad(String(r))).join(' ')}`,
+    ...cells.map((row, s) => `#   ${String(s).padStart(3)} ${row.map(pad).join(' ')}`),
+  ];
 }
 
 /** A rate for a comment line: two significant figures below 100 GB/s (`9.8`, `45`), whole above. */
@@ -217,18 +319,25 @@ export function formatGbps(v: number): string {
 
 const rankName = (rank: number, host: string) => `rank ${rank}${host ? ` (${shortHost(host)})` : ''}`;
 
+/** `slow link: rank 3 (n04) -> rank 4 (n05), channel 2: 9.8 GB/s in SendWait vs 45 GB/s median of 63 other links`
+ *  (with the communicator when the run had several): the sentence naming one link, as the table, accept and locate
+ *  say it. */
+export function slowLinkSentence(s: SlowLink): string {
+  return (
+    `slow link: ${rankName(s.rank, s.host)} -> ${rankName(s.peer, s.peerHost)}, ` +
+    `channel${s.channels.length > 1 ? 's' : ''} ${s.channels.join(',')}: ${formatGbps(s.gbps)} GB/s in SendWait vs ` +
+    `${formatGbps(s.othersGbps)} GB/s median of ${s.others} other links${s.comm ? ` (communicator ${s.comm})` : ''}`
+  );
+}
+
 /** `# slow link: rank 3 (n04) -> rank 4 (n05), channel 2: 9.8 GB/s in SendWait vs 45 GB/s median of 63 other
  *  links`, one per link named; one line saying nobody was, and why, when none is. */
-export function slowLinkLines(v: LinksVerdict): string[] {
-  if (v.named.length > 0) {
-    return v.named.map(
-      (s) =>
-        `# slow link: ${rankName(s.rank, s.host)} -> ${rankName(s.peer, s.peerHost)}, ` +
-        `channel${s.channels.length > 1 ? 's' : ''} ${s.channels.join(',')}: ${formatGbps(s.gbps)} GB/s in SendWait vs ` +
-        `${formatGbps(s.othersGbps)} GB/s median of ${s.others} other links`,
-    );
-  }
-  const counted = v.links.filter((l) => l.countedHalves > 0);
+export function slowLinkLines(
+  v: Pick<LinksVerdict, 'named' | 'links' | 'halves' | 'doubt'> & { matrix?: Pick<LinkMatrix, 'comm'> },
+): string[] {
+  if (v.named.length > 0) return v.named.map((s) => `# ${slowLinkSentence(s)}`);
+  // Several communicators: the line speaks of the matrix's (the run's own); each was judged among its own links.
+  const counted = v.links.filter((l) => l.countedHalves > 0 && l.comm === v.matrix?.comm);
   if (counted.length === 0) {
     return [`# slow link: none judged (no link moved ${LINK_RULE.minBytes >> 20} MiB over the network in a row-half)`];
   }

@@ -14,7 +14,7 @@ import {
   renderHtml,
   type ChartRun,
 } from '../report/exporters/html.js';
-import { mdEscape, mdTable } from '../report/exporters/md.js';
+import { linksMarkdown, mdEscape, mdTable } from '../report/exporters/md.js';
 import { adaptiveFloat } from '../report/format.js';
 import { checkOutputPaths, writeOutputFile } from '../report/outputs.js';
 import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
@@ -156,6 +156,7 @@ export function renderComparisonMarkdown(runs: ChartRun[], title: string): strin
     ]);
     lines.push(...mdTable(['size (B)', ...series.map(mdEscape)], rows), '');
   }
+  for (const r of runs) if (r.links) lines.push(...linksMarkdown(r.links, `## Links: ${mdEscape(r.label)}`));
   return `${lines.join('\n')}\n`;
 }
 

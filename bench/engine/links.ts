@@ -6,6 +6,7 @@ import {
   algoLines,
   algoPerSize,
   judgeLinks,
+  matrixLines,
   slowLinkLines,
   type HalfLinks,
   type RankLinks,
@@ -42,7 +43,7 @@ export function linksCollector(run: RunContext): LinksCollector | null {
       }
       const verdict = judgeLinks(halves);
       const algo = algoPerSize(halves);
-      return { lines: [...algoLines(algo), ...slowLinkLines(verdict)], verdict, algo };
+      return { lines: [...algoLines(algo), ...matrixLines(verdict.matrix), ...slowLinkLines(verdict)], verdict, algo };
     },
   };
 }

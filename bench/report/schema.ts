@@ -59,6 +59,8 @@ export interface ReportLinks {
   doubt: string | null;
   links: LinksVerdict['links'];
   algo: AlgoChoice[];
+  /** The rank × peer heatmap of send link rates (absent when nothing was judged, and in reports before it). */
+  matrix?: LinksVerdict['matrix'];
 }
 
 export interface ReportTimeout {

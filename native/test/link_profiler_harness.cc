@@ -4,7 +4,10 @@
 //
 //   link_profiler_harness LIB ring [--ranks 8] [--channels 8] [--halves 6] [--iters 8] [--steps 16]
 //                         [--slow RANK:CHANNEL] [--factor 4.6] [--late RANK] [--late-us 400]
+//                         [--split N] [--split-slow RANK]
 //       prints JSON: per row-half, the plugin's collbenchProfilerReadJson (what collbench gathers), and the totals;
+//       --split N: a second communicator of the first N ranks (as ncclCommSplit makes), its own ring after each of
+//       the world's iterations, healthy or with --split-slow RANK's outgoing link slow by --factor;
 //   link_profiler_harness LIB rows [--rows 3000]
 //       thousands of row-halves, each a new collective kind, read and reset: checks the rows and that nothing is
 //       dropped; then the same without resets: kinds past the table's capacity are counted as dropped, not kept.
@@ -99,7 +102,7 @@ void logger(int, unsigned long, const char*, int, const char*, ...) {}
 
 struct Options {
   int ranks = 8, channels = 8, halves = 6, iters = 8, steps = 16, rows = 3000;
-  int slowRank = -1, slowChannel = -1, lateRank = -1;
+  int slowRank = -1, slowChannel = -1, lateRank = -1, split = 0, splitSlowRank = -1;
   double factor = 4.6, lateUs = 400;
 };
 
@@ -295,6 +298,12 @@ void finalizeRanks(const Api& api, std::vector<void*>& ctx) {
 
 int runRing(const Api& api, const Options& o) {
   std::vector<void*> ctx = initRanks(api, o.ranks, 0xc011b3e4c0ffeeull);
+  Options sub = o;  // --split: the second communicator's ring (its ranks numbered within it)
+  sub.ranks = o.split;
+  sub.slowRank = o.splitSlowRank;
+  sub.slowChannel = -1;
+  sub.lateRank = -1;
+  std::vector<void*> subCtx = o.split > 0 ? initRanks(api, o.split, 0x5b11700c0ffeeull) : std::vector<void*>{};
   uint64_t t0 = 1000000, seed = 12345;
   Read rd;
   const uint64_t stepBytes = 512 * 1024;
@@ -303,7 +312,10 @@ int runRing(const Api& api, const Options& o) {
   for (int h = 0; h < o.halves; ++h) {
     // Row-halves alternate out-of-place / in-place of sizes growing by 2: one count per size.
     size_t count = (size_t{64} << 20 >> (o.halves / 2 - h / 2)) / 4;
-    for (int i = 0; i < o.iters; ++i) ringIteration(api, ctx, o, t0, count, stepBytes, seed);
+    for (int i = 0; i < o.iters; ++i) {
+      ringIteration(api, ctx, o, t0, count, stepBytes, seed);
+      if (o.split > 0) ringIteration(api, subCtx, sub, t0, count, stepBytes, seed);
+    }
     char* json = api.readJson(0);  // what collbench gathers (peeked), then the same rows read and reset
     if (!json) fail("collbenchProfilerReadJson: out of memory");
     printf("%s{\"count\":%zu,\"read\":%s}", h ? "," : "", count, json);
@@ -320,9 +332,10 @@ int runRing(const Api& api, const Options& o) {
              std::to_string(l.channel) + ": " + std::to_string(l.bytes) + " B in " + std::to_string(l.steps) +
              " steps, want " + std::to_string(want));
     }
-    if (rd.nLinks != o.ranks * o.channels * 2) fail("links read: " + std::to_string(rd.nLinks));
+    if (rd.nLinks != (o.ranks + o.split) * o.channels * 2) fail("links read: " + std::to_string(rd.nLinks));
   }
   finalizeRanks(api, ctx);
+  finalizeRanks(api, subCtx);
   readAll(api, rd, 1);
   printf("],\"dropped\":%llu,\"eventAllocations\":%llu,\"afterFinalize\":%d}\n",
          static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(g_eventAllocs),
@@ -434,6 +447,10 @@ int main(int argc, char** argv) {
       o.lateRank = atoi(v);
     else if (k == "--late-us")
       o.lateUs = atof(v);
+    else if (k == "--split")
+      o.split = atoi(v);
+    else if (k == "--split-slow")
+      o.splitSlowRank = atoi(v);
     else if (k == "--slow") {
       if (sscanf(v, "%d:%d", &o.slowRank, &o.slowChannel) < 1) fail("--slow RANK[:CHANNEL]");
     } else

@@ -6,14 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import {
-  algoLines,
-  algoPerSize,
-  judgeLinks,
-  linksSetup,
-  slowLinkLines,
-  type HalfLinks,
-} from '../../bench/backends/nccl-links.js';
+import { algoLines, algoPerSize, judgeLinks, linksSetup, slowLinkLines } from '../../bench/backends/nccl-links.js';
 import { createNcclDriver } from '../../bench/backends/nccl.js';
 import type { CollectiveDescriptor } from '../../bench/collectives/descriptor.js';
 import type { ResolvedOptions } from '../../bench/config/flags.js';
@@ -26,37 +19,11 @@ import { linksCollector } from '../../bench/engine/links.js';
 import { renderJson, reportBuilder } from '../../bench/report/exporters/json.js';
 import { reportErrors, type ReportDocument } from '../../bench/report/schema.js';
 import { repoRoot } from '../helpers/cli.js';
+import { gathered, profilerHarness, profilerLibrary, release, ring } from '../helpers/link-harness.js';
 import { fakeMeta, fakeRow } from '../helpers/report-fixtures.js';
 
-const release = join(repoRoot, 'build', 'Release');
-const library = join(release, 'libcollbench_nccl_profiler.so');
-const harness = join(release, 'link_profiler_harness');
-
-interface HarnessRun {
-  ranks: number;
-  channels: number;
-  halves: { count: number; read: { ranks: HalfLinks['ranks'] } }[];
-  dropped: number;
-  eventAllocations: number;
-  afterFinalize: number;
-}
-
-function ring(...args: string[]): HarnessRun {
-  assert.ok(existsSync(harness), `${harness} missing: run make native`);
-  const r = spawnSync(harness, [library, 'ring', ...args], { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 << 20 });
-  assert.equal(r.status, 0, r.stderr);
-  const run = JSON.parse(r.stdout) as HarnessRun;
-  assert.equal(run.dropped, 0, 'events dropped');
-  assert.equal(run.eventAllocations, 0, 'the event calls allocated memory');
-  assert.equal(run.afterFinalize, 0, 'rows left after every communicator was finalized');
-  return run;
-}
-
-/** The rows as rank 0 gathers them: each rank with its host (n01 for rank 0, …). */
-const gathered = (run: HarnessRun): HalfLinks[] =>
-  run.halves.map((h) => ({
-    ranks: h.read.ranks.map((r) => ({ ...r, host: `n${String(r.rank + 1).padStart(2, '0')}` })),
-  }));
+const library = profilerLibrary;
+const harness = profilerHarness;
 
 describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
   it("a ring of 8 ranks with one slow link: that link is named, with its rate and the others' median", () => {

@@ -5,7 +5,8 @@
 // rank arrived last, i.e. was waited for). Charts are vega-lite specs rendered to SVG by vega in Node.
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import type { ReportDocument } from '../schema.js';
+import { formatGbps, slowLinkLines } from '../../backends/nccl-links.js';
+import type { ReportDocument, ReportLinks } from '../schema.js';
 import { PLACEMENTS } from '../schema.js';
 
 /** One input run, reduced to what the charts and summaries need (from a collbench or nccl-tests JSON). */
@@ -17,6 +18,7 @@ export interface ChartRun {
   heat: HeatCell[]; // empty when the run has no per-rank samples
   heatCase: string | null; // which sweep and placement the heatmap shows
   lateHeat?: LateHeatCell[]; // v2 reports of several processes: who the others waited for
+  links?: ReportLinks; // --links (nccl): the link verdict and the rank × peer matrix
   details?: [string, string][]; // extra provenance shown folded (env, versions)
 }
 
@@ -115,6 +117,7 @@ export function chartRunFromReport(doc: ReportDocument, label: string, source = 
     points,
     heat,
     lateHeat,
+    ...(doc.links ? { links: doc.links } : {}),
     heatCase: heat.length ? `${firstCase}, out-of-place` : null,
     facts: [
       ['program', doc.program],
@@ -348,6 +351,56 @@ function lateHeatSpec(run: ChartRun): TopLevelSpec {
   } as TopLevelSpec;
 }
 
+/** The cells of a run's link matrix (sender × receiver, GB/s in SendWait), named links marked. */
+export function linkCells(links: ReportLinks): { sender: number; receiver: number; gbps: number; named: boolean }[] {
+  const m = links.matrix;
+  if (!m) return [];
+  const named = new Set(m.named.map(([s, r]) => `${s}>${r}`));
+  return m.gbps.flatMap((row, sender) =>
+    row.flatMap((v, receiver) =>
+      v === null ? [] : [{ sender, receiver, gbps: v, named: named.has(`${sender}>${receiver}`) }],
+    ),
+  );
+}
+
+function linkHeatSpec(run: ChartRun): TopLevelSpec {
+  const cells = linkCells(run.links!);
+  const ranks = run.links!.matrix!.ranks;
+  const values = cells.map((c) => ({ ...c, label: `${formatGbps(c.gbps)}${c.named ? '*' : ''}` }));
+  const axis = (field: 'sender' | 'receiver', title: string) => ({
+    field,
+    type: 'ordinal',
+    title,
+    scale: { domain: Array.from({ length: ranks }, (_, i) => i) },
+  });
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: {
+      text: `${run.label}: send links, GB/s in SendWait`,
+      subtitle: 'sender rank × receiver rank; * named slow',
+    },
+    background: 'white',
+    data: { values },
+    width: { step: ranks > 32 ? 12 : 28 },
+    height: { step: ranks > 32 ? 12 : 22 },
+    encoding: { x: axis('receiver', 'receiver rank'), y: axis('sender', 'sender rank') },
+    layer: [
+      {
+        mark: { type: 'rect' },
+        encoding: { color: { field: 'gbps', type: 'quantitative', title: 'GB/s', scale: { scheme: 'viridis' } } },
+      },
+      ...(ranks <= 32
+        ? [
+            {
+              mark: { type: 'text', fontSize: 8, color: 'white' },
+              encoding: { text: { field: 'label', type: 'nominal' } },
+            },
+          ]
+        : []),
+    ],
+  } as TopLevelSpec;
+}
+
 function heatSpec(run: ChartRun): TopLevelSpec {
   const sizes = [...new Set(run.heat.map((c) => c.sizeBytes))].sort((a, b) => a - b);
   return {
@@ -461,6 +514,20 @@ export async function renderHtml(runs: ChartRun[], title: string): Promise<strin
         'Share of iterations in which each rank arrived last at the collective by more than the margin (the others waited ' +
           'for it): a rank that stays dark across sizes is the one the job waits for. Per-rank time cannot show this: a late ' +
           'rank spends the least time inside the collective.',
+      ),
+    );
+  }
+  const linkRuns = runs.filter((r) => r.links && linkCells(r.links).length > 0);
+  if (linkRuns.length) body.push('<h2>Links</h2>');
+  for (const run of linkRuns) {
+    for (const line of slowLinkLines(run.links!)) body.push(`<p><code>${htmlEscape(line)}</code></p>`);
+    body.push(
+      await figure(
+        'links',
+        run.links!.matrix!.ranks,
+        linkHeatSpec(run),
+        "Each send link's rate while the network held its data (--links: bytes over the wall time in NCCL's SendWait " +
+          'state, all channels of the pair): a dark cell among bright ones is the link that holds the ring back.',
       ),
     );
   }

@@ -157,6 +157,7 @@ export function reportBuilder(env: NodeJS.ProcessEnv = process.env): ReportBuild
           doubt: v?.doubt ?? null,
           links: v?.links ?? [],
           algo: s.links.algo,
+          ...(v ? { matrix: v.matrix } : {}),
         };
       }
       doc.status = 'complete';

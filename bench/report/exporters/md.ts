@@ -1,7 +1,8 @@
 // `--md FILE`: the run as a Markdown document: what ran where (provenance), the nccl-tests table as a
 // Markdown table (same columns and units, one line per row), and the footer. Readable on any forge.
+import { algoLines, formatGbps, slowLinkLines } from '../../backends/nccl-links.js';
 import { adaptiveFloat } from '../format.js';
-import type { ReportDocument, ReportHalf } from '../schema.js';
+import type { ReportDocument, ReportHalf, ReportLinks } from '../schema.js';
 
 /** Escapes text for a Markdown table cell or inline text. */
 export function mdEscape(s: string): string {
@@ -27,6 +28,37 @@ function halfCells(h: ReportHalf, perIter: boolean): string[] {
 export function mdTable(header: string[], rows: string[][], rightAlignFrom = 0): string[] {
   const align = header.map((_, i) => (i >= rightAlignFrom ? '---:' : ':---'));
   return [`| ${header.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
+}
+
+/** Up to this many ranks the Markdown gets the link matrix as a table (wider is unreadable: the HTML draws it). */
+export const MD_MATRIX_MAX_RANKS = 64;
+
+/** --links in Markdown: the verdict's sentence, NCCL's choice per size, and the rank × peer matrix (GB/s in SendWait,
+ *  sender row, receiver column, a named link in bold). */
+export function linksMarkdown(links: ReportLinks, heading = '## Links (--links)'): string[] {
+  const out = [heading, ''];
+  if (!links.loaded) return [...out, "NCCL did not load collbench's profiler plugin: no link judged.", ''];
+  const code = (line: string) => `- \`${line.replace(/^#\s*/, '').replace(/`/g, "'")}\``;
+  for (const line of [...slowLinkLines(links), ...algoLines(links.algo)]) out.push(code(line));
+  out.push('');
+  const m = links.matrix;
+  if (!m || !m.gbps.some((row) => row.some((v) => v !== null))) return out;
+  if (m.ranks > MD_MATRIX_MAX_RANKS) {
+    out.push(`Link matrix: ${m.ranks} ranks, too wide for a table (links.matrix in the JSON; the HTML draws it).`, '');
+    return out;
+  }
+  const named = new Set(m.named.map(([s, r]) => `${s}>${r}`));
+  out.push(
+    `Send links, GB/s in SendWait (sender rank down, receiver across; bold: named slow)` +
+      `${m.comm ? `, communicator ${mdEscape(m.comm)}` : ''}:`,
+    '',
+  );
+  const rows = m.gbps.map((row, s) => [
+    String(s),
+    ...row.map((v, r) => (v === null ? '' : named.has(`${s}>${r}`) ? `**${formatGbps(v)}**` : formatGbps(v))),
+  ]);
+  out.push(...mdTable(['sender / receiver', ...m.gbps.map((_, r) => String(r))], rows, 1), '');
+  return out;
 }
 
 export function renderMarkdown(doc: ReportDocument): string {
@@ -94,5 +126,6 @@ export function renderMarkdown(doc: ReportDocument): string {
   } else {
     lines.push(`- ${doc.rows.length} rows so far`);
   }
+  if (doc.links) lines.push('', ...linksMarkdown(doc.links));
   return `${lines.join('\n')}\n`;
 }
