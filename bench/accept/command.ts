@@ -219,7 +219,7 @@ export async function acceptCommand(argv: string[], scriptPath: string, io: IO):
     const errors: string[] = [];
     if (session.interrupted) errors.push('interrupted');
     const verdict: Verdict =
-      session.interrupted || firstError ? 'error' : rows.every((r) => r.status === 'pass') ? 'pass' : 'fail';
+      session.interrupted || firstError ? 'error' : rows.every((r) => r.status !== 'fail') ? 'pass' : 'fail';
     const exitCode = session.interrupted
       ? (children.signalExit() ?? 130)
       : firstError

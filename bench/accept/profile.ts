@@ -44,6 +44,8 @@ export interface ProfileCheck {
   maxTimeUs: number | null;
   maxCvPct: number | null;
   wrong: boolean;
+  /** links: true: every run with --links (nccl backend); a link named slow fails the check (accept/links.ts). */
+  links: boolean;
   /** Compared with --baseline when one is given. */
   baseline: boolean;
   /** Its own tolerance for the baseline comparison (null: --tolerance). */
@@ -181,6 +183,7 @@ interface RawCheck extends RawRun {
   maxTimeUs?: number;
   maxCvPct?: number;
   wrong?: 0;
+  links?: boolean;
   baseline?: boolean;
   baselineTolerance?: number;
 }
@@ -241,6 +244,7 @@ function resolveProfile(raw: RawProfile, path: string, fail: (at: Path, key: str
       maxTimeUs: c.maxTimeUs ?? null,
       maxCvPct: c.maxCvPct ?? null,
       wrong: c.wrong === 0,
+      links: c.links === true,
       baseline: c.baseline ?? true,
       baselineTolerance: c.baselineTolerance ?? null,
     };

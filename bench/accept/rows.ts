@@ -6,6 +6,7 @@ import { formatSize } from '../config/sizes.js';
 import type { ReportDocument } from '../report/schema.js';
 import type { BaselineCheck } from './baseline.js';
 import { lateEvidence, samplesBySize, type ThresholdResult } from './evaluate.js';
+import { linksRow } from './links.js';
 import type { ProfileCheck } from './profile.js';
 import { medianRatioInterval, seedOf } from '../core/stats.js';
 import { classifyRatio, type BaselineSize, type CheckRow } from './verdict.js';
@@ -72,6 +73,7 @@ export function checkRows(
     threshold: r.threshold,
     attempts: attempts(r.passed),
   }));
+  if (c.links && !runs.error) rows.push(linksRow(c, runs.docs, common));
   if (baseline && !runs.error) {
     const sizes = compareSizes(runs, baseline.check, baseline.level, baseline.tolerance);
     const worst = sizes

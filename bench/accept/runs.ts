@@ -4,6 +4,7 @@
 import { matchWorld, type LoadedBaseline } from './baseline.js';
 import { decided, judge, type ThresholdResult } from './evaluate.js';
 import type { ProfileCheck } from './profile.js';
+import { linksWords } from './links.js';
 import type { CheckRuns } from './rows.js';
 import { EXIT } from '../core/errors.js';
 import type { IO } from '../core/io.js';
@@ -72,6 +73,7 @@ export class AcceptChecks {
       '-J',
       report,
       '--quiet',
+      ...linksWords(c, this.opts.launch),
       ...this.opts.launch,
     ];
   }

@@ -36,9 +36,10 @@ export interface BaselineSize {
 export interface CheckRow {
   id: string;
   collective: string;
-  /** minBusBw, maxTime, maxCv, wrong, baseline, or run (a check whose runs failed before any figure) */
+  /** minBusBw, maxTime, maxCv, wrong, links, baseline, or run (a check whose runs failed before any figure) */
   check: string;
-  status: 'pass' | 'fail';
+  /** not-measured: a links check whose runs could not give links; it neither passes nor fails the verdict. */
+  status: 'pass' | 'fail' | 'not-measured';
   minBytes: number;
   maxBytes: number;
   placement: string;
@@ -52,6 +53,8 @@ export interface CheckRow {
   late: LateEvidence | null;
   baseline?: { tolerance: number; level: number; sizes: BaselineSize[] };
   error?: string;
+  /** links check: each link named slow in a sentence, or why links were not measured. */
+  links?: string[];
 }
 
 export interface AcceptDocument {
@@ -89,6 +92,7 @@ export const range = (r: { minBytes: number; maxBytes: number }): string =>
 
 export function measuredText(r: CheckRow): string {
   if (r.error) return 'error';
+  if (r.check === 'links') return r.measured === null ? 'n/a' : `${r.measured} named`;
   if (r.check === 'baseline') return r.measured === null ? 'n/a' : `x${r.measured.toFixed(2)} time`;
   const figure = r.check === 'wrong' && r.measured !== null ? `${r.measured} ${r.unit}` : num(r.measured, r.unit);
   return figure + (r.sizeBytes !== null ? ` @${formatSize(r.sizeBytes)}` : '');
@@ -108,7 +112,7 @@ export function renderVerdictText(d: AcceptDocument): string[] {
     measuredText(r),
     r.threshold,
     `${r.attempts.passed}/${r.attempts.run} (need ${r.attempts.pass} of ${r.attempts.of})`,
-    r.status.toUpperCase(),
+    r.status === 'not-measured' ? 'NOT MEASURED' : r.status.toUpperCase(),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]): string => `# ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
@@ -138,11 +142,14 @@ export function renderVerdictText(d: AcceptDocument): string[] {
         );
       }
     }
+    for (const l of r.links ?? []) out.push(`# ${r.id}: ${l}`);
     if (r.error) out.push(`# ${r.id}: ${r.error}`);
   }
   for (const e of d.errors) out.push(`# error: ${e}`);
+  const unmeasured = d.checks.filter((c) => c.status === 'not-measured').length;
   out.push(
-    `# verdict: ${d.verdict.toUpperCase()} (${d.checks.filter((c) => c.status === 'pass').length} of ${d.checks.length} checks passed)`,
+    `# verdict: ${d.verdict.toUpperCase()} (${d.checks.filter((c) => c.status === 'pass').length} of ${d.checks.length} checks passed` +
+      `${unmeasured ? `, ${unmeasured} not measured` : ''})`,
   );
   return out;
 }
@@ -177,8 +184,11 @@ export function renderVerdictJunit(d: AcceptDocument): string {
     );
     const said =
       `${r.check} ${range(r)}: measured ${measuredText(r)}, required ${r.threshold}` +
-      (r.late ? `; ${lateText(r.late)}` : '');
-    if (r.error)
+      (r.late ? `; ${lateText(r.late)}` : '') +
+      (r.links?.length ? `; ${r.links.join('; ')}` : '');
+    if (r.status === 'not-measured')
+      out.push(`      <skipped${attr('message', r.links?.join('; ') ?? 'not measured')}/>`);
+    else if (r.error)
       out.push(`      <error${attr('message', r.error)}${attr('type', 'run')}>${xmlEscape(r.error)}</error>`);
     else if (r.status === 'fail')
       out.push(`      <failure${attr('message', said)}${attr('type', r.check)}>${xmlEscape(said)}</failure>`);

@@ -75,7 +75,8 @@ export async function linksReport(run: HarnessRun | null, halves = 6): Promise<R
   for (let i = 0; i < (run ? run.halves.length : halves); i++) await collector.afterHalf();
   const links = collector.finish()!;
   const b = reportBuilder({});
-  b.begin(fakeMeta(false));
+  const meta = fakeMeta(false);
+  b.begin({ ...meta, options: { ...meta.options, links: true } });
   b.row(fakeRow(8, false));
   b.end({ outOfBounds: 0, avgBusBw: 1, minBwVerdict: null, exitCode: 0, skipped: null, links });
   return JSON.parse(renderJson(b.doc!)) as ReportDocument;

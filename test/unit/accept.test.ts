@@ -102,7 +102,7 @@ describe('profiles', () => {
     );
     assert.match(
       profileError(`${HEAD}  - collective: all_reduce\n    minBytes: 8\n    maxBytes: 1M\n`),
-      /^FILE:5: checks\[0\]: needs at least one of minBusBwGBps, maxTimeUs, maxCvPct, wrong, baseline$/,
+      /^FILE:5: checks\[0\]: needs at least one of minBusBwGBps, maxTimeUs, maxCvPct, wrong, links, baseline$/,
     );
     assert.match(
       profileError(`${HEAD}  - collective: allreduce\n    minBytes: 8\n    maxBytes: 1M\n    wrong: 0\n`),

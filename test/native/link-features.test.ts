@@ -1,0 +1,172 @@
+// What the features above the run make of --links, from rows the plugin really produced (the C++ harness driving it
+// as NCCL does, gathered and reported by the engine's collector and the JSON exporter): accept's links check (a named
+// link fails it with its sentence, none passes, no links is "not measured", never a pass).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { launchBackend, linksRow, linksWords } from '../../bench/accept/links.js';
+import { parseProfile, type ProfileCheck } from '../../bench/accept/profile.js';
+import { checkRows } from '../../bench/accept/rows.js';
+import { AcceptChecks } from '../../bench/accept/runs.js';
+import {
+  ACCEPT_KIND,
+  ACCEPT_SCHEMA_VERSION,
+  renderVerdictJunit,
+  renderVerdictText,
+  type AcceptDocument,
+  type CheckRow,
+} from '../../bench/accept/verdict.js';
+import type { ChildRuns } from '../../bench/engine/child-runs.js';
+import type { IO } from '../../bench/core/io.js';
+import { schemaErrors } from '../../bench/report/json-schemas.js';
+import type { ReportDocument } from '../../bench/report/schema.js';
+import { repoRoot } from '../helpers/cli.js';
+import { linksReport, ring } from '../helpers/link-harness.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cb-links2-features-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const PROFILE = `kind: collbench-profile
+version: 1
+name: links
+defaults: {iters: 5, warmupIters: 1, attempts: {pass: 1, of: 2}}
+checks:
+  - {name: ring links, collective: all_reduce, minBytes: 1K, maxBytes: 4K, links: true}
+`;
+
+function linksCheck(): ProfileCheck {
+  const path = join(dir, 'links.yaml');
+  writeFileSync(path, PROFILE);
+  return parseProfile(PROFILE, path).checks[0]!;
+}
+
+function verdictOf(rows: CheckRow[]): AcceptDocument {
+  return {
+    kind: ACCEPT_KIND,
+    schemaVersion: ACCEPT_SCHEMA_VERSION,
+    verdict: rows.some((r) => r.status === 'fail') ? 'fail' : 'pass',
+    exitCode: rows.some((r) => r.status === 'fail') ? 7 : 0,
+    startTime: '2026-11-27T00:00:00.000+00:00',
+    endTime: '2026-11-27T00:01:00.000+00:00',
+    argv: ['collbench', 'accept'],
+    profile: { name: 'links', path: 'links.yaml' },
+    world: { nranks: 8, backend: 'nccl', host: 'n01' },
+    baseline: null,
+    savedBaseline: null,
+    checks: rows,
+    errors: [],
+  };
+}
+
+const rowsOf = (c: ProfileCheck, docs: ReportDocument[]) =>
+  checkRows({ check: c, docs, results: [], error: null }, null).filter((r) => r.check === 'links');
+
+describe("accept's links check", () => {
+  it('a profile check asks for it; its runs get --links only when the launch names the nccl backend', () => {
+    const c = linksCheck();
+    assert.equal(c.links, true);
+    assert.deepEqual(linksWords(c, ['--np', '8', '--backend', 'nccl']), ['--links']);
+    assert.deepEqual(linksWords(c, ['--backend=nccl']), ['--links']);
+    assert.deepEqual(linksWords(c, ['--backend', 'gloo']), []);
+    assert.deepEqual(linksWords(c, []), []);
+    assert.deepEqual(linksWords({ ...c, links: false }, ['--backend', 'nccl']), []);
+    assert.equal(launchBackend(['--np', '2']), null);
+    const words = new AcceptChecks(
+      { launch: ['--backend', 'nccl', '--np', '8'], timeoutSec: 60, quiet: true },
+      {} as ChildRuns,
+      {} as IO,
+      null,
+    ).childWords(c, 'r.json');
+    assert.ok(words.includes('--links') && words.includes('-I'), words.join(' '));
+  });
+
+  it("a run naming a slow link fails it with the link's sentence (text, JSON, JUnit)", async () => {
+    const c = linksCheck();
+    const docs = [await linksReport(ring('--slow', '3:2', '--factor', '4.6'))];
+    const [row] = rowsOf(c, docs);
+    assert.equal(row!.status, 'fail');
+    assert.equal(row!.measured, 1);
+    assert.equal(row!.links!.length, 1);
+    assert.match(
+      row!.links![0]!,
+      /^slow link: rank 3 \(n04\) -> rank 4 \(n05\), channel 2: [\d.]+ GB\/s in SendWait vs [\d.]+ GB\/s median of 63 other links$/,
+    );
+    const doc = verdictOf([row!]);
+    assert.deepEqual(schemaErrors('collbench-accept.v1', doc), []);
+    const text = renderVerdictText(doc);
+    assert.ok(text.includes(`# ring links: ${row!.links![0]!}`), text.join('\n'));
+    assert.match(
+      text.find((l) => l.includes(' links ') && l.includes('1 named'))!,
+      /FAIL$/,
+    );
+    assert.match(renderVerdictJunit(doc), /<failure message="links [^"]*slow link: rank 3 \(n04\) -&gt; rank 4/);
+  });
+
+  it('runs naming none pass it', async () => {
+    const c = linksCheck();
+    const docs = [await linksReport(ring()), await linksReport(ring('--late', '5', '--late-us', '400'))];
+    const [row] = rowsOf(c, docs);
+    assert.equal(row!.status, 'pass');
+    assert.equal(row!.measured, 0);
+    assert.equal(row!.links, undefined);
+    assert.deepEqual(row!.attempts, { pass: 1, of: 2, run: 2, passed: 2 });
+  });
+
+  it('no links from the runs (NCCL did not load the plugin, another backend): "not measured", never a pass', async () => {
+    const c = linksCheck();
+    const notLoaded = rowsOf(c, [await linksReport(null)])[0]!;
+    assert.equal(notLoaded.status, 'not-measured');
+    assert.deepEqual(notLoaded.links, ["NCCL did not load collbench's profiler plugin; links not measured"]);
+    const gloo = await linksReport(null);
+    gloo.options.links = false;
+    delete gloo.links;
+    gloo.world.backend = 'gloo';
+    const other = rowsOf(c, [gloo])[0]!;
+    assert.deepEqual(other.links, ['--links needs --backend nccl (the runs used gloo); links not measured']);
+    const doc = verdictOf([other]);
+    assert.deepEqual(schemaErrors('collbench-accept.v1', doc), []);
+    const text = renderVerdictText(doc);
+    assert.match(
+      text.find((l) => l.includes(' links '))!,
+      /NOT MEASURED$/,
+    );
+    assert.equal(text.at(-1), '# verdict: PASS (0 of 1 checks passed, 1 not measured)');
+    assert.match(renderVerdictJunit(doc), /<skipped message="--links needs --backend nccl/);
+    assert.equal(linksRow(c, [], { ...other }).status, 'not-measured');
+  });
+
+  it('end to end on 2 gloo ranks: the links check is NOT MEASURED in the verdict, the other checks decide', () => {
+    const profile = join(dir, 'e2e.yaml');
+    writeFileSync(profile, PROFILE.replace('links: true}', 'links: true, maxTimeUs: 1000000}'));
+    const json = join(dir, 'e2e.json');
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(repoRoot, 'bench', 'bin', 'collbench.ts'),
+        'accept',
+        '--profile',
+        profile,
+        '--np',
+        '2',
+        '--backend',
+        'gloo',
+        '-J',
+        json,
+      ],
+      { encoding: 'utf8', timeout: 240_000, cwd: repoRoot },
+    );
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const d = JSON.parse(readFileSync(json, 'utf8')) as AcceptDocument;
+    assert.deepEqual(schemaErrors('collbench-accept.v1', d), []);
+    const row = d.checks.find((x) => x.check === 'links')!;
+    assert.equal(row.status, 'not-measured');
+    assert.match(row.links![0]!, /^--links needs --backend nccl \(the runs used gloo/);
+    assert.match(r.stdout, /^# verdict: PASS \(1 of 2 checks passed, 1 not measured\)$/m);
+    assert.match(r.stdout, /^# ring links: --links needs --backend nccl/m);
+  });
+});
