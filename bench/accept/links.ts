@@ -1,20 +1,10 @@
 // accept's links check (a profile check with `links: true`): every run of the check goes with --links (nccl backend),
 // and a link NCCL's own timings name slow fails it, with the link's sentence. A run that could not give links
 // (another backend, NCCL not loading the plugin, a user's NCCL_PROFILER_PLUGIN) leaves the check "not measured".
-import { slowLinkSentence } from '../backends/nccl-links.js';
+import { launchBackend, slowLinkSentence } from '../backends/nccl-links.js';
 import type { ReportDocument } from '../report/schema.js';
 import type { ProfileCheck } from './profile.js';
 import type { CheckRow } from './verdict.js';
-
-/** The backend the launch words name (`--backend nccl`, `--backend=nccl`), or null when they leave it to collbench. */
-export function launchBackend(launch: readonly string[]): string | null {
-  for (let i = 0; i < launch.length; i++) {
-    const w = launch[i]!;
-    if (w === '--backend') return launch[i + 1] ?? null;
-    if (w.startsWith('--backend=')) return w.slice('--backend='.length);
-  }
-  return null;
-}
 
 /** The words a check's run gets for its links: --links when the check asks and the launch names the nccl backend
  *  (--links is an nccl flag: any other backend, or none named, refuses it). */

@@ -399,6 +399,17 @@ export function algoLines(choices: readonly AlgoChoice[]): string[] {
   );
 }
 
+/** The backend a run's words name (`--backend nccl`, `--backend=nccl`), or null when they leave it to collbench
+ *  (--links needs the nccl backend named: accept and locate add it only then). */
+export function launchBackend(words: readonly string[]): string | null {
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!;
+    if (w === '--backend') return words[i + 1] ?? null;
+    if (w.startsWith('--backend=')) return w.slice('--backend='.length);
+  }
+  return null;
+}
+
 /** The plugin library's file name; it sits beside the nccl module (build/Release, or the bundle's native folder). */
 export const LINK_PROFILER_LIBRARY = 'libcollbench_nccl_profiler.so';
 

@@ -53,9 +53,10 @@ export interface LocateStage {
 /**
  * v2: how a suspect was confirmed: by its re-test beside a control; in the pairs stage itself (a host clearly slow:
  * every one of its ≥ 3 pairs below half the slow level in every repeat, each round beside pairs measured fine at the
- * same time, so a re-test would add nothing); or not at all (null: a run stopped early names it from its first stage).
+ * same time, so a re-test would add nothing); by NCCL's own timings in one run of the whole job (links: --links named it,
+ * docs/links.md); or not at all (null: a run stopped early names it from its first stage).
  */
-export type Confirmation = 'retest' | 'pairs' | null;
+export type Confirmation = 'retest' | 'pairs' | 'links' | null;
 
 export interface Suspect {
   host: string;

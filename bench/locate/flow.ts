@@ -4,6 +4,9 @@
 // jobs (locate/command.ts) and simulated ones (scripts/locate-sim.ts).
 import { EXIT } from '../core/errors.js';
 import { isoLocal } from '../report/exporters/json.js';
+import { launchBackend, slowLinkSentence, type SlowLink } from '../backends/nccl-links.js';
+import { shortHost } from '../core/ranks.js';
+import type { ReportLinks } from '../report/schema.js';
 import {
   analyzeStage,
   attributeHostGroups,
@@ -46,6 +49,8 @@ export interface GroupSpec {
   id: string;
   hosts: string[];
   iterations?: number;
+  /** Run with --links (nccl): the job's report says which link NCCL's own timings name (docs/links.md). */
+  links?: boolean;
 }
 
 /** Which repeat a measurement starts at (numbering, and the rotation of its rounds) and how long its jobs may take. */
@@ -70,7 +75,7 @@ export interface Measurer {
     rounds: GroupSpec[][],
     repeats: number,
     step?: MeasureStep,
-  ): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }>;
+  ): Promise<{ groups: GroupSamples[]; jobs: LocateJob[]; links?: Map<string, ReportLinks> }>;
 }
 
 /** The samples of two measurements of the same groups, repeats appended. */
@@ -349,9 +354,47 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     notRun.push(`${name}${detail}`);
   };
 
+  // Read by conclude(), which stage 0 may call before stages 1 and 2 run.
+  let pairsStage = analyzeStage([], opts.rule);
+  let hostStage: StageAnalysis | null = null;
+
+  // 0. With the nccl backend, the whole job first, with --links: a link NCCL's own timings name in one run needs no
+  //    pairwise stage. Named: reported, and the other stages are not run; none named, or no links (the plugin not
+  //    loaded, another profiler set): the stages go on as without it, and this job stands for the last stage's.
+  let firstWholeJob: { groups: GroupSamples[]; jobs: LocateJob[] } | null = null;
+  if (launchBackend(opts.runArgs) === 'nccl' && !s.interrupted) {
+    s.progress(`stage whole-job (--links): ${hosts.length} hosts × ${opts.npPerHost}, NCCL's own link timings first`);
+    const m = await s.measure([[{ id: 'whole-job', hosts, links: true }]], 1, {
+      firstRepeat: 1,
+      budget: durations.budget(hosts.length, opts.npPerHost),
+    });
+    if (m.groups.some((g) => g.failed === null && g.bySize.size > 0)) firstWholeJob = m;
+    const found = m.links?.get('whole-job') ?? null;
+    const named = found?.loaded ? found.named : [];
+    if (found?.loaded && named.length > 0) {
+      for (const n of named) links.push(linkFromWholeJob(n, found, hosts));
+      verdict = 'suspect';
+      stages.push(stageOf('whole-job', analyzeStage(measured(m.groups), opts.rule), m.jobs));
+      s.progress(
+        `whole-job: --links named ${named.length === 1 ? 'a link' : `${named.length} links`}: ` +
+          'the host-groups, pairs and re-test stages are not needed',
+      );
+      return conclude(
+        `${links.map((l) => `link ${l.hosts.join(' - ')}`).join(', ')} named by NCCL's own timings in one run of the ` +
+          'whole job (--links); the pairwise stage was skipped',
+      );
+    }
+    s.progress(
+      found === null
+        ? 'whole-job: no links in its report (the job failed, or the run could not give them): going on with the stages'
+        : !found.loaded
+          ? "whole-job: NCCL did not load collbench's profiler plugin: no links; going on with the stages"
+          : 'whole-job: --links named no link: going on with the stages',
+    );
+  }
+
   // 1. Each host alone (K ranks), all at once.
   let hostAttr: Attribution | null = null;
-  let hostStage: StageAnalysis | null = null;
   let hostMeasured: GroupSamples[] | null = null;
   if (opts.npPerHost > 1) {
     if (s.interrupted) skipped('host-groups');
@@ -376,7 +419,6 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
   s.progress(`stage pairs: ${rounds.length} rounds × ${opts.repeats} repeats`);
   const pairSamples = new Map<string, GroupSamples>();
   const pairJobs: LocateJob[] = [];
-  let pairsStage = analyzeStage([], opts.rule);
   let repeatsDone = 0;
   for (let r = 1; r <= opts.repeats && !s.interrupted; r++) {
     const ratioOf = new Map(pairsStage.groups.map((g) => [g.id, g.state === 'slow' ? g.ratio : null]));
@@ -749,10 +791,13 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     // a named host or link caps the whole job: iterations by time, as for a slow pair
     const namedRatios = [...suspects, ...links].map((x) => x.ratio).filter((r): r is number => r !== null);
     const iterations = iterationsFor(opts.iterations, namedRatios.length ? Math.min(...namedRatios) : null);
-    const whole = await s.measure([[{ id: 'whole-job', hosts, iterations }]], 1, {
-      firstRepeat: 1,
-      budget: durations.budget(hosts.length, opts.npPerHost),
-    });
+    // The first whole job (--links, nothing named) is this stage's measurement: not run twice.
+    const whole =
+      firstWholeJob ??
+      (await s.measure([[{ id: 'whole-job', hosts, iterations }]], 1, {
+        firstRepeat: 1,
+        budget: durations.budget(hosts.length, opts.npPerHost),
+      }));
     const okPairs = pm.groups.filter((g) => pairsStage.groups.find((r) => r.id === g.id)?.state === 'ok');
     stages.unshift(
       stageOf(
@@ -764,92 +809,116 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
     if (s.interrupted) skipped('whole-job', ' (stopped)');
   }
 
-  // A suspect confirmed beside a control stands whatever the noise; "healthy" needs measurements that repeat.
-  if (verdict !== 'suspect' && pairsStage.noise !== null && pairsStage.noise > opts.rule.maxNoise) {
-    inconclusive(
-      `noise too high: the same pair's busbw moved by ${pct(pairsStage.noise)} between repeats (limit ${pct(opts.rule.maxNoise)}), ` +
-        'so a slowdown of that size could hide in it',
-      `run on an idle fabric, or with more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`,
-    );
-  }
-  // A host every pair of which is slower than every pair without it, within the margin: a pattern, not noise.
-  const degraded: DegradedHost[] = [];
-  if (verdict === 'healthy' && opts.npPerHost === 1) {
-    for (const d of degradedHosts(hosts, pairsStage.groups, opts.rule)) {
-      const range = (gs: GroupResult[]): string => {
-        const r = gs.map((g) => g.ratio!).sort((a, b) => a - b);
-        return `${r[0]!.toFixed(2)}-${r.at(-1)!.toFixed(2)}`;
-      };
-      degraded.push({
-        host: d.host,
-        confidence: Math.max(0, 1 - d.corrected),
-        ratio: d.ratio,
-        evidence:
-          `every pair with it slower than every pair without it, in every repeat: its ${d.mine.length} pairs at ${range(d.mine)} of the reference, ` +
-          `the other ${d.others.length} at ${range(d.others)}; rank test of its pairs' jobs against the others' p ${formatP(d.pValue)} ` +
-          `(${formatP(d.corrected)} corrected over the hosts tested); each pair alone within the ${pct(opts.rule.margin)} margin or cleared`,
-      });
+  return conclude(null);
+
+  /** The verdict and the document, from what the stages found (`linksReason`: the whole job's --links named). */
+  function conclude(linksReason: string | null): LocateDocument {
+    // A suspect confirmed beside a control stands whatever the noise; "healthy" needs measurements that repeat.
+    if (verdict !== 'suspect' && pairsStage.noise !== null && pairsStage.noise > opts.rule.maxNoise) {
+      inconclusive(
+        `noise too high: the same pair's busbw moved by ${pct(pairsStage.noise)} between repeats (limit ${pct(opts.rule.maxNoise)}), ` +
+          'so a slowdown of that size could hide in it',
+        `run on an idle fabric, or with more samples: ${rerun} --repeats ${opts.repeats + 2} -- -n 50`,
+      );
     }
-    if (degraded.length) verdict = 'degraded';
+    // A host every pair of which is slower than every pair without it, within the margin: a pattern, not noise.
+    const degraded: DegradedHost[] = [];
+    if (verdict === 'healthy' && opts.npPerHost === 1) {
+      for (const d of degradedHosts(hosts, pairsStage.groups, opts.rule)) {
+        const range = (gs: GroupResult[]): string => {
+          const r = gs.map((g) => g.ratio!).sort((a, b) => a - b);
+          return `${r[0]!.toFixed(2)}-${r.at(-1)!.toFixed(2)}`;
+        };
+        degraded.push({
+          host: d.host,
+          confidence: Math.max(0, 1 - d.corrected),
+          ratio: d.ratio,
+          evidence:
+            `every pair with it slower than every pair without it, in every repeat: its ${d.mine.length} pairs at ${range(d.mine)} of the reference, ` +
+            `the other ${d.others.length} at ${range(d.others)}; rank test of its pairs' jobs against the others' p ${formatP(d.pValue)} ` +
+            `(${formatP(d.corrected)} corrected over the hosts tested); each pair alone within the ${pct(opts.rule.margin)} margin or cleared`,
+        });
+      }
+      if (degraded.length) verdict = 'degraded';
+    }
+    const partial = notRun.length > 0;
+    if (verdict === 'degraded') {
+      reason =
+        `${degraded.map((d) => `host ${d.host} (its pairs at ${pct(d.ratio)} of the others', confidence ${d.confidence.toFixed(4)})`).join(', ')} ` +
+        `slower than the rest, less than the ${pct(opts.rule.margin)} margin that names a suspect${cleared.length ? `; cleared: ${cleared.map((c) => c.hosts.join('-')).join(', ')}` : ''}`;
+    } else if (verdict === 'healthy') {
+      const worst = [...pairsStage.groups, ...(hostStage?.groups ?? [])]
+        .filter((g) => g.ratio !== null)
+        .sort((a, b) => a.ratio! - b.ratio!)[0];
+      reason = cleared.length
+        ? `nothing slow in its re-test; cleared: ${cleared.map((c) => c.hosts.join('-')).join(', ')}`
+        : `no group slower than ${pct(1 - opts.rule.margin)} of the reference${worst ? ` (slowest ${worst.hosts.join('-')}: ${ratioText(worst)})` : ''}`;
+    } else if (verdict === 'suspect' && linksReason !== null) {
+      reason = linksReason;
+    } else if (verdict === 'suspect') {
+      const named = [...suspects.map((x) => `host ${x.host}`), ...links.map((l) => `link ${l.hosts.join(' - ')}`)];
+      const all = [...suspects, ...links];
+      const how = all.some((x) => x.confirmedBy === null)
+        ? 'slow in the pairwise stage (not every one re-tested: partial)'
+        : all.every((x) => x.confirmedBy === 'pairs')
+          ? 'clearly slow in every repeat of the pairwise stage'
+          : 'slow in the pairwise stage and again in the re-test (or clearly slow there)';
+      reason = `${named.join(', ')} ${how}${reason ? `; also: ${reason}` : ''}`;
+    }
+    if (partial) reason = `partial (not run: ${notRun.join(', ')}): ${reason}`;
+    return {
+      kind: LOCATE_KIND,
+      schemaVersion: LOCATE_SCHEMA_VERSION,
+      verdict,
+      exitCode:
+        verdict === 'healthy'
+          ? EXIT.OK
+          : verdict === 'suspect'
+            ? EXIT.WRONG_RESULTS
+            : verdict === 'degraded'
+              ? EXIT_DEGRADED
+              : EXIT.INCONCLUSIVE,
+      reason,
+      advice: verdict === 'inconclusive' || partial ? advice : null,
+      startTime: isoLocal(startTime),
+      endTime: isoLocal(new Date()),
+      argv: ['collbench', 'locate', ...argv],
+      hosts,
+      npPerHost: opts.npPerHost,
+      repeats: opts.repeats,
+      runArgs: opts.runArgs,
+      rule: {
+        ...opts.rule,
+        reference: 'median of the best third of the groups per size, or a control pair measured at the same time',
+        test: 'one-sided Mann-Whitney U (normal approximation, tie-corrected) of the per-iteration busbw ratios',
+      },
+      maxTimeSec: opts.maxTimeSec,
+      scheduleNote: opts.scheduleNote,
+      partial,
+      notRun,
+      suspects,
+      links,
+      degraded,
+      cleared,
+      stages,
+    };
   }
-  const partial = notRun.length > 0;
-  if (verdict === 'degraded') {
-    reason =
-      `${degraded.map((d) => `host ${d.host} (its pairs at ${pct(d.ratio)} of the others', confidence ${d.confidence.toFixed(4)})`).join(', ')} ` +
-      `slower than the rest, less than the ${pct(opts.rule.margin)} margin that names a suspect${cleared.length ? `; cleared: ${cleared.map((c) => c.hosts.join('-')).join(', ')}` : ''}`;
-  } else if (verdict === 'healthy') {
-    const worst = [...pairsStage.groups, ...(hostStage?.groups ?? [])]
-      .filter((g) => g.ratio !== null)
-      .sort((a, b) => a.ratio! - b.ratio!)[0];
-    reason = cleared.length
-      ? `nothing slow in its re-test; cleared: ${cleared.map((c) => c.hosts.join('-')).join(', ')}`
-      : `no group slower than ${pct(1 - opts.rule.margin)} of the reference${worst ? ` (slowest ${worst.hosts.join('-')}: ${ratioText(worst)})` : ''}`;
-  } else if (verdict === 'suspect') {
-    const named = [...suspects.map((x) => `host ${x.host}`), ...links.map((l) => `link ${l.hosts.join(' - ')}`)];
-    const all = [...suspects, ...links];
-    const how = all.some((x) => x.confirmedBy === null)
-      ? 'slow in the pairwise stage (not every one re-tested: partial)'
-      : all.every((x) => x.confirmedBy === 'pairs')
-        ? 'clearly slow in every repeat of the pairwise stage'
-        : 'slow in the pairwise stage and again in the re-test (or clearly slow there)';
-    reason = `${named.join(', ')} ${how}${reason ? `; also: ${reason}` : ''}`;
-  }
-  if (partial) reason = `partial (not run: ${notRun.join(', ')}): ${reason}`;
+}
+
+/** A link named by --links in the whole job, as locate names links: its hosts as locate knows them (the report has
+ *  each process's host name), the ratio of its rate to the other links' median, and as confidence the share of
+ *  row-halves in which each of its channels was slow (the judge's repeats). */
+function linkFromWholeJob(n: SlowLink, report: ReportLinks, hosts: readonly string[]): LinkSuspect {
+  const ours = (h: string): string =>
+    hosts.find((x) => x === h) ?? hosts.find((x) => shortHost(x) === shortHost(h)) ?? h;
+  const channels = report.links.filter((l) => l.rank === n.rank && l.peer === n.peer && n.channels.includes(l.channel));
+  const confidence = Math.min(1, ...channels.map((l) => (l.countedHalves ? l.slowHalves / l.countedHalves : 0)));
   return {
-    kind: LOCATE_KIND,
-    schemaVersion: LOCATE_SCHEMA_VERSION,
-    verdict,
-    exitCode:
-      verdict === 'healthy'
-        ? EXIT.OK
-        : verdict === 'suspect'
-          ? EXIT.WRONG_RESULTS
-          : verdict === 'degraded'
-            ? EXIT_DEGRADED
-            : EXIT.INCONCLUSIVE,
-    reason,
-    advice: verdict === 'inconclusive' || partial ? advice : null,
-    startTime: isoLocal(startTime),
-    endTime: isoLocal(new Date()),
-    argv: ['collbench', 'locate', ...argv],
-    hosts,
-    npPerHost: opts.npPerHost,
-    repeats: opts.repeats,
-    runArgs: opts.runArgs,
-    rule: {
-      ...opts.rule,
-      reference: 'median of the best third of the groups per size, or a control pair measured at the same time',
-      test: 'one-sided Mann-Whitney U (normal approximation, tie-corrected) of the per-iteration busbw ratios',
-    },
-    maxTimeSec: opts.maxTimeSec,
-    scheduleNote: opts.scheduleNote,
-    partial,
-    notRun,
-    suspects,
-    links,
-    degraded,
-    cleared,
-    stages,
+    hosts: [ours(n.host), ours(n.peerHost)],
+    confidence,
+    ratio: n.othersGbps > 0 ? n.gbps / n.othersGbps : null,
+    evidence: `NCCL's own timings in one run of the whole job (--links): ${slowLinkSentence(n)}`,
+    confirmedBy: 'links',
   };
 }
 

@@ -11,6 +11,7 @@ import type { LocateJob } from './document.js';
 import type { GroupSpec, MeasureStep, Measurer } from './flow.js';
 import { DEFAULT_RUN_ARGS, type LocateOptions } from './options.js';
 import type { ChildRuns } from '../engine/child-runs.js';
+import type { ReportLinks } from '../report/schema.js';
 
 /** A host that resolves but where mpirun cannot start a process: exit 5, naming it. */
 export class UnreachableHostError extends EnvironmentError {}
@@ -59,7 +60,7 @@ export class LocateJobs implements Measurer {
     repeat: number,
     budgetSec: number | null,
     round: RoundControl,
-  ): Promise<{ job: LocateJob; samples: Map<number, number[]> }> {
+  ): Promise<{ job: LocateJob; samples: Map<number, number[]>; links: ReportLinks | null }> {
     const { id, hosts } = g;
     const k = this.opts.npPerHost;
     const words = (report: string): string[] => [
@@ -71,6 +72,7 @@ export class LocateJobs implements Measurer {
       ...DEFAULT_RUN_ARGS,
       ...this.opts.runArgs,
       ...(g.iterations !== undefined ? ['-n', String(g.iterations)] : []),
+      ...(g.links && !this.opts.runArgs.includes('--links') ? ['--links'] : []),
       '-I',
       '1',
       '-J',
@@ -95,6 +97,7 @@ export class LocateJobs implements Measurer {
     const o = ran?.outcome ?? null;
     if (child) round.finished(child, o !== null && o.exitCode === 0 && !o.timedOut);
     const samples = new Map<number, number[]>();
+    let links: ReportLinks | null = null;
     let status: LocateJob['status'] = 'ok';
     let error: string | null = null;
     const capped =
@@ -115,7 +118,10 @@ export class LocateJobs implements Measurer {
         error = capped
           ? `stopped at its time budget (${o!.durationSec.toFixed(1)} s) before it wrote a report`
           : unread;
-      } else for (const [size, values] of samplesOf(doc)) samples.set(size, values);
+      } else {
+        for (const [size, values] of samplesOf(doc)) samples.set(size, values);
+        links = doc.links ?? null;
+      }
       if (status === 'ok' && samples.size === 0) {
         status = 'failed';
         error = capped
@@ -139,6 +145,7 @@ export class LocateJobs implements Measurer {
         iterations: g.iterations ?? null,
       },
       samples,
+      links,
     };
   }
 
@@ -152,9 +159,10 @@ export class LocateJobs implements Measurer {
     rounds: GroupSpec[][],
     repeats: number,
     step: MeasureStep = { firstRepeat: 1, budget: { capSec: null, afterFirst: null } },
-  ): Promise<{ groups: GroupSamples[]; jobs: LocateJob[] }> {
+  ): Promise<{ groups: GroupSamples[]; jobs: LocateJob[]; links: Map<string, ReportLinks> }> {
     const byId = new Map<string, GroupSamples>();
     const jobs: LocateJob[] = [];
+    const links = new Map<string, ReportLinks>();
     for (const round of rounds)
       for (const g of round) byId.set(g.id, { id: g.id, hosts: g.hosts, bySize: new Map(), failed: null });
     for (let r = step.firstRepeat; r < step.firstRepeat + repeats && !this.interrupted; r++) {
@@ -173,6 +181,7 @@ export class LocateJobs implements Measurer {
         results.forEach((res, i) => {
           const group = byId.get(round[i]!.id)!;
           jobs.push(res.job);
+          if (res.links) links.set(round[i]!.id, res.links);
           if (res.job.status === 'interrupted') return; // not measured: neither samples nor a failure
           if (res.job.status !== 'ok') {
             group.failed ??= res.job.error;
@@ -186,7 +195,7 @@ export class LocateJobs implements Measurer {
         });
       }
     }
-    return { groups: [...byId.values()], jobs };
+    return { groups: [...byId.values()], jobs, links };
   }
 }
 

@@ -1,13 +1,15 @@
 // What the features above the run make of --links, from rows the plugin really produced (the C++ harness driving it
 // as NCCL does, gathered and reported by the engine's collector and the JSON exporter): accept's links check (a named
-// link fails it with its sentence, none passes, no links is "not measured", never a pass).
+// link fails it with its sentence, none passes, no links is "not measured", never a pass); locate starting from the
+// whole job's --links (a named link skips the pairwise stage; none named, or no links, goes on as without).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { launchBackend, linksRow, linksWords } from '../../bench/accept/links.js';
+import { linksRow, linksWords } from '../../bench/accept/links.js';
+import { launchBackend } from '../../bench/backends/nccl-links.js';
 import { parseProfile, type ProfileCheck } from '../../bench/accept/profile.js';
 import { checkRows } from '../../bench/accept/rows.js';
 import { AcceptChecks } from '../../bench/accept/runs.js';
@@ -20,9 +22,14 @@ import {
   type CheckRow,
 } from '../../bench/accept/verdict.js';
 import type { ChildRuns } from '../../bench/engine/child-runs.js';
+import type { GroupSamples } from '../../bench/locate/decide.js';
+import { DEFAULT_RULE } from '../../bench/locate/decide.js';
+import { locateErrors, renderLocateText, type LocateJob } from '../../bench/locate/document.js';
+import { runLocate, type GroupSpec, type Measurer } from '../../bench/locate/flow.js';
+import type { LocateOptions } from '../../bench/locate/options.js';
 import type { IO } from '../../bench/core/io.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
-import type { ReportDocument } from '../../bench/report/schema.js';
+import type { ReportDocument, ReportLinks } from '../../bench/report/schema.js';
 import { repoRoot } from '../helpers/cli.js';
 import { linksReport, ring } from '../helpers/link-harness.js';
 
@@ -168,5 +175,130 @@ describe("accept's links check", () => {
     assert.match(row.links![0]!, /^--links needs --backend nccl \(the runs used gloo/);
     assert.match(r.stdout, /^# verdict: PASS \(1 of 2 checks passed, 1 not measured\)$/m);
     assert.match(r.stdout, /^# ring links: --links needs --backend nccl/m);
+  });
+});
+
+/** locate's jobs in memory: every group at 10 GB/s; the whole job's report with --links is `wholeJob` (a run's
+ *  report made from the harness's rows), its hosts n01-n08 as the harness names ranks 0-7. */
+class LinksMeasurer implements Measurer {
+  interrupted = false;
+  readonly calls: GroupSpec[][][] = [];
+  constructor(
+    readonly opts: LocateOptions,
+    private readonly wholeJob: ReportLinks | null,
+  ) {}
+  progress(): void {}
+  measure(
+    rounds: GroupSpec[][],
+    repeats: number,
+  ): Promise<{ groups: GroupSamples[]; jobs: LocateJob[]; links: Map<string, ReportLinks> }> {
+    this.calls.push(rounds);
+    const flat = rounds.flat();
+    const level = (i: number, r: number) => 10 * (1 + 0.03 * Math.sin(i * 1.7 + r));
+    const links = new Map<string, ReportLinks>();
+    for (const g of flat) if (g.links && this.wholeJob) links.set(g.id, this.wholeJob);
+    return Promise.resolve({
+      groups: flat.map((g) => ({
+        id: g.id,
+        hosts: g.hosts,
+        bySize: new Map([
+          [4 << 20, Array.from({ length: repeats }, (_, r) => Array.from({ length: 16 }, (_, i) => level(i, r)))],
+        ]),
+        failed: null,
+      })),
+      jobs: flat.map((g) => ({
+        id: g.id,
+        hosts: g.hosts,
+        repeat: 1,
+        status: 'ok' as const,
+        error: null,
+        durationSec: 1,
+        budgetSec: null,
+        capped: false,
+        iterations: null,
+      })),
+      links,
+    });
+  }
+}
+
+const hosts = Array.from({ length: 8 }, (_, i) => `n${String(i + 1).padStart(2, '0')}`);
+const locateOptions = (runArgs: string[]): LocateOptions => ({
+  hosts,
+  npPerHost: 1,
+  jsonFile: null,
+  repeats: 2,
+  rule: DEFAULT_RULE,
+  schedule: 'all',
+  timeoutSec: 600,
+  parallel: 0,
+  quiet: true,
+  runArgs,
+  iterations: 20,
+  maxTimeSec: 3600,
+  scheduleNote: null,
+  jobSeconds: 10,
+});
+const NCCL = ['--backend', 'nccl'];
+
+describe("collbench locate from the whole job's --links", () => {
+  it('a link named in the first run is reported and the pairwise stage skipped (saying so)', async () => {
+    const report = (await linksReport(ring('--slow', '1', '--factor', '10'))).links!;
+    const m = new LinksMeasurer(locateOptions(NCCL), report);
+    const doc = await runLocate(m, ['--hosts', hosts.join(','), '--', ...NCCL]);
+    assert.deepEqual(locateErrors(doc), []);
+    assert.equal(m.calls.length, 1);
+    assert.deepEqual(m.calls[0], [[{ id: 'whole-job', hosts, links: true }]]);
+    assert.equal(doc.verdict, 'suspect');
+    assert.equal(doc.exitCode, 7);
+    assert.equal(doc.links.length, 1);
+    const l = doc.links[0]!;
+    assert.deepEqual(l.hosts, ['n02', 'n03']);
+    assert.equal(l.confirmedBy, 'links');
+    assert.equal(l.confidence, 1);
+    assert.ok(l.ratio! > 0.05 && l.ratio! < 0.2, `ratio ${l.ratio}`);
+    assert.match(
+      l.evidence,
+      /^NCCL's own timings in one run of the whole job \(--links\): slow link: rank 1 \(n02\) -> rank 2 \(n03\), channels 0,1,2,3,4,5,6,7: /,
+    );
+    assert.equal(doc.partial, false);
+    assert.deepEqual(
+      doc.stages.map((st) => st.name),
+      ['whole-job'],
+    );
+    assert.equal(
+      doc.reason,
+      "link n02 - n03 named by NCCL's own timings in one run of the whole job (--links); the pairwise stage was skipped",
+    );
+    assert.ok(
+      renderLocateText(doc).some((line) => line.startsWith('# suspect link n02 - n03 (confidence 1.0000): NCCL')),
+    );
+  });
+
+  for (const [what, report] of [
+    ['names none', async () => (await linksReport(ring())).links!],
+    ['cannot give links (the plugin not loaded)', async () => (await linksReport(null)).links!],
+    ['has no links in its report', () => Promise.resolve(null)],
+  ] as const) {
+    it(`a first run that ${what}: the stages go on as today, the whole job not run twice`, async () => {
+      const m = new LinksMeasurer(locateOptions(NCCL), await report());
+      const doc = await runLocate(m, []);
+      assert.deepEqual(locateErrors(doc), []);
+      assert.equal(doc.verdict, 'healthy');
+      assert.deepEqual(m.calls[0], [[{ id: 'whole-job', hosts, links: true }]]);
+      assert.ok(m.calls.length > 1 && m.calls.slice(1).some((c) => c.flat().some((g) => g.id.includes('+'))));
+      assert.equal(m.calls.flat(2).filter((g) => g.id === 'whole-job').length, 1);
+      assert.deepEqual(
+        doc.stages.map((st) => st.name),
+        ['whole-job', 'pairs'],
+      );
+      assert.deepEqual(doc.links, []);
+    });
+  }
+
+  it('another backend: no --links run first (locate as today)', async () => {
+    const m = new LinksMeasurer(locateOptions(['--backend', 'mpi']), null);
+    await runLocate(m, []);
+    assert.ok(m.calls[0]!.flat().every((g) => g.id !== 'whole-job' && !g.links));
   });
 });
