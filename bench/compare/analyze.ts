@@ -7,7 +7,7 @@ import { getCollective } from '../collectives/index.js';
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
 import { EXIT } from '../core/errors.js';
 import { bootstrapRatio, holm, mannWhitneyP } from '../core/stats.js';
-import { choicesAt, type NcclTuningEvent } from './nccl-log.js';
+import { choicesAt, pluginChoicesAt, type NcclTuningEvent } from './nccl-log.js';
 import type { CollectiveName } from '../core/types.js';
 import type { ChildOutcome } from '../launch/child-job.js';
 import { failureLine } from '../launch/child-job.js';
@@ -208,6 +208,7 @@ export function analyze(
   const judged = judgedOn(opts.collective, nranks);
   const onTime = judged.metric === 'time';
   const winners: string[] = [];
+  const docsOf = new Map(combos.map((c) => [c.id, (results.get(c.id) ?? []).flatMap((r) => (r.doc ? [r.doc] : []))]));
   const outCases: CompareCase[] = [...cases.values()].map((cs) => {
     const sizes: SizeVerdict[] = [...cs.sizes.entries()]
       .sort((a, b) => a[0] - b[0])
@@ -223,7 +224,9 @@ export function analyze(
           const acc = bySize.get(c.id);
           const judged = spread(samples(c.id));
           const g = judged && base ? gain(judged, base) : null;
+          const chose = pluginChoicesAt(docsOf.get(c.id)!, opts.collective, sizeBytes, nranks ?? 1);
           return {
+            ...(chose ? { ncclChose: chose } : {}),
             id: c.id,
             n: (onTime ? acc?.time : acc?.bus)?.length ?? 0,
             busBwGBps: spread(acc?.bus ?? []),
@@ -264,7 +267,9 @@ export function analyze(
                 ? best.judged!.max < second.judged!.min
                 : best.judged!.min > second.judged!.max
               : null,
-          ncclChoice: opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null,
+          ncclChoice:
+            results.find((r) => r.id === baseline)?.ncclChose ??
+            (opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null),
         };
       });
     // Holm's correction over the sizes that have a test: "significant" at some size is then not luck across many.

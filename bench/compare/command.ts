@@ -346,10 +346,19 @@ export async function compareCommand(argv: string[], scriptPath: string, io: IO)
         kept !== null,
         io,
       );
-      if (plan.backend !== null && backendRecord(plan.backend).tuningLog && !session.interrupted)
-        await session.runNcclProbe();
+      // NCCL's choice per size: with --links every setting's runs carry it (the plugin's collective events); the
+      // NCCL_DEBUG=TUNING run is then only the fallback, after the runs, when none of them had the plugin's rows.
+      const tuningLog = plan.backend !== null && backendRecord(plan.backend).tuningLog;
+      const links = plan.program.options.links;
+      if (tuningLog && !links && !session.interrupted) await session.runNcclProbe();
       // the files are rewritten after every run, so an interrupted comparison leaves what it measured
       await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, children, startTime, 'incomplete')));
+      if (tuningLog && links && !session.pluginGaveChoices() && !session.interrupted) {
+        session.progress(
+          '--links gave no NCCL collective events (plugin not loaded?): the NCCL_DEBUG=TUNING run instead',
+        );
+        await session.runNcclProbe();
+      }
       const doc = buildDoc(plan, session, children, startTime, session.interrupted ? 'interrupted' : 'complete');
       await writeDocument(doc, plan.opts.outputs, io, { lines: renderText(doc), besideStdout: 'stderr' });
       return doc.exitCode;

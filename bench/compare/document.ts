@@ -52,6 +52,8 @@ export interface CombinationAtSize {
   timeUs: Spread | null;
   wrong: number | null; // both placements, all runs; null = not checked
   vsDefaultPct: number | null; // median busbw / default's median busbw − 1 (judged on time: default's median time / median time − 1)
+  /** What NCCL ran under this setting at this size, from collbench's profiler plugin (--links); absent without it. */
+  ncclChose?: Choice[];
 }
 
 /**
@@ -79,7 +81,9 @@ export interface SizeVerdict {
   /** Holm-corrected over the case's sizes at 0.05: 'significant' or 'no significant difference'; null without a test. */
   significance: 'significant' | 'no significant difference' | null;
   clear: boolean | null; // best's min > runner-up's max, times: best's max < runner-up's min (null with one run or one eligible)
-  ncclChoice: Choice[] | null; // what NCCL chose for the default (null when no NCCL log was taken)
+  /** What NCCL chose for the default: from the plugin's collective events (--links) when its runs have them, else
+   *  from the NCCL_DEBUG=TUNING probe's log (null when neither was taken). */
+  ncclChoice: Choice[] | null;
 }
 
 export interface CompareCase {

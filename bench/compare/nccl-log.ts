@@ -2,6 +2,7 @@
 // Written against NCCL's own format strings (NVIDIA/nccl, read at v2.20–v2.30.7; no GPU here to capture
 // real logs: test/fixtures/nccl-logs/ holds synthetic excerpts in these formats).
 import type { CollectiveName } from '../core/types.js';
+import type { ReportDocument } from '../report/schema.js';
 
 // The line prefix is that of src/debug.cc: "[timestamp] host:pid:tid [cudaDev] NCCL INFO " (timestamp only
 // when NCCL_DEBUG_TIMESTAMP_LEVELS includes INFO). Per-call lines, logged by rank 0 of each communicator:
@@ -177,4 +178,31 @@ export function choiceCell(choices: readonly Choice[]): string {
     .filter((c) => c.calls * 10 >= total)
     .map((c) => c.label)
     .join('+');
+}
+
+/** What NCCL ran for the calls of one row under one setting, from collbench's profiler plugin (--links: each run's
+ *  report has NCCL's collective events as `links.algo`): `RING/SIMPLE 8ch`, most calls first; null when none of the
+ *  runs has them (no --links, or NCCL did not load the plugin: the NCCL_DEBUG=TUNING log is then the fallback). The
+ *  plugin counts every rank's calls; the bytes match as the 2.24+ log's (AllGather, ReduceScatter: per rank). */
+export function pluginChoicesAt(
+  docs: readonly ReportDocument[],
+  collective: CollectiveName,
+  sizeBytes: number,
+  nranks: number,
+): Choice[] | null {
+  const func = NCCL_FUNC_OF[collective];
+  const withRows = docs.filter((d) => d.links?.loaded === true && d.links.algo.length > 0);
+  if (func === undefined || withRows.length === 0) return null;
+  const bytes = loggedBytes(collective, sizeBytes, nranks, 'v2.24');
+  const counts = new Map<string, number>();
+  for (const d of withRows) {
+    for (const a of d.links!.algo) {
+      if (a.func !== func || a.bytes !== bytes) continue;
+      const label = `${a.algo}${a.proto ? `/${a.proto}` : ''} ${a.nChannels}ch`;
+      counts.set(label, (counts.get(label) ?? 0) + a.calls);
+    }
+  }
+  return [...counts.entries()]
+    .map(([label, calls]) => ({ label, calls }))
+    .sort((a, b) => b.calls - a.calls || a.label.localeCompare(b.label));
 }

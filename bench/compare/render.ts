@@ -94,7 +94,27 @@ function aligned(rows: string[][], left: readonly number[], prefix: string[]): s
 }
 
 function hasNccl(doc: CompareDocument): boolean {
-  return doc.probe !== null && doc.probe.ran;
+  return (doc.probe !== null && doc.probe.ran) || pluginChose(doc);
+}
+
+/** Some setting's runs carried NCCL's collective events (collbench's profiler plugin, --links). */
+function pluginChose(doc: CompareDocument): boolean {
+  return doc.cases.some((cs) => cs.sizes.some((s) => s.results.some((r) => r.ncclChose !== undefined)));
+}
+
+const PLUGIN_LINE =
+  "NCCL chose, per setting: from NCCL's own collective events (collbench's profiler plugin, --links) in each " +
+  "setting's runs; algorithm/protocol and channels, '?' where a setting's runs had none";
+
+/** Per size, what NCCL ran under each setting (the plugin's events): header and rows, one column per combination. */
+function pluginChoiceRows(doc: CompareDocument, cs: CompareDocument['cases'][number]): string[][] {
+  return [
+    ['size (B)', ...doc.combinations.map((c) => c.id)],
+    ...cs.sizes.map((s) => [
+      String(s.sizeBytes),
+      ...s.results.map((r) => (r.ncclChose ? choiceCell(r.ncclChose) || '?' : '?')),
+    ]),
+  ];
 }
 
 function correctnessClean(doc: CompareDocument): boolean {
@@ -189,6 +209,14 @@ export function renderText(doc: CompareDocument): string[] {
       ]);
       if (doc.cases.length > 1) out.push(`# ${caseTitle(cs)}`);
       out.push(...aligned([head, ...rows], [], ['# ', ...rows.map(() => '  ')]));
+    }
+  }
+  if (pluginChose(doc)) {
+    out.push(`# ${PLUGIN_LINE}`);
+    for (const cs of doc.cases) {
+      if (doc.cases.length > 1) out.push(`# ${caseTitle(cs)}`);
+      const [head, ...rows] = pluginChoiceRows(doc, cs);
+      out.push(...aligned([head!, ...rows], [], ['# ', ...rows.map(() => '  ')]));
     }
   }
   if (doc.probe?.ran) out.push(`# ${probeLine(doc)}`);
@@ -341,6 +369,20 @@ export function renderCompareMarkdown(doc: CompareDocument): string {
       ),
       '',
     );
+  }
+  if (pluginChose(doc)) {
+    for (const cs of doc.cases) {
+      lines.push(`## NCCL chose, per setting: ${mdEscape(caseTitle(cs))}`, '', mdEscape(PLUGIN_LINE), '');
+      const [head, ...rows] = pluginChoiceRows(doc, cs);
+      lines.push(
+        ...mdTable(
+          head!.map(mdEscape),
+          rows.map((r) => r.map(mdEscape)),
+          1,
+        ),
+        '',
+      );
+    }
   }
   if (doc.probe?.ran) lines.push(mdEscape(probeLine(doc)), '');
   lines.push(`Winners: ${doc.winners.join(', ') || 'none'}`);

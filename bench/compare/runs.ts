@@ -75,6 +75,13 @@ export class CompareRuns {
     }
   }
 
+  /** Some run's report carries NCCL's collective events from collbench's profiler plugin (--links). */
+  pluginGaveChoices(): boolean {
+    return [...this.results.values()].some((rs) =>
+      rs.some((r) => r.doc?.links?.loaded === true && r.doc.links.algo.length > 0),
+    );
+  }
+
   /** Every combination, run by run, interleaved; a combination that failed once is skipped after; `afterRun` after
    *  each (compare rewrites its files). */
   async runCombinations(afterRun: () => Promise<void>): Promise<void> {

@@ -54,7 +54,11 @@ export const harnessHost = (rank: number): string => `n${String(rank + 1).padSta
 /** A run's report (-J) whose --links part comes from the harness's rows, read and gathered by the engine's collector
  *  (engine/links.ts) as a run does after each row-half, each rank's rows from its own process on its own host (n01,
  *  …); `null` rows: NCCL did not load the plugin. */
-export async function linksReport(run: HarnessRun | null, halves = 6): Promise<ReportDocument> {
+export async function linksReport(
+  run: HarnessRun | null,
+  halves = 6,
+  sizes: readonly number[] = [8],
+): Promise<ReportDocument> {
   const reads = run ? run.halves.map((h) => JSON.stringify(h.read)) : [];
   const context = {
     options: { links: true },
@@ -77,7 +81,7 @@ export async function linksReport(run: HarnessRun | null, halves = 6): Promise<R
   const b = reportBuilder({});
   const meta = fakeMeta(false);
   b.begin({ ...meta, options: { ...meta.options, links: true } });
-  b.row(fakeRow(8, false));
+  for (const size of sizes) b.row(fakeRow(size, false));
   b.end({ outOfBounds: 0, avgBusBw: 1, minBwVerdict: null, exitCode: 0, skipped: null, links });
   return JSON.parse(renderJson(b.doc!)) as ReportDocument;
 }

@@ -1,7 +1,8 @@
 // What the features above the run make of --links, from rows the plugin really produced (the C++ harness driving it
 // as NCCL does, gathered and reported by the engine's collector and the JSON exporter): accept's links check (a named
 // link fails it with its sentence, none passes, no links is "not measured", never a pass); locate starting from the
-// whole job's --links (a named link skips the pairwise stage; none named, or no links, goes on as without).
+// whole job's --links (a named link skips the pairwise stage; none named, or no links, goes on as without); compare
+// showing what NCCL ran under each setting from the plugin's collective events.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,10 @@ import {
   type AcceptDocument,
   type CheckRow,
 } from '../../bench/accept/verdict.js';
+import { analyze, type RunResult } from '../../bench/compare/analyze.js';
+import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../../bench/compare/document.js';
+import { renderCompareMarkdown, renderText } from '../../bench/compare/render.js';
+import { combinations, parseAxis } from '../../bench/compare/settings.js';
 import type { ChildRuns } from '../../bench/engine/child-runs.js';
 import type { GroupSamples } from '../../bench/locate/decide.js';
 import { DEFAULT_RULE } from '../../bench/locate/decide.js';
@@ -300,5 +305,98 @@ describe("collbench locate from the whole job's --links", () => {
     const m = new LinksMeasurer(locateOptions(['--backend', 'mpi']), null);
     await runLocate(m, []);
     assert.ok(m.calls[0]!.flat().every((g) => g.id !== 'whole-job' && !g.links));
+  });
+});
+
+describe("compare: what NCCL chose under each setting, from the plugin's collective events", () => {
+  const SIZES = [8 << 20, 16 << 20, 32 << 20]; // the harness's row-halves: 8, 16, 32 MiB
+  const run = (n: number, doc: ReportDocument): RunResult => ({
+    run: n,
+    outcome: {
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+      interrupted: false,
+      durationSec: 1,
+      stdoutTail: '',
+      stderrTail: '',
+      spawnError: null,
+    },
+    doc,
+    docError: null,
+    reportPath: `/r/${n}.json`,
+  });
+
+  it('per size and setting: algorithm/protocol and channels; ? for a setting whose runs had no plugin rows', async () => {
+    const combos = combinations([parseAxis('env', 'NCCL_MIN_NCHANNELS=2,8')]); // C0 default, C1 2, C2 8
+    const results = new Map<string, RunResult[]>([
+      ['C0', [run(1, await linksReport(ring('--channels', '8'), 6, SIZES))]],
+      ['C1', [run(1, await linksReport(ring('--channels', '2'), 6, SIZES))]],
+      ['C2', [run(1, await linksReport(null, 6, SIZES))]],
+    ]);
+    const a = analyze(combos, results, { placement: 'out-of-place', timeoutSec: 60, collective: 'all_reduce' });
+    const sizes = a.cases[0]!.sizes;
+    assert.deepEqual(
+      sizes.map((s) => s.sizeBytes),
+      SIZES,
+    );
+    for (const s of sizes) {
+      // 8 ranks × 8 iterations × 2 row-halves of each size, every rank's calls counted
+      assert.deepEqual(s.results[0]!.ncclChose, [{ label: 'RING/SIMPLE 8ch', calls: 128 }]);
+      assert.deepEqual(s.results[1]!.ncclChose, [{ label: 'RING/SIMPLE 2ch', calls: 128 }]);
+      assert.equal(s.results[2]!.ncclChose, undefined);
+      assert.deepEqual(s.ncclChoice, s.results[0]!.ncclChose, 'the default column from the plugin, no log run');
+    }
+    const doc: CompareDocument = {
+      kind: COMPARE_KIND,
+      schemaVersion: COMPARE_SCHEMA_VERSION,
+      status: 'complete',
+      startTime: 't0',
+      endTime: 't1',
+      argv: ['collbench', 'compare'],
+      program: { words: ['all_reduce_perf', '--links'], collective: 'all_reduce', name: 'all_reduce_perf' },
+      axes: [],
+      runsPerCombination: 1,
+      placement: 'out-of-place',
+      timeoutSec: 60,
+      backend: a.backend,
+      nranks: a.nranks,
+      nodes: a.nodes,
+      judgedOn: a.judgedOn,
+      combinations: a.combinations,
+      cases: a.cases,
+      probe: null,
+      winners: a.winners,
+      exitCode: a.exitCode,
+    };
+    const text = renderText(doc);
+    const at = text.findIndex((l) => l.startsWith("# NCCL chose, per setting: from NCCL's own collective events"));
+    assert.ok(at > 0, text.join('\n'));
+    assert.match(text[at + 1]!, /^# size \(B\) +C0 +C1 +C2$/);
+    assert.match(text[at + 2]!, /^ +8388608 +RING\/SIMPLE 8ch +RING\/SIMPLE 2ch +\?$/);
+    assert.ok(
+      text.some((l) => / RING\/SIMPLE 8ch$/.test(l)),
+      'the verdict table\'s "NCCL chose (C0)" column',
+    );
+    const md = renderCompareMarkdown(doc);
+    assert.match(md, /^\| 33554432 \| RING\/SIMPLE 8ch \| RING\/SIMPLE 2ch \| \? \|$/m);
+  });
+
+  it("no plugin rows in any run: no per-setting block, the default column stays the log's (fallback)", async () => {
+    const combos = combinations([parseAxis('env', 'NCCL_MIN_NCHANNELS=2')]);
+    const results = new Map<string, RunResult[]>([
+      ['C0', [run(1, await linksReport(null, 6, SIZES))]],
+      ['C1', [run(1, await linksReport(null, 6, SIZES))]],
+    ]);
+    const a = analyze(combos, results, {
+      placement: 'out-of-place',
+      timeoutSec: 60,
+      collective: 'all_reduce',
+      probeEvents: [],
+    });
+    for (const s of a.cases[0]!.sizes) {
+      assert.ok(s.results.every((r) => r.ncclChose === undefined));
+      assert.deepEqual(s.ncclChoice, []);
+    }
   });
 });
