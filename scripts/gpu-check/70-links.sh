@@ -4,8 +4,8 @@
 # One rank's outgoing link is made slow by pacing its TCP sends (links-pace.c, LD_PRELOAD into that rank only).
 # Expected: the healthy run names no link; the paced run names that rank's link to its ring successor and no other;
 # NCCL's algorithm/protocol/channels per size are printed; a user's NCCL_PROFILER_PLUGIN is left alone in one line.
-# The plugin's cost is shown (busbw with and without --links, interleaved), not judged: ranks on one GPU are
-# time-sliced. Run as its own call: scripts/gpu-check.sh --bundle … --only 70 --budget 240 --out $OUT/gpu-check-70.md
+# The plugin's cost is shown (time per size with and without --links, interleaved, and links-cost.sh's decision
+# line for -I 1's default), not judged: ranks on one GPU are time-sliced. Run as its own call: scripts/gpu-check.sh --bundle … --only 70 --budget 240 --out $OUT/gpu-check-70.md
 lk_here="${LK_HERE:-$(dirname "${BASH_SOURCE[0]}")}"
 lk_launch="$lk_here/mr-launch.sh"
 lk_code="$("$GC_BIN/collbench" info 2>/dev/null | sed -n 's/^ *libnccl: NCCL [0-9.]* (\([0-9]*\)).*/\1/p' | head -1)"
@@ -58,19 +58,24 @@ else
     -p '^# nccl algo: AllReduce 16777216 B [A-Z_]+/[A-Z0-9_]+ [0-9]+ channels? ' -n '^# links: ' \
     -- -- all_reduce_perf --links -b 8 -e 32M -f 8 -n 5 -w 1
   cp "$GC_LAST_OUT" "$GC_WORK/links-algo.out" 2>/dev/null
-  # Cost: 2 ranks, 16 MiB, with and without --links, three rounds interleaved; busbw of each shown.
-  : > "$GC_WORK/links-cost.txt"
-  for round in 1 2 3; do
-    for mode in without with; do
+  # Cost: 2 ranks, 8 B to 16 MiB, with and without --links, four rounds interleaved (ABBA: a drift cancels), then
+  # links-cost.sh: per size the median time and cost, and the rule deciding whether -I 1 turns --links on by default
+  # (docs/links.md, "Cost"). Ranks time-slice one GPU here: the figures are shown, and the decision line is printed
+  # for the record; the default changes only from a run on real nodes.
+  lk_cost="$GC_WORK/links-cost"; rm -rf "$lk_cost"; mkdir -p "$lk_cost"
+  for round in 1 2 3 4; do
+    order=(without with); [ $((round % 2)) = 0 ] && order=(with without)
+    for mode in "${order[@]}"; do
       extra=(); [ "$mode" = with ] && extra=(--links)
       mapfile -t nodes < <(lk_nodes 2)
       timeout -k 5 60 bash "$lk_launch" -n 2 "${nodes[@]}" -- "$GC_BIN/all_reduce_perf" --backend nccl "${extra[@]}" \
-        -b 16M -e 16M -n 20 -w 2 > "$GC_WORK/links-cost-$mode.out" 2>&1
-      bw="$(awk '!/^#/ && /^ *16777216 / { print $8 " / " $12; exit }' "$GC_WORK/links-cost-$mode.out")"
-      echo "round $round, $mode --links: busbw out-of-place / in-place ${bw:-none (see $mode run)} GB/s" \
-        >> "$GC_WORK/links-cost.txt"
+        -b 8 -e 16M -f 8 -n 20 -w 5 > "$lk_cost/$round-$mode.out" 2>&1
     done
   done
+  gc_check "--links cost, 2 ranks, 8 B-16 MiB, 4 rounds interleaved: per-size cost and the default's decision printed" \
+    0 '^expect: all [0-9]+ met$' 30 -- bash "$GC_EXPECT" -p '^ +16777216 B: without [0-9.]+ us, with [0-9.]+ us ' \
+    -p '^decision: --links on by default with -I 1: (yes|no) \(' -- bash "$lk_here/links-cost.sh" "$lk_cost"
+  grep -E '^( +[0-9]+ B: |decision: )' "$GC_LAST_OUT" > "$GC_WORK/links-cost.txt" 2>/dev/null
   { echo '```'; grep -hE '^# (slow link|nccl algo|links):' "$GC_WORK"/links-{healthy,paced,algo}.out 2>/dev/null
     cat "$GC_WORK/links-cost.txt"; echo '```'; } > "$GC_WORK/links-table.md"
   gc_table "What --links said (healthy, paced, NCCL's choices); its cost on one GPU (time-sliced: shown, not judged)" \

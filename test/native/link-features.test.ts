@@ -2,7 +2,8 @@
 // as NCCL does, gathered and reported by the engine's collector and the JSON exporter): accept's links check (a named
 // link fails it with its sentence, none passes, no links is "not measured", never a pass); locate starting from the
 // whole job's --links (a named link skips the pairwise stage; none named, or no links, goes on as without); compare
-// showing what NCCL ran under each setting from the plugin's collective events.
+// showing what NCCL ran under each setting from the plugin's collective events; the GPU check's cost summary
+// (scripts/gpu-check/links-cost.sh) on real tables.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -398,5 +399,101 @@ describe("compare: what NCCL chose under each setting, from the plugin's collect
       assert.ok(s.results.every((r) => r.ncclChose === undefined));
       assert.deepEqual(s.ncclChoice, []);
     }
+  });
+});
+
+describe("the GPU check's --links cost summary (scripts/gpu-check/links-cost.sh) on real tables", () => {
+  const script = join(repoRoot, 'scripts', 'gpu-check', 'links-cost.sh');
+  /** One real table: all_reduce on 1 gloo rank, 8 B to 256 KiB (double for the heavier "with" run). */
+  const table = (dtype: string) => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(repoRoot, 'bench', 'bin', 'collbench.ts'),
+        'all_reduce',
+        '--backend',
+        'gloo',
+        '-b',
+        '8',
+        '-e',
+        '256K',
+        '-f',
+        '8',
+        '-n',
+        '20',
+        '-w',
+        '2',
+        '-d',
+        dtype,
+      ],
+      { encoding: 'utf8', timeout: 60_000, cwd: repoRoot },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout;
+  };
+  const times = (t: string) =>
+    new Map(
+      t
+        .split('\n')
+        .filter((l) => /^ *\d+ +\d+ /.test(l))
+        .map((l) => l.trim().split(/\s+/))
+        .map((c) => [Number(c[0]), Number(c[5])]),
+    );
+  const med = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
+
+  it('per size the median cost over interleaved rounds, and the decision by the rule (2 % small, 1 % largest)', () => {
+    const costDir = mkdtempSync(join(dir, 'cost-'));
+    const rounds: { without: Map<number, number>; with: Map<number, number> }[] = [];
+    for (const round of [1, 2, 3]) {
+      const without = table('float');
+      const withLinks = table('double'); // a real, heavier run stands in for "with": its cost is what it is
+      writeFileSync(join(costDir, `${round}-without.out`), without);
+      writeFileSync(join(costDir, `${round}-with.out`), withLinks);
+      rounds.push({ without: times(without), with: times(withLinks) });
+    }
+    const r = spawnSync('bash', [script, costDir], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    const sizes = [...rounds[0]!.without.keys()];
+    assert.deepEqual(sizes, [8, 64, 512, 4096, 32768, 262144]);
+    const cost = (size: number) => med(rounds.map((x) => (x.with.get(size)! / x.without.get(size)! - 1) * 100));
+    sizes.forEach((size, i) => {
+      const m = /^ +(\d+) B: without ([\d.]+) us, with ([\d.]+) us \(median of 3 rounds\): cost ([-+][\d.]+) %$/.exec(
+        lines[i]!,
+      );
+      assert.ok(m, lines[i]);
+      assert.equal(Number(m[1]), size);
+      assert.ok(Math.abs(Number(m[4]) - cost(size)) < 0.051, `${lines[i]} vs ${cost(size)}`);
+    });
+    const small = med(sizes.filter((s) => s <= 65536).map(cost));
+    const last = cost(262144);
+    const on = small < 2 && last < 1 ? 'yes' : 'no';
+    assert.match(
+      lines.at(-1)!,
+      new RegExp(
+        `^decision: --links on by default with -I 1: ${on} \\(median cost <= 65536 B: [-+][\\d.]+ %, limit 2 %; ` +
+          'at 262144 B: [-+][\\d.]+ %, limit 1 %; 3 rounds\\)$',
+      ),
+    );
+    // Equal tables cost nothing: the same run as both is a yes.
+    const same = mkdtempSync(join(dir, 'same-'));
+    const t = table('float');
+    writeFileSync(join(same, '1-without.out'), t);
+    writeFileSync(join(same, '1-with.out'), t);
+    const s2 = spawnSync('bash', [script, same], { encoding: 'utf8' });
+    assert.match(s2.stdout, /^decision: --links on by default with -I 1: yes \(median cost <= 65536 B: \+0\.0 %/m);
+  });
+
+  it('a folder without a pair of tables: one line, exit 2', () => {
+    const empty = mkdtempSync(join(dir, 'empty-'));
+    writeFileSync(join(empty, '1-with.out'), '# no table\n');
+    const r = spawnSync('bash', [script, empty], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.equal(r.stderr, `links-cost.sh: no round with both tables in ${empty}\n`);
   });
 });
