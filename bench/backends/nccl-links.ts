@@ -364,16 +364,21 @@ export interface AlgoChoice {
   proto: string;
   nChannels: number;
   calls: number;
+  /** Only when the run had several communicators: which one made these calls. */
+  comm?: string;
 }
 
-/** Per collective and size, each (algorithm, protocol, channels) NCCL chose and how often, from every rank's rows. */
+/** Per collective and size, each (algorithm, protocol, channels) NCCL chose and how often, from every rank's rows;
+ *  with several communicators, each communicator's calls apart (`comm` set). */
 export function algoPerSize(halves: readonly HalfLinks[]): AlgoChoice[] {
+  const several = new Set(halves.flatMap((h) => h.ranks.map((r) => r.commId ?? ''))).size > 1;
   const byKey = new Map<string, AlgoChoice>();
   for (const half of halves) {
     for (const r of half.ranks) {
+      const comm = several ? (r.commId ?? '') : undefined;
       for (const c of r.colls) {
         const bytes = c.count * datatypeBytes(c.datatype);
-        const k = `${c.func}/${bytes}/${c.algo}/${c.proto}/${c.nChannels}`;
+        const k = `${comm ?? ''}/${c.func}/${bytes}/${c.algo}/${c.proto}/${c.nChannels}`;
         const a = byKey.get(k) ?? {
           func: c.func,
           bytes,
@@ -381,13 +386,20 @@ export function algoPerSize(halves: readonly HalfLinks[]): AlgoChoice[] {
           proto: c.proto,
           nChannels: c.nChannels,
           calls: 0,
+          ...(comm !== undefined ? { comm } : {}),
         };
         a.calls += c.calls;
         byKey.set(k, a);
       }
     }
   }
-  return [...byKey.values()].sort((a, b) => a.func.localeCompare(b.func) || a.bytes - b.bytes || b.calls - a.calls);
+  return [...byKey.values()].sort(
+    (a, b) =>
+      (a.comm ?? '').localeCompare(b.comm ?? '') ||
+      a.func.localeCompare(b.func) ||
+      a.bytes - b.bytes ||
+      b.calls - a.calls,
+  );
 }
 
 /** `# nccl algo: AllReduce 1048576 B RING/SIMPLE 8 channels (64 calls)`, one per choice. */
@@ -395,7 +407,8 @@ export function algoLines(choices: readonly AlgoChoice[]): string[] {
   return choices.map(
     (a) =>
       `# nccl algo: ${a.func} ${a.bytes} B ${a.algo}${a.proto ? `/${a.proto}` : ''} ` +
-      `${a.nChannels} channel${a.nChannels === 1 ? '' : 's'} (${a.calls} calls)`,
+      `${a.nChannels} channel${a.nChannels === 1 ? '' : 's'} (${a.calls} calls)` +
+      `${a.comm !== undefined ? ` (communicator ${a.comm})` : ''}`,
   );
 }
 

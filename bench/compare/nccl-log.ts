@@ -196,8 +196,10 @@ export function pluginChoicesAt(
   const bytes = loggedBytes(collective, sizeBytes, nranks, 'v2.24');
   const counts = new Map<string, number>();
   for (const d of withRows) {
+    // With split communicators, the calls of the run's own (the matrix's) communicator: the benchmark's.
+    const own = d.links!.matrix?.comm;
     for (const a of d.links!.algo) {
-      if (a.func !== func || a.bytes !== bytes) continue;
+      if (a.func !== func || a.bytes !== bytes || a.comm !== own) continue;
       const label = `${a.algo}${a.proto ? `/${a.proto}` : ''} ${a.nChannels}ch`;
       counts.set(label, (counts.get(label) ?? 0) + a.calls);
     }

@@ -6,7 +6,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { judgeLinks, matrixLines, slowLinkLines, MATRIX_TABLE_MAX_RANKS } from '../../bench/backends/nccl-links.js';
+import {
+  algoLines,
+  algoPerSize,
+  judgeLinks,
+  matrixLines,
+  slowLinkLines,
+  MATRIX_TABLE_MAX_RANKS,
+} from '../../bench/backends/nccl-links.js';
 import { reportCommand } from '../../bench/commands/report.js';
 import { renderRunHtml } from '../../bench/report/exporters/html.js';
 import { renderMarkdown } from '../../bench/report/exporters/md.js';
@@ -120,6 +127,19 @@ describe('split communicators: rows of two communicators are not mixed', () => {
     const bytes = (x: typeof v, comm?: string) =>
       x.links.find((l) => l.rank === 1 && l.peer === 2 && l.channel === 0 && l.comm === comm)!.bytes;
     assert.equal(bytes(mixed), 2 * bytes(v, 'c011b3e4c0ffee'));
+    // NCCL's choices per size: each communicator's calls counted apart (8 ranks × 8 iterations × 2 row-halves; 4 ranks).
+    const algo = algoPerSize(gathered(run));
+    assert.deepEqual(
+      algo.filter((a) => a.bytes === 8 << 20).map((a) => [a.comm, a.calls]),
+      [
+        ['5b11700c0ffee', 64],
+        ['c011b3e4c0ffee', 128],
+      ],
+    );
+    assert.equal(
+      algoLines(algo)[0],
+      '# nccl algo: AllReduce 8388608 B RING/SIMPLE 8 channels (64 calls) (communicator 5b11700c0ffee)',
+    );
   });
 
   it("a slow link of the world's ring is named beside a healthy split communicator, compared with its own links", () => {
