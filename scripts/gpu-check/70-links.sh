@@ -28,6 +28,8 @@ lk_ring=(-e all:NCCL_ALGO=Ring -e all:NCCL_PROTO=Simple)
 lk_without='NCCL loads one profiler: running without --links$'
 lk_named='^# slow link: rank 1 \([^)]*\) -> rank [0-9]+ \([^)]*\), channels? [0-9,]+: '
 lk_named+='[0-9.]+ GB/s in SendWait vs [0-9.]+ GB/s median of [0-9]+ other links$'
+# The heatmap's row of rank 1 (4 ranks: the # block under the table) with its link starred.
+lk_matrix_row='^# +1( +[.0-9]+)* +[0-9.]+\*( +[.0-9]+)*$'
 
 if [ ! -f "$lk_launch" ]; then
   gc_skip "--links (every check)" "no $lk_launch: part 60's launcher (issue #38) is not in this tree"
@@ -46,7 +48,8 @@ else
     -- all_reduce_perf --links "${lk_sizes[@]}"
   cp "$GC_LAST_OUT" "$GC_WORK/links-healthy.out" 2>/dev/null
   lk_run "4 ranks, rank 1's TCP sends paced to 200 MB/s: its link named in one run, no other" 120 4 \
-    -p "$lk_named" -l '^# slow link: rank' 1 -- "${lk_ring[@]}" -e "1:LD_PRELOAD=$lk_shim" -e 1:CB_LINKS_PACE_MBPS=200 \
+    -p "$lk_named" -l '^# slow link: rank' 1 -p '^# link matrix \(GB/s in SendWait' -p "$lk_matrix_row" \
+    -l '^# .*[0-9]\*' 1 -- "${lk_ring[@]}" -e "1:LD_PRELOAD=$lk_shim" -e 1:CB_LINKS_PACE_MBPS=200 \
     -- all_reduce_perf --links "${lk_sizes[@]}"
   cp "$GC_LAST_OUT" "$GC_WORK/links-paced.out" 2>/dev/null
   lk_run "2 ranks, NCCL_PROFILER_PLUGIN set by the user: one line, run without links" 60 2 \
@@ -77,6 +80,7 @@ else
     -p '^decision: --links on by default with -I 1: (yes|no) \(' -- bash "$lk_here/links-cost.sh" "$lk_cost"
   grep -E '^( +[0-9]+ B: |decision: )' "$GC_LAST_OUT" > "$GC_WORK/links-cost.txt" 2>/dev/null
   { echo '```'; grep -hE '^# (slow link|nccl algo|links):' "$GC_WORK"/links-{healthy,paced,algo}.out 2>/dev/null
+    grep -hE '^# (link matrix|  +[0-9][ .0-9*]*$)' "$GC_WORK/links-paced.out" 2>/dev/null
     cat "$GC_WORK/links-cost.txt"; echo '```'; } > "$GC_WORK/links-table.md"
   gc_table "What --links said (healthy, paced, NCCL's choices); its cost on one GPU (time-sliced: shown, not judged)" \
     "$GC_WORK/links-table.md"

@@ -6,7 +6,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { algoLines, algoPerSize, judgeLinks, linksSetup, slowLinkLines } from '../../bench/backends/nccl-links.js';
+import {
+  algoLines,
+  algoPerSize,
+  judgeLinks,
+  linksSetup,
+  matrixLines,
+  slowLinkLines,
+} from '../../bench/backends/nccl-links.js';
 import { createNcclDriver } from '../../bench/backends/nccl.js';
 import type { CollectiveDescriptor } from '../../bench/collectives/descriptor.js';
 import type { ResolvedOptions } from '../../bench/config/flags.js';
@@ -202,6 +209,16 @@ describe("the GPU check's part 70 expects the lines the judge prints", () => {
     assert.doesNotMatch(slowLinkLines(healthy)[0]!, named);
     assert.match(slowLinkLines(healthy)[0]!, /^# slow link: none named \(/);
     assert.ok(part.includes("-p '^# slow link: none named \\(' -n '^# slow link: rank'"));
+    // The paced run's heatmap: rank 1's row with its link starred, and no other cell (4 ranks, as part 70 runs).
+    const row = new RegExp(/^lk_matrix_row='(.*)'$/m.exec(part)![1]!);
+    const four = matrixLines(judgeLinks(gathered(ring('--ranks', '4', '--slow', '1', '--factor', '10'))).matrix);
+    assert.deepEqual(
+      four.filter((l) => row.test(l)),
+      [four[2 + 1]],
+    );
+    assert.equal(four.filter((l) => /^# .*[0-9]\*/.test(l)).length, 1);
+    assert.ok(part.includes("-p '^# link matrix \\(GB/s in SendWait'"));
+    assert.equal(matrixLines(judgeLinks(gathered(ring('--ranks', '4'))).matrix).filter((l) => row.test(l)).length, 0);
     const algo = new RegExp(/-p '(\^# nccl algo: AllReduce \[0-9\]\+ B RING\/SIMPLE[^']*)'/.exec(part)![1]!);
     assert.match(algoLines(algoPerSize(gathered(ring('--halves', '2', '--iters', '1'))))[0]!, algo);
   });
