@@ -26,12 +26,14 @@ import {
 import { analyze, type RunResult } from '../../bench/compare/analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../../bench/compare/document.js';
 import { renderCompareMarkdown, renderText } from '../../bench/compare/render.js';
+import { CompareRuns } from '../../bench/compare/runs.js';
 import { combinations, parseAxis } from '../../bench/compare/settings.js';
 import type { ChildRuns } from '../../bench/engine/child-runs.js';
 import type { GroupSamples } from '../../bench/locate/decide.js';
 import { DEFAULT_RULE } from '../../bench/locate/decide.js';
 import { locateErrors, renderLocateText, type LocateJob } from '../../bench/locate/document.js';
 import { runLocate, type GroupSpec, type Measurer } from '../../bench/locate/flow.js';
+import { LocateJobs } from '../../bench/locate/runs.js';
 import type { LocateOptions } from '../../bench/locate/options.js';
 import type { IO } from '../../bench/core/io.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
@@ -302,6 +304,39 @@ describe("collbench locate from the whole job's --links", () => {
     });
   }
 
+  it("locate's jobs: --links in the words of a group that asks (once), its report's links handed back", async () => {
+    const report = await linksReport(ring('--slow', '1', '--factor', '10'));
+    const words: string[][] = [];
+    const children = {
+      stopped: false,
+      stopReason: null,
+      run: (_tag: string, w: (path: string) => string[]) => {
+        words.push(w('/r.json'));
+        const outcome = {
+          exitCode: 0,
+          signal: null,
+          timedOut: false,
+          interrupted: false,
+          durationSec: 1,
+          stdoutTail: '',
+          stderrTail: '',
+          spawnError: null,
+        };
+        return Promise.resolve({ outcome, report: { doc: report, error: null }, reportPath: '/r.json' });
+      },
+    } as unknown as ChildRuns;
+    const io = { out: () => {}, err: () => {} } as unknown as IO;
+    const jobs = new LocateJobs(locateOptions(NCCL), children, io);
+    const m = await jobs.measure([[{ id: 'whole-job', hosts, links: true }]], 1);
+    assert.equal(words[0]!.filter((w) => w === '--links').length, 1);
+    assert.deepEqual(m.links.get('whole-job')!.named, report.links!.named);
+    await jobs.measure([[{ id: 'n01+n02', hosts: ['n01', 'n02'] }]], 1);
+    assert.ok(!words[1]!.includes('--links'));
+    const already = new LocateJobs(locateOptions([...NCCL, '--links']), children, io);
+    await already.measure([[{ id: 'whole-job', hosts, links: true }]], 1);
+    assert.equal(words[2]!.filter((w) => w === '--links').length, 1);
+  });
+
   it('another backend: no --links run first (locate as today)', async () => {
     const m = new LinksMeasurer(locateOptions(['--backend', 'mpi']), null);
     await runLocate(m, []);
@@ -381,6 +416,23 @@ describe("compare: what NCCL chose under each setting, from the plugin's collect
     );
     const md = renderCompareMarkdown(doc);
     assert.match(md, /^\| 33554432 \| RING\/SIMPLE 8ch \| RING\/SIMPLE 2ch \| \? \|$/m);
+  });
+
+  it("the NCCL_DEBUG=TUNING run is needed only when no run carried the plugin's rows", async () => {
+    const combos = combinations([parseAxis('env', 'NCCL_MIN_NCHANNELS=2')]);
+    const runs = () =>
+      new CompareRuns(
+        { combos, program: {} as never, runs: 1, timeoutSec: 60, quiet: true },
+        {} as ChildRuns,
+        false,
+        {} as IO,
+      );
+    const without = runs();
+    without.results.get('C0')!.push(run(1, await linksReport(null, 6, SIZES)));
+    assert.equal(without.pluginGaveChoices(), false);
+    const withRows = runs();
+    withRows.results.get('C1')!.push(run(1, await linksReport(ring('--halves', '2', '--iters', '1'), 2, SIZES)));
+    assert.equal(withRows.pluginGaveChoices(), true);
   });
 
   it("no plugin rows in any run: no per-setting block, the default column stays the log's (fallback)", async () => {
