@@ -166,6 +166,10 @@ describe("--links in the run engine and the report (the plugin's own JSON, gathe
     const host = shortHost(hostname());
     const algo = '# nccl algo: AllReduce 8388608 B RING/SIMPLE 8 channels (128 calls)';
     assert.ok(links.lines.includes(algo), links.lines.join('\n'));
+    // The heatmap's # block (8 ranks) between NCCL's choices and the verdict, rank 3's link starred.
+    const block = links.lines.findIndex((l) => l.startsWith('# link matrix (GB/s in SendWait'));
+    assert.ok(block > links.lines.indexOf(algo) && block + 10 === links.lines.length - 1, links.lines.join('\n'));
+    assert.match(links.lines[block + 2 + 3]!, /^# +3( +\.){4} +[\d.]+\*( +\.){3}$/);
     assert.match(
       links.lines.at(-1)!,
       new RegExp(`^# slow link: rank 3 \\(${host}\\) -> rank 4 \\(${host}\\), channel 2: `),
