@@ -366,7 +366,14 @@ export function linkCells(links: ReportLinks): { sender: number; receiver: numbe
 function linkHeatSpec(run: ChartRun): TopLevelSpec {
   const cells = linkCells(run.links!);
   const ranks = run.links!.matrix!.ranks;
-  const values = cells.map((c) => ({ ...c, label: `${formatGbps(c.gbps)}${c.named ? '*' : ''}` }));
+  // Text readable on its cell: white on the dark (slow) half of the scale, black on the bright half.
+  const rates = cells.map((c) => c.gbps);
+  const mid = (Math.min(...rates) + Math.max(...rates)) / 2;
+  const values = cells.map((c) => ({
+    ...c,
+    label: `${formatGbps(c.gbps)}${c.named ? '*' : ''}`,
+    ink: c.gbps < mid ? 'white' : 'black',
+  }));
   const axis = (field: 'sender' | 'receiver', title: string) => ({
     field,
     type: 'ordinal',
@@ -392,8 +399,11 @@ function linkHeatSpec(run: ChartRun): TopLevelSpec {
       ...(ranks <= 32
         ? [
             {
-              mark: { type: 'text', fontSize: 8, color: 'white' },
-              encoding: { text: { field: 'label', type: 'nominal' } },
+              mark: { type: 'text', fontSize: 8 },
+              encoding: {
+                text: { field: 'label', type: 'nominal' },
+                color: { condition: { test: "datum.ink === 'white'", value: 'white' }, value: 'black' },
+              },
             },
           ]
         : []),
