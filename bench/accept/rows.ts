@@ -7,7 +7,7 @@ import type { ReportDocument } from '../report/schema.js';
 import type { BaselineCheck } from './baseline.js';
 import { lateEvidence, samplesBySize, type ThresholdResult } from './evaluate.js';
 import type { ProfileCheck } from './profile.js';
-import { medianRatioInterval, seedOf } from '../core/stats.js';
+import { medianRatioInterval, seedOf } from '../numbers/stats.js';
 import { classifyRatio, type BaselineSize, type CheckRow } from './verdict.js';
 
 /** What the runs of one check gave. */

@@ -5,7 +5,7 @@ import { formatSize } from '../config/sizes.js';
 import { lateRankName } from '../core/ranks.js';
 import { xmlEscape } from '../report/exporters/junit.js';
 import type { LateEvidence } from './evaluate.js';
-import type { RatioInterval } from '../core/stats.js';
+import type { RatioInterval } from '../numbers/stats.js';
 
 export type Change = 'regression' | 'improvement' | 'unchanged';
 

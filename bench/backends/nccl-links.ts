@@ -1,7 +1,7 @@
 // Which link held the ring back, from collbench's NCCL profiler plugin (native/src/profiler/): per row-half, every
 // rank's rows (bytes and time per proxy step state, per peer, channel and direction) are judged together. A link's
 // rate while the network held its data (bytes / wall time in SendWait) is compared with the other links' median.
-import { median } from '../core/lateness.js';
+import { median } from '../numbers/lateness.js';
 import { shortHost } from '../core/ranks.js';
 
 type Env = NodeJS.ProcessEnv;

@@ -6,8 +6,8 @@
 import { getCollective } from '../collectives/index.js';
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
 import { EXIT } from '../core/errors.js';
-import { bootstrapRatio, holm, mannWhitneyP } from '../core/stats.js';
-import { choicesAt, type NcclTuningEvent } from './nccl-log.js';
+import { bootstrapRatio, holm, mannWhitneyP } from '../numbers/stats.js';
+import { choicesAt, type NcclTuningEvent } from './tuning-log.js';
 import type { CollectiveName } from '../core/types.js';
 import type { ChildOutcome } from '../launch/child-job.js';
 import { failureLine } from '../launch/child-job.js';

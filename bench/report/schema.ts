@@ -9,8 +9,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { LibraryHangView } from '../backends/nccl-ras.js';
-import type { IterStats } from '../core/stats.js';
-import type { ClockMethod } from '../core/lateness.js';
+import type { IterStats } from '../numbers/stats.js';
+import type { ClockMethod } from '../numbers/lateness.js';
 import type { AlgoChoice, LinksVerdict } from '../backends/nccl-links.js';
 
 export const REPORT_KIND = 'collbench-report';

@@ -17,7 +17,7 @@ import {
 import { createNcclDriver } from '../../bench/backends/nccl.js';
 import type { CollectiveDescriptor } from '../../bench/collectives/descriptor.js';
 import type { ResolvedOptions } from '../../bench/config/flags.js';
-import { median } from '../../bench/core/lateness.js';
+import { median } from '../../bench/numbers/lateness.js';
 import type { BackendInfo, NativeBackend } from '../../bench/native/binding.js';
 import { hostname, tmpdir } from 'node:os';
 import { shortHost } from '../../bench/core/ranks.js';

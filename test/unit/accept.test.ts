@@ -12,7 +12,7 @@ import { decided, judge, lateEvidence, medianBusBwGBps, samplesBySize } from '..
 import { loadProfile, parseProfile, type ProfileCheck } from '../../bench/accept/profile.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import { classifyRatio } from '../../bench/accept/verdict.js';
-import { bonferroniLevel, medianRatioInterval, seededRandom } from '../../bench/core/stats.js';
+import { bonferroniLevel, medianRatioInterval, seededRandom } from '../../bench/numbers/stats.js';
 import { lateText, renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';
 import { parseAcceptArgs } from '../../bench/accept/command.js';
 import type { ReportDocument, ReportHalf } from '../../bench/report/schema.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { analyze, classifyRun, median, type RunResult } from '../../bench/compare/analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../../bench/compare/document.js';
-import { parseNcclTuningLog } from '../../bench/compare/nccl-log.js';
+import { parseNcclTuningLog } from '../../bench/compare/tuning-log.js';
 import {
   renderCompareCsv,
   renderCompareHtml,

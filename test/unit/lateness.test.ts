@@ -1,4 +1,4 @@
-// The late-rank rule (bench/core/lateness.ts) and its lines (report/reporters/nccl-table.ts): clock alignment from
+// The late-rank rule (bench/numbers/lateness.ts) and its lines (report/reporters/nccl-table.ts): clock alignment from
 // barrier exits, naming the process that arrived last in most iterations by more than the margin, and not naming
 // anybody for the collective's own small exit order or for a rank that is last only sometimes. The end-to-end proof
 // with a real straggler (a PMPI interposer) is test/cli/late-rank.test.ts.
@@ -11,7 +11,7 @@ import {
   LATE_RULE,
   lateMarginUs,
   median,
-} from '../../bench/core/lateness.js';
+} from '../../bench/numbers/lateness.js';
 import { lateLine, lateSummaryLine } from '../../bench/report/reporters/nccl-table.js';
 
 const shared = alignClocks([[0], [0]], true);

@@ -1,4 +1,4 @@
-// The bootstrap interval of a ratio of medians (bench/core/stats.ts): reproducible, covering the truth for clearly
+// The bootstrap interval of a ratio of medians (bench/numbers/stats.ts): reproducible, covering the truth for clearly
 // separated and for identical samples, and saying nothing from one run.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -10,7 +10,7 @@ import {
   medianOf,
   normalCdf,
   seededRandom,
-} from '../../bench/core/stats.js';
+} from '../../bench/numbers/stats.js';
 
 describe('bootstrapRatio', () => {
   it('separated samples: the interval excludes 1 and contains the ratio of medians; same seed, same interval', () => {

@@ -34,7 +34,7 @@ export interface HeatCell {
   relative: number;
   meanUs: number;
 }
-/** Share of a row-half's iterations in which `rank` arrived last by more than the margin (core/lateness.ts). */
+/** Share of a row-half's iterations in which `rank` arrived last by more than the margin (numbers/lateness.ts). */
 export interface LateHeatCell {
   rank: number;
   sizeBytes: number;
