@@ -39,7 +39,7 @@ function compareSizes(runs: CheckRuns, base: BaselineCheck, level: number, toler
       sizeBytes: b.sizeBytes,
       baselineMedianUs: median(b.samplesUs),
       medianUs: median(cur),
-      ratio: r.ratio,
+      ratio: r.estimate,
       low: r.lo,
       high: r.hi,
       change: classifyRatio(r, tolerance),

@@ -4,14 +4,8 @@
 // with a real straggler (a PMPI interposer) is test/cli/late-rank.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  alignClocks,
-  arrivalEvidence,
-  formatLateUs,
-  LATE_RULE,
-  lateMarginUs,
-  median,
-} from '../../bench/numbers/lateness.js';
+import { alignClocks, arrivalEvidence, formatLateUs, LATE_RULE, lateMarginUs } from '../../bench/numbers/lateness.js';
+import { medianOf } from '../../bench/numbers/stats.js';
 import { lateLine, lateSummaryLine } from '../../bench/report/reporters/nccl-table.js';
 
 const shared = alignClocks([[0], [0]], true);
@@ -122,7 +116,7 @@ describe('arrivalEvidence: who the others waited for', () => {
   it('says nothing for one process or no iterations', () => {
     assert.equal(arrivalEvidence([[1, 2, 3]], shared), null);
     assert.equal(arrivalEvidence([[], []], shared), null);
-    assert.ok(Number.isNaN(median([])));
+    assert.ok(Number.isNaN(medianOf([])));
   });
 });
 

@@ -1,5 +1,5 @@
-// Naming who did not arrive when a wait expired (bench/launch/not-arrived.ts), and the progress board's start-up entries and
-// answers over real loopback sockets (bench/launch/progress-board.ts). The end-to-end proof with a stopped rank is
+// Naming who did not arrive when a wait expired (bench/launch/not-arrived.ts), and the progress board's start-up entries
+// and answers over real loopback sockets (bench/launch/progress-board.ts). The end-to-end proof with a stopped rank is
 // test/cli/hung-rank.test.ts.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';

@@ -17,8 +17,8 @@ describe('bootstrapRatio', () => {
     const a = [12.1, 11.8, 12.4, 12.0, 11.9],
       b = [10.0, 10.3, 9.8, 10.1, 10.2];
     const ci = bootstrapRatio(a, b, { seed: 7 })!;
-    assert.ok(Math.abs(ci.ratio - 12.0 / 10.1) < 1e-12);
-    assert.ok(ci.lo > 1 && ci.lo <= ci.ratio && ci.ratio <= ci.hi, JSON.stringify(ci));
+    assert.ok(Math.abs(ci.estimate - 12.0 / 10.1) < 1e-12);
+    assert.ok(ci.lo > 1 && ci.lo <= ci.estimate && ci.estimate <= ci.hi, JSON.stringify(ci));
     assert.deepEqual(bootstrapRatio(a, b, { seed: 7 }), ci);
   });
 

@@ -8,7 +8,8 @@ import { adaptiveFloat, cG, cSprintf } from '../format.js';
 import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
 import { lateRankName, shortHost } from '../../core/ranks.js';
 import type { MinBwVerdict } from '../../numbers/run-verdict.js';
-import { formatLateUs, median } from '../../numbers/lateness.js';
+import { formatLateUs } from '../../numbers/lateness.js';
+import { medianOf } from '../../numbers/stats.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Preamble
@@ -431,7 +432,7 @@ export function lateSummaryLine(named: readonly LateCell[], halves: number): str
   const fraction = cells.reduce((sum, l) => sum + l.lastFraction, 0) / cells.length;
   return (
     `# late rank: ${lateRankName(cells[0]!).slice('rank '.length)} (late in ${cells.length} of ${halves} row-halves; ` +
-    `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(median(cells.map((l) => l.medianLateUs)))} median)`
+    `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(medianOf(cells.map((l) => l.medianLateUs)))} median)`
   );
 }
 
