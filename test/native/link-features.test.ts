@@ -1,9 +1,6 @@
-// What the features above the run make of --links, from rows the plugin really produced (the C++ harness driving it
-// as NCCL does, gathered and reported by the engine's collector and the JSON exporter): accept's links check (a named
-// link fails it with its sentence, none passes, no links is "not measured", never a pass); locate starting from the
-// whole job's --links (a named link skips the pairwise stage; none named, or no links, goes on as without); compare
-// showing what NCCL ran under each setting from the plugin's collective events; the GPU check's cost summary
-// (scripts/gpu-check/links-cost.sh) on real tables.
+// accept's links check, locate starting from the whole job's --links, compare's per-setting NCCL choice, and part 70's
+// cost summary, driven by rows the plugin really produced (the C++ harness, gathered and reported by the engine's
+// collector) and by real tables; no hand-made link figures.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
