@@ -54,13 +54,20 @@ describe('the rank × peer matrix of send links', () => {
     assert.equal(healthy.filter((l) => /\d\*/.test(l)).length, 0);
   });
 
-  it(`a world above ${MATRIX_TABLE_MAX_RANKS} ranks gets one line pointing at the report`, () => {
+  it(`a world above ${MATRIX_TABLE_MAX_RANKS} ranks gets one line pointing at the report`, async () => {
     const big = judgeLinks(gathered(ring('--ranks', '20', '--channels', '2', '--halves', '2')));
     assert.equal(big.matrix.ranks, 20);
     assert.deepEqual(matrixLines(big.matrix), [
       '# link matrix: 20 ranks, too many for the table: links.matrix in the JSON report (-J), drawn by collbench ' +
         'report --html/--md',
     ]);
+    // 40 ranks: the report still draws it (the HTML heatmap without figures in its cells, the Markdown table).
+    const doc = await linksReport(
+      ring('--ranks', '40', '--channels', '1', '--halves', '2', '--slow', '5', '--factor', '5'),
+    );
+    assert.deepEqual(doc.links!.matrix!.named, [[5, 6]]);
+    assert.match(await renderRunHtml(doc), /<figure data-chart="links" data-series="40">/);
+    assert.match(renderMarkdown(doc), /^\| 5 \|( {2}\|){6} \*\*[\d.]+\*\* \|( {2}\|){33}$/m);
   });
 
   it("the run's table lines, the JSON report (schema-valid), its Markdown and HTML carry it", async () => {
