@@ -22,7 +22,9 @@ export interface ReplayOp {
   recordedDtype: string;
   count: number;
   bytes: number;
-  group: { id: string; size: number };
+  /** The group (ids joined by commas where several groups run the step at once), its size, and the global ranks of
+   *  each group running it. */
+  group: { id: string; size: number; ranks?: number[][] };
   root: number | null;
   time: TimeSpread;
   /** The step's time alone per timed iteration (µs, the slowest process's), for later comparisons. */

@@ -1,7 +1,8 @@
 // `collbench replay` end to end on real engines: a flight-recorder dump replayed on 2 MPI ranks (the job launched
-// with the trace's rank count, JSON ops[] matching the steps --dry-run prints, every step checked), an NCCL call log
-// on 2 Gloo ranks, param's 8-rank DLRM execution trace shrunk to 2 MPI ranks; a corrupting MPI interposer must name
-// the step (exit 7); an inconsistent trace is one line, exit 2, no rank started and nothing written.
+// with the trace's rank count, JSON ops[] matching the steps --dry-run prints, every step checked), tensor- and
+// data-parallel groups of 2 on 4 MPI and Gloo ranks (real sub-communicators, a corrupted group step named), an NCCL
+// call log on 2 Gloo ranks, param's 8-rank DLRM execution trace shrunk to 2 MPI ranks; a corrupting MPI interposer must
+// name the step (exit 7); an inconsistent trace is one line, exit 2, no rank started and nothing written.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -102,6 +103,124 @@ describe('collbench replay', () => {
     assert.match(doc.notes[0]!, /^shrunk from 8 to 2 ranks/);
     assert.equal(doc.ops.filter((o) => o.collective === 'alltoallv').length, 4);
     assert.ok(doc.ops.every((o) => o.wrong === 0 && o.group.size === 2));
+  });
+
+  /** flight-recorder-tp with ranks 2 and 3's tensor-parallel all_reduce moved before the world broadcast. */
+  const tpAhead = (): string => {
+    const out = join(dir, 'tp-ahead');
+    mkdirSync(out, { recursive: true });
+    for (const f of readdirSync(join(FIX, 'flight-recorder-tp'))) {
+      const d = JSON.parse(readFileSync(join(FIX, 'flight-recorder-tp', f), 'utf8')) as { entries: unknown[] };
+      if (/rank_[23]/.test(f)) d.entries.splice(0, 0, d.entries.splice(2, 1)[0]);
+      writeFileSync(join(out, f), JSON.stringify(d));
+    }
+    return out;
+  };
+
+  for (const backend of ['mpi', 'gloo']) {
+    it(`tensor- and data-parallel groups of 2 on 4 ${backend} ranks: real sub-communicators, checked per group`, () => {
+      const json = join(dir, `tp-${backend}.json`);
+      const r = replay([
+        join(FIX, 'flight-recorder-tp'),
+        '--backend',
+        backend,
+        '--np',
+        '4',
+        '--oversubscribe',
+        '-n',
+        '3',
+        '-w',
+        '1',
+        '-J',
+        json,
+      ]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const doc = load(json);
+      assert.equal(doc.nranks, 4);
+      assert.deepEqual(
+        doc.ops.map((o) => [o.collective, o.group.size, o.group.ranks]),
+        [
+          ['broadcast', 4, [[0, 1, 2, 3]]],
+          [
+            'all_gather',
+            2,
+            [
+              [0, 1],
+              [2, 3],
+            ],
+          ],
+          [
+            'all_reduce',
+            2,
+            [
+              [0, 1],
+              [2, 3],
+            ],
+          ],
+          [
+            'reduce_scatter',
+            2,
+            [
+              [0, 1],
+              [2, 3],
+            ],
+          ],
+          [
+            'all_reduce',
+            2,
+            [
+              [0, 2],
+              [1, 3],
+            ],
+          ],
+          ['all_reduce', 4, [[0, 1, 2, 3]]],
+        ],
+      );
+      for (const o of doc.ops) assert.equal(o.wrong, 0, `step ${o.step}`);
+      // The table: the group column says how many groups of how many ranks run each step.
+      assert.match(r.stdout, /^\s+1 all_gather\s+bfloat16\s+512\s+2048\s+2x2\s/m);
+    });
+  }
+
+  it('a group ahead of the others: ranks outside it move on, as in the job (mpi, 4 ranks)', () => {
+    const json = join(dir, 'tp-ahead.json');
+    const r = replay([tpAhead(), '--backend', 'mpi', '--np', '4', '--oversubscribe', '-n', '3', '-w', '1', '-J', json]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const doc = load(json);
+    assert.deepEqual(doc.ops[0]!.group.ranks, [[2, 3]]);
+    assert.equal(doc.ops.length, 8);
+    for (const o of doc.ops) assert.equal(o.wrong, 0, `step ${o.step}`);
+  });
+
+  it('a corrupting library under a group: the check of the group step names it, exit 7', () => {
+    // The interposer flips element 100 of every MPI_Allreduce result on the communicator's rank 1: the tensor-parallel
+    // groups' rank 1 (global 1 and 3) at step 2, first; control-plane combines are shorter than 100 elements.
+    const json = join(dir, 'tp-corrupt.json');
+    const r = replay(
+      [
+        join(FIX, 'flight-recorder-tp'),
+        '--backend',
+        'mpi',
+        '--np',
+        '4',
+        '--oversubscribe',
+        '-n',
+        '2',
+        '-w',
+        '1',
+        '-J',
+        json,
+      ],
+      { LD_PRELOAD: corrupt, CORRUPT_RANK: '1', CORRUPT_INDEX: '100' },
+    );
+    assert.equal(r.code, 7, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      /^# Wrong result: step 2 \(all_reduce 8192 B, nccl_trace_rank_0\.json entry 2\): rank 1 element 100: expected/m,
+    );
+    const doc = load(json);
+    assert.ok(doc.ops[2]!.wrong! > 0);
+    assert.equal(doc.ops[1]!.wrong, 0);
   });
 
   it('a corrupting library: the wrong step named, exit 7', () => {
