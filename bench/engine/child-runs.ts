@@ -7,10 +7,16 @@ import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
 import { ARGV_ENV } from '../report/provenance.js';
+import { errorText, schemaErrors } from '../report/json-schemas.js';
+import { REPLAY_KIND, type ReplayDocument } from '../report/replay-document.js';
 import { reportErrors, type ReportDocument } from '../report/schema.js';
 
-/** A child's report: the document when it is there and valid, else why not (one phrase). */
-export type ReportRead = { doc: ReportDocument; error: null } | { doc: null; error: string };
+/** A child's report: the run document, or a replay's (`collbench replay -J`), when it is there and valid, else why not
+ *  (one phrase). */
+export type ReportRead =
+  | { doc: ReportDocument; error: null; replay?: undefined }
+  | { doc: null; error: string; replay?: undefined }
+  | { doc: null; error: null; replay: ReplayDocument };
 
 export function readReport(path: string): ReportRead {
   let json: unknown;
@@ -22,6 +28,18 @@ export function readReport(path: string): ReportRead {
       doc: null,
       error: err.code === 'ENOENT' ? 'the run wrote no report' : `unreadable report: ${err.message}`,
     };
+  }
+  if ((json as { kind?: unknown } | null)?.kind === REPLAY_KIND) {
+    const bad = schemaErrors('collbench-replay.v1', json);
+    if (bad.length)
+      return {
+        doc: null,
+        error: `replay report does not match the schema: ${bad
+          .slice(0, 2)
+          .map((e) => `${e.instancePath || '/'}: ${errorText(e)}`)
+          .join('; ')}`,
+      };
+    return { doc: null, error: null, replay: json as ReplayDocument };
   }
   const errors = reportErrors(json);
   if (errors.length) return { doc: null, error: `report does not match the schema: ${errors.slice(0, 2).join('; ')}` };
@@ -56,7 +74,7 @@ export class ChildRuns {
   private signal: NodeJS.Signals | null = null;
 
   constructor(
-    private readonly scriptPath: string,
+    readonly scriptPath: string,
     readonly dir: string,
   ) {
     this.env = { ...process.env };
