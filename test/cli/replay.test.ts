@@ -239,7 +239,7 @@ describe('collbench replay', () => {
     assert.ok(doc.ops[0]!.wrong! > 0);
   });
 
-  it('collbench report overlays two replays of the same steps (Markdown), and refuses replays of different ones', () => {
+  it('collbench report overlays two replays of the same steps (Markdown and HTML), and refuses replays of different ones', () => {
     // fr.json (the pickle on MPI) and corrupt.json (the same dump as JSON, on MPI under the corrupting library).
     const r = runProgram('collbench', [
       'report',
@@ -260,9 +260,34 @@ describe('collbench replay', () => {
     const other = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'log.json'), '--md', '-']);
     assert.equal(other.code, 2);
     assert.match(other.stderr, /log\.json and .*fr\.json are replays of different steps \(step 0 differs\)/);
-    const html = runProgram('collbench', ['report', join(dir, 'fr.json'), '--html', join(dir, 'x.html')]);
-    assert.equal(html.code, 2);
-    assert.match(html.stderr, /--html: replays are overlaid in Markdown only/);
+    // The HTML page: a bar per step and replay (each step's median alone), the per-step and per-iteration tables.
+    const page = join(dir, 'overlay.html');
+    const html = runProgram('collbench', [
+      'report',
+      join(dir, 'fr.json'),
+      join(dir, 'corrupt.json'),
+      '--label',
+      'pickle',
+      '--label',
+      'json',
+      '--html',
+      page,
+    ]);
+    assert.equal(html.code, 0, html.stderr);
+    const text = readFileSync(page, 'utf8');
+    const bars = [
+      ...text.matchAll(/aria-label="place: (\d+) (\w+) (\d+) B; median time \(us, log\): [\d.]+; replay: (\w+)"/g),
+    ];
+    assert.equal(bars.length, 14, 'a bar per step and replay');
+    assert.deepEqual(bars[0]!.slice(1), ['0', 'all_reduce', '48', 'pickle']);
+    assert.match(text, /<h2>Per step<\/h2>/);
+    assert.match(text, /<td>median \(us\)<\/td><td style="text-align:right">[\d.]+<\/td>/);
+    // Replays of different steps: refused for HTML too, nothing written.
+    const none = join(dir, 'never.html');
+    const differ = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'log.json'), '--html', none]);
+    assert.equal(differ.code, 2);
+    assert.match(differ.stderr, /are replays of different steps/);
+    assert.equal(existsSync(none), false);
   });
 
   it('an inconsistent trace: one line, exit 2, nothing started or written', () => {
