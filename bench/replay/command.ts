@@ -96,7 +96,8 @@ export const REPLAY_OPTIONS: CommandOptions<typeof REPLAY_TABLE> = {
   NCCL call logs (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL; one per rank or merged), PyTorch execution traces (Chakra
   JSON, .json or .json.gz, one per rank, schema 1.0.x or 1.1.x) or flight-recorder dumps (pickle or JSON, one per
   rank). Every rank's sequence must match (collective, size, datatype, group at each step); the job runs with the
-  trace's rank count (as --np). Groups smaller than the world are refused: mpi and gloo have no sub-communicators here.`,
+  trace's rank count (as --np). Groups smaller than the world (tensor/data parallel) run on real sub-communicators,
+  created once before the timed loop. collbench compare SETTINGS -- collbench replay TRACE... compares settings.`,
   groups: [CHECKS, MEASURE, OUTPUT, RUN_GROUP],
   flags: REPLAY_TABLE,
   footer:
