@@ -100,12 +100,12 @@ Status NcclBackend::createGroups(const std::vector<std::vector<int>>& groups) {
         "process groups need ncclCommSplit (NCCL 2.18 or newer); this is NCCL " + lib_->versionString(),
         CB_SITE("ncclCommSplit"));
   CB_TRY(setDevice(0));
-  constexpr int kNoColor = -1;  // NCCL_SPLIT_NOCOLOR: this rank joins no communicator of this split
   for (const std::vector<int>& ranks : groups) {
     SubGroup g;
     const int mine = collbench::groupRank(ranks, rank());
     // Collective over the world communicator: every rank, every group, in the list's order (as torch's new_group).
-    const Result r = api.CommSplit(locals_[0].world, mine < 0 ? kNoColor : 0, mine < 0 ? 0 : mine, &g.comm, nullptr);
+    const Result r =
+        api.CommSplit(locals_[0].world, mine < 0 ? ncclapi::kSplitNoColor : 0, mine < 0 ? 0 : mine, &g.comm, nullptr);
     subGroups_.push_back(g);  // kept at once, so destroySubGroups() frees it on error
     if (r != ncclapi::Success && r != ncclapi::InProgress)
       return ncclStatus(r, "ncclCommSplit (process group " + std::to_string(subGroups_.size() - 1) + ")",
