@@ -163,11 +163,28 @@ const outputs = (a: ReplayArgs): { flag: string; path: string }[] => outputFiles
 async function readAndPlan(a: ReplayArgs, nranks: number | null): Promise<{ trace: ReplayTrace; plan: ReplayPlan }> {
   try {
     const trace = await readTrace(a.traces);
-    return { trace, plan: planReplay(trace, { nranks, skipUnknown: a.skipUnknown, shrink: a.shrink }) };
+    const plan = planReplay(trace, { nranks, skipUnknown: a.skipUnknown, shrink: a.shrink });
+    refuseLegacyOnGroups(a, plan);
+    return { trace, plan };
   } catch (e) {
     if (e instanceof TraceError) throw new UsageError(`replay: ${e.message}`);
     throw e;
   }
+}
+
+/** Gloo's legacy algorithm classes (--gloo-algo legacy_*) run on the world only: a group's all_reduce or
+ *  reduce_scatter under them is refused here, in one line, before any rank starts (the backend refuses it too). */
+function refuseLegacyOnGroups(a: ReplayArgs, plan: ReplayPlan): void {
+  if (!a.run.glooAlgo?.startsWith('legacy_')) return;
+  const step = plan.steps.find(
+    (s) => s.group.size < plan.nranks && (s.collective === 'all_reduce' || s.collective === 'reduce_scatter'),
+  );
+  if (step)
+    throw UsageError.forFlag(
+      '--gloo-algo',
+      `${a.run.glooAlgo} runs on the world only (Gloo's legacy classes), but step ${step.index} ` +
+        `(${step.collective}) runs on groups of ${step.group.size} of the ${plan.nranks} ranks; give ring, bcube or default`,
+    );
 }
 
 export async function replayCommand(

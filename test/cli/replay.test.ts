@@ -192,6 +192,18 @@ describe('collbench replay', () => {
     for (const o of doc.ops) assert.equal(o.wrong, 0, `step ${o.step}`);
   });
 
+  it("Gloo's legacy algorithms on a group's all_reduce: one line, exit 2, no rank started", () => {
+    const json = join(dir, 'tp-legacy.json');
+    const r = replay([join(FIX, 'flight-recorder-tp'), '--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-J', json]);
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /--gloo-algo: legacy_ring runs on the world only .* step 2 \(all_reduce\) runs on groups of 2/,
+    );
+    assert.equal(existsSync(json), false);
+  });
+
   it('a corrupting library under a group: the check of the group step names it, exit 7', () => {
     // The interposer flips element 100 of every MPI_Allreduce result on the communicator's rank 1: the tensor-parallel
     // groups' rank 1 (global 1 and 3) at step 2, first; control-plane combines are shorter than 100 elements.

@@ -88,7 +88,7 @@ class GlooBackend : public HostMemoryBackend {
   // One new-API context per group, over a PrefixStore of the run's store ("group<N>/", N counting every group this
   // backend made), connected full mesh among the group's ranks only: what torch's ProcessGroupGloo does for
   // new_group. Every rank walks the list in order; a non-member makes no context. The legacy algorithm classes
-  // (--gloo-algo legacy_*) run on the world only: a group's op under them is refused.
+  // (--gloo-algo legacy_*) run on the world only: a group's all_reduce or reduce_scatter under them is refused.
   Status createGroups(const std::vector<std::vector<int>>& groups) override;
   // The series' op checked once (every shift at once) by enqueue()'s own code; all_reduce (new API),
   // all_gather, broadcast, alltoall and gather then run their Gloo call only. Ops with work around the

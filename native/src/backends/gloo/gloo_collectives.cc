@@ -247,7 +247,7 @@ Status GlooBackend::enqueue(const OpArgs& a) {
   if (!ctx)
     return badSpec("rank " + std::to_string(config_.rank) + " is not in process group " + std::to_string(a.group),
                    "GlooBackend::enqueue");
-  if (config_.algo >= GlooAlgo::LegacyRing)
+  if (config_.algo >= GlooAlgo::LegacyRing && (a.coll == Coll::AllReduce || a.coll == Coll::ReduceScatter))
     return badSpec(std::string("--gloo-algo ") + glooAlgoName(config_.algo) +
                        " runs on the world only (Gloo's legacy classes), not on process group " +
                        std::to_string(a.group),
