@@ -14,6 +14,7 @@ import {
   type ChartRun,
 } from '../report/exporters/html.js';
 import { linksMarkdown, mdEscape, mdTable } from '../report/exporters/md.js';
+import { renderReplayOverlayHtml } from '../report/exporters/replay-html.js';
 import { adaptiveFloat } from '../report/format.js';
 import { checkOutputPaths, writeOutputFile } from '../report/outputs.js';
 import { REPORT_KIND, reportErrorLine, reportSchemaOf, type ReportDocument } from '../report/schema.js';
@@ -56,7 +57,7 @@ export const REPORT_OPTIONS: CommandOptions<typeof REPORT_FLAGS> = {
   usage: 'collbench report FILE.json [FILE.json …] [--html OUT.html] [--md OUT.md] [--label NAME …] [--title TEXT]',
   about:
     '  Overlays saved runs: collbench reports (-J) and nccl-tests JSON files (-J of nccl-tests, or --json-format nccl-tests).\n' +
-    '  Replays (collbench replay -J) of the same steps overlay step by step, in Markdown (--md).',
+    '  Replays (collbench replay -J) of the same steps overlay step by step (--md tables; --html bars and tables).',
   groups: [OPTIONS],
   flags: REPORT_FLAGS,
   footer: '  At least one of --html and --md is needed; - writes it to stdout.',
@@ -182,24 +183,30 @@ export async function reportCommand(
       throw new UsageError(
         `report: ${files[odd]} is not a replay but ${files[replays.findIndex((r) => r !== null)]} is: overlay replays with replays`,
       );
-    if (html !== null) throw UsageError.forFlag('report: --html', 'replays are overlaid in Markdown only (--md)');
     const title = values.title ?? `collbench report: ${labels.join(' vs ')}`;
-    let text: string;
+    const overlaid = replays.map((doc, i) => ({ label: labels[i]!, file: files[i]!, doc: doc! }));
+    // Both pages are rendered before either is written: replays of different steps leave nothing half-written.
+    let pages: { flag: '--html' | '--md'; path: string; text: string }[];
     try {
-      text = renderReplayOverlay(
-        replays.map((doc, i) => ({ label: labels[i]!, file: files[i]!, doc: doc! })),
-        title,
-      );
+      pages = [
+        ...(html !== null
+          ? [{ flag: '--html' as const, path: html, text: await renderReplayOverlayHtml(overlaid, title) }]
+          : []),
+        ...(md !== null ? [{ flag: '--md' as const, path: md, text: renderReplayOverlay(overlaid, title) }] : []),
+      ];
     } catch (e) {
       if (e instanceof ReplayOverlayError) throw new UsageError(`report: ${e.message}`);
       throw e;
     }
-    if (md === '-') io.out(text.replace(/\n$/, ''));
-    else {
-      writeOutputFile('--md', md!, text);
-      io.err(
-        `report: wrote ${md} (Markdown, ${replays.length} replay${replays.length === 1 ? '' : 's'}: ${labels.join(', ')})`,
-      );
+    for (const page of pages) {
+      if (page.path === '-') io.out(page.text.replace(/\n$/, ''));
+      else {
+        writeOutputFile(page.flag, page.path, page.text);
+        io.err(
+          `report: wrote ${page.path} (${page.flag === '--html' ? 'HTML' : 'Markdown'}, ${replays.length} ` +
+            `replay${replays.length === 1 ? '' : 's'}: ${labels.join(', ')})`,
+        );
+      }
     }
     return EXIT.OK;
   }

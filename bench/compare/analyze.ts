@@ -21,7 +21,9 @@ import type {
   SizeVerdict,
   Spread,
 } from './document.js';
+import { replayPoints, replayWorld, type RunPoint } from './replay.js';
 import type { Combination } from './settings.js';
+import type { ReplayDocument } from '../report/replay-document.js';
 
 /** One run of one combination as it ended: what the child did and the report it left (if any). */
 export interface RunResult {
@@ -29,6 +31,8 @@ export interface RunResult {
   outcome: ChildOutcome | null; // null: not run (pending or skipped)
   skipped?: boolean;
   doc: ReportDocument | null;
+  /** A replay's document (compare … -- collbench replay), in place of `doc`. */
+  replay?: ReplayDocument | null;
   docError: string | null; // why the report could not be read
   reportPath: string | null;
 }
@@ -53,6 +57,10 @@ export function classifyRun(r: RunResult, timeoutSec: number): { status: RunStat
     return { status: o.timedOut ? 'timeout' : 'failed', error: failureLine(o, timeoutSec) };
   const line = failureLine(o, timeoutSec);
   if (o.exitCode === EXIT.OK || o.exitCode === EXIT.WRONG_RESULTS) {
+    if (r.replay) {
+      const wrong = r.replay.ops.reduce((n, op) => n + (op.wrong ?? 0), 0);
+      return wrong > 0 ? { status: 'wrong', error: `${wrong} wrong elements` } : { status: 'ok', error: null };
+    }
     if (!r.doc) return { status: 'failed', error: `${line}, but no readable report: ${r.docError ?? 'missing'}` };
     if (r.doc.status !== 'complete') return { status: 'failed', error: `${line}, but its report is incomplete` };
     const wrong = docWrong(r.doc);
@@ -97,7 +105,9 @@ export interface Analysis {
 }
 
 /** busbw, unless its factor is 0 at this rank count (then every busbw is 0 by definition): time. */
-export function judgedOn(collective: CollectiveName, nranks: number | null): JudgedOn {
+export function judgedOn(collective: CollectiveName | 'replay', nranks: number | null): JudgedOn {
+  if (collective === 'replay')
+    return { metric: 'time', why: "a replay: each step's time alone and the whole replayed iteration's" };
   if (nranks === null || getCollective(collective).busBwFactor(nranks) !== 0) return { metric: 'busbw', why: null };
   return {
     metric: 'time',
@@ -110,7 +120,30 @@ interface Acc {
   time: number[];
   wrong: number | null;
   count: number;
+  sizeBytes: number;
+  step: SizeVerdict['step'];
 }
+
+/** A run report's rows as points: one per type/redop/root case and size, the placement's busbw and time, #wrong of
+ *  both placements. */
+function reportPoints(doc: ReportDocument, key: 'inPlace' | 'outOfPlace'): RunPoint[] {
+  return doc.rows.map((row) => ({
+    caseKey: `${row.type}\u0000${row.redop}\u0000${row.root}`,
+    case: { type: row.type, redop: row.redop, root: row.root },
+    key: row.sizeBytes,
+    sizeBytes: row.sizeBytes,
+    count: row.count,
+    bus: row[key].busBwGBps,
+    time: row[key].timeUs,
+    wrong: [wrongOf(row.outOfPlace), wrongOf(row.inPlace)],
+  }));
+}
+
+const reportWorld = (doc: ReportDocument): { backend: string; nranks: number; nodes: number | null } => ({
+  backend: doc.world.backend,
+  nranks: doc.world.nranks,
+  nodes: new Set(doc.ranks.map((r) => r.host)).size || null,
+});
 
 /**
  * Builds the verdict. `placement` picks the half whose busbw is compared; #wrong counts both halves.
@@ -123,13 +156,13 @@ export function analyze(
   opts: {
     placement: 'out-of-place' | 'in-place';
     timeoutSec: number;
-    collective: CollectiveName;
+    collective: CollectiveName | 'replay';
     probeEvents?: readonly NcclTuningEvent[] | null;
   },
 ): Analysis {
   const key = opts.placement === 'in-place' ? 'inPlace' : 'outOfPlace';
-  const cases = new Map<string, { type: string; redop: string; root: number; sizes: Map<number, Map<string, Acc>> }>();
-  let firstDoc: ReportDocument | null = null;
+  const cases = new Map<string, RunPoint['case'] & { sizes: Map<number, Map<string, Acc>> }>();
+  let world: { backend: string; nranks: number; nodes: number | null } | null = null;
 
   const combinations: CompareCombination[] = combos.map((c) => {
     const runs: CompareRun[] = (results.get(c.id) ?? []).map((r) => {
@@ -149,30 +182,28 @@ export function analyze(
     });
     let wrong: number | null = null;
     for (const r of results.get(c.id) ?? []) {
-      const doc = r.doc;
-      if (!doc) continue;
-      firstDoc ??= doc;
-      for (const row of doc.rows) {
-        const ck = `${row.type}\u0000${row.redop}\u0000${row.root}`;
-        let cs = cases.get(ck);
+      const points = r.doc ? reportPoints(r.doc, key) : r.replay ? replayPoints(r.replay) : null;
+      if (!points) continue;
+      world ??= r.doc ? reportWorld(r.doc) : replayWorld(r.replay!);
+      for (const p of points) {
+        let cs = cases.get(p.caseKey);
         if (!cs) {
-          cs = { type: row.type, redop: row.redop, root: row.root, sizes: new Map() };
-          cases.set(ck, cs);
+          cs = { ...p.case, sizes: new Map() };
+          cases.set(p.caseKey, cs);
         }
-        let bySize = cs.sizes.get(row.sizeBytes);
+        let bySize = cs.sizes.get(p.key);
         if (!bySize) {
           bySize = new Map();
-          cs.sizes.set(row.sizeBytes, bySize);
+          cs.sizes.set(p.key, bySize);
         }
         let acc = bySize.get(c.id);
         if (!acc) {
-          acc = { bus: [], time: [], wrong: null, count: row.count };
+          acc = { bus: [], time: [], wrong: null, count: p.count, sizeBytes: p.sizeBytes, step: p.step ?? null };
           bySize.set(c.id, acc);
         }
-        const h = row[key];
-        if (h.busBwGBps !== null) acc.bus.push(h.busBwGBps);
-        if (h.timeUs !== null) acc.time.push(h.timeUs);
-        for (const w of [wrongOf(row.outOfPlace), wrongOf(row.inPlace)]) {
+        if (p.bus !== null) acc.bus.push(p.bus);
+        if (p.time !== null) acc.time.push(p.time);
+        for (const w of p.wrong) {
           if (w === null) continue;
           acc.wrong = (acc.wrong ?? 0) + w;
           wrong = (wrong ?? 0) + w;
@@ -197,8 +228,8 @@ export function analyze(
 
   const statusOf = new Map(combinations.map((c) => [c.id, c.status]));
   const baseline = combos.find((c) => c.baseline)?.id ?? null;
-  const doc0 = firstDoc as ReportDocument | null;
-  const nranks = doc0?.world.nranks ?? null;
+  const w0 = world as { backend: string; nranks: number; nodes: number | null } | null;
+  const nranks = w0?.nranks ?? null;
   const judged = judgedOn(opts.collective, nranks);
   const onTime = judged.metric === 'time';
   const winners: string[] = [];
@@ -206,7 +237,8 @@ export function analyze(
   const outCases: CompareCase[] = [...cases.values()].map((cs) => {
     const sizes: SizeVerdict[] = [...cs.sizes.entries()]
       .sort((a, b) => a[0] - b[0])
-      .map(([sizeBytes, bySize]) => {
+      .map(([, bySize]) => {
+        const { sizeBytes, step } = [...bySize.values()][0]!;
         // The judged samples: busbw (higher is better), or time (lower is better) where busbw's factor is 0.
         const samples = (id: string | null): number[] =>
           id === null ? [] : ((onTime ? bySize.get(id)?.time : bySize.get(id)?.bus) ?? []);
@@ -247,6 +279,7 @@ export function analyze(
         const g = best && base ? gain(best.judged!, base) : null;
         return {
           sizeBytes,
+          ...(step ? { step } : {}),
           count,
           results: results.map(({ judged: _, ...r }) => r),
           best: best?.id ?? null,
@@ -263,7 +296,9 @@ export function analyze(
               : null,
           ncclChoice:
             results.find((r) => r.id === baseline)?.ncclChose ??
-            (opts.probeEvents ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1) : null),
+            (opts.probeEvents && opts.collective !== 'replay'
+              ? choicesAt(opts.probeEvents, opts.collective, sizeBytes, nranks ?? 1)
+              : null),
         };
       });
     // Holm's correction over the sizes that have a test: "significant" at some size is then not luck across many.
@@ -277,10 +312,19 @@ export function analyze(
     for (const s of sizes) {
       if (s.best === null) continue;
       if (!winners.includes(s.best)) winners.push(s.best);
-      if (prev !== null && s.best !== prev) crossovers.push({ sizeBytes: s.sizeBytes, from: prev, to: s.best });
+      // A replay's steps are not an ordered sweep of sizes: no crossovers there.
+      if (prev !== null && s.best !== prev && !s.step)
+        crossovers.push({ sizeBytes: s.sizeBytes, from: prev, to: s.best });
       prev = s.best;
     }
-    return { type: cs.type, redop: cs.redop, root: cs.root, sizes, crossovers };
+    return {
+      ...(cs.title ? { title: cs.title } : {}),
+      type: cs.type,
+      redop: cs.redop,
+      root: cs.root,
+      sizes,
+      crossovers,
+    };
   });
 
   const statuses = combinations.map((c) => c.status);
@@ -295,10 +339,10 @@ export function analyze(
     combinations,
     cases: outCases,
     winners,
-    backend: doc0?.world.backend ?? null,
+    backend: w0?.backend ?? null,
     nranks,
     judgedOn: judged,
-    nodes: doc0 ? new Set(doc0.ranks.map((r) => r.host)).size || null : null,
+    nodes: w0?.nodes ?? null,
     exitCode,
   };
 }

@@ -24,6 +24,7 @@ import {
   renderText,
 } from './render.js';
 import { withChildRuns, type ChildRuns } from '../engine/child-runs.js';
+import { checkReplayProgram } from './replay.js';
 import { CompareRuns } from './runs.js';
 import { combinations, parseAxis, parseGlooAxis, type Axis, type Combination } from './settings.js';
 import { renderTunerCsv, TUNER_COLLECTIVE } from './tuner-csv.js';
@@ -193,9 +194,10 @@ export function parseCompareArgs(args: string[]): CompareOptions | 'help' {
 
 /** The backend the children will use: the program's --backend, else the one the loader picks here. */
 export function predictBackend(p: ProgramSpec): BackendName | null {
-  if (p.options.backend !== null) return p.options.backend;
+  const given = p.options?.backend ?? p.backend ?? null;
+  if (given !== null) return given;
   try {
-    return selectBackend(null, { ncclLib: p.options.ncclLib }).record.name;
+    return selectBackend(null, { ncclLib: p.options?.ncclLib ?? null }).record.name;
   } catch (e) {
     if (e instanceof BackendUnavailableError) return null;
     throw e;
@@ -225,7 +227,7 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
   checkOutputPaths(opts.outputs, { force: opts.force });
   const backend = predictBackend(program);
   if (opts.outputs.some((o) => o.flag === '--tuner-csv')) {
-    if (!TUNER_COLLECTIVE[program.collective]) {
+    if (program.collective === 'replay' || !TUNER_COLLECTIVE[program.collective]) {
       throw UsageError.forFlag(
         '--tuner-csv',
         `NCCL's example tuner plugin does not tune ${program.collective}; it takes ${Object.keys(TUNER_COLLECTIVE).join(', ')}`,
@@ -241,7 +243,7 @@ function planCompare(argv: string[]): ComparePlan | 'help' {
   }
   // NCCL_* variables change nothing on another backend: every combination would run alike
   const ncclVariable = opts.axes.find((a) => a.kind === 'env' && /^NCCL_/.test(a.name));
-  if (ncclVariable && backend !== 'nccl' && program.options.backend === null) {
+  if (ncclVariable && backend !== 'nccl' && (program.options?.backend ?? program.backend ?? null) === null) {
     // the backend was left to choose and NCCL is not the one here (no GPU, no libnccl): every run would be doomed
     throw new BackendUnavailableError(
       `compare: --env ${ncclVariable.name} compares NCCL settings, but the nccl backend cannot ` +
@@ -291,7 +293,11 @@ function buildDoc(
     startTime: isoLocal(startTime),
     endTime: status === 'incomplete' ? null : isoLocal(new Date()),
     argv: ['collbench', 'compare', ...argv],
-    program: { words: program.words, collective: program.collective, name: `${program.collective}_perf` },
+    program: {
+      words: program.words,
+      collective: program.collective,
+      name: program.collective === 'replay' ? 'collbench replay' : `${program.collective}_perf`,
+    },
     axes: opts.axes.map((x) => ({ kind: x.kind, name: x.name, values: [...x.values] })),
     runsPerCombination: opts.runs,
     placement: opts.placement,
@@ -346,6 +352,8 @@ export async function compareCommand(argv: string[], scriptPath: string, io: IO)
         kept !== null,
         io,
       );
+      // A replay's words and trace, checked by the replay itself before any timed run (exit 2 on a refusal).
+      if (plan.program.collective === 'replay') await checkReplayProgram(plan.program, plan.combos, children);
       // NCCL's choice per size: with --links every setting's runs carry it (the plugin's collective events); the
       // NCCL_DEBUG=TUNING run is then only the fallback, after the runs, when none of them had the plugin's rows.
       const tuningLog = plan.backend !== null && backendRecord(plan.backend).tuningLog;

@@ -68,6 +68,8 @@ export interface JudgedOn {
 
 export interface SizeVerdict {
   sizeBytes: number;
+  /** A replay's step (index -1: the whole iteration): what this verdict is of; absent for a benchmark's size. */
+  step?: { index: number; collective: string; recorded: string } | null;
   count: number;
   results: CombinationAtSize[]; // one per combination, in combination order
   best: string | null; // id; eligible = status ok (every run completed, #wrong 0 everywhere)
@@ -87,6 +89,8 @@ export interface SizeVerdict {
 }
 
 export interface CompareCase {
+  /** A replay's case name (its steps, its whole iteration); absent for a benchmark's type/redop/root. */
+  title?: string;
   type: string;
   redop: string;
   root: number;

@@ -4,18 +4,23 @@
 // runs, and turned into the argument array of a child running this package's own binary (never a shell).
 import { basename } from 'node:path';
 import { UsageError } from '../core/errors.js';
-import { PROGRAMS, type CollectiveName } from '../core/types.js';
+import { PROGRAMS, type BackendName, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { collectiveFromProgram, parseCommandLine, programBase } from '../config/run-options.js';
 import { crowdingRefusal } from '../launch/mpirun.js';
+import { isReplayProgram, parseReplayProgram } from './replay.js';
 import type { Combination } from './settings.js';
 
 export interface ProgramSpec {
   words: string[]; // as typed after --
-  collective: CollectiveName;
-  /** Arguments of the child `collbench` (collective word first), without compare's own -J. */
+  /** What it runs: a collective, or 'replay' for `collbench replay TRACE…` (compare/replay.ts). */
+  collective: CollectiveName | 'replay';
+  /** Arguments of the child `collbench` (collective word first, or `replay`), without compare's own -J. */
   args: string[];
-  options: ResolvedOptions;
+  /** The benchmark's options; null for a replay (the replay reads its own: replay.ts checks them). */
+  options: ResolvedOptions | null;
+  /** A replay's --backend where given (a benchmark's is options.backend). */
+  backend?: BackendName | null;
 }
 
 function unknown(word: string): UsageError {
@@ -53,6 +58,7 @@ export function parseProgram(words: readonly string[]): ProgramSpec {
       'compare: no program after --; e.g. collbench compare --env NCCL_ALGO=Ring,Tree -- all_reduce_perf -b 8 -e 128M -f 2',
     );
   }
+  if (isReplayProgram(words)) return parseReplayProgram(words);
   const first = words[0]!;
   const base = programBase(first);
   let collective: CollectiveName | null;
@@ -88,8 +94,8 @@ export function parseProgram(words: readonly string[]): ProgramSpec {
 }
 
 /** Checks one combination's arguments with the program's parser (e.g. --gloo-algo without --backend gloo). */
-export function checkCombination(p: ProgramSpec, c: Combination): ResolvedOptions {
-  if (c.args.length === 0) return p.options;
+export function checkCombination(p: ProgramSpec, c: Combination): ResolvedOptions | null {
+  if (c.args.length === 0 || p.options === null) return p.options; // a replay's: checkReplayProgram
   try {
     return parsed([...p.args, ...c.args], 'collbench', basename(p.words[0]!));
   } catch (e) {

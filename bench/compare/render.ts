@@ -47,8 +47,9 @@ function metricLines(doc: CompareDocument): string[] {
       'best: highest median among combinations whose every run completed with #wrong 0; gain: best over C0 (default)',
     ];
   }
+  const cells = doc.program.collective === 'replay' ? "each replay's median (us)" : `${doc.placement} time (us)`;
   return [
-    `judged on time: ${doc.judgedOn.why}; cells: ${doc.placement} time (us), median over runs [min-max], ` +
+    `judged on time: ${doc.judgedOn.why}; cells: ${cells}, median over runs [min-max], ` +
       'lower is better; ! = wrong results at that size',
     "best: lowest median time among combinations whose every run completed with #wrong 0; gain: best's speed over C0 " +
       "(C0's time over the best's, = the algbw ratio)",
@@ -63,8 +64,19 @@ const gainCell = (s: SizeVerdict): string =>
 const significanceCell = (s: SizeVerdict): string => s.significance ?? '';
 
 export function caseTitle(cs: CompareCase): string {
-  return `${cs.type} ${cs.redop || 'none'} root ${cs.root}`;
+  return cs.title ?? `${cs.type} ${cs.redop || 'none'} root ${cs.root}`;
 }
+
+/** The first column: a size, or a replay's step (its index, collective and size; the whole iteration). */
+export const placeCell = (s: SizeVerdict): string =>
+  !s.step
+    ? String(s.sizeBytes)
+    : s.step.index < 0
+      ? `iteration (${s.sizeBytes} B)`
+      : `${s.step.index} ${s.step.collective} ${s.sizeBytes} B`;
+const isStepCase = (cs: CompareCase): boolean => cs.sizes.some((s) => s.step);
+/** Its heading: size (B), or step for a replay's case. */
+const placeHead = (cs: CompareCase): string => (isStepCase(cs) ? 'step' : 'size (B)');
 
 function runsCell(c: CompareCombination): string {
   const done = c.runs.filter((r) => r.status === 'ok' || r.status === 'wrong').length;
@@ -171,7 +183,7 @@ export function renderText(doc: CompareDocument): string[] {
   for (const cs of doc.cases) {
     out.push('#', `# ${caseTitle(cs)}`);
     const head = [
-      'size (B)',
+      placeHead(cs),
       ...doc.combinations.map((c) => c.id),
       'best',
       'gain',
@@ -180,7 +192,7 @@ export function renderText(doc: CompareDocument): string[] {
       ...(hasNccl(doc) ? ['NCCL chose (C0)'] : []),
     ];
     const rows = cs.sizes.map((s) => [
-      String(s.sizeBytes),
+      placeCell(s),
       ...s.results.map((r, i) => resultCell(doc, r, doc.combinations[i]!)),
       s.best ?? 'none',
       gainCell(s),
@@ -190,11 +202,13 @@ export function renderText(doc: CompareDocument): string[] {
     ]);
     const lines = aligned([head, ...rows], [], ['# ', ...rows.map(() => '  ')]);
     out.push(...lines);
-    out.push(
-      cs.crossovers.length
-        ? `# crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)} ${x.from} -> ${x.to}`).join(', ')}`
-        : `# no crossover${cs.sizes.some((s) => s.best) ? `: ${cs.sizes.find((s) => s.best)!.best} wins at every size with a winner` : ''}`,
-    );
+    // A replay's steps are no sweep: the best per step is the verdict, there is nothing to cross over.
+    if (!isStepCase(cs))
+      out.push(
+        cs.crossovers.length
+          ? `# crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)} ${x.from} -> ${x.to}`).join(', ')}`
+          : `# no crossover${cs.sizes.some((s) => s.best) ? `: ${cs.sizes.find((s) => s.best)!.best} wins at every size with a winner` : ''}`,
+      );
   }
   out.push('#');
   if (correctnessClean(doc)) {
@@ -202,9 +216,9 @@ export function renderText(doc: CompareDocument): string[] {
   } else {
     out.push('# correctness: #wrong per size (both placements, all runs); N/A = not checked (-c 0)');
     for (const cs of doc.cases) {
-      const head = ['size (B)', ...doc.combinations.map((c) => c.id)];
+      const head = [placeHead(cs), ...doc.combinations.map((c) => c.id)];
       const rows = cs.sizes.map((s) => [
-        String(s.sizeBytes),
+        placeCell(s),
         ...s.results.map((r) => (r.n === 0 ? '-' : r.wrong === null ? 'N/A' : String(r.wrong))),
       ]);
       if (doc.cases.length > 1) out.push(`# ${caseTitle(cs)}`);
@@ -256,6 +270,7 @@ export const COMPARE_CSV_COLUMNS = [
   'gain_p',
   'significance',
   'judged_on',
+  'step',
 ] as const;
 
 /** One CSV line per sweep × size × combination. */
@@ -291,6 +306,7 @@ export function renderCompareCsv(doc: CompareDocument): string {
           s.gainP,
           s.significance,
           doc.judgedOn.metric,
+          s.step ? (s.step.index < 0 ? 'iteration' : s.step.index) : null,
         ]);
       });
     }
@@ -327,7 +343,7 @@ export function renderCompareMarkdown(doc: CompareDocument): string {
   for (const cs of doc.cases) {
     lines.push(`## ${onTime(doc) ? 'Time' : 'Bus bandwidth'}: ${mdEscape(caseTitle(cs))}`, '');
     const head = [
-      'size (B)',
+      placeHead(cs),
       ...doc.combinations.map((c) => c.id),
       'best',
       'gain',
@@ -339,7 +355,7 @@ export function renderCompareMarkdown(doc: CompareDocument): string {
       ...mdTable(
         head,
         cs.sizes.map((s) => [
-          String(s.sizeBytes),
+          placeCell(s),
           ...s.results.map((r, i) => mdEscape(resultCell(doc, r, doc.combinations[i]!))),
           s.best ?? 'none',
           gainCell(s),
@@ -351,18 +367,19 @@ export function renderCompareMarkdown(doc: CompareDocument): string {
       ),
       '',
     );
-    lines.push(
-      cs.crossovers.length
-        ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}`
-        : 'No crossover.',
-      '',
-    );
+    if (!isStepCase(cs))
+      lines.push(
+        cs.crossovers.length
+          ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}`
+          : 'No crossover.',
+        '',
+      );
     lines.push(`### #wrong: ${mdEscape(caseTitle(cs))}`, '');
     lines.push(
       ...mdTable(
-        ['size (B)', ...doc.combinations.map((c) => c.id)],
+        [placeHead(cs), ...doc.combinations.map((c) => c.id)],
         cs.sizes.map((s) => [
-          String(s.sizeBytes),
+          placeCell(s),
           ...s.results.map((r) => (r.n === 0 ? '-' : r.wrong === null ? 'N/A' : String(r.wrong))),
         ]),
         1,
@@ -459,13 +476,16 @@ export function chartRuns(doc: CompareDocument): ChartRun[] {
     heatCase: null,
     points: doc.cases
       .flatMap((cs) =>
-        cs.sizes.map((s) => ({
-          series: `${c.id} ${c.label}${doc.cases.length > 1 ? ` [${caseTitle(cs)}]` : ''}`,
-          placement: doc.placement,
-          sizeBytes: s.sizeBytes,
-          busBwGBps: s.results[i]!.busBwGBps?.median ?? null,
-          timeUs: s.results[i]!.timeUs?.median ?? null,
-        })),
+        // A replay's steps are not a sweep of sizes: its verdict tables, no busbw line.
+        cs.sizes
+          .filter((s) => !s.step)
+          .map((s) => ({
+            series: `${c.id} ${c.label}${doc.cases.length > 1 ? ` [${caseTitle(cs)}]` : ''}`,
+            placement: doc.placement,
+            sizeBytes: s.sizeBytes,
+            busBwGBps: s.results[i]!.busBwGBps?.median ?? null,
+            timeUs: s.results[i]!.timeUs?.median ?? null,
+          })),
       )
       .filter((p) => p.busBwGBps !== null),
   }));
@@ -497,7 +517,7 @@ export async function renderCompareHtml(doc: CompareDocument): Promise<string> {
     parts.push(
       htmlTable(
         [
-          'size (B)',
+          placeHead(cs),
           ...doc.combinations.map((c) => c.id),
           'best',
           'gain',
@@ -505,7 +525,7 @@ export async function renderCompareHtml(doc: CompareDocument): Promise<string> {
           ...(hasNccl(doc) ? ['NCCL chose (C0)'] : []),
         ],
         cs.sizes.map((s) => [
-          String(s.sizeBytes),
+          placeCell(s),
           ...s.results.map((r, i) => ({ text: resultCell(doc, r, doc.combinations[i]!), strong: r.id === s.best })),
           s.best ?? 'none',
           pct(s.gainPct),
@@ -516,14 +536,16 @@ export async function renderCompareHtml(doc: CompareDocument): Promise<string> {
       ),
     );
     parts.push(
-      `<p>${esc(cs.crossovers.length ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}` : 'No crossover.')}</p>`,
+      isStepCase(cs)
+        ? ''
+        : `<p>${esc(cs.crossovers.length ? `Crossovers: ${cs.crossovers.map((x) => `${formatSize(x.sizeBytes)}: ${x.from} → ${x.to}`).join(', ')}` : 'No crossover.')}</p>`,
     );
     parts.push(`<h2>#wrong per size: ${esc(caseTitle(cs))}</h2>`);
     parts.push(
       htmlTable(
-        ['size (B)', ...doc.combinations.map((c) => c.id)],
+        [placeHead(cs), ...doc.combinations.map((c) => c.id)],
         cs.sizes.map((s) => [
-          String(s.sizeBytes),
+          placeCell(s),
           ...s.results.map((r) => (r.n === 0 ? '-' : r.wrong === null ? 'N/A' : String(r.wrong))),
         ]),
         ' data-table="correctness"',

@@ -54,7 +54,14 @@ export class CompareRuns {
       timeoutSec: this.plan.timeoutSec,
       env: (base) => childEnv(base, c, extraEnv),
     });
-    return { run, outcome: r.outcome, doc: r.report.doc, docError: r.report.error, reportPath: r.reportPath };
+    return {
+      run,
+      outcome: r.outcome,
+      doc: r.report.doc,
+      ...(r.report.replay ? { replay: r.report.replay } : {}),
+      docError: r.report.error,
+      reportPath: r.reportPath,
+    };
   }
 
   /** NCCL: one extra default run logging NCCL's per-call choice (its timings are not used: logging costs time). */
@@ -70,7 +77,8 @@ export class CompareRuns {
     const text = [...files.map((f) => readFileSync(f, 'utf8')), r.outcome?.stdoutTail ?? ''].join('\n');
     this.probeEvents = parseNcclTuningLog(text);
     this.probe = { ran: true, env, status, error, events: this.probeEvents.length, files: this.keep ? files : [] };
-    if (this.probeEvents.length === 0 && NCCL_FUNC_OF[this.plan.program.collective] !== undefined) {
+    const coll = this.plan.program.collective;
+    if (this.probeEvents.length === 0 && coll !== 'replay' && NCCL_FUNC_OF[coll] !== undefined) {
       this.progress(`NCCL probe: no per-call tuning lines found (${shorten(error ?? 'this NCCL does not log them')})`);
     }
   }

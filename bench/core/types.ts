@@ -145,6 +145,9 @@ export interface HalfSpec {
   unalignElems: number;
   graphLaunches?: number; // -G: capture the timed ops once, replay them this many times (nccl)
   arrivals?: boolean; // record each iteration's start on every process, gathered to rank 0 (late ranks)
+  group?: number; // a sequence's op on a createGroups() process group (its index; root and peers are group ranks)
+  member?: boolean; // false: this rank is not in that group and issues nothing for the op (the group's ranks do)
+  groupSize?: number; // that group's rank count: the ranks its data pattern spans
 }
 
 export interface FirstWrong {

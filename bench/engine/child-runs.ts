@@ -8,20 +8,32 @@ import { join } from 'node:path';
 import { startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
 import { ARGV_ENV } from '../report/provenance.js';
 import { readDocument } from '../report/json-schemas.js';
+import { REPLAY_KIND, type ReplayDocument } from '../report/replay-document.js';
 import { reportErrorLine, reportSchemaOf, type ReportDocument } from '../report/schema.js';
 
-/** A child's report: the document when it is there and valid, else why not (one phrase). */
-export type ReportRead = { doc: ReportDocument; error: null } | { doc: null; error: string };
+/** A child's report: the run document, or a replay's (`collbench replay -J`), when it is there and valid, else why not
+ *  (one phrase). */
+export type ReportRead =
+  | { doc: ReportDocument; error: null; replay?: undefined }
+  | { doc: null; error: string; replay?: undefined }
+  | { doc: null; error: null; replay: ReplayDocument };
 
 export function readReport(path: string): ReportRead {
-  const { doc, problem } = readDocument<ReportDocument>(path, reportSchemaOf);
-  if (doc) return { doc, error: null };
+  const isReplay = (json: unknown): boolean => (json as { kind?: unknown } | null)?.kind === REPLAY_KIND;
+  const { doc, problem } = readDocument<ReportDocument | ReplayDocument>(path, (json) =>
+    isReplay(json) ? 'collbench-replay.v1' : reportSchemaOf(json),
+  );
+  if (doc)
+    return isReplay(doc)
+      ? { doc: null, error: null, replay: doc as ReplayDocument }
+      : { doc: doc as ReportDocument, error: null };
   if (problem.stage === 'read' && problem.code === 'ENOENT') return { doc: null, error: 'the run wrote no report' };
   if (problem.stage === 'read' || problem.stage === 'json') {
     return { doc: null, error: `unreadable report: ${problem.message}` };
   }
   const lines = problem.stage === 'schema' ? problem.errors.map(reportErrorLine) : [];
-  return { doc: null, error: `report does not match the schema: ${lines.slice(0, 2).join('; ')}` };
+  const what = problem.stage === 'schema' && isReplay(problem.json) ? 'replay report' : 'report';
+  return { doc: null, error: `${what} does not match the schema: ${lines.slice(0, 2).join('; ')}` };
 }
 
 export interface ChildRun {
@@ -52,7 +64,7 @@ export class ChildRuns {
   private signal: NodeJS.Signals | null = null;
 
   constructor(
-    private readonly scriptPath: string,
+    readonly scriptPath: string,
     readonly dir: string,
   ) {
     this.env = { ...process.env };

@@ -42,13 +42,23 @@ export async function withSequenceBackend<P, T>(
   });
 }
 
-/** One call of a timed sequence: the collective, its case (datatype, op, root), size, layout context and check seed. */
+/** Where a call runs when it is not on the world: its native process group (createGroups' index), the group's size
+ *  and this rank's place in it (null: not a member; the call is then the group's ranks' alone). */
+export interface GroupPlace {
+  index: number;
+  size: number;
+  rank: number | null;
+}
+
+/** One call of a timed sequence: the collective, its case (datatype, op, root), size, layout context and check seed;
+ *  `group` for a call on a process group (root and layout then in the group's ranks). */
 export interface SequenceCall {
   collective: CollectiveName;
   sweep: SweepCase;
   bytes: number;
   ctx: LayoutContext;
   seed: number;
+  group?: GroupPlace;
 }
 
 /** The native specs of every call of every sequence (one, or one per local rank this process drives), with the send
@@ -63,10 +73,12 @@ export function sequenceSpecs(
     recvBytes = 0;
   const specs = sequences.map((calls) =>
     calls.map((c) => {
+      // On a group, the call's layout and data are those of a job of the group's ranks (a non-member's: group rank 0's).
+      const info = c.group ? { ...up.info, rank: c.group.rank ?? 0, nranks: c.group.size, localRanks: 1 } : up.info;
       const h = localSpecs(
         options,
         getCollective(c.collective),
-        up.info,
+        info,
         c.ctx,
         c.sweep,
         c.bytes,
@@ -77,9 +89,16 @@ export function sequenceSpecs(
       const ts = DTYPE_BYTES[c.sweep.dtype];
       sendBytes = Math.max(sendBytes, h.layout.sendElems * ts);
       recvBytes = Math.max(recvBytes, h.layout.recvElems * ts);
+      if (c.group) for (const spec of [h.specs].flat()) Object.assign(spec, onGroup(c.group));
       return h.specs as HalfSpec | HalfSpec[];
     }),
   );
   up.native.allocate(sendBytes + 64, recvBytes + 64);
   return specs;
 }
+
+const onGroup = (g: GroupPlace): Pick<HalfSpec, 'group' | 'member' | 'groupSize'> => ({
+  group: g.index,
+  member: g.rank !== null,
+  groupSize: g.size,
+});

@@ -55,6 +55,9 @@ export interface NativeBackend {
   /** Different ops timed as one step, `iters` steps (timed_loop.h benchSequence): ops[k] is op k's spec, or one per
    *  local rank. Only the specs' op fields, layouts and data segments are read. */
   runSequence(ops: (HalfSpec | HalfSpec[])[], options: SequenceOptions): Promise<SequenceResult>;
+  /** Process groups smaller than the world (core/backend.h createGroups): every rank calls it with the same lists of
+   *  global ranks, in the same order; group k is then HalfSpec.group = k. Replaces earlier groups. */
+  createGroups(groups: number[][]): Promise<void>;
   barrier(): void;
   allreduce(values: number[], how: number): number[];
   gatherStrings(mine: string): string[] | null;

@@ -96,7 +96,8 @@ export const REPLAY_OPTIONS: CommandOptions<typeof REPLAY_TABLE> = {
   NCCL call logs (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL; one per rank or merged), PyTorch execution traces (Chakra
   JSON, .json or .json.gz, one per rank, schema 1.0.x or 1.1.x) or flight-recorder dumps (pickle or JSON, one per
   rank). Every rank's sequence must match (collective, size, datatype, group at each step); the job runs with the
-  trace's rank count (as --np). Groups smaller than the world are refused: mpi and gloo have no sub-communicators here.`,
+  trace's rank count (as --np). Groups smaller than the world (tensor/data parallel) run on real sub-communicators,
+  created once before the timed loop. collbench compare SETTINGS -- collbench replay TRACE... compares settings.`,
   groups: [CHECKS, MEASURE, OUTPUT, RUN_GROUP],
   flags: REPLAY_TABLE,
   footer:
@@ -162,11 +163,28 @@ const outputs = (a: ReplayArgs): { flag: string; path: string }[] => outputFiles
 async function readAndPlan(a: ReplayArgs, nranks: number | null): Promise<{ trace: ReplayTrace; plan: ReplayPlan }> {
   try {
     const trace = await readTrace(a.traces);
-    return { trace, plan: planReplay(trace, { nranks, skipUnknown: a.skipUnknown, shrink: a.shrink }) };
+    const plan = planReplay(trace, { nranks, skipUnknown: a.skipUnknown, shrink: a.shrink });
+    refuseLegacyOnGroups(a, plan);
+    return { trace, plan };
   } catch (e) {
     if (e instanceof TraceError) throw new UsageError(`replay: ${e.message}`);
     throw e;
   }
+}
+
+/** Gloo's legacy algorithm classes (--gloo-algo legacy_*) run on the world only: a group's all_reduce or
+ *  reduce_scatter under them is refused here, in one line, before any rank starts (the backend refuses it too). */
+function refuseLegacyOnGroups(a: ReplayArgs, plan: ReplayPlan): void {
+  if (!a.run.glooAlgo?.startsWith('legacy_')) return;
+  const step = plan.steps.find(
+    (s) => s.group.size < plan.nranks && (s.collective === 'all_reduce' || s.collective === 'reduce_scatter'),
+  );
+  if (step)
+    throw UsageError.forFlag(
+      '--gloo-algo',
+      `${a.run.glooAlgo} runs on the world only (Gloo's legacy classes), but step ${step.index} ` +
+        `(${step.collective}) runs on groups of ${step.group.size} of the ${plan.nranks} ranks; give ring, bcube or default`,
+    );
 }
 
 export async function replayCommand(

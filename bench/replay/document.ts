@@ -14,7 +14,7 @@ import {
   type TimeSpread,
   type TraceFormat,
 } from '../report/replay-document.js';
-import type { ReplayPlan } from './steps.js';
+import { ranges, type ReplayPlan, type ReplayStep } from './steps.js';
 
 /** Median, 99th percentile (nearest rank), min and max of samples (µs). */
 export function spread(xs: readonly number[]): TimeSpread {
@@ -57,7 +57,7 @@ export function buildDocument(i: DocumentInput): ReplayDocument {
       recordedDtype: s.dtypeName,
       count: s.count,
       bytes: s.bytes,
-      group: { id: s.group.id, size: s.group.size },
+      group: { id: s.groups.map((g) => g.id).join(','), size: s.group.size, ranks: s.groups.map((g) => g.ranks) },
       root: s.root < 0 ? null : s.root,
       time,
       samplesUs: i.stepUs[k] ?? [],
@@ -123,7 +123,7 @@ export function renderText(doc: ReplayDocument): string[] {
   for (const o of doc.ops) {
     out.push(
       `  ${String(o.step).padStart(5)} ${o.collective.padEnd(14)} ${o.dtype.padEnd(8)} ${String(o.count).padStart(12)} ` +
-        `${String(o.bytes).padStart(12)} ${String(o.group.size).padStart(5)} ${f1(o.time.medianUs).padStart(10)} ${f1(o.time.p99Us).padStart(10)} ` +
+        `${String(o.bytes).padStart(12)} ${groupColumn(o.group).padStart(5)} ${f1(o.time.medianUs).padStart(10)} ${f1(o.time.p99Us).padStart(10)} ` +
         `${f2(o.algBwGBps).padStart(8)} ${f2(o.busBwGBps).padStart(8)} ${(o.wrong === null ? 'N/A' : String(o.wrong)).padStart(6)}  ` +
         `${o.recorded}${o.recordedDtype.toLowerCase() !== o.dtype ? ` (${o.recordedDtype})` : ''}`,
     );
@@ -147,6 +147,10 @@ export function renderText(doc: ReplayDocument): string[] {
   return out;
 }
 
+/** The group column: its size, and how many groups run the step at once (2x2: two groups of 2). */
+const groupColumn = (g: ReplayDocument['ops'][number]['group']): string =>
+  (g.ranks?.length ?? 1) > 1 ? `${g.size}x${g.ranks!.length}` : String(g.size);
+
 /** --csv: one line per step. */
 export function renderCsv(doc: ReplayDocument): string {
   return stringify(
@@ -158,6 +162,7 @@ export function renderCsv(doc: ReplayDocument): string {
       count: o.count,
       bytes: o.bytes,
       group_size: o.group.size,
+      groups: o.group.ranks?.length ?? 1,
       time_median_us: o.time.medianUs,
       time_p99_us: o.time.p99Us,
       algbw_gbps: o.algBwGBps,
@@ -177,7 +182,14 @@ export function planLines(plan: ReplayPlan, format: TraceFormat, files: number):
     ...plan.steps.map(
       (s) =>
         `${String(s.index).padStart(5)}  ${s.collective.padEnd(14)} ${s.dtype.padEnd(8)} ${String(s.count).padStart(12)} ` +
-        `${String(s.bytes).padStart(12)}  group ${s.group.id} (${s.group.size})  ${s.name}  ${s.where}`,
+        `${String(s.bytes).padStart(12)}  ${groupsText(s, plan.nranks)}  ${s.name}  ${s.where}`,
     ),
   ];
+}
+
+/** "group 0 (4)" for a world step; "groups 1, 2 (2 ranks each: 0-1; 2-3)" for groups side by side. */
+function groupsText(s: ReplayStep, nranks: number): string {
+  if (s.groups.length === 1 && s.group.size === nranks) return `group ${s.group.id} (${s.group.size})`;
+  const ids = s.groups.map((g) => g.id).join(', ');
+  return `group${s.groups.length > 1 ? 's' : ''} ${ids} (${s.group.size} rank${s.group.size === 1 ? '' : 's'}${s.groups.length > 1 ? ' each' : ''}: ${s.groups.map((g) => ranges(g.ranks)).join('; ')})`;
 }

@@ -8,7 +8,7 @@ import type { IO } from '../core/io.js';
 import { shortHost } from '../core/ranks.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { SuiteHooks } from '../engine/context.js';
-import { sequenceSpecs, withSequenceBackend, type SequenceRun } from '../engine/timed-sequences.js';
+import { sequenceSpecs, withSequenceBackend, type GroupPlace, type SequenceRun } from '../engine/timed-sequences.js';
 import type { ReplayPlan, ReplayStep } from './steps.js';
 
 export interface ReplayTiming {
@@ -44,6 +44,29 @@ export function recordedGapsUs(steps: readonly ReplayStep[]): number[] | null {
   return steps.map((s, i) => (i === 0 ? 0 : Math.max(0, Math.round((s.timeNs! - steps[i - 1]!.timeNs!) / 1e3))));
 }
 
+/** The process groups a plan needs (every group smaller than the job, once, in the order its steps first use them:
+ *  what every rank passes to createGroups) and each step's place for the rank `me` (undefined: the world). */
+export function groupPlaces(plan: ReplayPlan, me: number): { groups: number[][]; places: (GroupPlace | undefined)[] } {
+  const groups: number[][] = [];
+  const index = new Map<string, number>();
+  const indexOf = (ranks: number[]): number => {
+    const key = ranks.join(',');
+    if (!index.has(key)) index.set(key, groups.push(ranks) - 1);
+    return index.get(key)!;
+  };
+  const places = plan.steps.map((s): GroupPlace | undefined => {
+    const world =
+      s.groups.length === 1 && s.group.ranks.length === plan.nranks && s.group.ranks.every((r, i) => r === i);
+    if (world) return undefined;
+    const ids = s.groups.map((g) => indexOf(g.ranks));
+    const mine = s.groups.findIndex((g) => g.ranks.includes(me));
+    return mine < 0
+      ? { index: ids[0]!, size: s.group.size, rank: null }
+      : { index: ids[mine]!, size: s.group.size, rank: s.groups[mine]!.ranks.indexOf(me) };
+  });
+  return { groups, places };
+}
+
 /** The traffic matrix of an all-to-all-v step as the alltoallv descriptor reads it. */
 function matrixOf(step: ReplayStep): MatrixSource {
   return { mode: 'matrix', file: `step ${step.index}`, scale: 1, dim: step.group.size, cells: step.matrix! };
@@ -69,6 +92,9 @@ async function timeSteps(
   const { info, native, dog } = up;
   const maxBytes = Math.max(...plan.steps.map((s) => s.bytes));
   const options: ResolvedOptions = { ...run, maxBytes, minBytes: 0, iters: t.iters };
+  // Process groups before anything is timed, by every rank in the same order (as the job's new_group calls).
+  const { groups, places } = groupPlaces(plan, info.worldRank ?? info.rank);
+  if (groups.length) await dog.watch(`the creation of ${groups.length} process groups`, 0, native.createGroups(groups));
   const [specs] = sequenceSpecs(
     options,
     up,
@@ -79,6 +105,7 @@ async function timeSteps(
         bytes: s.bytes,
         seed: k + 1,
         ctx: s.matrix ? { env, alltoallv: matrixOf(s) } : { env, minBytes: 0, maxBytes },
+        ...(places[k] ? { group: places[k] } : {}),
       })),
     ],
     t.check,

@@ -1,7 +1,9 @@
 // From every rank's recorded calls to the steps a replay runs, checked first as PyTorch's flight-recorder analyser
 // (torchfrtrace) checks a job: every rank must issue the same collective, size, datatype and group at each step, or
-// the replay would hang; missing ranks, unknown operations (counted; dropped with --skip-unknown), groups the
-// backends cannot build and a world larger than the job (refused, or cut with --shrink) are one line each.
+// the replay would hang; missing ranks, unknown operations (counted; dropped with --skip-unknown), groups whose ranks
+// are not known or not in the job and a world larger than the job (refused, or cut with --shrink) are one line each.
+// Groups smaller than the world match per group, as the job ran them: a step is one call of one group's ranks, or the
+// same call run at once by several disjoint groups (tensor-parallel groups side by side); other ranks move on.
 // Point-to-point calls between two collectives form one step: every send matched with its receive, replayed as an
 // all-to-all-v whose traffic matrix holds the pairs' bytes; all-to-all-v steps carry their splits the same way.
 import { DTYPE_BYTES, type CollectiveName, type DTypeName, type OpName } from '../core/types.js';
@@ -21,8 +23,11 @@ export interface ReplayStep {
   bytes: number;
   op: OpName;
   root: number;
-  group: ReplayGroup;
-  /** alltoallv: bytes from rank i to rank j at [i * n + j]. */
+  /** The group it runs on (of several at once: the one holding the lowest rank), with its global ranks. */
+  group: ReplayGroup & { ranks: number[] };
+  /** Every group that runs it at once (disjoint, each of group.size ranks); [group] for one. */
+  groups: (ReplayGroup & { ranks: number[] })[];
+  /** alltoallv: bytes from group rank i to group rank j at [i * n + j]. */
   matrix?: number[];
   /** Rank 0's recorded time (ns) where the format has one. */
   timeNs?: number;
@@ -78,23 +83,37 @@ export function planReplay(trace: ReplayTrace, o: StepOptions): ReplayPlan {
   }
 
   const units = trace.calls.slice(0, world).map((cs) => unitsOf((cs ?? []).filter((c) => c.collective)));
-  const length = Math.max(...units.map((u) => u.length));
+  const next = new Array<number>(world).fill(0);
   const steps: ReplayStep[] = [];
-  for (let k = 0; k < length; k++) {
-    const here = units.map((u) => u[k]);
-    const short = here.findIndex((u) => !u);
-    if (short >= 0) {
-      const longer = here.findIndex((u) => u);
-      throw new TraceError(
-        `step ${k}: rank ${short} has no more calls but rank ${longer} issues ${describe(here[longer]!)} ` +
-          `(${whereOf(here[longer]!)}): replaying it would hang`,
-      );
+  // Rounds: every rank's next unit; each group whose ranks all stand at a call on it runs (consumed); the rest wait
+  // for the next round, as their ranks would in the job. A round where nothing can run is a hang.
+  for (let round = 0; units.some((u, r) => next[r]! < u.length); round++) {
+    const heads = units.map((u, r) => u[next[r]!]);
+    const k = steps.length;
+    if (heads.some((u) => u?.kind === 'p2p')) {
+      const short = heads.findIndex((u) => !u);
+      if (short >= 0)
+        throw hangsAt(
+          k,
+          heads.findIndex((u) => u),
+          heads,
+        );
+      steps.push(p2pStep(k, heads as Unit[], world, n));
+      next.forEach((_, r) => next[r]!++);
+      continue;
     }
-    const step =
-      here[0]!.kind === 'p2p' || here.some((u) => u!.kind === 'p2p')
-        ? p2pStep(k, here as Unit[], world, n)
-        : collectiveStep(k, here as Unit[], world, n);
-    if (step) steps.push(step);
+    const ready = readyGroups(k, heads, world);
+    if (!ready.length)
+      throw hangsAt(
+        k,
+        heads.findIndex((u) => u),
+        heads,
+      );
+    for (const inst of ready) for (const r of inst.members) next[r]!++;
+    for (const bucket of sameCalls(ready)) {
+      const step = collectiveStep(steps.length, bucket, world, n);
+      if (step) steps.push(step);
+    }
   }
   if (!steps.length) throw new TraceError('the trace holds no calls to replay');
   return { steps, nranks: n, notes };
@@ -118,32 +137,146 @@ const describe = (u: Unit): string =>
     : `${u.call.name} ${u.call.count} x ${u.call.dtypeName} on group ${u.call.group.id} (${u.call.group.size} ranks)`;
 const whereOf = (u: Unit): string => (u.kind === 'p2p' ? u.calls[0]!.where : u.call.where);
 
-function collectiveStep(k: number, here: Unit[], world: number, n: number): ReplayStep | null {
-  const calls = here.map((u) => (u as { call: ReplayCall }).call);
+/** One group's call as the job ran it: its global ranks (in group order) and each one's call. */
+interface Instance {
+  group: ReplayGroup & { ranks: number[] };
+  members: number[];
+  calls: ReplayCall[];
+}
+
+/** A group's ranks: recorded, or the world's for a world-sized group; a group whose ranks are unknown is refused. */
+function membersOf(c: ReplayCall, world: number): number[] {
+  if (c.group.ranks) return c.group.ranks;
+  if (c.group.size === world || c.group.size === 0) return Array.from({ length: world }, (_, i) => i);
+  throw new TraceError(
+    `${c.where}: ${c.name} on group ${c.group.id} of ${c.group.size} of the ${world} ranks: the trace does not ` +
+      `record which ranks form it (NCCL logs name communicators, not their ranks), so it cannot be rebuilt`,
+  );
+}
+const groupKey = (c: ReplayCall, members: readonly number[]): string => `${c.group.id}|${members.join(',')}`;
+
+/** The groups of this round whose every rank stands at a call on that group, each checked to be the same call. */
+function readyGroups(k: number, heads: (Unit | undefined)[], world: number): Instance[] {
+  const seen = new Set<string>();
+  const ready: Instance[] = [];
+  heads.forEach((u, r) => {
+    if (u?.kind !== 'call') return;
+    const members = membersOf(u.call, world);
+    const key = groupKey(u.call, members);
+    if (seen.has(key)) return;
+    seen.add(key);
+    const bad = members.find((m) => m < 0 || m >= world);
+    if (bad !== undefined)
+      throw new TraceError(
+        `${u.call.where}: ${u.call.name} on group ${u.call.group.id} names rank ${bad}, not one of the trace's ${world}`,
+      );
+    if (!members.includes(r))
+      throw new TraceError(
+        `${u.call.where}: rank ${r} records ${u.call.name} on group ${u.call.group.id} of ranks ` +
+          `${ranges(members)}, which does not hold it`,
+      );
+    const at = members.map((m) => heads[m]);
+    if (!at.every((h) => h?.kind === 'call' && groupKey(h.call, membersOf(h.call, world)) === key)) return;
+    const calls = at.map((h) => (h as { call: ReplayCall }).call);
+    sameCall(k, calls, members);
+    ready.push({ group: { ...u.call.group, ranks: members }, members, calls });
+  });
+  return ready;
+}
+
+/** Every rank of one group must issue the same call, or the group's replay would hang. */
+function sameCall(k: number, calls: readonly ReplayCall[], members: readonly number[]): void {
   const first = calls[0]!;
   const v = first.collective === 'alltoallv';
-  for (let r = 1; r < calls.length; r++) {
-    const c = calls[r]!;
+  for (let i = 1; i < calls.length; i++) {
+    const c = calls[i]!;
     const same =
       c.collective === first.collective &&
       c.dtype === first.dtype &&
-      c.group.id === first.group.id &&
       c.group.size === first.group.size &&
       (v || c.count === first.count) &&
       c.root === first.root;
     if (!same)
       throw new TraceError(
-        `step ${k} differs between ranks: rank 0 ${describe(here[0]!)} (${first.where}), ` +
-          `rank ${r} ${describe(here[r]!)} (${c.where}): replaying it would hang`,
+        `step ${k} differs between ranks: rank ${members[0]} ${describe({ kind: 'call', call: first })} ` +
+          `(${first.where}), rank ${members[i]} ${describe({ kind: 'call', call: c })} (${c.where}): ` +
+          `replaying it would hang`,
       );
   }
-  if (first.group.size !== world) {
-    throw new TraceError(
-      `step ${k}: ${first.name} on group ${first.group.id} of ${first.group.size} of the ${world} ranks ` +
-        `(${first.where}): collbench replays world-sized groups only (its mpi and gloo layers have no sub-communicators)`,
+}
+
+/** The round's groups as steps: groups issuing the same call (not all-to-all-v: each has its own splits) run it at
+ *  once, as one step; in the order of their lowest rank. */
+function sameCalls(ready: readonly Instance[]): Instance[][] {
+  const buckets = new Map<string, Instance[]>();
+  for (const inst of [...ready].sort((a, b) => Math.min(...a.members) - Math.min(...b.members))) {
+    const c = inst.calls[0]!;
+    const key =
+      c.collective === 'alltoallv'
+        ? `v${buckets.size}`
+        : [c.name, c.collective, c.dtype, c.dtypeName, c.count, c.root, c.op, inst.members.length].join('|');
+    buckets.set(key, [...(buckets.get(key) ?? []), inst]);
+  }
+  return [...buckets.values()];
+}
+
+/** Nothing of this round can run: the first rank whose group waits for a rank that is elsewhere (or done). */
+function hangsAt(k: number, r: number, heads: (Unit | undefined)[]): TraceError {
+  const u = heads[r]!;
+  if (u.kind === 'p2p' || u.call.group.size === heads.length || !u.call.group.ranks) {
+    const other = heads.findIndex((h, i) => i !== r && (!h || h.kind !== u.kind || !sameGroup(h, u)));
+    const o = heads[other];
+    if (!o)
+      return new TraceError(
+        `step ${k}: rank ${other} has no more calls but rank ${r} issues ${describe(u)} (${whereOf(u)}): ` +
+          `replaying it would hang`,
+      );
+    return new TraceError(
+      `step ${k} differs between ranks: rank ${r} ${describe(u)} (${whereOf(u)}), rank ${other} ${describe(o)} ` +
+        `(${whereOf(o)}): replaying it would hang`,
     );
   }
-  const group: ReplayGroup = { id: first.group.id, size: n, ranks: Array.from({ length: n }, (_, i) => i) };
+  const members = u.call.group.ranks;
+  const m = members.find((x) => !heads[x] || heads[x]!.kind !== 'call' || !sameGroup(heads[x]!, u))!;
+  const o = heads[m];
+  return new TraceError(
+    `step ${k}: rank ${r} issues ${describe(u)} (${whereOf(u)}) but rank ${m} of that group ` +
+      `${o ? `issues ${describe(o)} (${whereOf(o)})` : 'has no more calls'}: replaying it would hang`,
+  );
+}
+const sameGroup = (a: Unit, b: Unit): boolean =>
+  a.kind === 'call' &&
+  b.kind === 'call' &&
+  a.call.group.id === b.call.group.id &&
+  a.call.group.size === b.call.group.size;
+
+/** Groups on the job's ranks: a world group cut to the job's n; a group of ranks all below n kept; one wholly beyond
+ *  n dropped (null: those ranks are not replayed); one across n refused. */
+function onJob(
+  g: ReplayGroup & { ranks: number[] },
+  world: number,
+  n: number,
+): (ReplayGroup & { ranks: number[] }) | null {
+  if (n === world) return g;
+  if (g.ranks.length === world) return { id: g.id, size: n, ranks: Array.from({ length: n }, (_, i) => i) };
+  if (g.ranks.every((r) => r < n)) return g;
+  if (g.ranks.every((r) => r >= n)) return null;
+  throw new TraceError(
+    `group ${g.id} (ranks ${ranges(g.ranks)}) spans the job's ${n} ranks and the trace's others: --shrink cuts ` +
+      `only world-sized groups; run it on ${world} ranks`,
+  );
+}
+
+function collectiveStep(k: number, bucket: Instance[], world: number, n: number): ReplayStep | null {
+  const kept = bucket.flatMap((inst) => {
+    const g = onJob(inst.group, world, n);
+    return g ? [{ ...inst, group: g }] : [];
+  });
+  if (!kept.length) return null;
+  const { calls, group } = kept[0]!;
+  const first = calls[0]!;
+  const v = first.collective === 'alltoallv';
+  const size = group.ranks.length;
   const count = first.count * first.dtypeScale;
   const base = {
     index: k,
@@ -152,18 +285,19 @@ function collectiveStep(k: number, here: Unit[], world: number, n: number): Repl
     dtypeName: first.dtypeName,
     op: first.op,
     root: first.root < 0 ? -1 : first.root,
-    group,
+    group: { ...group, size },
+    groups: kept.map((i) => ({ ...i.group, size })),
     where: first.where,
     ...(first.timeNs !== undefined ? { timeNs: first.timeNs } : {}),
   };
   if (v) {
     const elem = DTYPE_BYTES[first.dtype] * first.dtypeScale;
-    const matrix = new Array<number>(n * n).fill(0);
-    calls.slice(0, n).forEach((c, i) => {
+    const matrix = new Array<number>(size * size).fill(0);
+    calls.slice(0, size).forEach((c, i) => {
       const splits = c.inSplits ?? evenSplits(c.count, c.group.size);
       if (splits.length !== c.group.size)
         throw new TraceError(`${c.where}: ${splits.length} splits for a group of ${c.group.size}`);
-      for (let j = 0; j < n; j++) matrix[i * n + j] = splits[j]! * elem;
+      for (let j = 0; j < size; j++) matrix[i * size + j] = splits[j]! * elem;
     });
     // What rank j expects from rank i must be what rank i sends it, or a rank waits for data that never comes.
     calls.forEach((c, j) =>
@@ -171,15 +305,16 @@ function collectiveStep(k: number, here: Unit[], world: number, n: number): Repl
         const sent = calls[i]?.inSplits?.[j];
         if (sent !== undefined && sent !== expect)
           throw new TraceError(
-            `step ${k}: rank ${i} sends ${sent} elements to rank ${j} ` +
-              `(${calls[i]!.where}) but rank ${j} expects ${expect} (${c.where}): replaying it would hang`,
+            `step ${k}: rank ${first.group.ranks?.[i] ?? i} sends ${sent} elements to rank ` +
+              `${first.group.ranks?.[j] ?? j} (${calls[i]!.where}) but that rank expects ${expect} (${c.where}): ` +
+              `replaying it would hang`,
           );
       }),
     );
-    return { ...base, collective: 'alltoallv', count, bytes: Math.max(...rowSums(matrix, n)), matrix };
+    return { ...base, collective: 'alltoallv', count, bytes: Math.max(...rowSums(matrix, size)), matrix };
   }
   const collective = first.collective as CollectiveName;
-  return { ...base, collective, count, bytes: callBytes({ ...first, dtypeScale: first.dtypeScale, group }) };
+  return { ...base, collective, count, bytes: callBytes({ ...first, group: { ...group, size } }) };
 }
 
 function p2pStep(k: number, here: Unit[], world: number, n: number): ReplayStep {
@@ -223,7 +358,7 @@ function p2pStep(k: number, here: Unit[], world: number, n: number): ReplayStep 
     throw new TraceError(
       `step ${k}: rank ${left.rank} receives from rank ${global(left)} (${left.where}) but nothing is sent to it: replaying it would hang`,
     );
-  const group: ReplayGroup = { id: first.group.id, size: n, ranks: Array.from({ length: n }, (_, i) => i) };
+  const group = { id: first.group.id, size: n, ranks: Array.from({ length: n }, (_, i) => i) };
   // Elements of the busiest sender, as alltoallv's count column.
   const busiest = Math.max(...rowSums(matrix, n));
   return {
@@ -237,6 +372,7 @@ function p2pStep(k: number, here: Unit[], world: number, n: number): ReplayStep 
     op: 'sum',
     root: -1,
     group,
+    groups: [group],
     matrix,
     where: first.where,
     ...(first.timeNs !== undefined ? { timeNs: first.timeNs } : {}),

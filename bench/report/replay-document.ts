@@ -22,7 +22,9 @@ export interface ReplayOp {
   recordedDtype: string;
   count: number;
   bytes: number;
-  group: { id: string; size: number };
+  /** The group (ids joined by commas where several groups run the step at once), its size, and the global ranks of
+   *  each group running it. */
+  group: { id: string; size: number; ranks?: number[][] };
   root: number | null;
   time: TimeSpread;
   /** The step's time alone per timed iteration (µs, the slowest process's), for later comparisons. */
@@ -56,14 +58,16 @@ export interface ReplayDocument {
 
 const f1 = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : String(v));
 
-/** `collbench report` of replays: the runs, then each step's median time per run and its ratio to the first run's,
- *  then the time per replayed iteration; refused when the replays are not of the same steps. */
-export function renderReplayOverlay(
-  runs: readonly { label: string; file: string; doc: ReplayDocument }[],
-  title: string,
-): string {
+export interface OverlaidReplay {
+  label: string;
+  file: string;
+  doc: ReplayDocument;
+}
+
+/** The replays, checked to be of the same steps (collective and size at each step), or a ReplayOverlayError. */
+export function sameSteps<R extends OverlaidReplay>(runs: readonly R[]): [R, ...R[]] {
   const [first, ...others] = runs;
-  if (!first) throw new TypeError('renderReplayOverlay: no replay');
+  if (!first) throw new TypeError('a replay overlay needs a replay');
   for (const r of others) {
     const differs =
       r.doc.ops.length !== first.doc.ops.length
@@ -77,6 +81,13 @@ export function renderReplayOverlay(
     if (differs)
       throw new ReplayOverlayError(`${r.file} and ${first.file} are replays of different steps (${differs} differs)`);
   }
+  return [first, ...others];
+}
+
+/** `collbench report` of replays: the runs, then each step's median time per run and its ratio to the first run's,
+ *  then the time per replayed iteration; refused when the replays are not of the same steps. */
+export function renderReplayOverlay(runs: readonly OverlaidReplay[], title: string): string {
+  const [first, ...others] = sameSteps(runs);
   const esc = (s: string): string => s.replace(/\|/g, '\\|');
   const lines = [`# ${esc(title)}`, ''];
   for (const r of runs) {

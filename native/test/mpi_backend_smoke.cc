@@ -28,6 +28,7 @@ struct Ctx {
   MpiBackend* b = nullptr;
   int rank = 0, n = 1;
   int failures = 0, cases = 0;
+  int group = -1;  // a createGroups() group the cases run on (rank and n are then the group's); -1: the world
 };
 
 void fail(Ctx& c, const std::string& what) {
@@ -168,8 +169,11 @@ Layout layoutOf(Coll coll, int r, int n, int root, bool ip, uint64_t count, bool
   return L;
 }
 
-std::vector<Segment> shifted(std::vector<Segment> segs, uint64_t u) {
-  for (Segment& s : segs) s.offset += u;
+std::vector<Segment> shifted(std::vector<Segment> segs, uint64_t u, int groupSize = 0) {
+  for (Segment& s : segs) {
+    s.offset += u;
+    s.nranks = groupSize;  // a group's case: its data spans the group's ranks
+  }
   return segs;
 }
 
@@ -192,17 +196,19 @@ void runCase(Ctx& c, Coll coll, DType dt, RedOp op, bool ip, int root, uint64_t 
   s = c.b->zero(BufId::Recv, 0, (L.recvElems + u) * ts);
   if (!s.ok) return bad("zero", s);
   const uint64_t seed = 7 + count;
-  s = c.b->fill(dt, op, seed, shifted(L.fill, u));
+  const int span = c.group >= 0 ? c.n : 0;
+  s = c.b->fill(dt, op, seed, shifted(L.fill, u, span));
   if (!s.ok) return bad("fill", s);
   char* sendBase = static_cast<char*>(c.b->buffer(ip ? BufId::Recv : BufId::Send));
   char* recvBase = static_cast<char*>(c.b->buffer(BufId::Recv));
   OpArgs a{coll, dt, op, root, sendBase + (L.sendOff + u) * ts, recvBase + (L.recvOff + u) * ts, count, ip, &L.peers};
+  a.group = c.group;
   s = c.b->enqueue(a);
   if (!s.ok) return bad("enqueue", s);
   s = c.b->waitAll();
   if (!s.ok) return bad("waitAll", s);
   CheckOutcome out;
-  s = c.b->check(dt, op, seed, shifted(L.expect, u), &out);
+  s = c.b->check(dt, op, seed, shifted(L.expect, u, span), &out);
   if (!s.ok) return bad("check", s);
   if (expectWrong && out.wrong == 0) fail(c, std::string(label) + ": expected wrong elements, got none");
   if (!expectWrong && out.wrong > 0)
@@ -429,6 +435,53 @@ void runBroadcastCopy(Ctx& c) {
   }
 }
 
+// Process groups (Backend::createGroups, MPI_Comm_split): bad lists refused; then even ranks, odd ranks and the world
+// in reverse order (group rank i = global n-1-i: all_gather's blocks land in group order), every collective checked on
+// each group by its members with the group's own layout and data, and refused to a rank outside it.
+void runGroups(Ctx& c) {
+  expectCode(c, "createGroups with a rank twice", c.b->createGroups({{0, 0}}), "CORE_BAD_SPEC");
+  expectCode(c, "createGroups with a rank outside the job", c.b->createGroups({{c.n}}), "CORE_BAD_SPEC");
+  expectCode(c, "createGroups with an empty group", c.b->createGroups({{}}), "CORE_BAD_SPEC");
+  std::vector<std::vector<int>> groups(3);
+  for (int r = 0; r < c.n; ++r) groups[r % 2].push_back(r);
+  for (int r = c.n - 1; r >= 0; --r) groups[2].push_back(r);
+  if (groups[1].empty()) groups[1] = {0};  // one rank: every group is the world
+  const Status made = c.b->createGroups(groups);
+  ++c.cases;
+  if (!made.ok) return fail(c, "createGroups: " + made.code() + " " + made.message());
+  (void)c.b->allocate(64, 64);
+  OpArgs outside{Coll::AllReduce, DType::Float32, RedOp::Sum, -1, c.b->buffer(BufId::Send), c.b->buffer(BufId::Recv), 4,
+                 false,           nullptr};
+  outside.group = 3;
+  expectCode(c, "an op on a group never created", c.b->enqueue(outside), "CORE_BAD_SPEC");
+  for (int g = 0; g < 3; ++g) {
+    Ctx v = c;
+    v.group = g;
+    v.failures = v.cases = 0;
+    const auto& ranks = groups[static_cast<size_t>(g)];
+    v.n = static_cast<int>(ranks.size());
+    v.rank = static_cast<int>(std::find(ranks.begin(), ranks.end(), c.rank) - ranks.begin());
+    if (v.rank == v.n) {
+      outside.group = g;
+      expectCode(c, "an op on a group this rank is not in", c.b->enqueue(outside), "CORE_BAD_SPEC");
+      continue;
+    }
+    for (int ci = 0; ci < kCollCount; ++ci) {
+      const Coll coll = static_cast<Coll>(ci);
+      if (coll == Coll::HyperCube && (v.n & (v.n - 1)) != 0) continue;
+      const bool rooted =
+          coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::Gather || coll == Coll::Scatter;
+      for (DType dt : {DType::Float32, DType::Bfloat16})
+        for (RedOp op : {RedOp::Sum, RedOp::MulSum}) {
+          if (op != RedOp::Sum && !isReducing(coll)) continue;
+          runCase(v, coll, dt, op, false, rooted ? v.n - 1 : -1, 13, 0);
+        }
+    }
+    c.failures += v.failures;
+    c.cases += v.cases;
+  }
+}
+
 int main() {
   std::unique_ptr<MpiBackend> backend;
   Status s = MpiBackend::create(&backend);
@@ -450,6 +503,7 @@ int main() {
   runBroadcastCopy(c);
   runErrors(c);
   runControl(c);
+  runGroups(c);
 
   double totals[2] = {double(c.failures), double(c.cases)};
   s = backend->allreduce(totals, 2, Combine::Sum);

@@ -118,6 +118,7 @@ static_assert(api::kApiMagic == NCCL_API_MAGIC, "NCCL_API_MAGIC");
 #endif
 #ifdef NCCL_WIN_COLL_SYMMETRIC
 static_assert(api::kWinCollSymmetric == NCCL_WIN_COLL_SYMMETRIC, "NCCL_WIN_COLL_SYMMETRIC");
+static_assert(api::kSplitNoColor == NCCL_SPLIT_NOCOLOR, "NCCL_SPLIT_NOCOLOR");
 #endif
 static_assert(api::normalizedVersion(NCCL_VERSION_CODE) == api::versionCode(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),
               "version code normalization");

@@ -2,7 +2,11 @@
 # (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL, one file per process); `collbench replay` must read every call line of
 # it (as many all_reduce steps as the log has AllReduce call lines), replay it on nccl with no wrong element, and on a
 # CPU backend too (a GPU job's trace replays anywhere). The fixtures of test/fixtures/replay/nccl-log-* were written to
-# NCCL's format string without a GPU: this is the check against a real log. Budget: about 40 s on one H100.
+# NCCL's format string without a GPU: this is the check against a real log. Then process groups on NCCL
+# (ncclCommSplit, never run where it was written): the 4-rank tensor-/data-parallel dump test/fixtures/replay/
+# flight-recorder-tp on 4 NCCL ranks of one GPU (torchrun-style through mr-launch.sh, each rank its own NCCL_HOSTID as
+# part 60 does), judged by expect.sh: exit 0, the four 2x2 steps (TP groups [0,1] [2,3], DP groups [0,2] [1,3]) and
+# the two world steps each with #wrong 0. Budget: about 70 s on one H100.
 rp_dir="$GC_WORK/replay-log"
 if [ "$GC_GPUS" -eq 0 ]; then
   gc_skip "replay of a real NCCL call log (every check)" "collbench sees no GPU ('collbench info': 0 CUDA devices)"
@@ -24,4 +28,20 @@ else
   else
     gc_skip "replay of the real log on mpi" "mpi not usable here (collbench info)"
   fi
+fi
+rp_tp="$GC_BUNDLE/test/fixtures/replay/flight-recorder-tp"
+rp_row='^ +[0-9]+ [a-z_]+ +[a-z0-9]+ +[0-9]+ +[0-9]+ +'
+if [ "$GC_GPUS" -eq 0 ]; then
+  gc_skip "replay with process groups on nccl (ncclCommSplit)" "collbench sees no GPU"
+elif [ ! -d "$rp_tp" ]; then
+  gc_skip "replay with process groups on nccl (ncclCommSplit)" "no $rp_tp: give --bundle the built tree"
+else
+  gc_check "replay of a 4-rank TP x DP flight-recorder dump on 4 nccl ranks (one GPU, ncclCommSplit groups): \
+four 2x2 steps and two world steps, each #wrong 0" 0 '^expect: all [0-9]+ met$' 120 -- bash "$GC_EXPECT" \
+    -p '^mr: exit 0$' -p '^# Communication per replayed iteration: ' \
+    -l "$rp_row"'2x2 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0  nccl:' 4 \
+    -l "$rp_row"'4 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0  nccl:' 2 \
+    -- bash "$(dirname "${BASH_SOURCE[0]}")/mr-launch.sh" -n 4 -e all:NCCL_SOCKET_IFNAME=lo -e all:NCCL_IB_DISABLE=1 \
+    -e 0:NCCL_HOSTID=cb37-r0 -e 1:NCCL_HOSTID=cb37-r1 -e 2:NCCL_HOSTID=cb37-r2 -e 3:NCCL_HOSTID=cb37-r3 \
+    -- "$GC_BIN/collbench" replay "$rp_tp" --backend nccl -n 3 -w 1
 fi

@@ -1,7 +1,8 @@
 // `collbench replay` end to end on real engines: a flight-recorder dump replayed on 2 MPI ranks (the job launched
-// with the trace's rank count, JSON ops[] matching the steps --dry-run prints, every step checked), an NCCL call log
-// on 2 Gloo ranks, param's 8-rank DLRM execution trace shrunk to 2 MPI ranks; a corrupting MPI interposer must name
-// the step (exit 7); an inconsistent trace is one line, exit 2, no rank started and nothing written.
+// with the trace's rank count, JSON ops[] matching the steps --dry-run prints, every step checked), tensor- and
+// data-parallel groups of 2 on 4 MPI and Gloo ranks (real sub-communicators, a corrupted group step named), an NCCL
+// call log on 2 Gloo ranks, param's 8-rank DLRM execution trace shrunk to 2 MPI ranks; a corrupting MPI interposer must
+// name the step (exit 7); an inconsistent trace is one line, exit 2, no rank started and nothing written.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,6 +105,136 @@ describe('collbench replay', () => {
     assert.ok(doc.ops.every((o) => o.wrong === 0 && o.group.size === 2));
   });
 
+  /** flight-recorder-tp with ranks 2 and 3's tensor-parallel all_reduce moved before the world broadcast. */
+  const tpAhead = (): string => {
+    const out = join(dir, 'tp-ahead');
+    mkdirSync(out, { recursive: true });
+    for (const f of readdirSync(join(FIX, 'flight-recorder-tp'))) {
+      const d = JSON.parse(readFileSync(join(FIX, 'flight-recorder-tp', f), 'utf8')) as { entries: unknown[] };
+      if (/rank_[23]/.test(f)) d.entries.splice(0, 0, d.entries.splice(2, 1)[0]);
+      writeFileSync(join(out, f), JSON.stringify(d));
+    }
+    return out;
+  };
+
+  for (const backend of ['mpi', 'gloo']) {
+    it(`tensor- and data-parallel groups of 2 on 4 ${backend} ranks: real sub-communicators, checked per group`, () => {
+      const json = join(dir, `tp-${backend}.json`);
+      const r = replay([
+        join(FIX, 'flight-recorder-tp'),
+        '--backend',
+        backend,
+        '--np',
+        '4',
+        '--oversubscribe',
+        '-n',
+        '3',
+        '-w',
+        '1',
+        '-J',
+        json,
+      ]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const doc = load(json);
+      assert.equal(doc.nranks, 4);
+      assert.deepEqual(
+        doc.ops.map((o) => [o.collective, o.group.size, o.group.ranks]),
+        [
+          ['broadcast', 4, [[0, 1, 2, 3]]],
+          [
+            'all_gather',
+            2,
+            [
+              [0, 1],
+              [2, 3],
+            ],
+          ],
+          [
+            'all_reduce',
+            2,
+            [
+              [0, 1],
+              [2, 3],
+            ],
+          ],
+          [
+            'reduce_scatter',
+            2,
+            [
+              [0, 1],
+              [2, 3],
+            ],
+          ],
+          [
+            'all_reduce',
+            2,
+            [
+              [0, 2],
+              [1, 3],
+            ],
+          ],
+          ['all_reduce', 4, [[0, 1, 2, 3]]],
+        ],
+      );
+      for (const o of doc.ops) assert.equal(o.wrong, 0, `step ${o.step}`);
+      // The table: the group column says how many groups of how many ranks run each step.
+      assert.match(r.stdout, /^\s+1 all_gather\s+bfloat16\s+512\s+2048\s+2x2\s/m);
+    });
+  }
+
+  it('a group ahead of the others: ranks outside it move on, as in the job (mpi, 4 ranks)', () => {
+    const json = join(dir, 'tp-ahead.json');
+    const r = replay([tpAhead(), '--backend', 'mpi', '--np', '4', '--oversubscribe', '-n', '3', '-w', '1', '-J', json]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const doc = load(json);
+    assert.deepEqual(doc.ops[0]!.group.ranks, [[2, 3]]);
+    assert.equal(doc.ops.length, 8);
+    for (const o of doc.ops) assert.equal(o.wrong, 0, `step ${o.step}`);
+  });
+
+  it("Gloo's legacy algorithms on a group's all_reduce: one line, exit 2, no rank started", () => {
+    const json = join(dir, 'tp-legacy.json');
+    const r = replay([join(FIX, 'flight-recorder-tp'), '--backend', 'gloo', '--gloo-algo', 'legacy_ring', '-J', json]);
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /--gloo-algo: legacy_ring runs on the world only .* step 2 \(all_reduce\) runs on groups of 2/,
+    );
+    assert.equal(existsSync(json), false);
+  });
+
+  it('a corrupting library under a group: the check of the group step names it, exit 7', () => {
+    // The interposer flips element 100 of every MPI_Allreduce result on the communicator's rank 1: the tensor-parallel
+    // groups' rank 1 (global 1 and 3) at step 2, first; control-plane combines are shorter than 100 elements.
+    const json = join(dir, 'tp-corrupt.json');
+    const r = replay(
+      [
+        join(FIX, 'flight-recorder-tp'),
+        '--backend',
+        'mpi',
+        '--np',
+        '4',
+        '--oversubscribe',
+        '-n',
+        '2',
+        '-w',
+        '1',
+        '-J',
+        json,
+      ],
+      { LD_PRELOAD: corrupt, CORRUPT_RANK: '1', CORRUPT_INDEX: '100' },
+    );
+    assert.equal(r.code, 7, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      /^# Wrong result: step 2 \(all_reduce 8192 B, nccl_trace_rank_0\.json entry 2\): rank 1 element 100: expected/m,
+    );
+    const doc = load(json);
+    assert.ok(doc.ops[2]!.wrong! > 0);
+    assert.equal(doc.ops[1]!.wrong, 0);
+  });
+
   it('a corrupting library: the wrong step named, exit 7', () => {
     const json = join(dir, 'corrupt.json');
     const r = replay([join(FIX, 'flight-recorder-json'), '--backend', 'mpi', '-n', '2', '-w', '1', '-J', json], {
@@ -120,7 +251,7 @@ describe('collbench replay', () => {
     assert.ok(doc.ops[0]!.wrong! > 0);
   });
 
-  it('collbench report overlays two replays of the same steps (Markdown), and refuses replays of different ones', () => {
+  it('collbench report overlays two replays of the same steps (Markdown and HTML), and refuses replays of different ones', () => {
     // fr.json (the pickle on MPI) and corrupt.json (the same dump as JSON, on MPI under the corrupting library).
     const r = runProgram('collbench', [
       'report',
@@ -141,9 +272,34 @@ describe('collbench replay', () => {
     const other = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'log.json'), '--md', '-']);
     assert.equal(other.code, 2);
     assert.match(other.stderr, /log\.json and .*fr\.json are replays of different steps \(step 0 differs\)/);
-    const html = runProgram('collbench', ['report', join(dir, 'fr.json'), '--html', join(dir, 'x.html')]);
-    assert.equal(html.code, 2);
-    assert.match(html.stderr, /--html: replays are overlaid in Markdown only/);
+    // The HTML page: a bar per step and replay (each step's median alone), the per-step and per-iteration tables.
+    const page = join(dir, 'overlay.html');
+    const html = runProgram('collbench', [
+      'report',
+      join(dir, 'fr.json'),
+      join(dir, 'corrupt.json'),
+      '--label',
+      'pickle',
+      '--label',
+      'json',
+      '--html',
+      page,
+    ]);
+    assert.equal(html.code, 0, html.stderr);
+    const text = readFileSync(page, 'utf8');
+    const bars = [
+      ...text.matchAll(/aria-label="place: (\d+) (\w+) (\d+) B; median time \(us, log\): [\d.]+; replay: (\w+)"/g),
+    ];
+    assert.equal(bars.length, 14, 'a bar per step and replay');
+    assert.deepEqual(bars[0]!.slice(1), ['0', 'all_reduce', '48', 'pickle']);
+    assert.match(text, /<h2>Per step<\/h2>/);
+    assert.match(text, /<td>median \(us\)<\/td><td style="text-align:right">[\d.]+<\/td>/);
+    // Replays of different steps: refused for HTML too, nothing written.
+    const none = join(dir, 'never.html');
+    const differ = runProgram('collbench', ['report', join(dir, 'fr.json'), join(dir, 'log.json'), '--html', none]);
+    assert.equal(differ.code, 2);
+    assert.match(differ.stderr, /are replays of different steps/);
+    assert.equal(existsSync(none), false);
   });
 
   it('an inconsistent trace: one line, exit 2, nothing started or written', () => {

@@ -38,6 +38,9 @@ const half: Required<HalfSpec> = {
   unalignElems: 0,
   graphLaunches: 0,
   arrivals: false,
+  group: -1,
+  member: true,
+  groupSize: 0,
 };
 const sequence: Required<SequenceOptions> = { iters: 1, warmupIters: 0, gapUs: [0], check: false };
 const examples = { halfSpec: half, segment, peerCounts: peers, sequenceOptions: sequence };
@@ -70,6 +73,9 @@ const required = {
     unalignElems: true,
     graphLaunches: false,
     arrivals: false,
+    group: false,
+    member: false,
+    groupSize: false,
   } satisfies Requiredness<HalfSpec>,
   segment: {
     buf: true,

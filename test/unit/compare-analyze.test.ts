@@ -377,7 +377,7 @@ describe('compare verdict', () => {
     assert.match(csv[0]!, /^type,redop,root,size_bytes,count,combination,label,status,samples,busbw_median_gbps,/);
     assert.match(
       csv[3]!,
-      /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,,[\d.]+,[\d.]+,0\.1,no significant difference,busbw$/,
+      /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,,[\d.]+,[\d.]+,0\.1,no significant difference,busbw,$/,
     );
 
     const md = renderCompareMarkdown(d);
@@ -502,8 +502,8 @@ describe('compare on one rank: busbw is 0 by definition, the verdict is on time 
     assert.match(renderCompareMarkdown(d), /^- judged on time: busbw is 0 by definition/m);
     assert.match(renderCompareMarkdown(d), /^## Time: float sum root -1/m);
     const csv = renderCompareCsv(d).trim().split('\n');
-    assert.match(csv[0]!, /,judged_on$/);
-    assert.ok(csv.slice(1).every((l) => l.endsWith(',time')));
+    assert.match(csv[0]!, /,judged_on,step$/);
+    assert.ok(csv.slice(1).every((l) => l.endsWith(',time,')));
   });
   it('more ranks: busbw as before', () => {
     const a = analyze(combos, new Map([['C0', [ok(1, doc([1, 2, 3, 4]))]]]), {

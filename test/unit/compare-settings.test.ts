@@ -155,7 +155,7 @@ describe('compare: the program after --', () => {
     const p = parseProgram(['all_reduce_perf', '-b', '1K', '-e', '16M', '-f', '4', '--np', '4', '--oversubscribe']);
     assert.equal(p.collective, 'all_reduce');
     assert.deepEqual(p.args, ['all_reduce', '-b', '1K', '-e', '16M', '-f', '4', '--np', '4', '--oversubscribe']);
-    assert.equal(p.options.np, 4);
+    assert.equal(p.options?.np, 4);
     // more ranks than cores without --oversubscribe: refused once, before any run
     assert.throws(
       () => parseProgram(['all_reduce_perf', '--np', '100000']),
@@ -188,7 +188,7 @@ describe('compare: the program after --', () => {
       () => checkCombination(parseProgram(['all_reduce_perf']), ring!),
       usage(/--gloo-algo: needs --backend gloo \(in combination C1: gloo-algo=ring\)/),
     );
-    assert.equal(checkCombination(parseProgram(['all_reduce_perf', '--backend', 'gloo']), ring!).glooAlgo, 'ring');
+    assert.equal(checkCombination(parseProgram(['all_reduce_perf', '--backend', 'gloo']), ring!)?.glooAlgo, 'ring');
     const [, bad] = combinations([parseGlooAxis('zigzag')]);
     assert.throws(
       () => checkCombination(parseProgram(['all_reduce_perf', '--backend', 'gloo']), bad!),

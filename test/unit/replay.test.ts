@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { mapCollective, mapDtype, TraceError, type ReplayTrace } from '../../bench/replay/calls.js';
 import { etNodes, rankFromName } from '../../bench/replay/chakra.js';
 import { readTrace } from '../../bench/replay/read.js';
-import { recordedGapsUs } from '../../bench/replay/runs.js';
+import { groupPlaces, recordedGapsUs } from '../../bench/replay/runs.js';
 import { planReplay, type ReplayPlan } from '../../bench/replay/steps.js';
 import { repoRoot } from '../helpers/cli.js';
 
@@ -260,7 +260,7 @@ describe('replay checks: refused before anything runs, one line each', () => {
     assert.match(p.notes[0]!, /skipped unknown operations: nccl:_coalesced_magic x2/);
   });
 
-  it('a group smaller than the world is refused (no sub-communicators in mpi/gloo)', async () => {
+  it('a sub-group whose ranks the trace does not record is refused (an NCCL log names communicators only)', async () => {
     const t = await readTrace([
       copy('nccl-log-merged', (_f, s) =>
         s
@@ -270,7 +270,167 @@ describe('replay checks: refused before anything runs, one line each', () => {
     ]);
     await refused(
       () => plan(t),
-      /^step 6: AllReduce on group c1 of 1 of the 2 ranks \(train\.log:\d+\): collbench replays world-sized groups only/,
+      /^train\.log:\d+: AllReduce on group c1 of 1 of the 2 ranks: the trace does not record which ranks form it/,
+    );
+  });
+
+  it('tensor- and data-parallel groups of 2 on 4 ranks: matched per group, side-by-side groups as one step', async () => {
+    const p = plan(await readTrace([join(FIX, 'flight-recorder-tp')]));
+    assert.equal(p.nranks, 4);
+    assert.deepEqual(
+      p.steps.map((s) => [s.collective, s.dtype, s.count, s.bytes, s.group.size, s.groups.map((g) => g.ranks)]),
+      [
+        ['broadcast', 'float', 1024, 4096, 4, [[0, 1, 2, 3]]],
+        [
+          'all_gather',
+          'bfloat16',
+          512,
+          2048,
+          2,
+          [
+            [0, 1],
+            [2, 3],
+          ],
+        ],
+        [
+          'all_reduce',
+          'bfloat16',
+          4096,
+          8192,
+          2,
+          [
+            [0, 1],
+            [2, 3],
+          ],
+        ],
+        [
+          'reduce_scatter',
+          'bfloat16',
+          1024,
+          4096,
+          2,
+          [
+            [0, 1],
+            [2, 3],
+          ],
+        ],
+        [
+          'all_reduce',
+          'float',
+          262144,
+          1048576,
+          2,
+          [
+            [0, 2],
+            [1, 3],
+          ],
+        ],
+        ['all_reduce', 'float', 1, 4, 4, [[0, 1, 2, 3]]],
+      ],
+    );
+    // Every rank creates the same groups in the same order; each step runs on the rank's own group.
+    const at = (me: number) => groupPlaces(p, me);
+    assert.deepEqual(at(0).groups, [
+      [0, 1],
+      [2, 3],
+      [0, 2],
+      [1, 3],
+    ]);
+    assert.deepEqual(at(3).groups, at(0).groups);
+    assert.deepEqual(
+      at(3).places.map((g) => g && [g.index, g.rank]),
+      [undefined, [1, 1], [1, 1], [1, 1], [3, 1], undefined],
+    );
+  });
+
+  it('a group runs when its ranks are there: one group ahead of the others is not a mismatch', async () => {
+    // Ranks 2 and 3 issue their tensor-parallel all_reduce before the world broadcast; ranks 0 and 1 after it. The
+    // job runs (the broadcast waits for 2 and 3), and so must the replay.
+    const t = await readTrace([
+      copy('flight-recorder-tp', (f, s) => {
+        if (!/rank_[23]/.test(f)) return s;
+        const d = JSON.parse(s) as { entries: unknown[] };
+        d.entries.splice(0, 0, d.entries.splice(2, 1)[0]);
+        return JSON.stringify(d);
+      }),
+    ]);
+    const p = plan(t);
+    assert.deepEqual(
+      p.steps.map((s) => [s.collective, s.groups.map((g) => g.ranks)]),
+      [
+        ['all_reduce', [[2, 3]]],
+        ['broadcast', [[0, 1, 2, 3]]],
+        [
+          'all_gather',
+          [
+            [0, 1],
+            [2, 3],
+          ],
+        ],
+        ['all_reduce', [[0, 1]]],
+        ['reduce_scatter', [[2, 3]]],
+        ['reduce_scatter', [[0, 1]]],
+        [
+          'all_reduce',
+          [
+            [0, 2],
+            [1, 3],
+          ],
+        ],
+        ['all_reduce', [[0, 1, 2, 3]]],
+      ],
+    );
+  });
+
+  it('inside a group: a size differing between its ranks, a rank missing, a rank outside the trace are refused', async () => {
+    const sized = await readTrace([
+      copy('flight-recorder-tp', (f, s) =>
+        f.includes('rank_3') ? s.replace('[\n     8,\n     512', '[\n     8,\n     256') : s,
+      ),
+    ]);
+    await refused(
+      () => plan(sized),
+      /^step \d+ differs between ranks: rank 2 nccl:all_reduce 4096 x BFloat16 on group 2 \(2 ranks\) \(nccl_trace_rank_2\.json entry 2\), rank 3 nccl:all_reduce 2048 x BFloat16 .*replaying it would hang$/,
+    );
+    const cut = await readTrace([
+      copy('flight-recorder-tp', (f, s) => {
+        if (!f.includes('rank_1')) return s;
+        const d = JSON.parse(s) as { entries: unknown[] };
+        d.entries.splice(2, 1);
+        return JSON.stringify(d);
+      }),
+    ]);
+    await refused(
+      () => plan(cut),
+      /^step 2 differs between ranks: rank 0 nccl:all_reduce 4096 x BFloat16 on group 1 \(2 ranks\) \(nccl_trace_rank_0\.json entry 2\), rank 1 nccl:_reduce_scatter_base 1024 x BFloat16 on group 1 .*: replaying it would hang$/,
+    );
+    const outside = await readTrace([copy('flight-recorder-tp', (_f, s) => s.replace('"[2, 3]"', '"[2, 7]"'))]);
+    await refused(() => plan(outside), /^no calls for ranks 4-7 of the trace's 8 \(its file is missing\)$/);
+  });
+
+  it('--shrink keeps groups inside the job, drops those beyond it, refuses one across it', async () => {
+    const t = await readTrace([join(FIX, 'flight-recorder-tp')]);
+    await refused(
+      () => plan(t, { nranks: 2, shrink: true }),
+      /^group 3 \(ranks 0, 2\) spans the job's 2 ranks and the trace's others: --shrink cuts only world-sized groups/,
+    );
+    const tpOnly = await readTrace([
+      copy('flight-recorder-tp', (_f, s) => {
+        const d = JSON.parse(s) as { entries: unknown[] };
+        d.entries.splice(4, 1);
+        return JSON.stringify(d);
+      }),
+    ]);
+    const p = plan(tpOnly, { nranks: 2, shrink: true });
+    assert.deepEqual(
+      p.steps.map((s) => [s.collective, s.groups.map((g) => g.ranks)]),
+      [
+        ['broadcast', [[0, 1]]],
+        ['all_gather', [[0, 1]]],
+        ['all_reduce', [[0, 1]]],
+        ['reduce_scatter', [[0, 1]]],
+        ['all_reduce', [[0, 1]]],
+      ],
     );
   });
 

@@ -237,6 +237,31 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
                       return r;
                     });
               }));
+  // createGroups(groups: number[][]): process groups smaller than the world (Backend::createGroups), off the JS thread
+  // (a rendezvous); every rank calls it with the same list. Resolves undefined.
+  exports.Set(
+      "createGroups", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
+        if (!info[0].IsArray()) throw Napi::TypeError::New(info.Env(), "createGroups: expected an array of rank lists");
+        Napi::Array list = info[0].As<Napi::Array>();
+        auto groups = std::make_shared<std::vector<std::vector<int>>>();
+        for (uint32_t k = 0; k < list.Length(); ++k) {
+          const Napi::Value g = list.Get(k);
+          if (!g.IsArray())
+            throw Napi::TypeError::New(info.Env(), "createGroups: group " + std::to_string(k) + " is not an array");
+          Napi::Array ranks = g.As<Napi::Array>();
+          groups->emplace_back();
+          for (uint32_t i = 0; i < ranks.Length(); ++i) {
+            const Napi::Value r = ranks.Get(i);
+            if (!r.IsNumber())
+              throw Napi::TypeError::New(info.Env(), "createGroups: group " + std::to_string(k) + " rank " +
+                                                         std::to_string(i) + " is not a number");
+            groups->back().push_back(r.As<Napi::Number>().Int32Value());
+          }
+        }
+        Backend* b = &requireBackend(info.Env(), slot);
+        return queueTask(
+            info.Env(), [b, groups] { return b->createGroups(*groups); }, [](Napi::Env e) { return e.Undefined(); });
+      }));
   exports.Set("barrier", Napi::Function::New(env, [slot](const Napi::CallbackInfo& info) {
                 refuseWhileBusy(info.Env(), "barrier()");
                 throwIfError(info.Env(), requireBackend(info.Env(), slot).barrier());

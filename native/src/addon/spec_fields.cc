@@ -96,6 +96,10 @@ const Field<HS> kHalfSpecFields[] = {
     {"graphLaunches", Kind::Int32, false,
      [](const Napi::Value& v, const Where& w, HS* s) { s->graphLaunches = asInt32(v, w); }},
     {"arrivals", Kind::Bool, false, [](const Napi::Value& v, const Where& w, HS* s) { s->arrivals = asBool(v, w); }},
+    {"group", Kind::Int32, false, [](const Napi::Value& v, const Where& w, HS* s) { s->group = asInt32(v, w); }},
+    {"member", Kind::Bool, false, [](const Napi::Value& v, const Where& w, HS* s) { s->member = asBool(v, w); }},
+    {"groupSize", Kind::Int32, false,
+     [](const Napi::Value& v, const Where& w, HS* s) { s->groupSize = asInt32(v, w); }},
 };
 
 // bench/native/binding.ts SequenceOptions.

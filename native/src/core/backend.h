@@ -23,6 +23,7 @@ struct OpArgs {
   bool inPlace;
   const PeerCounts* peers;  // alltoallv only
   int local = 0;            // which of this process's ranks issues it (see localRanks())
+  int group = -1;           // a createGroups() group (root, peers and the op's rank count are its own); -1: world
 };
 
 // The ops one timed loop issues, in order: op k is `args` (one entry per local rank, args[i].local == i)
@@ -57,6 +58,15 @@ class Backend {
   virtual void* buffer(BufId which) = 0;
 
   virtual Status enqueue(const OpArgs& args) = 0;
+
+  // ---- Process groups smaller than the world (collbench replay), as torch's new_group builds them: every rank calls
+  // createGroups() with the same list, in the same order; group k then holds the global ranks groups[k], in that
+  // order (group rank i is groups[k][i]), and OpArgs::group = k runs an op on it, on its ranks only. Replaces the
+  // groups of an earlier call (freed first); finalize() frees them. Default: no groups (an empty list only).
+  virtual Status createGroups(const std::vector<std::vector<int>>& groups) {
+    if (groups.empty()) return Status::Ok();
+    return unsupported("a process group smaller than the world");
+  }
 
   // ---- Prepared ops: the timed loop's per-op path. prepareSeries() checks every op of the series
   // (every shift up to maxShiftBytes) and resolves its library arguments once, before the clock starts;

@@ -174,8 +174,9 @@ Status validate(const void* sendBase, const void* recvBase, DType dtype, RedOp o
       return badSpec(where + "unknown buffer id " + std::to_string(int(s.buf)), call);
     if (int(s.kind) < 0 || int(s.kind) > int(SegKind::Zero))
       return badSpec(where + "unknown segment kind " + std::to_string(int(s.kind)), call);
-    if (s.kind == SegKind::ReduceInput && (s.rank < 0 || s.rank >= nranks))
-      return badSpec(where + "rank " + std::to_string(s.rank) + " outside 0.." + std::to_string(nranks - 1), call);
+    const int n = s.nranks > 0 ? s.nranks : nranks;
+    if (s.kind == SegKind::ReduceInput && (s.rank < 0 || s.rank >= n))
+      return badSpec(where + "rank " + std::to_string(s.rank) + " outside 0.." + std::to_string(n - 1), call);
     if (s.count > 0 && (s.buf == BufId::Send ? sendBase : recvBase) == nullptr)
       return badSpec(where + (s.buf == BufId::Send ? "send" : "recv") + " buffer is null", call);
   }
@@ -225,7 +226,7 @@ Status hostFill(void* sendBase, void* recvBase, DType dtype, RedOp op, int nrank
     if (s.count == 0) continue;
     unsigned char* base = static_cast<unsigned char*>(s.buf == BufId::Send ? sendBase : recvBase);
     const uint64_t seed = pattern::mixSeed(baseSeed, s.stream);
-#define CB_FILL(DT) fillSegment<DT>(base, op, nranks, seed, s)
+#define CB_FILL(DT) fillSegment<DT>(base, op, s.nranks > 0 ? s.nranks : nranks, seed, s)
     CB_DTYPE_DISPATCH(dtype, CB_FILL)
 #undef CB_FILL
   }
@@ -243,7 +244,7 @@ Status hostCheck(const void* recvBase, const void* sendBase, DType dtype, RedOp 
     const unsigned char* base = static_cast<const unsigned char*>(s.buf == BufId::Send ? sendBase : recvBase);
     const uint64_t seed = pattern::mixSeed(baseSeed, s.stream);
     uint64_t firstI = 0, wrong = 0;
-#define CB_CHECK(DT) wrong = checkSegment<DT>(base, op, nranks, seed, s, &firstI)
+#define CB_CHECK(DT) wrong = checkSegment<DT>(base, op, s.nranks > 0 ? s.nranks : nranks, seed, s, &firstI)
     CB_DTYPE_DISPATCH(dtype, CB_CHECK)
 #undef CB_CHECK
     if (wrong == 0) continue;
@@ -263,10 +264,10 @@ Status hostCheck(const void* recvBase, const void* sendBase, DType dtype, RedOp 
     uint64_t want = 0;
     switch (s.kind) {
       case SegKind::ReduceInput:
-        want = pattern::reduceInputBits(dtype, op, nranks, seed, index, s.rank);
+        want = pattern::reduceInputBits(dtype, op, s.nranks > 0 ? s.nranks : nranks, seed, index, s.rank);
         break;
       case SegKind::ReduceOutput:
-        want = pattern::reduceOutputBits(dtype, op, nranks, seed, index);
+        want = pattern::reduceOutputBits(dtype, op, s.nranks > 0 ? s.nranks : nranks, seed, index);
         break;
       case SegKind::Copy:
         want = pattern::copyBits(dtype, seed, index);

@@ -40,6 +40,7 @@ struct Segment {
   uint64_t indexBase = 0;
   uint64_t stream = 0;
   int rank = 0;
+  int nranks = 0;  // the ranks the pattern spans (a process group's: HalfSpec::groupSize); 0: the backend's
 };
 
 // Per-peer element counts and displacements (alltoallv only).
@@ -73,6 +74,12 @@ struct HalfSpec {
   uint64_t unalignElems = 0;        // -u
   int graphLaunches = 0;            // -G: capture the timed ops once, replay them this many times
   bool arrivals = false;            // record when each iteration starts and gather it (HalfResult::arrivalUs)
+  // A sequence's op on a process group (collbench replay): the index of a Backend::createGroups() group, root and
+  // peers counted in it; -1: the world. `member` false: this rank is not in that group and issues nothing for the
+  // op (the job's other ranks run it), but still takes part in the sequence's world-wide barriers and combines.
+  int group = -1;
+  bool member = true;
+  int groupSize = 0;  // that group's rank count: its data pattern spans these ranks (Segment::nranks); 0: the world
 };
 
 struct FirstWrong {

@@ -80,8 +80,8 @@ Status makeRanks(Backend& backend, const std::vector<const HalfSpec*>& specs, Ra
   for (int i = 0; i < n; ++i) {
     const HalfSpec& s = *specs[i];
     out->base[i] = basePointers(backend, s, i);
-    out->args[i] =
-        OpArgs{s.coll, s.dtype, s.op, s.root, out->base[i].send, out->base[i].recv, s.count, s.inPlace, &s.peers, i};
+    out->args[i] = OpArgs{s.coll,    s.dtype,  s.op, s.root, out->base[i].send, out->base[i].recv, s.count,
+                          s.inPlace, &s.peers, i,    s.group};
   }
   return Status::Ok();
 }
@@ -117,9 +117,13 @@ inline bool runSeries(Backend& backend, int iters, uint64_t rotateBytes, uint64_
   return true;
 }
 
-std::vector<Segment> shiftedSegments(const std::vector<Segment>& segs, uint64_t unalignElems) {
+// A spec's segments as the backend fills and checks them: moved by -u, and spanning its process group's ranks.
+std::vector<Segment> shiftedSegments(const std::vector<Segment>& segs, const HalfSpec& spec) {
   std::vector<Segment> out(segs);
-  for (Segment& s : out) s.offset += unalignElems;
+  for (Segment& s : out) {
+    s.offset += spec.unalignElems;
+    if (spec.groupSize > 0) s.nranks = spec.groupSize;
+  }
   return out;
 }
 
@@ -133,33 +137,41 @@ Status prepareData(Backend& backend, const Ranks& ranks, uint64_t seed) {
       for (const Segment& s : *list)
         if (s.buf == BufId::Recv) recvEnd = std::max(recvEnd, s.offset + s.count);
     if (recvEnd > 0) CB_TRY(backend.localZero(i, BufId::Recv, spec.unalignElems * ts, recvEnd * ts));
-    CB_TRY(backend.localFill(i, spec.dtype, spec.op, seed, shiftedSegments(spec.fill, spec.unalignElems)));
+    CB_TRY(backend.localFill(i, spec.dtype, spec.op, seed, shiftedSegments(spec.fill, spec)));
   }
   return Status::Ok();
 }
 
 constexpr uint64_t kTimingDataSeed = 99;  // nccl-tests initialises timed data with seed 99
 
+// One checked op: pattern data written, the op run once (captured and launched with -G), completed.
+Status checkMember(Backend& backend, Ranks& ranks, const HalfSpec& spec) {
+  CB_TRY(prepareData(backend, ranks, spec.checkSeed));
+  // nccl-tests: with -G the check op too is captured into a graph and launched once.
+  if (spec.graphLaunches > 0) CB_TRY(backend.captureBegin());
+  CB_TRY(runAt(backend, 0));
+  if (spec.graphLaunches > 0) {
+    CB_TRY(backend.captureEnd());
+    CB_TRY(backend.graphLaunch(1));
+  }
+  return backend.waitAll();
+}
+
+// A rank outside the op's process group (HalfSpec::member false) runs and checks nothing, but joins the combines.
 Status runCheck(Backend& backend, Ranks& ranks, HalfResult* result) {
   const HalfSpec& spec = ranks.first();
   result->checked = true;
   for (int round = 0; round < spec.checkRounds; ++round) {
-    CB_TRY(prepareData(backend, ranks, spec.checkSeed));
-    // nccl-tests: with -G the check op too is captured into a graph and launched once.
-    if (spec.graphLaunches > 0) CB_TRY(backend.captureBegin());
-    CB_TRY(runAt(backend, 0));
-    if (spec.graphLaunches > 0) {
-      CB_TRY(backend.captureEnd());
-      CB_TRY(backend.graphLaunch(1));
-    }
-    CB_TRY(backend.waitAll());
+    if (spec.member) CB_TRY(checkMember(backend, ranks, spec));
     // This process: total wrong count, ranks with wrong elements, the lowest such rank's first one.
     double counts[2] = {0, 0};
     std::string mine;
-    for (int i = 0; i < ranks.size(); ++i) {
+    for (int i = 0; spec.member && i < ranks.size(); ++i) {
+      // nccl-tests: with -G the check op too is captured into a graph and launched once.
+
       const HalfSpec& s = *ranks.specs[i];
       CheckOutcome local;
-      CB_TRY(backend.localCheck(i, s.dtype, s.op, s.checkSeed, shiftedSegments(s.expect, s.unalignElems), &local));
+      CB_TRY(backend.localCheck(i, s.dtype, s.op, s.checkSeed, shiftedSegments(s.expect, s), &local));
       counts[0] += static_cast<double>(local.wrong);
       if (local.wrong > 0) counts[1] += 1;
       if (mine.empty() && local.haveFirst)
@@ -369,7 +381,7 @@ Status sequenceSteps(Backend& backend, std::vector<Ranks>& ops, const std::vecto
         spinUntil(g, gapUs[k]);
         if (gapSeconds) *gapSeconds += secondsSince(g);
       }
-      CB_TRY(backend.enqueueAll(ops[k].args.data(), ops[k].size()));
+      if (ops[k].first().member) CB_TRY(backend.enqueueAll(ops[k].args.data(), ops[k].size()));
     }
     CB_TRY(backend.waitAll());
     if (stepSeconds) (*stepSeconds)[step] = secondsSince(start);
@@ -416,19 +428,19 @@ Status benchSequence(Backend& backend, const std::vector<std::vector<const HalfS
                    std::to_string(seq.gapUs.size()));
   *result = SequenceResult{};
   std::vector<Ranks> ops(specs.size());
-  size_t largest = 0;
+  size_t largest = specs.size();  // of the ops this rank issues (a rank may be in none of a replay's groups)
   uint64_t largestBytes = 0;
   for (size_t k = 0; k < specs.size(); ++k) {
     CB_TRY(makeRanks(backend, specs[k], &ops[k]));
     const uint64_t bytes = ops[k].first().count * dtypeSize(ops[k].first().dtype);
-    if (bytes >= largestBytes) {
+    if (ops[k].first().member && (largest == specs.size() || bytes >= largestBytes)) {
       largest = k;
       largestBytes = bytes;
     }
   }
   // Timed data as nccl-tests' (seed 99), written once by the largest op: every op reads a prefix of the same buffers.
   setIteration(-1);
-  if (seq.check) CB_TRY(prepareData(backend, ops[largest], kTimingDataSeed));
+  if (seq.check && largest < ops.size()) CB_TRY(prepareData(backend, ops[largest], kTimingDataSeed));
   CB_TRY(sequenceSteps(backend, ops, {}, seq.warmupIters, nullptr, nullptr));
   CB_TRY(backend.barrier());
 
@@ -447,7 +459,7 @@ Status benchSequence(Backend& backend, const std::vector<std::vector<const HalfS
   if (!seq.check) return Status::Ok();
   for (size_t k = 0; k < ops.size(); ++k) {
     if (ops[k].first().checkRounds < 1) continue;
-    CB_TRY(prepareOps(backend, ops[k], 1));
+    if (ops[k].first().member) CB_TRY(prepareOps(backend, ops[k], 1));
     HalfResult checked;
     CB_TRY(runCheck(backend, ops[k], &checked));
     result->wrong += checked.wrong;

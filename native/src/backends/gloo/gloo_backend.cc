@@ -229,9 +229,20 @@ void GlooBackend::dropLegacyAlgorithms() {
   legacyCache_.clear();
 }
 
+void GlooBackend::closeGroups() {
+  for (auto& c : groups_) {
+    (void)glooGuard(CB_SITE("gloo::Context::closeConnections (process group)"), [&]() {
+      if (c) c->closeConnections();
+      c.reset();
+    });
+  }
+  groups_.clear();
+}
+
 GlooBackend::~GlooBackend() {
   dropLegacyAlgorithms();
   kept_.clear();
+  groups_.clear();
   for (auto* c : {&legacy_, &data_, &ctrl_}) {
     try {
       c->reset();
@@ -248,6 +259,7 @@ Status GlooBackend::finalize() {
   if (!failed_ && ctrl_) s = ctrlBarrier(CB_SITE("gloo::barrier (final)"));
   dropLegacyAlgorithms();
   kept_.clear();
+  closeGroups();
   for (auto* c : {&legacy_, &data_, &ctrl_}) {
     const Status t = glooGuard(CB_SITE("gloo::Context::closeConnections"), [&]() {
       if (*c) (*c)->closeConnections();

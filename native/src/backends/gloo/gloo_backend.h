@@ -85,6 +85,11 @@ class GlooBackend : public HostMemoryBackend {
   Status allocate(uint64_t sendBytes, uint64_t recvBytes) override;
 
   Status enqueue(const OpArgs& args) override;
+  // One new-API context per group, over a PrefixStore of the run's store ("group<N>/", N counting every group this
+  // backend made), connected full mesh among the group's ranks only: what torch's ProcessGroupGloo does for
+  // new_group. Every rank walks the list in order; a non-member makes no context. The legacy algorithm classes
+  // (--gloo-algo legacy_*) run on the world only: a group's all_reduce or reduce_scatter under them is refused.
+  Status createGroups(const std::vector<std::vector<int>>& groups) override;
   // The series' op checked once (every shift at once) by enqueue()'s own code; all_reduce (new API),
   // all_gather, broadcast, alltoall and gather then run their Gloo call only. Ops with work around the
   // call (avg, mulsum, legacy algorithms, staging copies) keep enqueue().
@@ -114,6 +119,9 @@ class GlooBackend : public HostMemoryBackend {
 
   explicit GlooBackend(const GlooConfig& config) : HostMemoryBackend("GlooBackend"), config_(config) {}
   Status alive(const char* what) const;
+  // enqueue()'s body, on config_.rank, config_.size and data_ (the world's, or while a group's op runs the group's).
+  Status enqueueOn(const OpArgs& a);
+  void closeGroups();
   // Twice the larger buffer plus 128 bytes (reduce needs an input and an output region).
   uint64_t scratchReserve() const override;
   // Pointer Gloo reduces from: `input`, or for mulsum on odd ranks `input` scaled by 2 (in place
@@ -180,6 +188,9 @@ class GlooBackend : public HostMemoryBackend {
   std::shared_ptr<gloo::Context> ctrl_;    // new API: barrier, combines, gathers
   std::shared_ptr<gloo::Context> data_;    // new API: the measured collectives
   std::shared_ptr<gloo::Context> legacy_;  // legacy algorithm classes only (created on first use)
+  // createGroups()': per group, this rank's context (null: not a member); groupsMade_ names their store prefixes.
+  std::vector<std::shared_ptr<gloo::Context>> groups_;
+  uint64_t groupsMade_ = 0;
   std::vector<LegacyEntry> legacyCache_;
   // Every new-API call's options and unbound buffers, kept a few calls longer (kept_options.h: destroyed as each
   // call returned, they waited for Gloo's device thread, up to a scheduler tick per op).

@@ -231,7 +231,8 @@ bool GlooBackend::runPrepared(uint64_t shiftBytes) {
   if (plannedPath_ == PlannedPath::Nothing) return true;
   runArgs_.send = static_cast<const char*>(plannedArgs_.send) + shiftBytes;
   runArgs_.recv = static_cast<char*>(plannedArgs_.recv) + shiftBytes;
-  if (plannedPath_ == PlannedPath::Call) return preparedTracked((this->*plannedCall_)(runArgs_));
+  // A group's op goes through enqueue(), which puts the group's context in place while it runs.
+  if (plannedPath_ == PlannedPath::Call && runArgs_.group < 0) return preparedTracked((this->*plannedCall_)(runArgs_));
   return preparedOk(enqueue(runArgs_));
 }
 
@@ -240,6 +241,57 @@ bool GlooBackend::runPrepared(uint64_t shiftBytes) {
 
 Status GlooBackend::enqueue(const OpArgs& a) {
   CB_TRY(alive("enqueue"));
+  if (a.group < 0) return enqueueOn(a);
+  CB_TRY(checkGroupIndex(a.group, groups_.size(), "GlooBackend::enqueue"));
+  const std::shared_ptr<gloo::Context>& ctx = groups_[static_cast<size_t>(a.group)];
+  if (!ctx)
+    return badSpec("rank " + std::to_string(config_.rank) + " is not in process group " + std::to_string(a.group),
+                   "GlooBackend::enqueue");
+  if (config_.algo >= GlooAlgo::LegacyRing && (a.coll == Coll::AllReduce || a.coll == Coll::ReduceScatter))
+    return badSpec(std::string("--gloo-algo ") + glooAlgoName(config_.algo) +
+                       " runs on the world only (Gloo's legacy classes), not on process group " +
+                       std::to_string(a.group),
+                   "GlooBackend::enqueue");
+  // The op sees the group as its world for as long as it runs.
+  struct Restore {
+    GlooBackend* b;
+    std::shared_ptr<gloo::Context> data;
+    int rank, size;
+    ~Restore() {
+      b->data_ = std::move(data);
+      b->config_.rank = rank;
+      b->config_.size = size;
+    }
+  } restore{this, data_, config_.rank, config_.size};
+  data_ = ctx;
+  config_.rank = ctx->rank;
+  config_.size = ctx->size;
+  return enqueueOn(a);
+}
+
+Status GlooBackend::createGroups(const std::vector<std::vector<int>>& groups) {
+  CB_TRY(alive("createGroups"));
+  closeGroups();
+  CB_TRY(checkGroups(groups, config_.size, "GlooBackend::createGroups"));
+  for (const std::vector<int>& ranks : groups) {
+    const int mine = groupRank(ranks, config_.rank);
+    const std::string prefix = "group" + std::to_string(groupsMade_++);
+    groups_.emplace_back();
+    if (mine < 0) continue;
+    auto c = std::make_shared<gloo::rendezvous::Context>(mine, static_cast<int>(ranks.size()));
+    c->setTimeout(std::chrono::milliseconds(config_.timeoutMs));
+    CB_GLOO("gloo::rendezvous::Context::connectFullMesh (process group " + std::to_string(groups_.size() - 1) + " of " +
+                std::to_string(ranks.size()) + " ranks, as its rank " + std::to_string(mine) + ")",
+            {
+              gloo::rendezvous::PrefixStore store(prefix, *runStore_);
+              c->connectFullMesh(store, device_);
+            });
+    groups_.back() = c;
+  }
+  return Status::Ok();
+}
+
+Status GlooBackend::enqueueOn(const OpArgs& a) {
   CB_TRY(checkOpArgs(a, config_.size, "GlooBackend::enqueue"));
   switch (a.coll) {  // one member function per line of core/collectives.def
 #define CB_COLL(Enum, name, method, ...) \

@@ -148,7 +148,7 @@ Status MpiBackend::create(std::unique_ptr<MpiBackend>* out, int initTimeoutSec) 
 }
 
 Status MpiBackend::freeComms() {
-  Status first = Status::Ok();
+  Status first = freeGroups();
   for (MPI_Comm* c : {&comm_, &ctrl_}) {
     if (*c == MPI_COMM_NULL) continue;
     const int rc = MPI_Comm_free(c);

@@ -59,6 +59,9 @@ class MpiBackend : public HostMemoryBackend {
   bool wrappingSmallIntSum() const { return collbench::wrappingSmallIntSum(); }
 
   Status enqueue(const OpArgs& args) override;
+  // One communicator per group, by MPI_Comm_split of the data communicator (every rank calls it once per group,
+  // in order; a non-member passes MPI_UNDEFINED and gets MPI_COMM_NULL); ops on a group run on its communicator.
+  Status createGroups(const std::vector<std::vector<int>>& groups) override;
   // The series' op resolved to its one MPI call (checked by the same code as enqueue(), every shift at
   // once); ops with work around the call (avg, mulsum, staging copies, hypercube) keep enqueue().
   Status prepareSeries(const OpSeries& series) override;
@@ -102,6 +105,12 @@ class MpiBackend : public HostMemoryBackend {
     // The calls that are never split: enqueue() has checked that their count fits an int.
     int intCount() const { return static_cast<int>(count); }
     MPI_Op op = MPI_OP_NULL;
+    MPI_Comm comm = MPI_COMM_NULL;  // the data communicator or the op's group's
+  };
+  // A createGroups() group as this rank sees it: its communicator (MPI_COMM_NULL: not a member), rank and size.
+  struct Group {
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = -1, size = 0;
   };
 
   MpiBackend() : HostMemoryBackend("MpiBackend") {}
@@ -115,6 +124,9 @@ class MpiBackend : public HostMemoryBackend {
   // or else into the scratch buffer.
   Status reduceInput(const OpArgs& a, const void* input, uint64_t elems, bool scaleInPlace, const void** out);
   Status freeComms();
+  Status freeGroups();
+  // enqueue()'s body, on comm_, rank_ and size_ (the world's, or for a group's op the group's while it runs).
+  Status enqueueOn(const OpArgs& a);
 
   // One per line of core/collectives.def (allReduce, allGather, ..., gatherColl, ..., hyperCube), called by enqueue().
 #define CB_COLL(Enum, name, method, ...) Status method(const OpArgs& a);
@@ -124,6 +136,7 @@ class MpiBackend : public HostMemoryBackend {
   MPI_Comm comm_ = MPI_COMM_NULL;  // data: collectives only
   MPI_Comm ctrl_ = MPI_COMM_NULL;  // control plane: barrier, combines, gathers
   int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
+  std::vector<Group> groups_;  // createGroups()'
   int threadLevel_ = MPI_THREAD_SINGLE;
   std::string processorName_;
   bool finalized_ = false;

@@ -90,6 +90,67 @@ Status MpiBackend::reduceInput(const OpArgs& a, const void* input, uint64_t elem
 
 Status MpiBackend::enqueue(const OpArgs& a) {
   CB_TRY(alive("enqueue"));
+  if (a.group < 0) return enqueueOn(a);
+  CB_TRY(checkGroupIndex(a.group, groups_.size(), "MpiBackend::enqueue"));
+  const Group& g = groups_[static_cast<size_t>(a.group)];
+  if (g.comm == MPI_COMM_NULL)
+    return badSpec("rank " + std::to_string(rank_) + " is not in process group " + std::to_string(a.group),
+                   "MpiBackend::enqueue");
+  // The op sees the group as its world for as long as it runs (and plan() records the group's communicator).
+  struct Restore {
+    MpiBackend* b;
+    MPI_Comm comm;
+    int rank, size;
+    ~Restore() {
+      b->comm_ = comm;
+      b->rank_ = rank;
+      b->size_ = size;
+    }
+  } restore{this, comm_, rank_, size_};
+  comm_ = g.comm;
+  rank_ = g.rank;
+  size_ = g.size;
+  return enqueueOn(a);
+}
+
+Status MpiBackend::createGroups(const std::vector<std::vector<int>>& groups) {
+  CB_TRY(alive("createGroups"));
+  CB_TRY(freeGroups());
+  CB_TRY(checkGroups(groups, size_, "MpiBackend::createGroups"));
+  for (const std::vector<int>& ranks : groups) {
+    const int mine = groupRank(ranks, rank_);
+    Group g;
+    // Collective over the data communicator: every rank, every group, in the list's order (as torch's new_group).
+    CB_MPI_AT(MPI_Comm_split(comm_, mine < 0 ? MPI_UNDEFINED : 0, mine, &g.comm), "MPI_Comm_split");
+    groups_.push_back(g);  // kept before any check below, so freeGroups() frees it on error
+    if (g.comm == MPI_COMM_NULL) continue;
+    CB_MPI_AT(MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    CB_MPI_AT(MPI_Comm_rank(g.comm, &groups_.back().rank), "MPI_Comm_rank");
+    CB_MPI_AT(MPI_Comm_size(g.comm, &groups_.back().size), "MPI_Comm_size");
+    if (groups_.back().rank != mine || groups_.back().size != static_cast<int>(ranks.size()))
+      return Status::Error("mpi", "MPI_GROUP_MISMATCH",
+                           "rank " + std::to_string(rank_) + ": MPI_Comm_split made process group " +
+                               std::to_string(groups_.size() - 1) + " rank " + std::to_string(groups_.back().rank) +
+                               " of " + std::to_string(groups_.back().size) + ", expected rank " +
+                               std::to_string(mine) + " of " + std::to_string(ranks.size()),
+                           CB_SITE("MpiBackend::createGroups"));
+  }
+  return Status::Ok();
+}
+
+Status MpiBackend::freeGroups() {
+  Status first = Status::Ok();
+  for (Group& g : groups_) {
+    if (g.comm == MPI_COMM_NULL) continue;
+    const int rc = MPI_Comm_free(&g.comm);
+    if (rc != MPI_SUCCESS && first.ok) first = mpiErrorStatus(rc, CB_SITE("MPI_Comm_free (process group)"));
+    g.comm = MPI_COMM_NULL;
+  }
+  groups_.clear();
+  return first;
+}
+
+Status MpiBackend::enqueueOn(const OpArgs& a) {
   CB_TRY(checkOpArgs(a, size_, "MpiBackend::enqueue"));
   switch (a.coll) {  // one member function per line of core/collectives.def
 #define CB_COLL(Enum, name, method, ...) \
@@ -117,6 +178,7 @@ Status MpiBackend::plan(Planned::Call call, const void* send, void* recv, uint64
   p.type = type;
   p.op = op;
   p.root = root;
+  p.comm = comm_;
   return Status::Ok();
 }
 
@@ -171,16 +233,16 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
     }
     case Planned::Call::Allreduce:
       rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
-        return MPI_Allreduce(piece(send, o), piece(recv, o), n, p.type, p.op, comm_);
+        return MPI_Allreduce(piece(send, o), piece(recv, o), n, p.type, p.op, p.comm);
       });
       what = "MPI_Allreduce";
       break;
     case Planned::Call::Allgather:
-      rc = MPI_Allgather(send, p.intCount(), p.type, recv, p.intCount(), p.type, comm_);
+      rc = MPI_Allgather(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.comm);
       what = "MPI_Allgather";
       break;
     case Planned::Call::ReduceScatterBlock:
-      rc = MPI_Reduce_scatter_block(send, recv, p.intCount(), p.type, p.op, comm_);
+      rc = MPI_Reduce_scatter_block(send, recv, p.intCount(), p.type, p.op, p.comm);
       what = "MPI_Reduce_scatter_block";
       break;
     case Planned::Call::BcastFromSend:
@@ -191,43 +253,43 @@ bool MpiBackend::runPrepared(uint64_t shiftBytes) {
       [[fallthrough]];
     case Planned::Call::Bcast:
       rc = forPieces(p.count, p.ts,
-                     [&](uint64_t o, int n) { return MPI_Bcast(piece(recv, o), n, p.type, p.root, comm_); });
+                     [&](uint64_t o, int n) { return MPI_Bcast(piece(recv, o), n, p.type, p.root, p.comm); });
       what = "MPI_Bcast";
       break;
     case Planned::Call::Reduce:
       rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
-        return MPI_Reduce(piece(send, o), piece(recv, o), n, p.type, p.op, p.root, comm_);
+        return MPI_Reduce(piece(send, o), piece(recv, o), n, p.type, p.op, p.root, p.comm);
       });
       what = "MPI_Reduce";
       break;
     case Planned::Call::Alltoall:
-      rc = MPI_Alltoall(send, p.intCount(), p.type, recv, p.intCount(), p.type, comm_);
+      rc = MPI_Alltoall(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.comm);
       what = "MPI_Alltoall";
       break;
     case Planned::Call::Alltoallv:
       rc = MPI_Alltoallv(send, plannedV_[0].data(), plannedV_[1].data(), p.type, recv, plannedV_[2].data(),
-                         plannedV_[3].data(), p.type, comm_);
+                         plannedV_[3].data(), p.type, p.comm);
       what = "MPI_Alltoallv";
       break;
     case Planned::Call::Gather:
-      rc = MPI_Gather(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.root, comm_);
+      rc = MPI_Gather(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.root, p.comm);
       what = "MPI_Gather";
       break;
     case Planned::Call::Scatter:
-      rc = MPI_Scatter(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.root, comm_);
+      rc = MPI_Scatter(send, p.intCount(), p.type, recv, p.intCount(), p.type, p.root, p.comm);
       what = "MPI_Scatter";
       break;
     case Planned::Call::Sendrecv:
       // Pieces in order: MPI's non-overtaking rule matches each piece with the peer's piece of the same rank.
       rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
-        return MPI_Sendrecv(piece(send, o), n, p.type, p.next, kTag, piece(recv, o), n, p.type, p.prev, kTag, comm_,
+        return MPI_Sendrecv(piece(send, o), n, p.type, p.next, kTag, piece(recv, o), n, p.type, p.prev, kTag, p.comm,
                             MPI_STATUS_IGNORE);
       });
       what = "MPI_Sendrecv";
       break;
     case Planned::Call::SendrecvReplace:
       rc = forPieces(p.count, p.ts, [&](uint64_t o, int n) {
-        return MPI_Sendrecv_replace(piece(recv, o), n, p.type, p.next, kTag, p.prev, kTag, comm_, MPI_STATUS_IGNORE);
+        return MPI_Sendrecv_replace(piece(recv, o), n, p.type, p.next, kTag, p.prev, kTag, p.comm, MPI_STATUS_IGNORE);
       });
       what = "MPI_Sendrecv_replace";
       break;

@@ -60,6 +60,7 @@ struct Team {                         // ncclTeam_t (NCCL >= 2.28)
 constexpr int kConfigUndefInt = INT32_MIN;  // NCCL_CONFIG_UNDEF_INT
 constexpr unsigned kApiMagic = 0xcafebeef;  // NCCL_API_MAGIC
 constexpr int kWinCollSymmetric = 0x01;     // NCCL_WIN_COLL_SYMMETRIC
+constexpr int kSplitNoColor = -1;           // NCCL_SPLIT_NOCOLOR: ncclCommSplit's "no communicator for this rank"
 
 // ncclConfig_t as of NCCL 2.30 (version 23007). NCCL copies min(size, its own sizeof) bytes and
 // treats fields newer than `version` as unset, so this one layout serves every release >= 2.14:

@@ -228,6 +228,7 @@ Status NcclBackend::finalize() {
     l.checkHost = nullptr;
     l.ctrlDev = l.ctrlHost = nullptr;
   }
+  keep(destroySubGroups());  // before the world communicator they were split from
   if (lib_ != nullptr && !aborted_) {
     for (Local& l : locals_) {
       if (l.data != nullptr && l.data != l.world) {

@@ -101,6 +101,10 @@ class NcclBackend : public Backend {
   Status enqueue(const OpArgs& args) override;
   Status enqueueAll(const OpArgs* args, int n) override;
   Status prepareSeries(const OpSeries& series) override;
+  // One communicator per group by ncclCommSplit of the world communicator (every rank, every group, in order; a
+  // non-member passes NCCL_SPLIT_NOCOLOR); one local rank per process, no -D, no NCCL_TESTS_SPLIT. A group's op runs
+  // on its communicator by the generic path (enqueueAll).
+  Status createGroups(const std::vector<std::vector<int>>& groups) override;
   bool runPrepared(uint64_t shiftBytes) override;
   Status groupStart() override;
   Status groupEnd() override;
@@ -219,6 +223,13 @@ class NcclBackend : public Backend {
   const NcclLibrary* lib_ = nullptr;
   int localCount_ = 1;
   int groupSize_ = 1;
+  // createGroups()': per group, local rank 0's communicator (null: not a member), its rank in it and its size.
+  struct SubGroup {
+    ncclapi::Comm comm = nullptr;
+    int rank = -1, size = 0;
+  };
+  std::vector<SubGroup> subGroups_;
+  Status destroySubGroups();
   std::vector<Local> locals_;
   const nccldevice::Variant* devApi_ = nullptr;  // -D: the kernels matching the loaded NCCL (nccl_device.cc)
   std::vector<NcclDevice> devices_;

@@ -118,6 +118,31 @@ Status NcclBackend::enqueueAll(const OpArgs* args, int n) {
                    "NcclBackend::enqueueAll");
   for (int i = 0; i < n; ++i)
     if (args[i].local != i) return badSpec("ops must come in local-rank order", "NcclBackend::enqueueAll");
+  if (args[0].group >= 0) {
+    // A group's op (one local rank: createGroups() refuses more): the group's communicator, rank and size while
+    // it is issued.
+    CB_TRY(checkGroupIndex(args[0].group, subGroups_.size(), "NcclBackend::enqueueAll"));
+    const SubGroup& g = subGroups_[static_cast<size_t>(args[0].group)];
+    if (g.comm == nullptr)
+      return badSpec("rank " + std::to_string(rank()) + " is not in process group " + std::to_string(args[0].group),
+                     "NcclBackend::enqueueAll");
+    if (locals_[0].data == nullptr)
+      return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("NcclBackend::issue"));
+    struct Restore {
+      NcclBackend* b;
+      ncclapi::Comm data;
+      int rank, size;
+      ~Restore() {
+        b->locals_[0].data = data;
+        b->devices_[0].groupRank = rank;
+        b->groupSize_ = size;
+      }
+    } restore{this, locals_[0].data, devices_[0].groupRank, groupSize_};
+    locals_[0].data = g.comm;
+    devices_[0].groupRank = g.rank;
+    groupSize_ = g.size;
+    return args[0].coll == Coll::HyperCube ? issueHyperCube(args, n) : issue(args[0]);
+  }
   if (args[0].coll == Coll::HyperCube) return issueHyperCube(args, n);
   if (n == 1) return issue(args[0]);
   // nccl-tests: a thread driving several GPUs issues their ops inside one group.
@@ -247,6 +272,7 @@ Status NcclBackend::prepareSeries(const OpSeries& series) {
     return badSpec(
         "got ops for " + std::to_string(series.nLocal) + " of " + std::to_string(localCount_) + " local ranks",
         "NcclBackend::prepareSeries");
+  if (series.args[0].group >= 0) return Status::Ok();  // a group's op: the generic path, enqueueAll() checks it
   for (int i = 0; i < series.nLocal; ++i) {
     if (series.args[i].local != i) return badSpec("ops must come in local-rank order", "NcclBackend::prepareSeries");
     CB_TRY(checkOp(series.args[i]));

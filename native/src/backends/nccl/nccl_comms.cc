@@ -11,6 +11,7 @@
 
 #include "backends/nccl/nccl_internal.h"
 #include "core/backend_errors.h"
+#include "core/op_checks.h"
 
 namespace collbench {
 
@@ -84,8 +85,70 @@ Status NcclBackend::initComms() {
   return Status::Ok();
 }
 
+Status NcclBackend::createGroups(const std::vector<std::vector<int>>& groups) {
+  CB_TRY(destroySubGroups());
+  if (groups.empty()) return Status::Ok();
+  CB_TRY(checkGroups(groups, nranks(), "NcclBackend::createGroups"));
+  if (localCount_ != 1 || opt_.deviceImpl > 0 || opt_.splitColor >= 0)
+    return badSpec("process groups need one rank per process, no -D and no NCCL_TESTS_SPLIT", "ncclCommSplit");
+  if (aborted_ || locals_.empty() || locals_[0].world == nullptr)
+    return Status::Error("nccl", "NCCL_ABORTED", "the communicators were aborted", CB_SITE("ncclCommSplit"));
+  const ncclapi::Api& api = lib_->api;
+  if (api.CommSplit == nullptr)
+    return Status::Error(
+        "nccl", "NCCL_TOO_OLD",
+        "process groups need ncclCommSplit (NCCL 2.18 or newer); this is NCCL " + lib_->versionString(),
+        CB_SITE("ncclCommSplit"));
+  CB_TRY(setDevice(0));
+  for (const std::vector<int>& ranks : groups) {
+    SubGroup g;
+    const int mine = collbench::groupRank(ranks, rank());
+    // Collective over the world communicator: every rank, every group, in the list's order (as torch's new_group).
+    const Result r =
+        api.CommSplit(locals_[0].world, mine < 0 ? ncclapi::kSplitNoColor : 0, mine < 0 ? 0 : mine, &g.comm, nullptr);
+    subGroups_.push_back(g);  // kept at once, so destroySubGroups() frees it on error
+    if (r != ncclapi::Success && r != ncclapi::InProgress)
+      return ncclStatus(r, "ncclCommSplit (process group " + std::to_string(subGroups_.size() - 1) + ")",
+                        locals_[0].world);
+    if (g.comm == nullptr) {
+      if (mine >= 0)
+        return badSpec("ncclCommSplit gave rank " + std::to_string(rank()) + " no communicator for process group " +
+                           std::to_string(subGroups_.size() - 1) + " it is a member of",
+                       "ncclCommSplit");
+      continue;
+    }
+    SubGroup& kept = subGroups_.back();
+    CB_NCCL(api.CommUserRank(kept.comm, &kept.rank), "ncclCommUserRank", kept.comm);
+    CB_NCCL(api.CommCount(kept.comm, &kept.size), "ncclCommCount", kept.comm);
+    if (kept.rank != mine || kept.size != static_cast<int>(ranks.size()))
+      return badSpec("ncclCommSplit made rank " + std::to_string(rank()) + " rank " + std::to_string(kept.rank) +
+                         " of " + std::to_string(kept.size) + " in process group " +
+                         std::to_string(subGroups_.size() - 1) + ", expected rank " + std::to_string(mine) + " of " +
+                         std::to_string(ranks.size()),
+                     "ncclCommSplit");
+  }
+  return Status::Ok();
+}
+
+Status NcclBackend::destroySubGroups() {
+  Status first = Status::Ok();
+  for (SubGroup& g : subGroups_) {
+    if (g.comm == nullptr || lib_ == nullptr) continue;
+    const Result r = aborted_ ? lib_->api.CommAbort(g.comm) : lib_->api.CommDestroy(g.comm);
+    if (r != ncclapi::Success && first.ok)
+      first = ncclStatus(r, aborted_ ? "ncclCommAbort (process group)" : "ncclCommDestroy (process group)", nullptr);
+    g.comm = nullptr;
+  }
+  subGroups_.clear();
+  return first;
+}
+
 Status NcclBackend::abortAll(const std::string& why, const std::string& code) {
   if (lib_ != nullptr && !aborted_) {
+    for (SubGroup& g : subGroups_) {
+      if (g.comm != nullptr) lib_->api.CommAbort(g.comm);
+      g.comm = nullptr;
+    }
     for (Local& l : locals_) {
       if (l.data != nullptr && l.data != l.world) lib_->api.CommAbort(l.data);
       if (l.world != nullptr) lib_->api.CommAbort(l.world);

@@ -52,10 +52,11 @@ Status NcclBackend::localFill(int local, DType dtype, RedOp op, uint64_t seed, c
   for (const Segment& s : segs) {
     const DeviceBuffer& b = s.buf == BufId::Send ? l.send : l.recv;
     CB_TRY(segmentInBuffer(s, ts, b.bytes, "fill"));
-    if (s.kind == SegKind::ReduceInput && (s.rank < 0 || s.rank >= groupSize_))
-      return badSpec("fill segment of rank " + std::to_string(s.rank) + " outside 0.." + std::to_string(groupSize_ - 1),
+    const int n = s.nranks > 0 ? s.nranks : groupSize_;  // a process group's op: its ranks
+    if (s.kind == SegKind::ReduceInput && (s.rank < 0 || s.rank >= n))
+      return badSpec("fill segment of rank " + std::to_string(s.rank) + " outside 0.." + std::to_string(n - 1),
                      "NcclBackend::fill");
-    const devdata::SegmentArgs a = devdata::segmentArgs(dtype, op, groupSize_, seed, s);
+    const devdata::SegmentArgs a = devdata::segmentArgs(dtype, op, s.nranks > 0 ? s.nranks : groupSize_, seed, s);
     CB_CUDA(ncclkernels::launchFill(dtype, b.ptr, a, l.stream), "fill kernel launch");
   }
   return Status::Ok();
@@ -93,7 +94,7 @@ Status NcclBackend::localCheck(int local, DType dtype, RedOp op, uint64_t seed, 
     const Segment& s = segs[k];
     const DeviceBuffer& b = s.buf == BufId::Send ? l.send : l.recv;
     CB_TRY(segmentInBuffer(s, ts, b.bytes, "check"));
-    const devdata::SegmentArgs a = devdata::segmentArgs(dtype, op, groupSize_, seed, s);
+    const devdata::SegmentArgs a = devdata::segmentArgs(dtype, op, s.nranks > 0 ? s.nranks : groupSize_, seed, s);
     CB_CUDA(ncclkernels::launchCheck(dtype, b.ptr, a, l.checkDev + 2 * k, l.stream), "check kernel launch");
   }
   CB_CUDA(
@@ -122,10 +123,10 @@ Status NcclBackend::localCheck(int local, DType dtype, RedOp op, uint64_t seed, 
   uint64_t want = 0;
   switch (s.kind) {
     case SegKind::ReduceInput:
-      want = pattern::reduceInputBits(dtype, op, groupSize_, pseed, index, s.rank);
+      want = pattern::reduceInputBits(dtype, op, s.nranks > 0 ? s.nranks : groupSize_, pseed, index, s.rank);
       break;
     case SegKind::ReduceOutput:
-      want = pattern::reduceOutputBits(dtype, op, groupSize_, pseed, index);
+      want = pattern::reduceOutputBits(dtype, op, s.nranks > 0 ? s.nranks : groupSize_, pseed, index);
       break;
     case SegKind::Copy:
       want = pattern::copyBits(dtype, pseed, index);
