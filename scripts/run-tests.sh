@@ -28,6 +28,7 @@ serial=(
   test/cli/behaviour.test.ts
   # compare --timeout 4: the healthy mpirun combinations must finish within 4 s; Ctrl-C test polls for leftovers
   test/cli/compare.test.ts
+  test/cli/compare-replay.test.ts
   # network namespaces cblNNNNN-h1..h5 on 10.250.71-79.x, /etc/hosts lines, tc qdiscs; its verdicts compare the busbw
   # of jobs run at the same time, which any other CPU-heavy test running meanwhile distorts
   test/cli/locate-netns.test.ts

@@ -250,7 +250,10 @@ export function analyze(
           const acc = bySize.get(c.id);
           const judged = spread(samples(c.id));
           const g = judged && base ? gain(judged, base) : null;
-          const chose = pluginChoicesAt(docsOf.get(c.id)!, opts.collective, sizeBytes, nranks ?? 1);
+          const chose =
+            opts.collective === 'replay'
+              ? null
+              : pluginChoicesAt(docsOf.get(c.id)!, opts.collective, sizeBytes, nranks ?? 1);
           return {
             ...(chose ? { ncclChose: chose } : {}),
             id: c.id,

@@ -357,7 +357,7 @@ export async function compareCommand(argv: string[], scriptPath: string, io: IO)
       // NCCL's choice per size: with --links every setting's runs carry it (the plugin's collective events); the
       // NCCL_DEBUG=TUNING run is then only the fallback, after the runs, when none of them had the plugin's rows.
       const tuningLog = plan.backend !== null && backendRecord(plan.backend).tuningLog;
-      const links = plan.program.options.links;
+      const links = plan.program.options?.links ?? false;
       if (tuningLog && !links && !session.interrupted) await session.runNcclProbe();
       // the files are rewritten after every run, so an interrupted comparison leaves what it measured
       await session.runCombinations(() => writeFiles(plan, buildDoc(plan, session, children, startTime, 'incomplete')));
