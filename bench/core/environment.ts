@@ -229,6 +229,13 @@ export const VARIABLES = Object.freeze([
     'offsets are estimated only between ranks on different clocks',
     ['bench/engine/arrivals.ts'],
   ),
+  v(
+    'PROGRESS_PERIOD_MS',
+    'hook',
+    "milliseconds between the plain progress lines a run prints when stderr is not a terminal (a test's short run)",
+    '10000',
+    ['bench/report/reporters/progress.ts'],
+  ),
   v('TARGET_RSD_BUDGET_S', 'hook', 'seconds one row-half may spend doubling its iterations under --target-rsd', '10', [
     'bench/engine/measure.ts',
   ]),

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { binDir, parseRows, runProgram } from '../helpers/cli.js';
 
+/** Plain lines every 300 ms instead of 10 s, so that a short run shows them. */
+const fastLines = { COLLBENCH_PROGRESS_PERIOD_MS: '300' };
 const terminalEnv = { ...process.env, CI: undefined, TERM: 'xterm' };
 // eslint-disable-next-line no-control-regex -- terminal escapes of the progress bar are removed on purpose
 const plain = (text: string): string => text.replace(/\r|\u001b\[[0-9;?]*[A-Za-z]|\u001b[78]/g, '\n');
@@ -25,9 +27,10 @@ describe('progress under --np with the mpi backend', () => {
   });
 
   it('prints a plain line every ~10 s on stderr when it is not a terminal; stdout keeps only the table', () => {
-    // two rows, 15 s or more on a 2-core machine (4.8 s idle at -n 2000), longer under load: at least one line
-    const args = ['-b', '2M', '-e', '4M', '-f', '2', '-n', '6000', '-w', '1', '--np', '2', '--backend', 'mpi'];
-    const r = runProgram('all_reduce_perf', args, { env: { CI: undefined }, timeoutMs: 300_000 });
+    // A line every 300 ms (COLLBENCH_PROGRESS_PERIOD_MS) over two rows of about 1.2 s idle (4.8 s at -n 2000), longer
+    // under load: at least one line whatever the machine's speed, without a run long enough to time out on a busy one.
+    const args = ['-b', '2M', '-e', '4M', '-f', '2', '-n', '500', '-w', '1', '--np', '2', '--backend', 'mpi'];
+    const r = runProgram('all_reduce_perf', args, { env: { CI: undefined, ...fastLines }, timeoutMs: 300_000 });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('progress: '));
     assert.ok(lines.length >= 1, `no progress line on stderr:\n${r.stderr}`);
@@ -36,7 +39,13 @@ describe('progress under --np with the mpi backend', () => {
       String.raw`^progress: [0-2]/2 rows, ${duration} elapsed(, ~${duration} left)? ` +
         String.raw`\(now all_reduce float [24]MB\)$`,
     );
-    for (const l of lines) assert.match(l, progressLine);
+    // before the first row starts (the bring-up) a line has no "(now …)"; later ones name the row
+    const bringUpLine = new RegExp(String.raw`^progress: 0/2 rows, ${duration} elapsed$`);
+    for (const l of lines) assert.ok(progressLine.test(l) || bringUpLine.test(l), `not a progress line: ${l}`);
+    assert.ok(
+      lines.some((l) => progressLine.test(l)),
+      `no line names the row being measured:\n${r.stderr}`,
+    );
     assert.doesNotMatch(r.stdout, /progress|rows \|/);
     assert.equal(parseRows(r.stdout).length, 2);
     for (const line of r.stdout.split('\n')) {
@@ -48,8 +57,8 @@ describe('progress under --np with the mpi backend', () => {
   it('prints none with --quiet, nor in a short run', () => {
     const quiet = runProgram(
       'all_reduce_perf',
-      ['-b', '2M', '-e', '4M', '-f', '2', '-n', '6000', '--np', '2', '--quiet'],
-      { env: { CI: undefined }, timeoutMs: 300_000 },
+      ['-b', '2M', '-e', '4M', '-f', '2', '-n', '500', '--np', '2', '--quiet'],
+      { env: { CI: undefined, ...fastLines }, timeoutMs: 300_000 },
     );
     assert.equal(quiet.code, 0, quiet.stderr);
     assert.equal(quiet.stderr, '');

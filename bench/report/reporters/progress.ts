@@ -59,8 +59,8 @@ export function timeLeft(elapsedSec: number, done: number, planned: number | nul
   return formatDuration(Math.max(pace * Math.max(0, remaining - 1), pace * remaining - inCurrentSec));
 }
 
-/** How often a plain progress line is printed when stderr is not a terminal. */
-export const PROGRESS_LINE_PERIOD_MS = 10_000;
+/** How often a plain progress line is printed when stderr is not a terminal (COLLBENCH_PROGRESS_PERIOD_MS: tests). */
+export const PROGRESS_LINE_PERIOD_MS = Number(process.env[ENV.PROGRESS_PERIOD_MS]) || 10_000;
 
 /**
  * A plain progress line every `periodMs` while something runs (`progress: 12/40 rows, 1m20s elapsed, ~3m05s left`),
