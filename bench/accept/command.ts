@@ -1,8 +1,6 @@
-// `collbench accept --profile FILE [--baseline B.json] [--save-baseline OUT.json] [-J verdict.json] [--junit v.xml]
-// [--np N --hosts … --backend …]`: cluster acceptance in one command. The options, then the engine runs every check
-// of the profile (accept/runs.ts: child runs with per-iteration samples), the rows are judged
-// (bench/accept/rows.ts) and the verdict written; exit 0 pass, 7 a check failed, the run's own code when a run could
-// not finish.
+// `collbench accept --profile FILE [--baseline B] [--save-baseline OUT] [-J] [--junit] [--np …]`: cluster acceptance in
+// one command: runs every check of the profile (runs.ts), judges the rows (rows.ts) and writes the verdict.
+// Exit 0 pass, 7 a check failed, the run's own code when a run could not finish.
 import {
   baselineCheck,
   loadBaseline,

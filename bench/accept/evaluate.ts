@@ -1,10 +1,6 @@
-// The verdict of one acceptance check from its runs' reports (pure: no I/O). Per threshold of the profile, the
-// figure of each run is its worst size (lowest busbw, highest time, highest per-iteration cv%, total #wrong).
-// Time and busbw come from the MEDIAN per-iteration time (-I 1 p50), not the table's mean: on a shared node one
-// descheduled iteration of 50 moves the mean by milliseconds (measured here: 3 us → 520 us), never the median;
-// busbw is the table's busbw scaled by mean/median, i.e. nccl-tests' formula applied to the median time.
-// a threshold passes when it held in `attempts.pass` runs, and runs stop as soon as that is decided either way.
-// The late-rank evidence of the runs (report schema v2 `late`, docs/reliability.md "Late ranks") names who the others waited for.
+// The verdict of one acceptance check from its runs' reports (pure): per threshold, each run's worst size, judged on
+// the median per-iteration time (robust to one descheduled iteration; docs/accept.md), k-of-n attempts decided as
+// soon as possible, and the late-rank evidence of the runs.
 import { PLACEMENTS, type ReportDocument, type ReportHalf } from '../report/schema.js';
 import type { ProfileCheck } from './profile.js';
 

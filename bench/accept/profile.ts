@@ -1,11 +1,6 @@
-// Acceptance profiles (`collbench accept --profile FILE`): read YAML or JSON with the `yaml` package's safe
-// parser, validate against schema/collbench-profile.v1.schema.json, and resolve defaults into the list of
-// checks the command runs. Every error is one line naming the file, the line and the key.
-//
-// Why `yaml` (eemeli/yaml): the maintained YAML 1.2 parser for JavaScript (no dependencies, types included);
-// its parseDocument() never constructs objects from tags (no code execution, unlike js-yaml's old unsafe load),
-// caps alias expansion (billion laughs), refuses duplicate keys, and keeps every node's source range, which is
-// what names the line of a bad key. JSON is YAML 1.2, so one parser reads both and JSON errors get lines too.
+// Acceptance profiles (`collbench accept --profile FILE`): YAML or JSON read with the `yaml` package's safe parser
+// (why: docs/accept.md, "Libraries"), checked against schema/collbench-profile.v1.schema.json and resolved into
+// the checks the command runs. Every error is one line naming the file, the line and the key.
 import { readFileSync } from 'node:fs';
 import { isMap, LineCounter, parseDocument, type Document } from 'yaml';
 import { UsageError } from '../core/errors.js';

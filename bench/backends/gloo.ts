@@ -1,8 +1,6 @@
-// The gloo backend's driver: where this process's rank, world size, rendezvous store and TCP address
-// come from (collbench's --np launcher, an MPI launcher, a torchrun-style environment or an srun job step),
-// handed to
-// the native module's init as one typed config object (checked by native/src/addon/addon_gloo.cc).
-// Mirrors how torch.distributed picks up RANK/WORLD_SIZE/MASTER_* and GLOO_SOCKET_IFNAME.
+// The gloo backend's driver: this process's rank, world size, store and TCP address from collbench's --np launcher,
+// an MPI launcher, a torchrun-style environment or an srun step (as torch.distributed reads RANK, MASTER_*,
+// GLOO_SOCKET_IFNAME), handed to the native module's init as one typed config object (native/src/addon/addon_gloo.cc).
 import { mkdirSync, rmSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { hostname, tmpdir } from 'node:os';

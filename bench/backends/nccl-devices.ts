@@ -1,6 +1,6 @@
-// Which GPU each local rank of the nccl backend drives when the job has more local ranks than GPUs (issue #38):
-// NCCL >= 2.30 accepts several ranks on one GPU with NCCL_MULTI_RANK_GPU_ENABLE=1; any NCCL does when every rank
-// has its own NCCL_HOSTID (each rank its own "node"). Otherwise the run is refused in one line naming both ways out.
+// Which GPU each local rank of the nccl backend drives when the job has more local ranks than GPUs: NCCL >= 2.30
+// accepts several ranks on one GPU with NCCL_MULTI_RANK_GPU_ENABLE=1; any NCCL does when every rank has its own
+// NCCL_HOSTID (each rank its own "node"). Otherwise the run is refused in one line naming both ways out.
 
 import { ENV } from '../core/environment.js';
 import { shortHost } from '../core/ranks.js';

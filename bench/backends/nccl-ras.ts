@@ -1,7 +1,6 @@
-// NCCL's own view of a hang, from its RAS service (NCCL >= 2.24: every process of a job runs it, and any node's
-// answers for the whole job): when the watchdog expires on nccl, this asks it which ranks are missing or dead and
-// whose operation counts differ, to print beside collbench's own progress-board verdict and keep in the report.
-// The client speaks NCCL's text protocol (src/ras/client.cc) over a TCP socket with a short deadline.
+// NCCL's own view of a hang from its RAS service (NCCL >= 2.24): when the watchdog expires on nccl, which ranks are
+// missing or dead and whose operation counts differ, printed beside the progress boards' verdict and kept in the
+// report. Speaks NCCL's text protocol (src/ras/client.cc) over TCP with a short deadline.
 import { connect, type Socket } from 'node:net';
 import { BoundedLines } from '../launch/bounded-lines.js';
 

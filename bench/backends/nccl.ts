@@ -1,7 +1,6 @@
-// The nccl backend's driver, mirroring nccl-tests' process/thread/GPU structure (https://github.com/NVIDIA/nccl-tests/blob/master/src/common.cu): GPU
-// flag checks, the bootstrap (unique id via MPI under mpirun, a TCP rendezvous torchrun-style, or local),
-// device choice (local rank × t × g, NCCL_TESTS_DEVICE), NCCL_TESTS_SPLIT, what the GPUs and library
-// lack (fp8 below sm_90), the GPU-memory cap, rank lines and -M.
+// The nccl backend's driver, mirroring nccl-tests' process/thread/GPU structure (src/common.cu): GPU flag checks, the
+// bootstrap (unique id via MPI, a torchrun-style rendezvous, or local), device choice, NCCL_TESTS_SPLIT, what the GPUs
+// and library lack (fp8 below sm_90), the GPU-memory cap, rank lines and -M.
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';

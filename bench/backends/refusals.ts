@@ -1,8 +1,6 @@
-// Which datatype × op pairs the loaded library refuses (issue 28: NCCL 2.28.9 refuses avg and mulsum on fp8 with
-// ncclInvalidArgument): one 1-element op per pair on the job's real communicator, after bring-up, every rank's
-// answers combined so that all ranks skip the same pairs. The pairs come from config/cases.ts (probedPairs); the codes
-// that mean "refused" from the driver (BackendDriver.refusals); run.ts supplies the op and the combine. Pairs the
-// library is known to compute wrongly (BackendDriver.knownWrong: Open MPI's saturating int8 sum) are skipped alike.
+// Which datatype × op pairs the loaded library refuses (NCCL 2.28.9: avg and mulsum on fp8) or computes wrongly
+// (BackendDriver.knownWrong): one 1-element op per pair on the job's communicator after bring-up, every rank's answers
+// combined so that all ranks skip the same pairs (pairs from config/cases.ts, refusal codes from the driver).
 import { KNOWN_WRONG, type CasePair, type Refusal } from '../config/cases.js';
 import { isNativeError } from '../native/binding.js';
 

@@ -1,7 +1,6 @@
-// The one backend registry: for every backend its name (core/types.ts BACKEND_NAMES, in order of
-// preference), what its module needs from the system and how to get it, how --np starts its ranks, and its
-// driver. selectBackend() is the one way any command picks a backend, as torch.distributed's
-// Backend.register_backend keeps one table of backends and their constructors.
+// The one backend registry: per backend its name (in order of preference), what its module needs from the system,
+// how --np starts its ranks and its driver. selectBackend() is the one way any command picks a backend (as
+// torch.distributed keeps one table of backends and their constructors).
 import { BackendUnavailableError } from '../core/errors.js';
 import type { BackendName } from '../core/types.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';

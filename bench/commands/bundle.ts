@@ -1,7 +1,6 @@
-// `collbench bundle [-o FILE]`: one collbench-<version>-linux-<arch>.tar.xz that runs on a node without
-// Node.js or npm (air-gapped GPU clusters): the Node runtime that runs this command, dist/, the production
-// dependencies (npm's lockfile graph, no network), every built native module in build/Release (the loader's
-// layout), schema/, profiles/ (collbench accept), POSIX launchers for collbench and the 11 nccl-tests names, and bundle/README.md.
+// `collbench bundle [-o FILE]`: one collbench-<version>-linux-<arch>.tar.xz that runs where there is no Node.js or npm
+// (air-gapped GPU clusters): the Node runtime, dist/, the production dependencies, the built native modules, schema/,
+// profiles/, POSIX launchers for collbench and the 11 nccl-tests names, and bundle/README.md.
 import { spawnSync } from 'node:child_process';
 import {
   chmodSync,

@@ -1,7 +1,6 @@
-// `collbench info [--json] [--nccl-lib PATH]`: what this installation (source tree or bundle) can run here —
-// version, Node runtime and glibc, each backend module (built? loadable? usable? why not?), the libraries
-// they load (libmpi, libgloo, the libnccl the nccl module would dlopen) and the GPUs. The check to run
-// first on a new node; the answer to "why did it pick that backend".
+// `collbench info [--json] [--nccl-lib PATH]`: what this installation can run here: version, Node and glibc, each
+// backend module (built? loadable? usable? why not?), the libraries it loads and the GPUs. The check to run first on
+// a new node, and the answer to "why did it pick that backend".
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';

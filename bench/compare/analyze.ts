@@ -1,8 +1,6 @@
-// The verdict of `collbench compare`: from each combination's runs (their JSON reports and exit
-// statuses) to, per size, the median busbw with its spread, the best combination, its gain over the
-// default, the crossovers where the best changes, and #wrong per combination. What users of nccl-tests
-// do by eye across pasted tables (NCCL issues #1368, #812, #762, #1712), as data. Where busbw's factor is 0 (one
-// rank, or such a collective at that rank count) busbw is 0 everywhere: the verdict is then on time (judgedOn).
+// The verdict of `collbench compare` from each combination's runs: per size the median busbw and its spread, the best
+// combination, its gain over the default, the crossovers and #wrong per combination: what nccl-tests users do by eye
+// across pasted tables. Where busbw's factor is 0 the verdict is on time (judgedOn).
 import { getCollective } from '../collectives/index.js';
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
 import { EXIT } from '../core/errors.js';

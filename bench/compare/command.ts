@@ -1,7 +1,6 @@
-// `collbench compare --env NAME=v1,v2 [--mca NAME=v1,v2] [--gloo-algo a,b] [--repeats R] … -- <program> <args…>`:
-// runs the program once per combination of settings (the cartesian product plus the default) and per
-// run, each in its own child process writing its own JSON report (-J), interleaved run by run, and
-// renders the verdict per size (bench/compare/). Replaces rerunning all_reduce_perf under NCCL_ALGO=… by hand.
+// `collbench compare --env NAME=v1,v2 [--mca …] [--gloo-algo …] [--repeats R] -- <program> <args…>`: the program run
+// once per combination of settings (their product plus the default), interleaved run by run, each a child with its
+// own -J report (runs.ts), and the verdict per size: instead of rerunning all_reduce_perf under NCCL_ALGO=… by hand.
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { backendRecord, selectBackend } from '../backends/registry.js';

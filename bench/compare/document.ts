@@ -1,7 +1,6 @@
-// The `collbench compare` result document (`--json FILE`): versioned like the run report
-// (report/schema.ts), built only from the children's own JSON reports (-J) and exit statuses. Every
-// compare output (terminal table, Markdown, CSV, HTML, JUnit, tuner CSV) renders this document.
-// Units in the names: Bytes, Us (microseconds), GBps (1e9 B/s), Pct (percent).
+// The `collbench compare` result document (`--json FILE`), versioned like the run report and built only from the
+// children's own reports and exit statuses; every compare output renders it. Units in the names: Bytes, Us
+// (microseconds), GBps (1e9 B/s), Pct (percent).
 import type { AxisKind, Setting } from './settings.js';
 import type { Choice } from './tuning-log.js';
 

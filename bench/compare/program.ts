@@ -1,7 +1,6 @@
-// The benchmark `collbench compare … -- <program> <args…>` runs for every combination: one of the 11
-// nccl-tests names (all_reduce_perf …) or `collbench [run] <collective>`, with nccl-tests' flags. It is
-// parsed here with the very option parser the program uses, so a bad flag is refused before anything
-// runs, and turned into the argument array of a child running this package's own binary (never a shell).
+// The benchmark that `collbench compare … -- <program> <args…>` runs for every combination (an nccl-tests name or
+// `collbench [run] <collective>`), parsed with the program's own option parser so that a bad flag is refused before
+// anything runs, and turned into a child's argument array (never a shell).
 import { basename } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { PROGRAMS, type BackendName, type CollectiveName } from '../core/types.js';

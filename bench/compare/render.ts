@@ -1,7 +1,5 @@
-// The outputs of `collbench compare`, all rendered from the one CompareDocument: the terminal table
-// (nccl-tests style: '#' comment lines around aligned data lines), JSON, CSV (csv-stringify), Markdown
-// and JUnit (the report exporters' helpers), and the HTML page of the report exporter with one busbw
-// line per combination, preceded by the verdict tables.
+// The outputs of `collbench compare`, all rendered from the one CompareDocument: the terminal table (nccl-tests
+// style), JSON, CSV, Markdown, JUnit, and the report exporter's HTML page with one busbw line per combination.
 import { stringify } from 'csv-stringify/sync';
 import { formatSize } from '../config/sizes.js';
 import { adaptiveFloat } from '../report/format.js';

@@ -1,7 +1,6 @@
-// `collbench compare SETTINGS… -- collbench replay TRACE… [options]`: a replay per setting. The replay's words are
-// checked by the replay itself (a --dry-run child per distinct set of arguments: its flags and the trace, refused
-// before any timed run), and each run's replay document becomes the points compare judges: every step's time alone
-// and the whole replayed iteration's, lower is better ("which setting makes my step faster").
+// `collbench compare SETTINGS… -- collbench replay TRACE… [options]`: a replay per setting, its words checked by a
+// --dry-run replay child before any timed run, each run's replay document turned into the points compare judges (every
+// step's time alone and the whole iteration's, lower is better).
 import { UsageError } from '../core/errors.js';
 import { BACKEND_NAMES as BACKENDS, type BackendName } from '../core/types.js';
 import type { ChildRuns } from '../engine/child-runs.js';

@@ -1,7 +1,5 @@
-// The axes of `collbench compare` (--env NAME=v1,v2, --mca NAME=v1,v2, --gloo-algo a,b) and their
-// cartesian product plus the default (no setting) as baseline. What people do by hand today: rerun
-// all_reduce_perf under `mpirun -x NCCL_ALGO=Ring` vs `Tree` (NCCL issues #1368, #812, #762) or
-// `--mca coll_tuned_allreduce_algorithm N`, one setting at a time. Pure: no process is started here.
+// The axes of `collbench compare` (--env NAME=v1,v2, --mca NAME=v1,v2, --gloo-algo a,b) and their product plus the
+// default (no setting) as baseline: what people do by hand with `mpirun -x NCCL_ALGO=Ring` vs `Tree`. Pure.
 import { UsageError } from '../core/errors.js';
 
 export type AxisKind = 'env' | 'mca' | 'gloo-algo';

@@ -1,7 +1,6 @@
 // `--tuner-csv FILE`: the winners of a compare as the configuration file of NCCL's example tuner plugin
-// (NVIDIA/nccl plugins/tuner/example, loaded with NCCL_TUNER_CONFIG_FILE): one line per size range,
-// `collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks`, lower-case names,
-// '#' comments, no header line (the plugin would read a header as a config line). Sizes are inclusive.
+// (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE): one line per inclusive size range, lower-case names, '#'
+// comments and no header line (the plugin would read a header as a configuration line).
 import type { CollectiveName } from '../core/types.js';
 import type { CompareDocument, SizeVerdict } from './document.js';
 import type { Setting } from './settings.js';

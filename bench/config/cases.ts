@@ -1,7 +1,6 @@
-// The cases of a run, in nccl-tests' loop order (outer → inner): datatype, op, root; each case is one
-// sweep over the sizes with its own warm-up (docs/nccl-tests-contract.md, "Flags", Loops). Also which datatype × op
-// pairs of `-d all` / `-o all` are probed for a library's refusal, and the `#` line naming those it refused
-// (backends/refusals.ts finds them). Pure: no I/O.
+// The cases of a run in nccl-tests' loop order (datatype, op, root), each one sweep over the sizes with its own
+// warm-up; and which pairs of `-d all` / `-o all` are probed for a library's refusal, with the `#` line naming those
+// it refused (backends/refusals.ts finds them). Pure.
 import type { ResolvedOptions } from './flags.js';
 import { DTYPES, OPS, type DTypeName, type OpName } from '../core/types.js';
 

@@ -1,8 +1,6 @@
-// The one flag table: every option of a run, one record each (letter, long name, the ResolvedOptions field,
-// value type, default, range, help, group, the backends that implement it). The options type, the parser,
-// --help, the range checks and the GPU-only refusals are all derived from it (bench/config/). Letters, long
-// names and defaults mirror nccl-tests' getopt_long table and usage text (main() in src/common.cu); collbench's
-// additions take long names only, so no letter nccl-tests may take later is used up.
+// The one flag table: every option of a run as one record (letter, long name, field, kind, default, range, help,
+// group, backends); the options type, parser, --help, range checks and GPU-only refusals derive from it. Letters,
+// names and defaults mirror nccl-tests' getopt_long table; collbench's additions take long names only.
 import {
   BACKEND_NAMES,
   DTYPES,

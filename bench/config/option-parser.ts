@@ -1,13 +1,6 @@
-// The options of every collbench command from one kind of table (records of bench/config/flags.ts's shape: kind, help,
-// default, range), read by one getopt_long work-alike, checked by one value parser (resolve.ts parseField) and shown
-// by one help renderer. The run's table is FLAGS (config/run-options.ts adds the collective and the cross-checks); each
-// subcommand declares its own table beside its code and calls parseOptions() and commandHelp().
-//
-// Why not yargs: nccl-tests users type getopt syntax, and yargs-parser splits `-dfloat` or `-Jout.json` into
-// single-letter flags, treats `-J -x.json` as two flags and coerces values; this parser is short and exact
-// (`-b8`, `-b 8`, `--minbytes=8`, `--minbytes 8`, `--min 8`, `-r -1`, options after positionals, `--` ends
-// options). The prefix rule is getopt_long's, for every command: a long name may be abbreviated to any prefix that
-// names one option only (`--min` = `--minbytes`); an ambiguous prefix is an error that lists the candidates.
+// The options of every collbench command from one kind of table (flags.ts records): one getopt_long work-alike
+// (prefixes, `-b8`, `--minbytes=8`, options after positionals, `--`), one value parser (resolve.ts parseField) and one
+// help renderer. Why not yargs: docs/developing.md.
 import { UsageError } from '../core/errors.js';
 import type { ActionFlag, FlagSpec, ValueFlag } from './flags.js';
 import { BACKEND_LABELS } from '../core/types.js';

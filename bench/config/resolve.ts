@@ -1,7 +1,6 @@
-// resolveOptions(): the flag table's defaults, value parsing and ranges (bench/config/flags.ts), then the
-// cross-checks between flags → frozen ResolvedOptions. Where nccl-tests prints a note and silently changes a
-// flag (or loops forever) we refuse with a UsageError that names the flag. Used by the command-line parser
-// (names = flag letters) and by programmatic callers (names = field names). Sizes are validated here, once.
+// resolveOptions(): the flag table's defaults, value parsing and ranges, then the cross-checks between flags, to a
+// frozen ResolvedOptions. Where nccl-tests prints a note and silently changes a flag (or loops forever), a UsageError
+// names the flag. Names are flag letters from the command line, field names for programmatic callers.
 import ms, { type StringValue } from 'ms';
 import { glooAlgoCheck } from '../collectives/descriptor.js';
 import { getCollective } from '../collectives/index.js';

@@ -1,8 +1,6 @@
-// The one table of collbench's environment variables: name, kind (a user setting, nccl-tests' own settings, a build
-// setting, what collbench passes to its own children, a test hook, a test-suite knob), meaning, default and who reads it. TypeScript code reads
-// a variable through ENV (no COLLBENCH_* literal elsewhere in bench/); native code and scripts keep their literal, and
-// test/unit/environment.test.ts checks that every COLLBENCH_* name they use is here. `collbench help env` prints the
-// table and docs/environment.md is generated from it (scripts/gen-env-doc.ts).
+// The one table of collbench's environment variables (name, kind, meaning, default, who reads it): TypeScript reads
+// them through ENV; `collbench help env` prints it and docs/environment.md is generated from it
+// (scripts/gen-env-doc.ts); test/unit/environment.test.ts checks that native code and scripts use no name outside it.
 
 /** What a variable is for. */
 export const ENV_KINDS = {

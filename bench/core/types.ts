@@ -1,7 +1,6 @@
-// Shared vocabulary of the TypeScript layer: datatypes, ops, collectives, backends, the per-row-half spec
-// handed to native code and what it returns (the options, ResolvedOptions, are derived from the flag table,
-// config/flags.ts). Enum values mirror native/src/core/types.h and spec.h (which mirror NCCL's
-// ncclDataType_t / ncclRedOp_t); test/native/enum-ids.test.ts compares them with the built modules.
+// The shared vocabulary of the TypeScript layer: datatypes, ops, collectives, backends, and the per-row-half spec
+// handed to native code and its result. Ids mirror native/src/core/types.h and spec.h (and NCCL's enums);
+// test/native/enum-ids.test.ts compares them with the built modules.
 
 export const DTYPES = [
   'int8',

@@ -1,7 +1,6 @@
-// Who arrived last: the processes' clocks aligned at start-up, each row-half's arrivals (host enqueue times, or device
-// arrivals from CUDA events) turned into the late rank the table names, and the test hook COLLBENCH_ARRIVAL_TRACE=FILE:
-// rank 0 appends one JSON line per row-half with its raw arrivals, so that a check on one GPU can see a device-side
-// delay move the device arrival while the host enqueue times stay (scripts/gpu-check/40-arrival.sh; not a report).
+// Who arrived last: the processes' clocks aligned at start-up and each row-half's arrivals (host enqueue times or
+// device arrivals) turned into the late rank the table names; COLLBENCH_ARRIVAL_TRACE=FILE appends each row-half's raw
+// arrivals as a JSON line for the GPU check (scripts/gpu-check/40-arrival.sh).
 import { appendFileSync } from 'node:fs';
 import { deviceArrivalsOnHost, rankClock } from './device-arrivals.js';
 import { ENV } from '../core/environment.js';

@@ -1,7 +1,6 @@
-// Benchmark runs as child processes that leave a JSON report (compare, locate and accept run theirs this way): each
-// child is this program again (node's flags, the script, the run's words, -J FILE) in its own process group under a
-// time limit (launch/child-job.ts); its report is read back and checked against the schema. The one place where a
-// command starts its runs, stops them all (Ctrl-C, SIGTERM, --max-time) and reads what they measured.
+// Benchmark runs as child processes that leave a JSON report (compare, locate and accept run theirs this way): this
+// program again in its own process group under a time limit, its report read back and schema-checked. The one place
+// where a command starts its runs, stops them all (Ctrl-C, SIGTERM, --max-time) and reads what they measured.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,9 +1,6 @@
-// Where the timed loop runs (docs/performance.md, native/src/addon/loop_cpu.h): on a small machine the process's other
-// threads (JavaScript formatting rows, V8's and libuv's workers, the engine's progress threads) were placed on the
-// loop's CPU when they woke and took it from a timed half. One process alone on its host, with two or more CPUs to
-// itself, keeps them apart: the loop on one CPU, every other thread on the rest. Where that cannot be decided from one
-// process (several ranks on the host: the launcher's binding), and for GPUs (the GPU's launcher and NUMA placement
-// decide), nothing is moved.
+// Where the timed loop runs: one process alone on its host with two or more CPUs keeps its other threads off the
+// loop's CPU (they took it from timed halves on small machines); with several ranks on the host, or GPUs, the
+// launcher's placement decides and nothing is moved (docs/performance.md).
 import { ENV } from '../core/environment.js';
 
 /** COLLBENCH_PIN_LOOP=0 leaves every thread where the system puts it. */

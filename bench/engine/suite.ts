@@ -1,7 +1,6 @@
-// runSuite(): one benchmark run — the programmatic entry the run command, compare's children and the tests share
-// (docs/architecture.md, "The flow of one run"). Brings the backend up, plans the sweeps, drives the timed loop
-// row-half by row-half (measure.ts) and hands every row to the reporters (rank 0 only). Every rank runs the same
-// plan, so decisions never need to be negotiated between ranks.
+// runSuite(): one benchmark run, the programmatic entry the run command, compare's children and the tests share:
+// brings the backend up, plans the sweeps, drives the timed loop row-half by row-half (measure.ts) and hands every row
+// to the reporters (rank 0). Every rank runs the same plan, so no decision is negotiated between ranks.
 import type { BackendDriver } from '../backends/driver.js';
 import { findRefusals } from '../backends/refusals.js';
 import type { CollectiveDescriptor, LayoutContext } from '../collectives/descriptor.js';

@@ -1,7 +1,6 @@
-// The run's watchdog: every wait of a run (start-up exchanges, barriers, warm-up, row-halves) must settle within a
-// limit, or the job is aborted on every rank and the process exits 4. -T N sets the limit (0: none); without -T a
-// default one guards against a hung peer: max(COLLBENCH_WATCHDOG_MIN_S, default 120 s, 10 × the wait's expected
-// time), the expected time following from the size of the wait and the slowest bandwidth measured so far.
+// The run's watchdog: every wait of a run must settle within a limit, or the job is aborted on every rank and the
+// process exits 4. -T N sets the limit (0: none); without it, max(COLLBENCH_WATCHDOG_MIN_S or 120 s, 10 × the wait's
+// expected time from its size and the slowest bandwidth measured so far) guards against a hung peer.
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT } from '../core/errors.js';

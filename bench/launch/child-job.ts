@@ -1,7 +1,6 @@
-// Runs one combination's benchmark as a child process (child_process.spawn with an argument array, no
-// shell) in its own process group, with a time limit: on timeout the whole group (the child, mpirun or
-// the Gloo rank launcher, and their ranks) gets SIGTERM, then SIGKILL after a grace period. Mirrors how
-// the *_perf --np launchers forward signals to mpirun; a hung child never blocks the other combinations.
+// One child process (an argument array, no shell) in its own process group with a time limit: on timeout the whole
+// group (the child, mpirun or the local launcher, their ranks) gets SIGTERM, then SIGKILL after a grace period, so a
+// hung child never blocks the runs after it.
 import { spawn } from 'node:child_process';
 import { setLongTimeout } from './long-timeout.js';
 

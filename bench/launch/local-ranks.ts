@@ -1,8 +1,6 @@
-// `--np N` for the gloo backend: starts N local processes of this very command through
-// child_process, without MPI (as torchrun --standalone does for PyTorch): each child learns its rank,
-// the world size and a private FileStore directory from the environment (bench/backends/gloo.ts reads
-// it). Rank 0's stdout and every rank's stderr pass through; the exit code is that of the first rank that failed
-// (as mpirun's), not of those that failed because of it.
+// `--np N` for the gloo backend without MPI (as torchrun --standalone): N local processes of this command, each
+// told its rank, the world size and a private store directory in its environment (read by backends/gloo.ts). Rank 0's
+// stdout and every stderr pass through; the exit code is the first failed rank's, as mpirun's.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';

@@ -1,8 +1,6 @@
-// `--np N [--hosts h1,h2:4]`: re-executes this very command under mpirun through child_process
-// (arguments as an array, never a shell), adding what this machine needs: --allow-run-as-root as root,
-// --oversubscribe when the user gave it (more ranks than cores are refused without it), the ob1 PML (UCX probing
-// only slows start-up here). When a rank dies, mpirun's notice is read from its stderr and collbench names the
-// rank and host in one line of its own; a signal stops mpirun, then its process group, then SIGKILLs it.
+// `--np N [--hosts h1,h2:4]`: this command again under mpirun (an argument array, never a shell) with what this
+// machine needs (--allow-run-as-root, --oversubscribe when asked, the ob1 PML); a dead rank named in one line from
+// mpirun's notice; a signal stops mpirun, then its process group, then SIGKILLs it.
 import { spawn } from 'node:child_process';
 import { writeSync } from 'node:fs';
 import { availableParallelism, constants } from 'node:os';

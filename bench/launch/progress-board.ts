@@ -1,9 +1,6 @@
-// Where every rank is, asked outside the collective library: when a wait expires (-T or the default watchdog), the
-// library is stuck by definition, so each rank also runs a small TCP "board" on its JS thread (free while the native
-// loop runs on a worker thread) that answers one question — which wait is this rank in, and at which iteration. The
-// rank whose limit expires asks every other rank (short timeouts, in parallel) and can then say who did not arrive:
-// a rank that does not answer is stopped or hung outside collbench, one that refuses the connection is gone, one
-// that answers from an earlier wait is behind. Requests carry a per-job token, so a stray connection learns nothing.
+// Where every rank is, asked outside the stuck collective library: each rank answers on a small TCP board (on its JS
+// thread, free while the native loop runs) which wait it is in and at which iteration; the rank whose limit expired
+// asks the others and names who did not arrive (not-arrived.ts). Requests carry the job's token.
 import { createServer, Socket, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Answer, Position } from './not-arrived.js';

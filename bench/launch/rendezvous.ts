@@ -1,8 +1,6 @@
-// torchrun-style launch without MPI: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, and a small
-// TCP rendezvous where rank 0 serves and every rank sends one payload and receives all of them (an
-// allgather of JSON strings). The NCCL driver uses it once, for the unique id, host names and split
-// colours; after that the NCCL communicator itself carries barriers and result reductions. MASTER_PORT is open to
-// the network: rank 0 turns away, counts and survives whatever is not one of its job's ranks (docs/reliability.md).
+// torchrun-style launch without MPI (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): a small TCP
+// rendezvous where rank 0 serves an allgather of JSON payloads (the nccl driver's unique id, hosts, split colours).
+// Rank 0 turns away, counts and survives whatever is not one of its job's ranks (docs/reliability.md).
 import { lookup } from 'node:dns/promises';
 import { createConnection, createServer, isIP, type Server, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';

@@ -1,11 +1,6 @@
-// Slurm, where most GPU clusters run: its compressed host lists (`node[01-03,7]`) expanded exactly as
-// `scontrol show hostnames` does, the node list of the allocation this process runs in, and this
-// process's place in an `srun` job step (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, ...).
-//
-// The expansion is written here rather than taken from npm: no npm package implements Slurm's hostlist
-// syntax (only Python has one, python-hostlist), and the rules that matter are Slurm's own
-// (src/common/hostlist.c), mirrored below and compared with the real `scontrol show hostnames` by
-// test/unit/slurm-hostlist.test.ts whenever scontrol is installed.
+// Slurm: host lists (`node[01-03,7]`) expanded as `scontrol show hostnames` does, the allocation's node list, and this
+// process's place in an `srun` step (SLURM_PROCID, SLURM_LOCALID, …). Written here, not taken from npm: no package
+// implements the syntax (docs/developing.md); compared with the real scontrol by the tests where it is installed.
 import { UsageError } from '../core/errors.js';
 
 type Env = NodeJS.ProcessEnv;

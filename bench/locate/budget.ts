@@ -1,7 +1,6 @@
-// Time budgets of `collbench locate`'s jobs, so that a slow link makes the verdict no slower (issue "locate-time"):
-// a job may take only a multiple of what a healthy job took (its reference duration, measured in this run), is
-// stopped there and keeps the sizes it finished; in a round, the others stop at a multiple of the first one to finish;
-// and a group already measured slow runs fewer iterations next time, in proportion to its speed. Pure.
+// Time budgets of `collbench locate`'s jobs, so that a slow link makes the verdict no slower: a job may take only a
+// multiple of a healthy job's duration and keeps the sizes it finished; in a round the others stop at a multiple of
+// the first to finish; a group measured slow runs fewer iterations next time. Pure.
 import { quantile } from 'simple-statistics';
 
 /** A job may take this multiple of the reference (healthy) job duration of its width. */

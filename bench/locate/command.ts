@@ -1,7 +1,6 @@
 // `collbench locate --hosts h1,h2,… [--np-per-host K] [-J verdict.json] [-- run arguments]`: names the host or link
-// that slows a multi-host job down. Every measurement is a child job of collbench itself (all_reduce --np … --hosts …,
-// an argument array, never a shell) writing its JSON report to a temporary file; the stages, the schedule and the
-// decision rule live in bench/locate/. Open MPI's configuration comes from the environment (OMPI_MCA_*), untouched.
+// that slows a multi-host job down, every measurement a child job of collbench itself (runs.ts) and the stages, the
+// schedule and the decision rule in this folder. Open MPI's configuration comes from the environment, untouched.
 import { lookup } from 'node:dns/promises';
 import { withChildRuns } from '../engine/child-runs.js';
 import { checkReachable, LocateJobs } from './runs.js';

@@ -1,14 +1,6 @@
-// The decision rule of `collbench locate`, pure so that scripts/locate-sim.ts can run it on simulated noise:
-// per stage, each group's (host's, pair's) per-iteration busbw samples are divided by a reference busbw per size
-// (the median level of the best third of the groups, or of a control measured at the same time; a level is the 90th
-// percentile of the samples), and a group is slow when its level ratio is below 1 − margin, in EVERY repeat too, AND a one-sided Mann-Whitney rank test says its samples
-// are smaller than the reference samples (p < alpha). The margin keeps small real differences from being named; the
-// per-repeat condition and the test keep one noisy burst (another job on the machine, a scheduler hiccup) from being
-// named: the iterations of one job share its conditions, so they are not independent evidence on their own. Then: a host whose every pair is slow is a host suspect, a slow pair of two
-// otherwise good hosts a link suspect, and only a suspect that is slow again in its re-test is named.
-//
-// Statistics: medians and quantiles from simple-statistics (well kept, no dependencies, typed), the rank test from
-// numbers/stats.ts (shared with compare).
+// The decision rule of `collbench locate` (docs/locate.md), pure so that
+// scripts/locate-sim.ts runs it on simulated noise: per stage, each group's busbw against a reference per size; slow
+// when below 1 − margin in every repeat and a Mann-Whitney test agrees; host, link and degraded-host suspects.
 import { median, quantile } from 'simple-statistics';
 import { mannWhitneyP } from '../numbers/stats.js';
 import type { ReportDocument } from '../report/schema.js';

@@ -1,7 +1,6 @@
-// The stages of `collbench locate` and the verdict (healthy / suspect / degraded / inconclusive, with the reason and
-// what to run next): host groups, pairwise rounds, re-tests beside a control, the whole job; every job within a time
-// budget (budget.ts), and a run stopped early says what it knows. Only through a Measurer, so the same flow runs real
-// jobs (locate/command.ts) and simulated ones (scripts/locate-sim.ts).
+// The stages of `collbench locate` and its verdict (healthy, suspect, degraded, inconclusive, with the reason and what
+// to run next), every job within its budget and a run stopped early saying what it knows. Only through a Measurer,
+// so the same flow runs real jobs (command.ts) and simulated ones (scripts/locate-sim.ts).
 import { EXIT } from '../core/errors.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { launchBackend, slowLinkSentence, type SlowLink } from '../backends/nccl-links.js';

@@ -1,7 +1,6 @@
-// The jobs of `collbench locate` (engine side): every measurement is a child run of collbench itself (all_reduce
-// --np … --hosts …, an argument array, never a shell) with its JSON report, in rounds of jobs at the same time, each
-// stopped at its time budget; Ctrl-C and --max-time stop them all. The stages and the decision rule (bench/locate/)
-// see this only as a Measurer, so scripts/locate-sim.ts can drive them with simulated jobs.
+// The jobs of `collbench locate`: child runs of collbench itself with their JSON reports, in rounds of jobs at the
+// same time, each stopped at its time budget; Ctrl-C and --max-time stop them all. The stages see this only as a
+// Measurer, so scripts/locate-sim.ts can drive them with simulated jobs.
 import { EnvironmentError } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { failureLine, type ChildOutcome, type RunningChild } from '../launch/child-job.js';

@@ -1,12 +1,6 @@
-// Who the others waited for: from when every process started each timed iteration (the native loop records
-// one clock reading per iteration and gathers them after the row), name the process that arrived last in most
-// iterations by more than the noise. A late rank spends the *least* time inside a collective (everyone else
-// waits for it), so per-rank op times point at the wrong rank; arrival on a common clock does not.
-//
-// Common clock: processes of one kernel share CLOCK_MONOTONIC (same boot id: one host, or network namespaces of
-// one host), so their readings compare directly. Otherwise each clock's offset against rank 0's is estimated from
-// readings taken as every process leaves a series of barriers (leaving a barrier happens at nearly the same moment
-// everywhere); the spread of those estimates is the alignment's uncertainty and widens the margin.
+// The late-rank rule: from when every process started each timed iteration, name the process that arrived last in
+// most iterations by more than the noise (op times point at the wrong rank: a late rank waits least). Clocks are
+// shared on one kernel, else aligned from barrier exits (docs/reliability.md, "Late ranks").
 import { medianOf } from './stats.js';
 
 export type ClockMethod = 'shared-clock' | 'barrier-aligned';

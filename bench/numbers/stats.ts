@@ -1,12 +1,6 @@
-// "Is A faster than B" when each was measured a few times, interleaved — the one place for it (compare, locate, accept,
-// workload's overlap: bootstrapPaired, any statistic of rows measured together):
-// how large (a percentile bootstrap interval of the ratio of medians, Efron & Tibshirani, "An Introduction to the
-// Bootstrap", ch. 13, seeded so a report is reproducible) and whether at all (the Mann-Whitney U test, exact for small
-// samples, with Holm's correction across the sizes compared). Medians, quantiles, resampling, rank sums and the error
-// function come from simple-statistics (well kept, typed, no dependencies; it takes our seeded generator); it has no
-// exact small-sample U distribution, so that short recursion is here, checked in test/unit/stats.test.ts against tables.
-// Also here: the summary of one run's per-iteration times (-I 1, as nccl-tests' computeIterStats), and accept's use of
-// the bootstrap (a seed per size, the Bonferroni level of a verdict): every statistic of the tree in one module.
+// The statistics the run and the features share: the median, -I's per-iteration summary, seeded bootstrap intervals
+// (one Interval type), the Mann-Whitney U test (exact for small samples) with Holm's correction, the Bonferroni level.
+// Built on simple-statistics; the methods and their sources: docs/developing.md.
 import { errorFunction, median, quantile, sampleWithReplacement, wilcoxonRankSum } from 'simple-statistics';
 
 /** A small, fast, seedable PRNG (mulberry32): uniform in [0, 1). */

@@ -1,12 +1,6 @@
-// PyTorch execution traces (Chakra host ET, .json or .json.gz, one file per rank), both schema families:
-// 1.1.x, whose record_param_comms nodes carry collective_name, dtype, in/out_msg_nelems, in/out_split_size, pg_name,
-// pg_size and global_rank_start/stride as attrs, and 1.0.x, whose record_param_comms hold the same positionally in
-// their inputs (or, older still, only nccl:* nodes whose tensor input [id, storage, offset, nelems, elem_size, device]
-// gives the size, the splits sitting on the parent c10d::* node). Read as facebookresearch/param's et_replay does.
-//
-// Streaming: the top-level object is cut into its nodes by a byte scanner (strings and escapes respected) and only
-// nodes that can matter (comms, process groups, c10d parents) go through JSON.parse; a general streaming JSON parser
-// (@streamparser/json) read 8 MB/s here, far under the 50 MB/s a 1 GiB trace needs (scripts/bench-replay-read.ts).
+// PyTorch execution traces (Chakra host ET 1.0.x and 1.1.x, .json or .json.gz, one file per rank) to calls, read as
+// facebookresearch/param's et_replay does. A byte scanner cuts the top-level object into nodes and only communication
+// nodes are parsed: fast enough for a 1 GiB trace (docs/replay.md, "Scale").
 import { basename } from 'node:path';
 import { mapCollective, mapDtype, mapOp, TraceError, type ReplayCall, type ReplayGroup } from './calls.js';
 import { openInput } from './lines.js';

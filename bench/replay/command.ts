@@ -1,8 +1,6 @@
-// `collbench replay TRACE…`: replays what a real job issued (NCCL call logs, PyTorch execution traces, flight-recorder
-// dumps) on this cluster's backends. The trace is read and checked first, once, before any rank starts (a bad or
-// inconsistent trace is one line, exit 2); the job is launched with the trace's rank count as --np would be, every
-// rank reads and plans the same steps, times them through the engine's timed call sequences (runs.ts), and rank 0
-// prints the per-step table and totals and writes -J / --csv.
+// `collbench replay TRACE…`: replays what a real job issued (NCCL call logs, execution traces, flight-recorder dumps)
+// on this cluster's backends. The trace is read and checked once before any rank starts; the job is launched with its
+// rank count, every rank times the same steps (runs.ts) and rank 0 prints the table and writes -J / --csv.
 import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
 import { splitRunFlags } from '../config/run-options.js';
 import { EXIT, UsageError } from '../core/errors.js';

@@ -1,7 +1,6 @@
-// The result of `collbench replay` as a document (kind "collbench-replay", -J) and its renderings: the per-step
-// table in nccl-tests' style (step, collective, type, count, bytes, group size, time median and p99, algbw, busbw,
-// #wrong), then the totals: communication time per replayed iteration, each collective's share, the costliest steps;
-// --csv one line per step (csv-stringify).
+// The result of `collbench replay` as a document (kind "collbench-replay", -J) and its renderings: the per-step table
+// in nccl-tests' style, then the totals (time per replayed iteration, each collective's share, the costliest steps);
+// --csv one line per step.
 import { stringify } from 'csv-stringify/sync';
 import { getCollective } from '../collectives/index.js';
 import { algBwGBps, busBwGBps } from '../numbers/bandwidth.js';

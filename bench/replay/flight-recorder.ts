@@ -1,9 +1,6 @@
-// PyTorch flight-recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE; TORCH_FR_DUMP_TEMP_FILE<rank>): the pickle PyTorch
-// writes (torch's pickler, read with the pickleparser package: a maintained pure-JS unpickler of protocols 0-5, its
-// torch.jit._pickle globals resolved here) and the JSON variant (dump_json). Layout as
-// torch/csrc/distributed/c10d/FlightRecorderDetail.hpp writes it: entries[] with profiling_name, input/output_sizes
-// and dtypes, collective_seq_id, pg_id, process_group (name, desc), time_created_ns, state; pg_config per group name.
-// A dump holds at most the ring buffer's entries (thousands), so it is read whole.
+// PyTorch flight-recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE) to calls: the pickle (the pickleparser package) or
+// the JSON variant, laid out as torch/csrc/distributed/c10d/FlightRecorderDetail.hpp writes it. A dump holds at most
+// the ring buffer's entries, so it is read whole.
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { gunzipSync } from 'node:zlib';

@@ -1,7 +1,6 @@
-// A replay's measurement on one rank: the backend brought up as a run's, the checked steps (steps.ts) turned into
-// native specs and timed through the workload engine's timed call sequences (native runSequence, timed_loop.h
-// benchSequence; no second timed loop): the whole sequence back to back for the time per replayed iteration (with
-// the data check, and --gaps' recorded idle time between calls), then each step alone for its own median and p99.
+// A replay's measurement on one rank: the backend up as a run's, the checked steps timed through the engine's timed
+// call sequences (native benchSequence; no second timed loop): the whole sequence back to back for the time per
+// replayed iteration, then each step alone for its own median and p99.
 import type { MatrixSource } from '../collectives/alltoallv-plan.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';

@@ -1,11 +1,6 @@
-// From every rank's recorded calls to the steps a replay runs, checked first as PyTorch's flight-recorder analyser
-// (torchfrtrace) checks a job: every rank must issue the same collective, size, datatype and group at each step, or
-// the replay would hang; missing ranks, unknown operations (counted; dropped with --skip-unknown), groups whose ranks
-// are not known or not in the job and a world larger than the job (refused, or cut with --shrink) are one line each.
-// Groups smaller than the world match per group, as the job ran them: a step is one call of one group's ranks, or the
-// same call run at once by several disjoint groups (tensor-parallel groups side by side); other ranks move on.
-// Point-to-point calls between two collectives form one step: every send matched with its receive, replayed as an
-// all-to-all-v whose traffic matrix holds the pairs' bytes; all-to-all-v steps carry their splits the same way.
+// From every rank's recorded calls to the steps a replay runs, checked first as PyTorch's torchfrtrace checks a job
+// (each step one call of a group's ranks, or the same call of several disjoint groups at once), each problem one line.
+// Point-to-point calls between two collectives form one step, replayed as an all-to-all-v of the pairs' bytes.
 import { DTYPE_BYTES, type CollectiveName, type DTypeName, type OpName } from '../core/types.js';
 import { callBytes, TraceError, type ReplayCall, type ReplayGroup, type ReplayTrace } from './calls.js';
 

@@ -1,7 +1,6 @@
-// C printf number formatting, bit-exact with glibc, for the nccl-tests text table: %f/%e/%g with
-// round-half-even on the exact binary value, two-digit exponents, nan/-nan/inf, width padding, and
-// nccl-tests' adaptive cell formatter (getFloatStr in src/util.cu). JavaScript's toFixed/toPrecision
-// round ties away from zero and switch to exponent notation at 1e21, so none of them are used here.
+// C printf number formatting, bit-exact with glibc, for the nccl-tests table (%f/%e/%g, round-half-even on the exact
+// binary value, nan/-nan/inf) and nccl-tests' adaptive cell formatter (getFloatStr in src/util.cu). Not toFixed or
+// toPrecision: they round ties away from zero and switch to exponents at 1e21.
 
 import { signBit } from '../numbers/c-numbers.js';
 

@@ -1,7 +1,6 @@
-// The one place that turns options into reporters (docs/architecture.md, "report/"): the live table (nccl-tests or
-// --format pretty), the progress bar, and the exporters (-J, --csv, --md, --junit, --html, --prom), which share
-// one report document and rewrite their files atomically as rows come (at most once a second). `-` sends a document to stdout
-// once the run ends; the live table then goes to stderr so stdout holds only that document.
+// The one place that turns options into reporters and exporters (the live table, progress, -J, --csv, --md, --junit,
+// --html, --prom sharing one report document, rewritten atomically as rows come), checks their paths before a run,
+// and writes every command's finished document. `-` sends a document to stdout once the run ends.
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

@@ -1,8 +1,6 @@
-// The collbench report document (docs/architecture.md, "report/"): TypeScript types of what `-J` writes
-// and what `collbench report`, compare and accept read, and its validator. The same shape is published as a
-// JSON Schema in schema/collbench-report.v2.schema.json (shipped with the package; the validator reads it). Version 1
-// (no late-rank evidence) is still read: its schema stays beside it and the validator picks by schemaVersion.
-// Units are in the names: Bytes, Us (microseconds), GBps (1e9 B/s), as in the nccl-tests table.
+// The collbench report document: the TypeScript types of what -J writes and what report, compare and accept read,
+// and its validation against schema/collbench-report.v2.schema.json (v1 still read, by its declared schemaVersion).
+// Units are in the names: Bytes, Us (microseconds), GBps (1e9 B/s).
 import { readFileSync } from 'node:fs';
 import type { ErrorObject } from 'ajv/dist/2020.js';
 import { schemaErrors, schemaPath as publishedSchemaPath, type SchemaName } from './json-schemas.js';

@@ -1,8 +1,6 @@
-// collbench against NVIDIA's nccl-tests on the same GPU and libnccl (issue #28: per-op cost, goal <= 1.02x or
-// <= +0.3 µs at every size): both programs run interleaved round by round (A B, then B A: tools/side-by-side.ts) for
-// every collective and mode (out-of-place, in-place, -I 1, the 0-byte row), each run a fresh process, and the medians
-// over rounds are judged per size with their spread and interval. Entry point: bin/vs-nccl-tests.ts (`make bench-gpu`,
-// scripts/gpu-check/50-vs-nccl-tests.sh); it runs with the bundle's node, no tsx. Both tools print the same table.
+// collbench against NVIDIA's nccl-tests on the same GPU and libnccl (goal <= 1.02x or <= +0.3 µs per size): both run
+// interleaved (side-by-side.ts) for every collective and mode, each run a fresh process, medians over rounds judged
+// per size. Entry point bin/vs-nccl-tests.ts (make bench-gpu, the GPU check), run by the bundle's node.
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

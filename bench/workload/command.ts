@@ -1,8 +1,6 @@
-// `collbench workload ddp|fsdp …`: benchmarks the collectives a training step really issues — DDP's gradient-bucket
-// all-reduces for each bucket cap, FSDP's per-unit all-gathers and reduce-scatters for each wrap granularity — through
-// the native timed loop (benchSequence: the whole step back to back, optionally with busy gaps standing in for the
-// compute), interleaving the configurations over several repeats, and recommends one with its margin over the others.
-// Every rank builds the same plan from the same arguments; `--np` re-executes this command under the launcher, as runs do.
+// `collbench workload ddp|fsdp …`: benchmarks the collectives a training step issues (DDP's bucket all-reduces per
+// bucket cap, FSDP's all-gathers and reduce-scatters per wrap granularity) through the native timed loop, the
+// configurations interleaved over repeats, and recommends one. `--np` re-executes it under the launcher, as runs do.
 import { commandHelp, parseOptions, valueList, type CommandOptions } from '../config/option-parser.js';
 import { splitRunFlags } from '../config/run-options.js';
 import { EXIT, UsageError } from '../core/errors.js';

@@ -1,15 +1,6 @@
-// The all-reduces one PyTorch DistributedDataParallel step issues: one per gradient bucket, in the order the
-// buckets become ready. The rule is PyTorch's own, as published in its source: torch/csrc/distributed/c10d/reducer.cpp,
-// `compute_bucket_assignment_by_size`, called by `Reducer::rebuild_buckets` after the first step with the parameters
-// in gradient-ready order and the size limits {first_bucket_bytes_cap_, bucket_bytes_cap_}:
-//   - walk the parameters in gradient-ready order (the reverse of definition order: backward produces the last
-//     layer's gradients first), adding each one's bytes to the open bucket;
-//   - when the open bucket holds >= the current limit, close it (so a bucket may exceed its cap by its last
-//     parameter) and move to the next limit; the limits are [first bucket cap, bucket cap] and stay at the last;
-//   - the parameters left at the end form the last bucket.
-// Defaults: first bucket cap kDefaultFirstBucketBytes = 1 MiB (torch/csrc/distributed/c10d/reducer.hpp); bucket cap
-// `bucket_cap_mb` = 25, in bytes int(bucket_cap_mb * 1024 * 1024) (torch/nn/parallel/distributed.py). One dtype and
-// device per model is assumed (PyTorch keys buckets by both); sparse gradients (own buckets) are not modelled.
+// The all-reduces one PyTorch DistributedDataParallel step issues: one per gradient bucket, in the order buckets
+// become ready, by PyTorch's own rule (reducer.cpp compute_bucket_assignment_by_size; the rule and its defaults:
+// docs/workload.md). One dtype and device per model; sparse gradients are not modelled.
 import { MIB } from '../config/sizes.js';
 
 /** kDefaultFirstBucketBytes (torch/csrc/distributed/c10d/reducer.hpp). */

@@ -1,14 +1,6 @@
-// The all-gathers and reduce-scatters one FullyShardedDataParallel step (FULL_SHARD, PyTorch's default sharding
-// strategy, with its default backward prefetch BACKWARD_PRE) issues, unit by unit. A unit is what the auto-wrap policy
-// wraps: here `unitLayers` consecutive transformer blocks, plus the root unit holding every parameter outside the
-// blocks (embedding, final norm). Each unit's parameters are one flat buffer padded to a multiple of the world size
-// (torch/distributed/fsdp/_flat_param.py pads the flat parameter so every rank's shard has the same length):
-//   forward:  all_gather of every unit, root first, in block order;
-//   backward: the root keeps its parameters after forward (the root unit does not reshard); every other unit is
-//             gathered again, the next one prefetched before the current one's gradients are reduce-scattered
-//             (BACKWARD_PRE), last block first; the root's reduce_scatter ends the step.
-// Sizes follow nccl-tests' convention: an all_gather's size is its whole output, a reduce_scatter's its whole input,
-// both the padded unit (so each rank sends or receives one shard).
+// The all-gathers and reduce-scatters one FullyShardedDataParallel step issues (FULL_SHARD, BACKWARD_PRE), unit by
+// unit, each unit's flat parameter padded to a multiple of the world size (the order: docs/workload.md).
+// Sizes as nccl-tests counts them: an all_gather's whole output, a reduce_scatter's whole input.
 import type { Param } from './model.js';
 
 export interface FsdpUnit {

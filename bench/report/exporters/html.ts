@@ -1,8 +1,6 @@
-// `--html FILE` and `collbench report … --html`: one self-contained HTML page (inline CSS and SVG, no
-// script, no network) with the charts nccl-tests users draw by hand: busbw vs size and time vs size (log2
-// size axis, one line per run × placement), and a rank × size heatmap of each rank's time relative to the
-// median rank when per-rank samples exist (-I 1), and a rank × size heatmap of lateness (the share of iterations each
-// rank arrived last, i.e. was waited for). Charts are vega-lite specs rendered to SVG by vega in Node.
+// `--html FILE` and `collbench report … --html`: one self-contained HTML page (inline CSS and SVG, no script, no
+// network) with busbw and time against size, and rank × size heatmaps of time and of lateness where the report has
+// them. Charts are vega-lite specs rendered to SVG by vega in Node.
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { formatGbps, slowLinkLines } from '../../backends/nccl-links.js';

@@ -1,7 +1,6 @@
-// `-J FILE --json-format nccl-tests`: the report in nccl-tests' own JSON layout ("version": 3, its -J
-// output; docs/nccl-tests-contract.md, "JSON (-J)"), so tools written for it (tools/analyze_perf_json.py) keep working.
-// Key order, bool-strings, the 6-wide padded root and the per-iteration keys are nccl-tests'; departures:
-// `env` holds only the filtered variables, and numbers are plain JSON numbers rather than C's %lf.
+// `-J FILE --json-format nccl-tests`: the report in nccl-tests' own JSON layout ("version": 3), so that tools
+// written for it keep working; its key order, bool-strings and padding, except that `env` holds only the filtered
+// variables and numbers are plain JSON numbers (docs/nccl-tests-contract.md, "JSON (-J)").
 import { formatTimestamp } from '../reporters/nccl-table.js';
 import type { ReportDocument, ReportHalf, ReportRank } from '../schema.js';
 import { cSprintf } from '../format.js';

@@ -1,9 +1,6 @@
-// `--prom FILE`: the run as Prometheus text-format metrics, for node_exporter's textfile collector (which reads
-// *.prom files from a directory on every scrape): the health monitor training teams write by hand. Built from the
-// report document like every exporter (and so rewritten atomically after every row): the latest cycle's busbw, time
-// and #wrong per collective, type, op, root, size and placement; per sweep the cycles completed, those below
-// --warn-busbw, the last complete cycle's average busbw and when it ended. Rendered by prom-client (the Node
-// ecosystem's Prometheus library) so names, label escaping and the exposition format are Prometheus' own.
+// `--prom FILE`: the run as Prometheus text-format metrics for node_exporter's textfile collector: the latest cycle's
+// busbw, time and #wrong per case, size and placement, and per sweep the cycles and their health. Built from the report
+// document like every exporter, rendered by prom-client so that names and escaping are Prometheus' own.
 import { Gauge, Registry } from 'prom-client';
 import { averageBusBw } from '../../numbers/bandwidth.js';
 import { cycleBelowWarnBusBw } from '../../numbers/run-verdict.js';

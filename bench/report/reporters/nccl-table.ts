@@ -1,7 +1,5 @@
-// The nccl-tests text table as pure functions returning lines (without '\n'; the caller prints each
-// line followed by '\n'): preamble, column header, data rows, footer. Format strings are copied from
-// nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writePerIterReport,
-// writeResultFooter, writeMemInfo, writeErrors) and src/hypercube.cu, so the layout is byte-identical.
+// The nccl-tests text table as pure functions returning lines: preamble, header, rows, footer. Format strings are
+// copied from nccl-tests' src/util.cu and src/hypercube.cu, so the layout is byte-identical.
 import type { ResolvedOptions } from '../../config/flags.js';
 import type { IterStats } from '../../numbers/stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';

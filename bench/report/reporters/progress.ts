@@ -1,7 +1,6 @@
-// Live progress on stderr (docs/architecture.md, "report/"): rows done / planned, the collective, datatype and size
-// being measured, elapsed time and ETA. On a terminal (also rank 0's under mpirun, which pipes it: the launcher says
-// so, COLLBENCH_STDERR_TTY) a bar drawn with cli-progress, erased before each table row prints and redrawn after;
-// elsewhere a plain line every 10 s (none in a shorter run), on stderr only: never inside the table. None with --quiet.
+// Live progress on stderr: rows done of planned, what is measured, elapsed time and ETA. On a terminal (or rank 0's
+// under mpirun: COLLBENCH_STDERR_TTY) a cli-progress bar erased around each table row; elsewhere a plain line every
+// 10 s; never inside the table, none with --quiet.
 import cliProgress from 'cli-progress';
 import { formatSize } from '../../config/sizes.js';
 import { ENV } from '../../core/environment.js';

@@ -1,7 +1,6 @@
-// N-API glue shared by every backend module (collbench_mpi.node, collbench_gloo.node, …): turns JS
-// objects into HalfSpec, runs the shared timed loop and the control-plane waits on the module's one executor
-// thread (executor.h; Promises, in submission order), and turns Status errors into typed JS errors ({code,
-// backend, site}). Each module only supplies its Backend.
+// N-API glue shared by every backend module: JS objects into HalfSpec, the shared timed loop and the control-plane
+// waits on the module's one executor thread (executor.h; Promises, in submission order), Status errors into typed JS
+// errors ({code, backend, site}). Each module only supplies its Backend.
 #pragma once
 #include <napi.h>
 

@@ -1,7 +1,6 @@
-// Entry point of collbench_gloo.node: the Gloo backend behind the shared N-API glue, as
-// addon_mpi.cc is for MPI. init(config) takes the world, rendezvous and transport that the TypeScript
-// gloo driver (bench/backends/gloo.ts glooInitConfig) worked out, checks every field, then connects;
-// abort() ends this rank at once (Gloo has no job-wide abort). finalize is addon_common's.
+// Entry point of collbench_gloo.node: the Gloo backend behind the shared N-API glue. init(config) checks every field
+// of the world, rendezvous and transport that bench/backends/gloo.ts worked out, then connects; abort() ends this rank
+// at once (Gloo has no job-wide abort).
 #include <napi.h>
 #include <unistd.h>
 

@@ -1,7 +1,6 @@
-// Entry point of collbench_nccl.node: the NCCL backend behind the shared N-API glue. Besides the common
-// functions it offers what the TypeScript driver (bench/backends/nccl.ts) needs before and around init:
-// probe (is NCCL usable here?), library (load + version), devices (CUDA's view, never throws),
-// uniqueId (process 0's ncclGetUniqueId), init (async: communicators may wait for peers), memoryUsage.
+// Entry point of collbench_nccl.node: the NCCL backend behind the shared N-API glue, plus what the TypeScript driver
+// needs around init: probe (is NCCL usable here?), library (load and version), devices (CUDA's view, never throws),
+// uniqueId, init (async: communicators may wait for peers) and memoryUsage.
 #include <napi.h>
 
 #include <dlfcn.h>

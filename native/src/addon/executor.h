@@ -1,15 +1,6 @@
-// Why this exists: every asynchronous backend call of a module (runHalf, warmup, barrierAsync, allreduceAsync,
-// gatherStringsAsync, clockSamplesAsync) runs on ONE dedicated thread, in the order JavaScript submitted them. So the
-// run loop can queue the next row-halves before the current one ends and the thread goes straight from one to the
-// next (no idle gap while JavaScript formats a row: docs/performance.md); MPI, initialised THREAD_SERIALIZED, sees
-// one thread at a time; and every rank issues its collectives in the same order (a FIFO). libuv's pool, used before,
-// runs queued work on several threads at once and could not take work queued ahead.
-// Results are handed to JavaScript in batches: a task that succeeds while more are queued is held until the queue
-// runs dry, a task fails, or the first held result has waited the hold time (a courier thread sees to that even
-// while a task runs for long, or never returns). So a sweep's queued halves run back to back with JavaScript asleep
-// and no wake-up sent per half (docs/performance.md), and JavaScript still learns of every result within the hold
-// time, which the watchdog keeps below a thirtieth of its shortest limit (setHoldTime): what JavaScript awaits, and
-// what the watchdog names, is then the task in progress.
+// Every asynchronous call of a module runs on ONE thread, in the order JavaScript submitted it (MPI's
+// THREAD_SERIALIZED, the same order of collectives on every rank, row-halves queued ahead without an idle gap), and
+// results are handed over in batches within a hold time (docs/architecture.md, "Long work off the JS thread").
 #pragma once
 #include <napi.h>
 

@@ -1,7 +1,6 @@
-// Reads a JavaScript object through a table of its fields (name, kind, required, where the value goes): a field the
-// table does not know, a required one that is missing and a value of the wrong kind are refused with CORE_BAD_SPEC
-// naming the field ("fill[1].rank"), never replaced by a default. Used for the timed loop's inputs (spec_fields.cc)
-// and the NCCL module's init config (addon_nccl.cc); tableObject() hands a table to JavaScript for the tests.
+// Reads a JavaScript object through a table of its fields (name, kind, required, destination): an unknown field, a
+// missing required one or a value of the wrong kind is refused with CORE_BAD_SPEC naming the field, never defaulted.
+// Used by spec_fields.cc and the NCCL module's init config; tableObject() hands a table to the tests.
 #pragma once
 #include <napi.h>
 

@@ -1,7 +1,6 @@
-// Why this exists: on a small machine the timed loop (the executor thread) shared its CPU with the process's other
-// threads — JavaScript formatting rows, V8's and libuv's workers, the engine's progress threads — which the
-// scheduler placed there when they woke, taking the CPU from a timed half. One process alone on its host can keep
-// them apart: the executor on one CPU of the process's set, every other thread on the rest (docs/performance.md).
+// Keeps the process's other threads (JavaScript, V8's and libuv's workers, progress threads) off the timed loop's CPU:
+// the executor on one CPU of the process's set, every other thread on the rest, for one process alone on its host
+// (bench/engine/loop-cpu.ts decides; docs/performance.md).
 #pragma once
 #include <vector>
 

@@ -1,8 +1,6 @@
-// The objects JavaScript hands the timed loop, each defined once on this side by a table of fields (name, kind,
-// required) that drives its reader: bench/core/types.ts HalfSpec, Segment and PeerCounts, and bench/native/binding.ts
-// SequenceOptions. A missing required field, a field the table does not know or a value of the wrong kind is refused
-// with CORE_BAD_SPEC naming the field, never replaced by a default; specFields() hands the tables to JavaScript
-// (test/native/spec-fields.test.ts compares them with the TypeScript types).
+// The objects JavaScript hands the timed loop (HalfSpec, Segment, PeerCounts, SequenceOptions), each defined once by a
+// field table that drives its reader (field_reader.h: unknown, missing or mistyped fields refused by name);
+// specFields() hands the tables over and test/native/spec-fields.test.ts compares them with the TypeScript types.
 #pragma once
 #include <napi.h>
 

@@ -1,9 +1,6 @@
-// Arrivals on the device's clock (issue 29): at -z 0 the host enqueues every iteration ahead of the GPU, so its clock
-// says nothing about which GPU reached a collective last. With -I the timed loop already records a device mark before
-// each iteration on every local stream; this puts a reference mark of known host time beside them, so that each mark
-// can be placed on the host clock (bench/core/device-arrivals.ts does the mapping and alignment). Plus the test hook
-// COLLBENCH_TEST_GPU_DELAY, a device-side busy wait before one iteration of one rank's stream (docs/reliability.md,
-// "Late ranks").
+// Arrivals on the device's clock: at -z 0 the host enqueues ahead of the GPU, so only device marks say which GPU
+// reached a collective last; a reference mark of known host time places -I's marks on the host clock
+// (bench/engine/device-arrivals.ts). Plus COLLBENCH_TEST_GPU_DELAY, a device-side delay of one rank (test hook).
 #pragma once
 #include <vector>
 

@@ -1,6 +1,5 @@
-// HostMemoryBackend: the host-memory half that the CPU backends (MpiBackend, GlooBackend) share:
-// page-aligned, zero-filled send/recv buffers and an on-demand scratch buffer, with bounds-checked
-// allocate/buffer/zero/fill/check (fill/check through data_check.h's hostFill/hostCheck).
+// HostMemoryBackend: what the CPU backends (MpiBackend, GlooBackend) share: page-aligned, zero-filled send/recv
+// buffers and an on-demand scratch buffer, with bounds-checked allocate/buffer/zero/fill/check (data_check.h).
 // Subclasses implement the collectives and the control plane of core/backend.h.
 #pragma once
 #include <cstdint>

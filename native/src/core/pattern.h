@@ -1,28 +1,6 @@
-// Stateless data patterns: a hash of (seed, index, rank, nranks, op, dtype) gives each rank's input
-// and the exact reduced output, reproduced bit for bit by any reduction order or association.
-// Host and CUDA device code. Mirrors the generator principles of nccl-tests' verifiable/ (our own
-// construction; https://github.com/NVIDIA/nccl-tests/tree/master/verifiable, docs/nccl-tests-contract.md, "Checks").
-//
-// How exactness is reached, per dtype class (p = significand bits incl. the implicit one):
-//  * Integers: random bits per (index, rank) (odd for prod, so products never collapse to 0);
-//    wrap-around arithmetic is associative and commutative, so the output is a plain fold.
-//  * Float sum / mulsum: contributions k_r * 2^E, E one random scale per element, k_r signed
-//    integers with sum_r w_r |k_r| < 2^p (w_r = mulsum scalar or 1). Every partial sum, in any order,
-//    is an integer below 2^p times 2^E: exactly representable and normal. Half the budget goes to a
-//    few hashed ranks (wide significands), half evenly; when nranks is too large for an even share
-//    >= 1, a hashed window of ranks gets it and the others give +0.
-//  * Float prod: one hashed rank brings a random significand; the others +-2^e_r, at most three of
-//    them with e_r != 0 and a bounded total |e_r|, so every partial product is exact and normal.
-//  * Float max / min: random finite normal values; any order picks the same operand.
-//  * Float avg: two hashed ranks bring values 1.m * 2^Ea whose significands use p - 1 bits (so their
-//    sum is exact in the type); every other rank gives +0. Expected = RNE((a + b) / n) computed in
-//    double. A backend that sums then divides (MPI, Gloo, divideBits) matches bit for bit; one that
-//    pre-multiplies by RNE(1/n) (NCCL) gives avgPremulOutputBits, within tolerance() = 2 of it,
-//    except fp8 E4M3 beyond 64 ranks where 1/n itself is subnormal (see avgPremulOutputBits).
-//    Ea is raised with n so the quotient stays normal for n <= 1024 at least.
-//
-// API: reduceInputBits / reduceOutputBits / copyBits take everything per call. Bulk code builds a
-// Shape once (makeShape) and calls inputBitsT<T> / outputBitsT<T> / copyBitsT<T> per element.
+// Stateless data patterns: a hash of (seed, index, rank, nranks, op, dtype) gives each rank's input and the exact
+// reduced output, bit for bit in any reduction order; host and CUDA code (nccl-tests' verifiable/ principles, our own
+// construction). How each dtype class stays exact: docs/architecture.md, "How the data patterns stay exact".
 #pragma once
 #include <cstdint>
 

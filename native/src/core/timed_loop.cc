@@ -1,7 +1,6 @@
-// Implementation of the shared timed loop (see timed_loop.h). Mirrors nccl-tests' BenchTime:
-// untimed op + barrier, host monotonic clock from the first enqueue to completion divided by n·m(·G),
-// buffer rotation by op index, -z 0..3, -I per-iteration samples (device events when the backend has
-// them), -G capture and replay, -a combination, -c check rounds; every local rank of the process per op.
+// The shared timed loop (timed_loop.h), as nccl-tests' BenchTime: untimed op and barrier, host monotonic clock over
+// n·m(·G) ops, buffer rotation, -z 0..3, -I samples (device events where the backend has them), -G capture and replay,
+// -a combination, -c check rounds; every local rank of the process per op.
 #include "timed_loop.h"
 
 #include "clock.h"

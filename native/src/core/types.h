@@ -1,7 +1,6 @@
-// Shared enums of the native layer: datatypes, reduction ops and collectives (from collectives.def), each with its
-// table of names. Datatype and op values equal NCCL's ncclDataType_t / ncclRedOp_t so the NCCL backend can pass
-// them through; the TypeScript mirror is bench/core/types.ts: every module's enumIds() hands the tables
-// to JS, and test/native/enum-ids.test.ts fails when the two differ.
+// Shared enums of the native layer: datatypes, reduction ops and collectives (from collectives.def) with their name
+// tables. Datatype and op values equal NCCL's, so the NCCL backend passes them through; test/native/enum-ids.test.ts
+// compares them with bench/core/types.ts in every built module.
 #pragma once
 #include <cstddef>
 #include <cstdint>

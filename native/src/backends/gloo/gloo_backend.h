@@ -1,8 +1,6 @@
-// The Gloo backend: collbench's Backend interface (core/backend.h) on Gloo collectives over host
-// memory and TCP, with nccl-tests' semantics for all eleven collectives (docs/nccl-tests-contract.md,
-// "Formulas"), the same way mpi_backend.h does it for MPI. Contexts are kept apart per API family (a legacy
-// send shrinks its pairs' socket buffers and would slow the new API 1000× on a shared context): control
-// plane and data on new-API contexts, legacy algorithm classes on their own.
+// The Gloo backend: the Backend interface (core/backend.h) on Gloo collectives over host memory and TCP, with
+// nccl-tests' semantics for all eleven collectives. Contexts are kept apart per API family: a legacy send shrinks its
+// pairs' socket buffers and would slow the new API 1000× on a shared context.
 #pragma once
 #include <gloo/algorithm.h>
 #include <gloo/context.h>

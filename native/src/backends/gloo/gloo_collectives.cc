@@ -1,7 +1,6 @@
-// GlooBackend's collectives: nccl-tests' eleven collectives mapped onto Gloo's blocking collectives over host
-// buffers (docs/nccl-tests-contract.md, "Formulas", in-place layouts included), avg and mulsum emulated around sum as
-// the MPI backend does, reduce_scatter and the legacy all_reduce algorithms on Gloo's legacy classes, and the
-// prepared ops of the timed loop. Every Gloo call runs inside CB_GLOO (gloo_types.h): no exception crosses this file.
+// GlooBackend's collectives: nccl-tests' eleven collectives on Gloo's blocking collectives over host buffers, avg and
+// mulsum emulated around sum as the MPI backend does, reduce_scatter and the legacy all_reduce algorithms on Gloo's
+// legacy classes, and the timed loop's prepared ops. Every Gloo call runs inside CB_GLOO: no exception escapes.
 #include "backends/gloo/gloo_backend.h"
 
 #include <gloo/allgather.h>

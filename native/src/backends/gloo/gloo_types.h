@@ -1,7 +1,6 @@
-// Gloo plumbing of the gloo backend: C++ exceptions of Gloo become Status values at the boundary
-// (backend "gloo", codes GLOO_IO / GLOO_TIMEOUT / GLOO_ENFORCE / …), and one dispatch maps collbench
-// DType × RedOp onto Gloo's reduction functions (gloo/math.h), with element_ops.h functions for the
-// types Gloo has no arithmetic for (bfloat16, f8e4m3, f8e5m2). The MPI counterpart is mpi_types.h.
+// Gloo plumbing: Gloo's C++ exceptions become Status values at the boundary (GLOO_IO, GLOO_TIMEOUT, GLOO_ENFORCE,
+// …), and one dispatch maps DType × RedOp onto Gloo's reduction functions, with element_ops.h for the types Gloo has
+// no arithmetic for (bfloat16, fp8). The MPI counterpart is mpi_types.h.
 #pragma once
 #include <gloo/math.h>
 #include <gloo/types.h>

@@ -1,8 +1,6 @@
-// The OpenMPI backend: collbench's Backend interface (core/backend.h) on MPI collectives over host
-// memory, with nccl-tests' semantics for all eleven collectives (docs/nccl-tests-contract.md, "Formulas") and the MPI
-// control plane (barrier, combine, gather) that the timed loop and the launcher use. Used from one thread at a time
-// (MPI_THREAD_SERIALIZED): ops on a worker thread, init/finalize/gathers on the JS thread, never at once; abort() is
-// the one exception (see create()).
+// The Open MPI backend: the Backend interface (core/backend.h) on MPI collectives over host memory, with nccl-tests'
+// semantics for all eleven collectives, and the MPI control plane the timed loop and the launcher use. One thread at a
+// time (MPI_THREAD_SERIALIZED): ops on the executor, init/finalize/gathers on the JS thread; abort() excepted.
 #pragma once
 #include <mpi.h>
 

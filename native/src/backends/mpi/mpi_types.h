@@ -1,6 +1,5 @@
-// MPI plumbing of the OpenMPI backend: MPI return codes become Status values (error-class names as
-// stable codes, e.g. "MPI_ERR_TRUNCATE"), and one table maps collbench DType × RedOp onto MPI handles.
-// Types MPI lacks (half, bfloat16, fp8) are contiguous byte types whose sum/prod/max/min are user ops
+// MPI plumbing: return codes become Status values (error-class names as stable codes, e.g. MPI_ERR_TRUNCATE), and
+// one table maps DType × RedOp onto MPI handles. Types MPI lacks (half, bfloat16, fp8) are byte types with user ops
 // built on element_ops.h, so they reduce bit-exactly as the NCCL kernels and the host check do.
 #pragma once
 #include <mpi.h>

@@ -1,7 +1,6 @@
-// Fill and check of one pattern segment over a strided index range, written once as CB_HD code: the
-// CUDA kernels of nccl_kernels.cu run it with a grid stride, native/test/nccl_data_selftest.cc runs
-// it on the host against hostFill/hostCheck (core/data_check.h). Values come from core/pattern.h,
-// the one source of truth every backend shares (docs/architecture.md, "Native layer": regenerate, count, first index).
+// Fill and check of one pattern segment over a strided index range, written once as CB_HD code: the CUDA kernels of
+// nccl_kernels.cu run it with a grid stride and native/test/nccl_data_selftest.cc runs it on the host against
+// core/data_check.h. Values come from core/pattern.h, the one source every backend shares.
 #pragma once
 #include <cstdint>
 

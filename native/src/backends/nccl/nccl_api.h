@@ -1,7 +1,6 @@
-// Our own declarations of the part of the NCCL C API that collbench calls: result codes, datatypes,
-// ops, the unique id, the versioned communicator config, and a table of function pointers filled by
-// dlsym (nccl_loader.cc). No nccl.h is needed to build; test/native/nccl-abi.test.ts compiles these
-// against a real nccl.h and static_asserts that values, sizes and offsets agree.
+// Our own declarations of the part of the NCCL C API that collbench calls (result codes, datatypes, ops, unique id,
+// the versioned communicator config, a table of dlsym'ed function pointers), so that no nccl.h is needed to build;
+// test/native/nccl-abi.test.ts checks them against a real nccl.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

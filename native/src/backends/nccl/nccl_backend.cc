@@ -1,7 +1,6 @@
-// NcclBackend (nccl_backend.h), its core: errors and devices, life cycle (load NCCL, pick devices,
-// create streams, then nccl_comms.cc's communicators; finalize), CUDA events (-I) and graphs (-G).
-// The rest lives in files of parallel names: nccl_comms.cc, nccl_collectives.cc, nccl_memory.cc,
-// nccl_data.cc. Every NCCL result and CUDA error becomes a Status naming the call and the error.
+// NcclBackend's core: errors and devices, life cycle (load NCCL, pick devices, create streams, then nccl_comms.cc's
+// communicators; finalize), CUDA events (-I) and graphs (-G); the rest in nccl_comms, nccl_collectives, nccl_memory
+// and nccl_data. Every NCCL result and CUDA error becomes a Status naming the call and the error.
 #include "backends/nccl/nccl_backend.h"
 
 #include <algorithm>

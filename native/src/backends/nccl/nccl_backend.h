@@ -1,7 +1,6 @@
-// The NCCL backend: collbench's Backend (core/backend.h) on dlopen'ed NCCL and CUDA streams; one process
-// drives -t x -g GPUs inside NCCL groups, with nccl-tests' collective semantics (docs/nccl-tests-contract.md,
-// "Formulas"), polled waits (-T: ncclCommAbort), CUDA events (-I) and graphs (-G). Control plane across processes: lent
-// (MPI's, under mpirun), NCCL collectives on a small device buffer (torchrun-style), or none (one process).
+// The NCCL backend: the Backend interface on dlopen'ed NCCL and CUDA streams; one process drives -t × -g GPUs in NCCL
+// groups with nccl-tests' semantics, polled waits (-T: ncclCommAbort), events (-I) and graphs (-G). Control plane:
+// MPI's under mpirun, NCCL collectives on a small device buffer (torchrun-style), or none.
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -1,7 +1,6 @@
-// collbench's own all_reduce kernels on NCCL's device API (-D 1..4, nccl-tests 2.17+'s numbering and roles,
-// written here, not copied): every rank sums its contiguous share of the elements over all LSA peers' symmetric
-// send windows and writes the sum into every peer's recv window (1, 2: plain loads/stores; 3, 4: multimem
-// ld_reduce/st), between LSA barriers. One Variant (nccl_device_kernels.h) per nccl_device.h it is compiled against.
+// collbench's own all_reduce kernels on NCCL's device API (-D 1..4, nccl-tests' numbering, written here): each rank
+// sums its share of the elements over every LSA peer's symmetric send window and writes it into every peer's recv
+// window (1, 2: loads/stores; 3, 4: multimem), between LSA barriers; compiled once per nccl_device.h into a Variant.
 #include "backends/nccl/nccl_device_kernels.h"
 
 #include <cuda_fp16.h>

@@ -1,7 +1,6 @@
-// Host side of collbench's own NCCL device-API all_reduce kernels (-D 1..4, nccl_device_kernels.cu). The device API
-// is versioned (ncclDevComm's layout changes between 2.28 and 2.29), so the .cu is compiled once per NCCL include
-// directory given at build time (COLLBENCH_NCCL_INCLUDE) into a Variant, and a run uses the variant that matches the
-// loaded libnccl, or says why none does. No NCCL header here: only the .cu includes nccl_device.h.
+// Host side of the device-API all_reduce kernels (-D 1..4). The device API is versioned (ncclDevComm changes between
+// 2.28 and 2.29), so the .cu is compiled once per NCCL include directory given at build time into a Variant, and a run
+// uses the one that matches the loaded libnccl, or says why none does. No NCCL header here.
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -1,7 +1,6 @@
-// Host entry points of the CUDA fill and check kernels (nccl_kernels.cu): pattern segments written
-// and verified on the device, wrong elements counted there and the first bad offset recorded with an
-// atomic minimum, so only two numbers per segment cross PCIe (nccl-tests' verifiable kernels, but with
-// regenerated instead of stored expected values: two buffers, not three).
+// Host entry points of the CUDA fill and check kernels (nccl_kernels.cu): wrong elements counted on the device and
+// the first bad offset kept with an atomic minimum, so two numbers per segment cross PCIe; expected values are
+// regenerated, not stored (two buffers, not three as nccl-tests' verifiable kernels).
 #pragma once
 #include <cuda_runtime_api.h>
 

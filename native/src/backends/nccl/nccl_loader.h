@@ -1,7 +1,6 @@
-// Finds and dlopens libnccl at run time and resolves the functions of nccl_api.h: required ones must
-// exist, optional ones (newer releases) stay null. Search order (issue [nccl]): an explicit path
-// (--nccl-lib, COLLBENCH_NCCL_LIB), the system loader (libnccl.so.2: LD_LIBRARY_PATH, ld.so.cache),
-// then Python site-packages layouts (…/site-packages/nvidia/nccl/lib/libnccl.so.2), active virtualenv first.
+// Finds and dlopens libnccl at run time and resolves nccl_api.h's functions (required ones must exist, newer optional
+// ones stay null). Search order: --nccl-lib or COLLBENCH_NCCL_LIB, the system loader (libnccl.so.2), then Python
+// site-packages layouts (…/nvidia/nccl/lib), the active virtualenv first.
 #pragma once
 #include <string>
 #include <vector>
