@@ -13,7 +13,8 @@ import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, writeDocument, writeOutputFile } from '../report/outputs.js';
 import { analyze } from './analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from './document.js';
-import { checkCombination, parseProgram, type ProgramSpec } from './program.js';
+import type { ProgramSpec } from './program-spec.js';
+import { checkCombination, parseProgram } from './program.js';
 import {
   renderCompareCsv,
   renderCompareHtml,

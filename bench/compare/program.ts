@@ -3,24 +3,13 @@
 // anything runs, and turned into a child's argument array (never a shell).
 import { basename } from 'node:path';
 import { UsageError } from '../core/errors.js';
-import { PROGRAMS, type BackendName, type CollectiveName } from '../core/types.js';
+import { PROGRAMS, type CollectiveName } from '../core/types.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { collectiveFromProgram, parseCommandLine, programBase } from '../config/run-options.js';
 import { crowdingRefusal } from '../launch/mpirun.js';
+import type { ProgramSpec } from './program-spec.js';
 import { isReplayProgram, parseReplayProgram } from './replay.js';
 import type { Combination } from './settings.js';
-
-export interface ProgramSpec {
-  words: string[]; // as typed after --
-  /** What it runs: a collective, or 'replay' for `collbench replay TRACE…` (compare/replay.ts). */
-  collective: CollectiveName | 'replay';
-  /** Arguments of the child `collbench` (collective word first, or `replay`), without compare's own -J. */
-  args: string[];
-  /** The benchmark's options; null for a replay (the replay reads its own: replay.ts checks them). */
-  options: ResolvedOptions | null;
-  /** A replay's --backend where given (a benchmark's is options.backend). */
-  backend?: BackendName | null;
-}
 
 function unknown(word: string): UsageError {
   return new UsageError(

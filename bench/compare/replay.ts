@@ -6,7 +6,7 @@ import { BACKEND_NAMES as BACKENDS, type BackendName } from '../core/types.js';
 import type { ChildRuns } from '../engine/child-runs.js';
 import type { ReplayDocument } from '../report/replay-document.js';
 import type { CompareCase, SizeVerdict } from './document.js';
-import type { ProgramSpec } from './program.js';
+import type { ProgramSpec } from './program-spec.js';
 import type { Combination } from './settings.js';
 
 /** `collbench replay …` after compare's --. */
