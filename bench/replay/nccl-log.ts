@@ -6,14 +6,15 @@ import { mapCollective, mapDtype, mapOp, TraceError, type ReplayCall, type Repla
 import { fileLines } from './lines.js';
 
 // RCCL writes the same line with a timestamp after [dev] and " task T globalrank G" at the end (G: the process's rank).
+// What launchers put before NCCL's prefix is skipped: a [time], torchrun's "[rank0]:", Ray's "(RayTrainWorker pid=…) ".
 const COLL = new RegExp(
-  '^(?:\\[[^\\]]*\\] ?)?(\\S+?):(\\d+):\\d+ (?:\\[(\\d+)\\] )?(?:\\d+ )?NCCL INFO (\\w+): opCount [0-9a-f]+ ' +
+  '(?:^|[\\s\\]:])([^\\s:[\\]]+?):(\\d+):\\d+ (?:\\[(\\d+)\\] )?(?:\\d+ )?NCCL INFO (\\w+): opCount [0-9a-f]+ ' +
     'sendbuff \\S+ recvbuff \\S+ count (\\d+) datatype (\\d+) op (\\d+) root (-?\\d+) comm (\\S+)(?: \\[nranks=(\\d+)\\])?' +
     '(?: stream \\S+)?(?: task \\d+ globalrank (\\d+))?',
 );
 /** INFO INIT's "comm 0x… rank R nRanks N … Init COMPLETE" (its case varies across versions): who a process is. */
 const INIT =
-  /(\S+?):(\d+):\d+ (?:\[(\d+)\] )?NCCL INFO .*\bcomm (0x[0-9a-f]+) rank (\d+) nranks (\d+)\b.*Init COMPLETE/i;
+  /(?:^|[\s\]:])([^\s:[\]]+?):(\d+):\d+ (?:\[(\d+)\] )?NCCL INFO .*\bcomm (0x[0-9a-f]+) rank (\d+) nranks (\d+)\b.*Init COMPLETE/i;
 
 /** One process of the log: its calls and, where INFO INIT was logged too, its rank in each communicator. */
 interface LogComm {

@@ -203,6 +203,20 @@ describe('replay checks: refused before anything runs, one line each', () => {
   };
   const rank1 = (f: string): boolean => f.includes('rank_1') || f.includes('229904');
 
+  it("an NCCL log collected through a launcher (torchrun's [rankN]:, Ray's worker prefix, a time) reads the same", async () => {
+    const prefixes = ['[rank0]:', '[default1]:', '(RayTrainWorker pid=4242, ip=10.0.0.7) ', '[2026-11-28 01:02:03] '];
+    const prefixed = copy('nccl-log-merged', (_f, text) =>
+      text
+        .split('\n')
+        .map((l, i) => (l === '' ? l : prefixes[i % prefixes.length]! + l))
+        .join('\n'),
+    );
+    const merged = plan(await readTrace([join(FIX, 'nccl-log-merged')]));
+    const read = plan(await readTrace([prefixed]));
+    assert.deepEqual(shape(read), shape(merged));
+    assert.ok(read.steps.length > 0);
+  });
+
   it('malformed input: the file and line (NCCL log), the node id (execution trace), the file (dump)', async () => {
     const log = copy('nccl-log-per-rank', (f, t) =>
       rank1(f) ? t.replace(/(Broadcast: opCount 1 sendbuff \S+) .*/, '$1') : t,
