@@ -6,7 +6,9 @@
 # (ncclCommSplit, never run where it was written): the 4-rank tensor-/data-parallel dump test/fixtures/replay/
 # flight-recorder-tp on 4 NCCL ranks of one GPU (torchrun-style through mr-launch.sh, each rank its own NCCL_HOSTID as
 # part 60 does), judged by expect.sh: exit 0, the four 2x2 steps (TP groups [0,1] [2,3], DP groups [0,2] [1,3]) and
-# the two world steps each with #wrong 0. Budget: about 70 s on one H100.
+# the two world steps each with #wrong 0. Last, traces PyTorch itself writes (torch-traces.py, 1 rank on NCCL): its
+# flight-recorder dump (pickle; JSON where the torch has it) and its execution trace must read as the 5 x 4 calls it
+# issued and replay on nccl. Budget: about 100 s on one H100.
 rp_dir="$GC_WORK/replay-log"
 if [ "$GC_GPUS" -eq 0 ]; then
   gc_skip "replay of a real NCCL call log (every check)" "collbench sees no GPU ('collbench info': 0 CUDA devices)"
@@ -44,4 +46,24 @@ four 2x2 steps and two world steps, each #wrong 0" 0 '^expect: all [0-9]+ met$' 
     -- bash "$(dirname "${BASH_SOURCE[0]}")/mr-launch.sh" -n 4 -e all:NCCL_SOCKET_IFNAME=lo -e all:NCCL_IB_DISABLE=1 \
     -e 0:NCCL_HOSTID=cb37-r0 -e 1:NCCL_HOSTID=cb37-r1 -e 2:NCCL_HOSTID=cb37-r2 -e 3:NCCL_HOSTID=cb37-r3 \
     -- "$GC_BIN/collbench" replay "$rp_tp" --backend nccl -n 3 -w 1
+fi
+rp_torch="$GC_WORK/replay-torch"
+if [ "$GC_GPUS" -eq 0 ]; then
+  gc_skip "replay of PyTorch's own traces (flight recorder, execution trace)" "collbench sees no GPU"
+elif ! python3 -c 'import torch, torch.distributed' 2>/dev/null; then
+  gc_skip "replay of PyTorch's own traces (flight recorder, execution trace)" "python3 has no torch here"
+else
+  gc_check "PyTorch writes a flight-recorder dump and an execution trace (1 rank, nccl, 4 x 5 collectives)" 0 \
+    '^torch-traces: 20 calls$' 90 -- python3 "$(dirname "${BASH_SOURCE[0]}")/torch-traces.py" "$rp_torch" 4
+  for rp_kind in fr fr-json et; do
+    if [ -z "$(ls -A "$rp_torch/$rp_kind" 2>/dev/null)" ]; then
+      gc_skip "replay --dry-run of PyTorch's $rp_kind" "torch wrote none (this torch has no such dump)"
+      continue
+    fi
+    gc_check "replay --dry-run of PyTorch's own $rp_kind: its 20 calls as 20 steps" 0 \
+      '^# collbench replay --dry-run: 1 [a-z-]+ file, 1 ranks, 20 steps' 30 -- \
+      "$GC_BIN/collbench" replay "$rp_torch/$rp_kind" --dry-run
+  done
+  gc_check "replay of PyTorch's flight-recorder dump on nccl, exit 0" 0 '^# Communication per replayed iteration: ' \
+    60 -- "$GC_BIN/collbench" replay "$rp_torch/fr" --backend nccl -n 3 -w 1
 fi
