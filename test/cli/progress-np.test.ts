@@ -27,9 +27,9 @@ describe('progress under --np with the mpi backend', () => {
   });
 
   it('prints a plain line every ~10 s on stderr when it is not a terminal; stdout keeps only the table', () => {
-    // A line every 300 ms (COLLBENCH_PROGRESS_PERIOD_MS) over two rows of about 1.2 s idle (4.8 s at -n 2000), longer
-    // under load: at least one line whatever the machine's speed, without a run long enough to time out on a busy one.
-    const args = ['-b', '2M', '-e', '4M', '-f', '2', '-n', '500', '-w', '1', '--np', '2', '--backend', 'mpi'];
+    // A line every 300 ms (COLLBENCH_PROGRESS_PERIOD_MS) over two rows of about 2.4 s each idle (4.8 s at -n 2000),
+    // longer under load: lines naming a row whatever the machine's speed, far inside the timeout on a busy machine.
+    const args = ['-b', '2M', '-e', '4M', '-f', '2', '-n', '2000', '-w', '1', '--np', '2', '--backend', 'mpi'];
     const r = runProgram('all_reduce_perf', args, { env: { CI: undefined, ...fastLines }, timeoutMs: 300_000 });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('progress: '));
