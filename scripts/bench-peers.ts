@@ -5,7 +5,7 @@
 // CPU time for the run minus that of a run of the same command with one iteration, over the ops added. Makefile targets
 // bench-gloo and bench-osu build the peer first (scripts/bench-peers/build-*.sh, into the ignored third_party/).
 // Usage: node --import tsx scripts/bench-peers.ts --peer gloo|osu --peer-bin PATH [--rounds 3] [--sizes 8,1K,64K,1M]
-//        [--colls allreduce,bcast,alltoall,allgather] [--iters N (default by size)] [--json FILE]
+//        [--colls allreduce,bcast,alltoall,allgather,reduce_scatter] [--iters N (default by size)] [--json FILE]
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -64,23 +64,32 @@ const itersFor = (bytes: number): number => itersFixed ?? (bytes <= 64 * 1024 ? 
 const WARMUP = 5;
 
 // One collective as both tools name it. Sizes are collbench's (nccl-tests': the whole buffer); OSU's alltoall and
-// allgather sizes are per peer (rank), so they get size / NP.
+// allgather sizes are per peer (rank), so they get size / NP (its reduce_scatter's, as nccl-tests', are the whole send
+// buffer). chunked: collbench splits the buffer into 16-byte multiples per rank, so it moves nothing below 16 B × ranks.
 interface Coll {
   name: string;
   collbench: string;
   osu: string;
   osuPerRank: boolean;
+  chunked: boolean;
 }
 const COLLS: Coll[] = [
-  { name: 'allreduce', collbench: 'all_reduce_perf', osu: 'osu_allreduce', osuPerRank: false },
-  { name: 'bcast', collbench: 'broadcast_perf', osu: 'osu_bcast', osuPerRank: false },
-  { name: 'alltoall', collbench: 'alltoall_perf', osu: 'osu_alltoall', osuPerRank: true },
-  { name: 'allgather', collbench: 'all_gather_perf', osu: 'osu_allgather', osuPerRank: true },
+  { name: 'allreduce', collbench: 'all_reduce_perf', osu: 'osu_allreduce', osuPerRank: false, chunked: false },
+  { name: 'bcast', collbench: 'broadcast_perf', osu: 'osu_bcast', osuPerRank: false, chunked: false },
+  { name: 'alltoall', collbench: 'alltoall_perf', osu: 'osu_alltoall', osuPerRank: true, chunked: true },
+  { name: 'allgather', collbench: 'all_gather_perf', osu: 'osu_allgather', osuPerRank: true, chunked: true },
+  {
+    name: 'reduce_scatter',
+    collbench: 'reduce_scatter_perf',
+    osu: 'osu_reduce_scatter',
+    osuPerRank: false,
+    chunked: true,
+  },
 ];
 const colls =
   peer === 'gloo'
     ? [COLLS[0]!]
-    : (argv.colls ?? 'allreduce,bcast,alltoall,allgather')
+    : (argv.colls ?? COLLS.map((k) => k.name).join(','))
         .split(',')
         .map(
           (c) =>
@@ -234,10 +243,9 @@ interface Cell {
   cb: Run[];
   peer: Run[];
 }
-// collbench's chunked collectives move 16-byte multiples per rank (nothing below 16 B × ranks): the smallest sizes of
-// alltoall and allgather are raised to that, so that both tools move data.
+// The smallest sizes of the chunked collectives are raised to 16 B × ranks, so that both tools move data.
 const cells: Cell[] = colls.flatMap((c) =>
-  [...new Set(sizes.map((b) => (c.osuPerRank ? Math.max(b, 16 * NP) : b)))].map((bytes) => ({
+  [...new Set(sizes.map((b) => (c.chunked ? Math.max(b, 16 * NP) : b)))].map((bytes) => ({
     c,
     bytes,
     cb: [] as Run[],
