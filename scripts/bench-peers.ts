@@ -308,13 +308,18 @@ console.log(
     'CPU: µs per op, both ranks, user + system, beyond a one-iteration run' +
     (peer === 'osu' ? ' (OSU: with its barrier per op)' : ''),
 );
+console.log(
+  `# goal (issue #42): collbench's median time within 1.1x of the peer's` +
+    (peer === 'osu' ? ' or +0.2 µs' : ', its CPU per op within 1.2x') +
+    '; ci95: bootstrap interval of the time ratio over the rounds',
+);
 console.log('');
 const header =
   peer === 'gloo'
     ? '| size | Gloo benchmark mean µs | collbench µs (out of place) | ratio | CPU/op Gloo µs | ' +
-      'CPU/op collbench µs | CPU ratio |'
+      'CPU/op collbench µs | CPU ratio | goal: time (ci95); CPU |'
     : '| collective | size | OSU avg µs | collbench µs out of place | ratio | collbench µs in place | ratio | ' +
-      'CPU/op OSU µs | CPU/op collbench µs |';
+      'CPU/op OSU µs | CPU/op collbench µs | goal: out of place; in place (ci95) |';
 console.log(header);
 console.log(header.replace(/[^|]+/g, '---'));
 const json: unknown[] = [];
@@ -331,13 +336,20 @@ for (const cell of cells) {
   const ratioText = (s: typeof a): string =>
     `${s.ratio.toFixed(2)} (${s.ratioMin.toFixed(2)}–${s.ratioMax.toFixed(2)})`;
   const cpuRatio = linearQuantile(cpuCb, 0.5) / linearQuantile(cpuPeer, 0.5);
+  const verdict = (s: typeof a): string =>
+    `${s.met ? 'met' : 'missed'} ` +
+    (Number.isFinite(s.ciLo) ? `(${s.ciLo.toFixed(2)}–${s.ciHi.toFixed(2)})` : '(one round: no interval)');
+  const cpuPeerText = cpuText(cell.peer, cpuPeer, baseOpsPeer),
+    cpuCbText = cpuText(cell.cb, cpuCb, baseOpsCb);
+  // A CPU median within the rounding of its two CPU times decides nothing.
+  const cpuVerdict =
+    cpuPeerText.startsWith('<') || cpuCbText.startsWith('<') ? 'unresolved' : cpuRatio <= 1.2 ? 'met' : 'missed';
   console.log(
     peer === 'gloo'
       ? `| ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-          `${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ${cpuText(cell.cb, cpuCb, baseOpsCb)} | ${cpuRatio.toFixed(2)} |`
+          `${cpuPeerText} | ${cpuCbText} | ${cpuRatio.toFixed(2)} | ${verdict(a)}; ${cpuVerdict} |`
       : `| ${cell.c.name} | ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-          `${spreadText(ip)} | ${ratioText(b)} | ${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ` +
-          `${cpuText(cell.cb, cpuCb, baseOpsCb)} |`,
+          `${spreadText(ip)} | ${ratioText(b)} | ${cpuPeerText} | ${cpuCbText} | ${verdict(a)}; ${verdict(b)} |`,
   );
   json.push({
     collective: cell.c.name,
@@ -348,6 +360,7 @@ for (const cell of cells) {
     collbenchIpUs: ip,
     cpuPerOpPeerUs: cpuPeer,
     cpuPerOpCollbenchUs: cpuCb,
+    goalMet: { outOfPlace: a.met, inPlace: b.met, cpu: peer === 'gloo' ? cpuVerdict : undefined },
   });
 }
 if (argv.json) writeFileSync(argv.json, JSON.stringify({ peer, rounds, started, loads, cells: json }, null, 2) + '\n');
