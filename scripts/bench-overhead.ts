@@ -2,7 +2,7 @@
 // same MPI/Gloo calls on the same buffers (native/test/plain_mpi_loop.c, plain_gloo_loop.cc) interleaved round by
 // round, launched alike, per backend × ranks × collective, and prints per size both medians, ratio, added µs, spread,
 // outliers and the goal (≤ 5 % or ≤ 0.10 µs), and whether a miss is beyond the run-to-run noise (Mann-Whitney against
-// the goal's allowance, Holm across a cell's sizes: core/stats.ts); optionally IMB-MPI1 beside, or in collbench's place
+// the goal's allowance, Holm across a cell's sizes: numbers/stats.ts); optionally IMB-MPI1 beside, or in its place
 // (--native-loop) its own loop without Node (native/test/native_loop.cc) or (--control) the plain loop again, which
 // measures how often the goal is missed by chance on this machine; --with-control runs that A/A comparison in the
 // same rounds as the main one, so both face the same machine. Options: --help (USAGE below).

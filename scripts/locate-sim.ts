@@ -20,7 +20,7 @@ import { runLocate, type GroupSpec, type MeasureStep, type Measurer } from '../b
 import type { LocateOptions } from '../bench/locate/options.js';
 import type { PairSchedule } from '../bench/locate/schedule.js';
 import { DEFAULT_RULE } from '../bench/locate/decide.js';
-import { seededRandom } from '../bench/core/stats.js';
+import { seededRandom } from '../bench/numbers/stats.js';
 
 interface Noise {
   name: string;

@@ -1,11 +1,10 @@
 // Acceptance baselines: what `--save-baseline` writes (per check and size, the per-iteration samples of every run)
 // and what `--baseline` reads back, validated against schema/collbench-baseline.v1.schema.json and matched with the
 // profile and the world before anything is compared. A mismatch is one line naming what differs (exit 2).
-import { readFileSync } from 'node:fs';
 import { UsageError } from '../core/errors.js';
 import { formatSize } from '../config/sizes.js';
 import type { Profile, ProfileCheck } from './profile.js';
-import { errorText, schemaErrors } from '../report/json-schemas.js';
+import { errorText, readDocument } from '../report/json-schemas.js';
 
 export const BASELINE_KIND = 'collbench-accept-baseline';
 export const BASELINE_SCHEMA_VERSION = 1;
@@ -35,36 +34,38 @@ export interface LoadedBaseline {
   doc: BaselineDocument;
 }
 
+const headerOf = (json: unknown): { kind?: unknown; schemaVersion?: unknown } =>
+  typeof json === 'object' && json !== null ? json : {};
+
 /** Reads and validates a baseline file; one-line UsageError otherwise. */
 export function loadBaseline(path: string): LoadedBaseline {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    throw UsageError.forFlag('--baseline', `cannot read ${path}: ${err.code ?? err.message}`);
+  const { doc, problem } = readDocument<BaselineDocument>(path, (json) => {
+    const o = headerOf(json);
+    return o.kind === BASELINE_KIND && o.schemaVersion === BASELINE_SCHEMA_VERSION ? 'collbench-baseline.v1' : null;
+  });
+  if (doc) return { path, doc };
+  if (problem.stage === 'read' || problem.stage === 'json') {
+    const code = problem.stage === 'read' ? problem.code : undefined;
+    throw UsageError.forFlag('--baseline', `cannot read ${path}: ${code ?? problem.message}`);
   }
-  const o = (typeof json === 'object' && json !== null ? json : {}) as { kind?: unknown; schemaVersion?: unknown };
+  if (problem.stage === 'schema') {
+    const first = problem.errors[0]!;
+    throw UsageError.forFlag(
+      '--baseline',
+      `${path} does not match its schema: ${first.instancePath || '/'}: ${errorText(first)}`,
+    );
+  }
+  const o = headerOf(problem.json);
   if (o.kind !== BASELINE_KIND) {
     throw UsageError.forFlag(
       '--baseline',
       `${path} is not a collbench accept baseline (kind ${JSON.stringify(o.kind ?? null)}, expected "${BASELINE_KIND}")`,
     );
   }
-  if (o.schemaVersion !== BASELINE_SCHEMA_VERSION) {
-    throw UsageError.forFlag(
-      '--baseline',
-      `${path} has baseline schema version ${JSON.stringify(o.schemaVersion ?? null)}; this collbench reads version ${BASELINE_SCHEMA_VERSION} (save a new baseline)`,
-    );
-  }
-  const errors = schemaErrors('collbench-baseline.v1', json);
-  if (errors.length > 0) {
-    throw UsageError.forFlag(
-      '--baseline',
-      `${path} does not match its schema: ${errors[0]!.instancePath || '/'}: ${errorText(errors[0]!)}`,
-    );
-  }
-  return { path, doc: json as BaselineDocument };
+  throw UsageError.forFlag(
+    '--baseline',
+    `${path} has baseline schema version ${JSON.stringify(o.schemaVersion ?? null)}; this collbench reads version ${BASELINE_SCHEMA_VERSION} (save a new baseline)`,
+  );
 }
 
 const sizeList = (sizes: readonly number[]): string =>

@@ -14,7 +14,7 @@ import {
 import { judge, samplesBySize } from './evaluate.js';
 import { loadProfile, type Profile } from './profile.js';
 import { checkRows, type CheckRuns } from './rows.js';
-import { bonferroniLevel } from '../core/stats.js';
+import { bonferroniLevel } from '../numbers/stats.js';
 import {
   ACCEPT_KIND,
   ACCEPT_SCHEMA_VERSION,

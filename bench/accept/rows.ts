@@ -7,7 +7,7 @@ import type { ReportDocument } from '../report/schema.js';
 import type { BaselineCheck } from './baseline.js';
 import { lateEvidence, samplesBySize, type ThresholdResult } from './evaluate.js';
 import type { ProfileCheck } from './profile.js';
-import { medianRatioInterval, seedOf } from '../core/stats.js';
+import { medianRatioInterval, seedOf } from '../numbers/stats.js';
 import { classifyRatio, type BaselineSize, type CheckRow } from './verdict.js';
 
 /** What the runs of one check gave. */
@@ -39,7 +39,7 @@ function compareSizes(runs: CheckRuns, base: BaselineCheck, level: number, toler
       sizeBytes: b.sizeBytes,
       baselineMedianUs: median(b.samplesUs),
       medianUs: median(cur),
-      ratio: r.ratio,
+      ratio: r.estimate,
       low: r.lo,
       high: r.hi,
       change: classifyRatio(r, tolerance),

@@ -5,15 +5,15 @@ import { formatSize } from '../config/sizes.js';
 import { lateRankName } from '../core/ranks.js';
 import { xmlEscape } from '../report/exporters/junit.js';
 import type { LateEvidence } from './evaluate.js';
-import type { RatioInterval } from '../core/stats.js';
+import type { Interval } from '../numbers/stats.js';
 
 export type Change = 'regression' | 'improvement' | 'unchanged';
 
 /** Slower beyond the tolerance and significantly so (the interval above 1): a regression. Faster likewise: an
  *  improvement. A regression needs both, large enough to matter and beyond noise. */
-export function classifyRatio(r: RatioInterval, tolerance: number): Change {
-  if (r.lo > 1 && r.ratio > 1 + tolerance) return 'regression';
-  if (r.hi < 1 && r.ratio < 1 / (1 + tolerance)) return 'improvement';
+export function classifyRatio(r: Interval, tolerance: number): Change {
+  if (r.lo > 1 && r.estimate > 1 + tolerance) return 'regression';
+  if (r.hi < 1 && r.estimate < 1 / (1 + tolerance)) return 'improvement';
   return 'unchanged';
 }
 

@@ -8,7 +8,7 @@ import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { CasePair } from '../config/cases.js';
 import type { CollectiveName } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
-import { watchdogFloorSec } from '../core/watchdog-floor.js';
+import { watchdogFloorSec } from '../config/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 

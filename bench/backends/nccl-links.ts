@@ -1,7 +1,7 @@
 // Which link held the ring back, from collbench's NCCL profiler plugin (native/src/profiler/): per row-half, every
 // rank's rows (bytes and time per proxy step state, per peer, channel and direction) are judged together. A link's
 // rate while the network held its data (bytes / wall time in SendWait) is compared with the other links' median.
-import { median } from '../core/lateness.js';
+import { medianOf } from '../numbers/stats.js';
 import { shortHost } from '../core/ranks.js';
 
 type Env = NodeJS.ProcessEnv;
@@ -167,7 +167,7 @@ export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
       if (others.length === 0) continue;
       const v = acc.get(k)!;
       v.countedHalves += 1;
-      if (rate < (1 - LINK_RULE.margin) * median(others)) v.slowHalves += 1;
+      if (rate < (1 - LINK_RULE.margin) * medianOf(others)) v.slowHalves += 1;
     }
   }
   const links = [...acc.values()]
@@ -202,8 +202,8 @@ export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
       peer: g[0]!.peer,
       peerHost: g[0]!.peerHost,
       channels: g.map((l) => l.channel),
-      gbps: median(g.map((l) => l.gbps)),
-      othersGbps: median(others.map((l) => l.gbps)),
+      gbps: medianOf(g.map((l) => l.gbps)),
+      othersGbps: medianOf(others.map((l) => l.gbps)),
       others: others.length,
     };
   });
@@ -233,7 +233,7 @@ export function slowLinkLines(v: LinksVerdict): string[] {
     return [`# slow link: none judged (no link moved ${LINK_RULE.minBytes >> 20} MiB over the network in a row-half)`];
   }
   const worst = [...counted].sort((a, b) => a.gbps - b.gbps)[0]!;
-  const others = median(counted.filter((l) => l !== worst).map((l) => l.gbps));
+  const others = medianOf(counted.filter((l) => l !== worst).map((l) => l.gbps));
   return [
     `# slow link: none named (${v.doubt ?? `${counted.length} links, ${v.halves} row-halves`}; slowest ` +
       `${rankName(worst.rank, worst.host)} -> ${rankName(worst.peer, worst.peerHost)}, channel ${worst.channel}: ` +

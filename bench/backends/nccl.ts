@@ -24,7 +24,7 @@ import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type Spec
 import { moduleBuilt, nativeDir, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
 import { applyPerRankHostId, planDevices, type DevicePlan } from './nccl-devices.js';
-import { watchdogFloorSec } from '../core/watchdog-floor.js';
+import { watchdogFloorSec } from '../config/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
 import { LINK_PROFILER_LIBRARY, linksSetup } from './nccl-links.js';
 import { ENV } from '../core/environment.js';

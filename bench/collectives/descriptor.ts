@@ -84,7 +84,7 @@ export interface CollectiveDescriptor {
   /** Honours -r (broadcast, reduce, gather, scatter); -r -1 sweeps every root. */
   rooted: boolean;
   /** Every rank's result needs every rank's input, so no rank can leave before the last one arrives (all-reduce,
-   *  all-gather, …): who arrived last is who the others waited for, and core/lateness.ts may name it. Rooted and
+   *  all-gather, …): who arrived last is who the others waited for, and numbers/lateness.ts may name it. Rooted and
    *  neighbour collectives let ranks run ahead of each other by design, so arrival order says nothing there. */
   synchronizing: boolean;
   /** Reduces data, so the op matters (all_reduce, reduce_scatter, reduce). */

@@ -1,7 +1,6 @@
 // `collbench report a.json [b.json …] --html out.html [--md out.md] [--label NAME …] [--title TEXT]`:
 // overlays saved runs (collbench reports, or nccl-tests -J files) in one self-contained HTML page of charts
 // and/or a Markdown comparison. Reads only the report document (docs/architecture.md, "report/"); runs nothing.
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { commandHelp, parseOptions, type CommandOptions } from '../config/option-parser.js';
 import { EXIT, UsageError } from '../core/errors.js';
@@ -17,8 +16,8 @@ import {
 import { mdEscape, mdTable } from '../report/exporters/md.js';
 import { adaptiveFloat } from '../report/format.js';
 import { checkOutputPaths, writeOutputFile } from '../report/outputs.js';
-import { REPORT_KIND, reportErrors, type ReportDocument } from '../report/schema.js';
-import { errorText, schemaErrors } from '../report/json-schemas.js';
+import { REPORT_KIND, reportErrorLine, reportSchemaOf, type ReportDocument } from '../report/schema.js';
+import { errorText, readDocument } from '../report/json-schemas.js';
 import {
   REPLAY_KIND,
   renderReplayOverlay,
@@ -71,30 +70,20 @@ export interface LoadedRun {
 
 /** Reads one input file: a collbench report (validated against the schema) or an nccl-tests JSON file. */
 export function loadRun(file: string, label: string): LoadedRun {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new UsageError(`report: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  const { doc, problem } = readDocument<ReportDocument>(file, (json) =>
+    kindOf(json) === REPORT_KIND ? reportSchemaOf(json) : null,
+  );
+  if (doc) return { file, doc, run: chartRunFromReport(doc, label, file) };
+  if (problem.stage === 'read') throw new UsageError(`report: cannot read ${file}: ${problem.code ?? problem.message}`);
+  if (problem.stage === 'json') throw new UsageError(`report: ${file} is not JSON (${problem.message})`);
+  if (problem.stage === 'schema') {
+    const errors = problem.errors.map(reportErrorLine);
+    throw new UsageError(
+      `report: ${file} does not match the collbench report schema: ${errors.slice(0, 3).join('; ')}` +
+        `${errors.length > 3 ? ` (+${errors.length - 3} more)` : ''}`,
+    );
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    throw new UsageError(`report: ${file} is not JSON (${(e as Error).message})`);
-  }
-  if (typeof json === 'object' && json !== null && (json as { kind?: unknown }).kind === REPORT_KIND) {
-    const errors = reportErrors(json);
-    if (errors.length > 0) {
-      throw new UsageError(
-        `report: ${file} does not match the collbench report schema: ${errors.slice(0, 3).join('; ')}` +
-          `${errors.length > 3 ? ` (+${errors.length - 3} more)` : ''}`,
-      );
-    }
-    const doc = json as ReportDocument;
-    return { file, doc, run: chartRunFromReport(doc, label, file) };
-  }
-  if (isNcclTestsJson(json)) return { file, doc: null, run: chartRunFromNcclTests(json, label, file) };
+  if (isNcclTestsJson(problem.json)) return { file, doc: null, run: chartRunFromNcclTests(problem.json, label, file) };
   throw new UsageError(
     `report: ${file} is neither a collbench report (kind "${REPORT_KIND}") nor nccl-tests JSON ("version": 3)`,
   );
@@ -102,20 +91,19 @@ export function loadRun(file: string, label: string): LoadedRun {
 
 /** A replay document (kind "collbench-replay", checked against its schema), or null for anything else. */
 function replayOf(file: string): ReplayDocument | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    return null; // loadRun says what is wrong with it
-  }
-  if (typeof json !== 'object' || json === null || (json as { kind?: unknown }).kind !== REPLAY_KIND) return null;
-  const errors = schemaErrors('collbench-replay.v1', json);
-  if (errors.length)
+  const { doc, problem } = readDocument<ReplayDocument>(file, (json) =>
+    kindOf(json) === REPLAY_KIND ? 'collbench-replay.v1' : null,
+  );
+  if (problem?.stage === 'schema')
     throw new UsageError(
-      `report: ${file} does not match the replay schema: ${errors.slice(0, 3).map(errorText).join('; ')}`,
+      `report: ${file} does not match the replay schema: ${problem.errors.slice(0, 3).map(errorText).join('; ')}`,
     );
-  return json as ReplayDocument;
+  return doc; // null for anything else: loadRun says what is wrong with it
 }
+
+/** The `kind` a parsed document declares, if it is an object. */
+const kindOf = (json: unknown): unknown =>
+  typeof json === 'object' && json !== null ? (json as { kind?: unknown }).kind : undefined;
 
 /** Default label: the file name without .json; made unique with #2, #3. */
 export function labelsFor(files: readonly string[], given: readonly string[]): string[] {

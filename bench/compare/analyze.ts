@@ -6,8 +6,8 @@
 import { getCollective } from '../collectives/index.js';
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
 import { EXIT } from '../core/errors.js';
-import { bootstrapRatio, holm, mannWhitneyP } from '../core/stats.js';
-import { choicesAt, type NcclTuningEvent } from './nccl-log.js';
+import { bootstrapRatio, holm, mannWhitneyP, medianOf } from '../numbers/stats.js';
+import { choicesAt, type NcclTuningEvent } from './tuning-log.js';
 import type { CollectiveName } from '../core/types.js';
 import type { ChildOutcome } from '../launch/child-job.js';
 import { failureLine } from '../launch/child-job.js';
@@ -33,15 +33,9 @@ export interface RunResult {
   reportPath: string | null;
 }
 
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-}
-
 export function spread(xs: readonly number[]): Spread | null {
   if (xs.length === 0) return null;
-  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+  return { median: medianOf(xs), min: Math.min(...xs), max: Math.max(...xs) };
 }
 
 const wrongOf = (h: ReportHalf): number | null => h.wrong;

@@ -3,7 +3,7 @@
 // compare output (terminal table, Markdown, CSV, HTML, JUnit, tuner CSV) renders this document.
 // Units in the names: Bytes, Us (microseconds), GBps (1e9 B/s), Pct (percent).
 import type { AxisKind, Setting } from './settings.js';
-import type { Choice } from './nccl-log.js';
+import type { Choice } from './tuning-log.js';
 
 export const COMPARE_KIND = 'collbench-compare';
 export const COMPARE_SCHEMA_VERSION = 1;

@@ -8,7 +8,7 @@ import { adaptiveFloat } from '../report/format.js';
 import { mdEscape, mdTable } from '../report/exporters/md.js';
 import { xmlEscape } from '../report/exporters/junit.js';
 import type { ChartRun } from '../report/exporters/html.js';
-import { choiceCell } from './nccl-log.js';
+import { choiceCell } from './tuning-log.js';
 import type {
   CombinationAtSize,
   CompareCase,

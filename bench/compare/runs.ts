@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyRun, type RunResult } from './analyze.js';
 import type { NcclProbe } from './document.js';
-import { NCCL_FUNC_OF, parseNcclTuningLog, type NcclTuningEvent } from './nccl-log.js';
+import { NCCL_FUNC_OF, parseNcclTuningLog, type NcclTuningEvent } from './tuning-log.js';
 import { childWords, type ProgramSpec } from './program.js';
 import { shorten } from './render.js';
 import { childEnv, type Combination } from './settings.js';

@@ -75,7 +75,7 @@ export const VARIABLES = Object.freeze([
     'setting',
     "the default watchdog's floor in whole seconds (also bounds MPI_Init and the bring-up)",
     '120',
-    ['bench/core/watchdog-floor.ts'],
+    ['bench/config/watchdog-floor.ts'],
   ),
   v(
     'RENDEZVOUS_TIMEOUT',

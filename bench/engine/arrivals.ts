@@ -5,7 +5,7 @@
 import { appendFileSync } from 'node:fs';
 import { deviceArrivalsOnHost, rankClock } from './device-arrivals.js';
 import { ENV } from '../core/environment.js';
-import { alignClocks, arrivalEvidence, type ClockAlignment } from '../core/lateness.js';
+import { alignClocks, arrivalEvidence, type ClockAlignment } from '../numbers/lateness.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { HalfResult } from '../core/types.js';
 import { monotonicClockId } from '../launch/launcher.js';

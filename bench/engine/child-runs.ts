@@ -2,30 +2,26 @@
 // child is this program again (node's flags, the script, the run's words, -J FILE) in its own process group under a
 // time limit (launch/child-job.ts); its report is read back and checked against the schema. The one place where a
 // command starts its runs, stops them all (Ctrl-C, SIGTERM, --max-time) and reads what they measured.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startChild, type ChildOutcome, type RunningChild } from '../launch/child-job.js';
 import { ARGV_ENV } from '../report/provenance.js';
-import { reportErrors, type ReportDocument } from '../report/schema.js';
+import { readDocument } from '../report/json-schemas.js';
+import { reportErrorLine, reportSchemaOf, type ReportDocument } from '../report/schema.js';
 
 /** A child's report: the document when it is there and valid, else why not (one phrase). */
 export type ReportRead = { doc: ReportDocument; error: null } | { doc: null; error: string };
 
 export function readReport(path: string): ReportRead {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    return {
-      doc: null,
-      error: err.code === 'ENOENT' ? 'the run wrote no report' : `unreadable report: ${err.message}`,
-    };
+  const { doc, problem } = readDocument<ReportDocument>(path, reportSchemaOf);
+  if (doc) return { doc, error: null };
+  if (problem.stage === 'read' && problem.code === 'ENOENT') return { doc: null, error: 'the run wrote no report' };
+  if (problem.stage === 'read' || problem.stage === 'json') {
+    return { doc: null, error: `unreadable report: ${problem.message}` };
   }
-  const errors = reportErrors(json);
-  if (errors.length) return { doc: null, error: `report does not match the schema: ${errors.slice(0, 2).join('; ')}` };
-  return { doc: json as ReportDocument, error: null };
+  const lines = problem.stage === 'schema' ? problem.errors.map(reportErrorLine) : [];
+  return { doc: null, error: `report does not match the schema: ${lines.slice(0, 2).join('; ')}` };
 }
 
 export interface ChildRun {

@@ -1,8 +1,8 @@
 // Arrivals on the device's clock (NCCL with -I; native/src/core/device_arrivals.h): the native loop returns, per rank,
 // its stream's time from a reference event to each iteration's -I mark, and the host time of that reference (the middle
 // of the window it completed in). Here they become arrivals on each process's host clock, and the processes' clock
-// alignment (core/lateness.ts) is spread over their ranks, so the one lateness rule names a GPU as it names a process.
-import type { ClockAlignment } from '../core/lateness.js';
+// alignment (numbers/lateness.ts) is spread over their ranks: the one lateness rule names a GPU as it names a process.
+import type { ClockAlignment } from '../numbers/lateness.js';
 
 /** Device arrivals placed on their process's host clock (µs), and how sure the placement is. */
 export interface HostArrivals {

@@ -2,8 +2,8 @@
 // the record the reporters print (bandwidths, #wrong, who arrived last).
 import type { SweepCase } from '../config/cases.js';
 import { ENV } from '../core/environment.js';
-import { algBwGBps, busBwGBps } from '../core/metrics.js';
-import { iterStats } from '../core/stats.js';
+import { algBwGBps, busBwGBps } from '../numbers/bandwidth.js';
+import { iterStats } from '../numbers/stats.js';
 import type { HalfResult } from '../core/types.js';
 import { COMBINE } from '../native/binding.js';
 import type { RowHalfRecord, RowRecord } from '../report/reporter.js';

@@ -10,7 +10,7 @@ import { sweepSizes, warmupSizes } from '../config/sizes.js';
 import { UsageError } from '../core/errors.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
-import { averageBusBw } from '../core/metrics.js';
+import { averageBusBw } from '../numbers/bandwidth.js';
 import {
   planCases,
   probedPairs,
@@ -21,7 +21,7 @@ import {
 } from '../config/cases.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import { DTYPE_BYTES } from '../core/types.js';
-import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../core/run-verdict.js';
+import { cycleBelowWarnBusBw, minBwVerdict, runExitCode } from '../numbers/run-verdict.js';
 import { disconnectedWorldWarning } from '../launch/launcher.js';
 import { COMBINE, type BackendInfo } from '../native/binding.js';
 import { buildReporters } from '../report/outputs.js';

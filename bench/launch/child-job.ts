@@ -3,7 +3,7 @@
 // the Gloo rank launcher, and their ranks) gets SIGTERM, then SIGKILL after a grace period. Mirrors how
 // the *_perf --np launchers forward signals to mpirun; a hung child never blocks the other combinations.
 import { spawn } from 'node:child_process';
-import { setLongTimeout } from '../core/timers.js';
+import { setLongTimeout } from './long-timeout.js';
 
 export interface ChildSpec {
   command: string;

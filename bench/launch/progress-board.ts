@@ -6,7 +6,7 @@
 // that answers from an earlier wait is behind. Requests carry a per-job token, so a stray connection learns nothing.
 import { createServer, Socket, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import type { Answer, Position } from '../core/hung.js';
+import type { Answer, Position } from './not-arrived.js';
 import { ENV } from '../core/environment.js';
 import { readBoundedLines } from './bounded-lines.js';
 import { sameToken } from './job-token.js';

@@ -8,9 +8,9 @@
 // otherwise good hosts a link suspect, and only a suspect that is slow again in its re-test is named.
 //
 // Statistics: medians and quantiles from simple-statistics (well kept, no dependencies, typed), the rank test from
-// core/stats.ts (shared with compare).
+// numbers/stats.ts (shared with compare).
 import { median, quantile } from 'simple-statistics';
-import { mannWhitneyP } from '../core/stats.js';
+import { mannWhitneyP } from '../numbers/stats.js';
 import type { ReportDocument } from '../report/schema.js';
 
 /**
@@ -71,7 +71,7 @@ export interface StageAnalysis {
 
 const flat = (runs: number[][]): number[] => runs.flat();
 
-/** One-sided Mann-Whitney U test, H1: x tends to be smaller than y (core/stats.ts: exact for small samples). */
+/** One-sided Mann-Whitney U test, H1: x tends to be smaller than y (numbers/stats.ts: exact for small samples). */
 export function mannWhitneyLess(x: readonly number[], y: readonly number[]): number {
   return mannWhitneyP(x, y, 'less');
 }

@@ -1,11 +1,7 @@
 // The verdict document of `collbench locate` (what -J writes; published as schema/collbench-locate.v2.schema.json)
 // and its text report: each stage's busbw per group against the reference, so a person can follow the reasoning.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Ajv2020 as Ajv2020Class, ValidateFunction } from 'ajv/dist/2020.js';
 import { formatSize } from '../config/sizes.js';
+import { schemaErrors } from '../report/json-schemas.js';
 import { BUDGET_SLACK } from './budget.js';
 import { formatP, type DecisionRule, type GroupResult } from './decide.js';
 
@@ -108,24 +104,11 @@ export interface LocateDocument {
   stages: LocateStage[];
 }
 
-export const LOCATE_SCHEMA_PATH = join(
-  resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'),
-  'schema',
-  `collbench-locate.v${LOCATE_SCHEMA_VERSION}.schema.json`,
-);
-
-let validator: ValidateFunction | null = null;
-
 /** Validation errors of a verdict document against the published schema; [] if valid. */
 export function locateErrors(doc: unknown): string[] {
-  if (!validator) {
-    const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020Class };
-    validator = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(
-      JSON.parse(readFileSync(LOCATE_SCHEMA_PATH, 'utf8')) as Record<string, unknown>,
-    );
-  }
-  if (validator(doc)) return [];
-  return (validator.errors ?? []).map((e) => `${e.instancePath || '/'}: ${e.message ?? 'invalid'}`);
+  return schemaErrors(`collbench-locate.v${LOCATE_SCHEMA_VERSION}`, doc).map(
+    (e) => `${e.instancePath || '/'}: ${e.message ?? 'invalid'}`,
+  );
 }
 
 /** Seconds as text: 90 s, 12 min, 1.5 h. */

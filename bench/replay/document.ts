@@ -4,8 +4,8 @@
 // --csv one line per step (csv-stringify).
 import { stringify } from 'csv-stringify/sync';
 import { getCollective } from '../collectives/index.js';
-import { algBwGBps, busBwGBps } from '../core/metrics.js';
-import { medianOf } from '../core/stats.js';
+import { algBwGBps, busBwGBps } from '../numbers/bandwidth.js';
+import { medianOf } from '../numbers/stats.js';
 import {
   REPLAY_KIND,
   REPLAY_SCHEMA_VERSION,

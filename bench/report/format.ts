@@ -3,7 +3,7 @@
 // nccl-tests' adaptive cell formatter (getFloatStr in src/util.cu). JavaScript's toFixed/toPrecision
 // round ties away from zero and switch to exponent notation at 1e21, so none of them are used here.
 
-import { signBit } from '../core/c-numbers.js';
+import { signBit } from '../numbers/c-numbers.js';
 
 const f64 = new Float64Array(1);
 const u64 = new BigUint64Array(f64.buffer);

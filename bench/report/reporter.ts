@@ -3,7 +3,7 @@
 // other exports plug in the same way. Only rank 0 has reporters.
 import type { SweepCase } from '../config/cases.js';
 import type { HalfResult } from '../core/types.js';
-import type { ClockMethod } from '../core/lateness.js';
+import type { ClockMethod } from '../numbers/lateness.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { BackendInfo } from '../native/binding.js';
 import type { MemoryUsage, RankLineInfo } from '../core/ranks.js';
@@ -17,7 +17,7 @@ export interface RowHalfRecord {
   busBw: number; // GB/s
   wrong: number | null; // null = not checked (N/A)
   result: HalfResult; // everything the native loop returned (per-iteration samples, first wrong…)
-  late: LateRank | null; // the rank the others waited for (core/lateness.ts), when one stood out
+  late: LateRank | null; // the rank the others waited for (numbers/lateness.ts), when one stood out
   /** Per process (= per rank with one rank per process): share of iterations it arrived last by more than the
    *  margin; null where arrivals say nothing (one process, a collective that lets ranks run ahead, size 0). */
   lastShare: number[] | null;
@@ -35,7 +35,7 @@ export interface Precision {
   met: boolean;
 }
 
-/** The rank that arrived last in most iterations of a row-half, by more than the margin (core/lateness.ts). */
+/** The rank that arrived last in most iterations of a row-half, by more than the margin (numbers/lateness.ts). */
 export interface LateRank {
   rank: number;
   host: string;

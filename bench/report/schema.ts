@@ -4,13 +4,11 @@
 // (no late-rank evidence) is still read: its schema stays beside it and the validator picks by schemaVersion.
 // Units are in the names: Bytes, Us (microseconds), GBps (1e9 B/s), as in the nccl-tests table.
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Ajv2020 as Ajv2020Class, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import type { ErrorObject } from 'ajv/dist/2020.js';
+import { schemaErrors, schemaPath as publishedSchemaPath, type SchemaName } from './json-schemas.js';
 import type { LibraryHangView } from '../backends/nccl-ras.js';
-import type { IterStats } from '../core/stats.js';
-import type { ClockMethod } from '../core/lateness.js';
+import type { IterStats } from '../numbers/stats.js';
+import type { ClockMethod } from '../numbers/lateness.js';
 import type { AlgoChoice, LinksVerdict } from '../backends/nccl-links.js';
 
 export const REPORT_KIND = 'collbench-report';
@@ -184,44 +182,26 @@ export const PLACEMENTS = [
 ] as const;
 /** A published JSON Schema: <package>/schema/, two levels above this file in bench/ and in dist/. */
 export const schemaPath = (version: ReadableSchemaVersion): string =>
-  join(
-    resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'),
-    'schema',
-    `collbench-report.v${version}.schema.json`,
-  );
+  publishedSchemaPath(`collbench-report.v${version}`);
 /** The schema of what -J writes now. */
 export const SCHEMA_PATH = schemaPath(SCHEMA_VERSION);
-
-const validators = new Map<ReadableSchemaVersion, ValidateFunction>();
 
 export function reportJsonSchema(version: ReadableSchemaVersion = SCHEMA_VERSION): Record<string, unknown> {
   return JSON.parse(readFileSync(schemaPath(version), 'utf8')) as Record<string, unknown>;
 }
 
-function compiled(version: ReadableSchemaVersion): ValidateFunction {
-  // ajv is loaded on first use only: a benchmark run writes reports but never validates them.
-  const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020Class };
-  let v = validators.get(version);
-  if (!v) {
-    v = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(reportJsonSchema(version));
-    validators.set(version, v);
-  }
-  return v;
-}
-
-/** The schema version a parsed document declares, when it is one the readers know. */
-function declaredVersion(doc: unknown): ReadableSchemaVersion {
+/** The schema a parsed run report is checked against: the version it declares, when it is one the readers know (1 or
+ *  2); any other version fails against the current one. */
+export function reportSchemaOf(doc: unknown): SchemaName {
   const v = typeof doc === 'object' && doc !== null ? (doc as { schemaVersion?: unknown }).schemaVersion : undefined;
-  return READABLE_SCHEMA_VERSIONS.find((known) => known === v) ?? SCHEMA_VERSION;
+  return `collbench-report.v${READABLE_SCHEMA_VERSIONS.find((known) => known === v) ?? SCHEMA_VERSION}`;
 }
 
-/** Validation errors of a parsed document as short lines (`/rows/3/inPlace: must have …`); [] if valid.
- *  Checked against the schema of the version it declares (1 or 2); any other version fails against the current one. */
+/** One validation error as a short line: `/rows/3/inPlace: must have …`. */
+export const reportErrorLine = (e: ErrorObject): string =>
+  `${e.instancePath || '/'}: ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`;
+
+/** Validation errors of a parsed run report as short lines; [] if valid. */
 export function reportErrors(doc: unknown): string[] {
-  const validate = compiled(declaredVersion(doc));
-  if (validate(doc)) return [];
-  return (validate.errors ?? []).map(
-    (e: ErrorObject) =>
-      `${e.instancePath || '/'}: ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`,
-  );
+  return schemaErrors(reportSchemaOf(doc), doc).map(reportErrorLine);
 }

@@ -1,8 +1,8 @@
 // Tool A against tool B, run interleaved round by round on the same machine (A B, B A, …), judged per size against a
 // goal "A's median <= ratio x B's, or at most addedUs more": the one place for that judgement, shared by
 // scripts/bench-overhead.ts (collbench vs plain MPI/Gloo loops) and vs-nccl-tests (collbench vs nccl-tests on a GPU).
-// The statistics themselves (bootstrap interval, Mann-Whitney, Holm) are core/stats.ts.
-import { bootstrapRatio, holm, mannWhitneyP } from '../core/stats.js';
+// The statistics themselves (bootstrap interval, Mann-Whitney, Holm) are numbers/stats.ts.
+import { bootstrapRatio, holm, mannWhitneyP } from '../numbers/stats.js';
 
 export interface Goal {
   ratio: number; // A's median may be this many times B's …

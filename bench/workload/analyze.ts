@@ -1,10 +1,10 @@
 // From the measured steps to the answer: per configuration the median step time and its spread over interleaved
 // repeats, the effective bus bandwidth, how much communication the stand-in compute hid, and the recommended
 // configuration with its margin over each other one (bootstrap interval of the ratio of medians and a one-sided
-// Mann-Whitney test, Holm-corrected over the comparisons: core/stats.ts, the statistics compare and accept use); the
+// Mann-Whitney test, Holm-corrected over the comparisons: numbers/stats.ts, the statistics compare and accept use); the
 // overlap with its bootstrap interval over the repeats, so a share that noise alone explains is said to be noise.
 import { getCollective } from '../collectives/index.js';
-import { bootstrapPaired, bootstrapRatio, holm, mannWhitneyP, medianOf } from '../core/stats.js';
+import { bootstrapPaired, bootstrapRatio, holm, mannWhitneyP, medianOf } from '../numbers/stats.js';
 import type { Configuration, WorkloadPlan } from './plan.js';
 
 /** What one repeat of one configuration measured (rank 0). */

@@ -1,9 +1,8 @@
 // The parameters of the model a workload stands for, in definition order (the order PyTorch's module.parameters()
 // yields them): a synthetic decoder-only transformer sized from --params (and --layers), or a user's own list of
 // per-parameter element counts (--param-sizes FILE). Every rank builds the same list, so nothing is exchanged.
-import { readFileSync } from 'node:fs';
 import { UsageError } from '../core/errors.js';
-import { errorText, schemaErrors } from '../report/json-schemas.js';
+import { errorText, readDocument } from '../report/json-schemas.js';
 
 export interface Param {
   name: string;
@@ -101,14 +100,12 @@ export function modelFromEntries(entries: readonly ParamEntry[], source: string)
 export function loadModel(params: number | null, layers: number | null, paramSizes: string | null): Model {
   if (params !== null) return syntheticModel(params, layers ?? undefined);
   const file = paramSizes!;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw UsageError.forFlag('--param-sizes', `${file}: ${(e as Error).message}`);
+  const { doc, problem } = readDocument<ParamEntry[] | { params: ParamEntry[] }>(file, 'collbench-param-sizes.v1');
+  if (problem?.stage === 'read' || problem?.stage === 'json') {
+    throw UsageError.forFlag('--param-sizes', `${file}: ${problem.message}`);
   }
-  const errors = schemaErrors('collbench-param-sizes.v1', doc);
-  if (errors.length) {
+  if (problem) {
+    const errors = problem.errors;
     // The deepest error says most (`/3/numel: must be >= 1` rather than `/3: must be integer` of the other branch).
     const e =
       errors.filter((x) => x.keyword !== 'oneOf').sort((x, y) => y.instancePath.length - x.instancePath.length)[0] ??
@@ -118,6 +115,6 @@ export function loadModel(params: number | null, layers: number | null, paramSiz
       `${file}: ${e.instancePath || '/'}: ${errorText(e)} (schema/collbench-param-sizes.v1.schema.json)`,
     );
   }
-  const entries = Array.isArray(doc) ? (doc as ParamEntry[]) : (doc as { params: ParamEntry[] }).params;
+  const entries = Array.isArray(doc) ? doc : doc!.params;
   return modelFromEntries(entries, file);
 }

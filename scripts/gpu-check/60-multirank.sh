@@ -82,7 +82,7 @@ else
   if mr_gate late; then
     rm -f "$mr_keep/late-trace.jsonl"
     mr_judged "late rank: 2 ms device delay on rank 2 of 4 (-I 1 -z 0): named with its GPU by device arrivals, \
-host enqueue names nobody" 60 late 2 "$mr_keep/late-trace.jsonl" "$GC_BUNDLE/dist/core/lateness.js" \
+host enqueue names nobody" 60 late 2 "$mr_keep/late-trace.jsonl" "$GC_BUNDLE/dist/numbers/lateness.js" \
       -- 4 -e all:COLLBENCH_TEST_GPU_DELAY=2000:all:2 -e "0:COLLBENCH_ARRIVAL_TRACE=$mr_keep/late-trace.jsonl" \
       -- all_reduce_perf -b 1K -e 64K -f 8 -n 20 -w 2 -z 0 -I 1
   fi

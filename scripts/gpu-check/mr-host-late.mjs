@@ -1,6 +1,6 @@
 // A helper of gpu-check part 60 (read by mr-judge.sh late): applies collbench's own lateness rule (LATENESS, the
-// bundle's dist/core/lateness.js) to COLLBENCH_ARRIVAL_TRACE's lines, once to the device arrivals and once to the host
-// enqueue times, so that a device-side delay on one rank is seen to name that rank by device arrivals only.
+// bundle's dist/numbers/lateness.js) to COLLBENCH_ARRIVAL_TRACE's lines, once to the device arrivals and once to the
+// host enqueue times, so that a device-side delay on one rank is seen to name that rank by device arrivals only.
 // Usage: node mr-host-late.mjs TRACE LATENESS  (prints one line per row-half and two summary lines)
 import { existsSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';

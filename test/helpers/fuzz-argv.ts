@@ -2,13 +2,13 @@
 // values of the right kind, of the wrong kind, and garbage), from a seeded generator so a failure is
 // reproducible: COLLBENCH_FUZZ_SEED=<seed printed in the test name>.
 import { ACTIONS, FLAGS } from '../../bench/config/flags.js';
-import { seededRandom } from '../../bench/core/stats.js';
+import { seededRandom } from '../../bench/numbers/stats.js';
 
 export function fuzzSeed(): number {
   return Number(process.env.COLLBENCH_FUZZ_SEED ?? 20261123);
 }
 
-/** A seeded generator (core/stats.ts seededRandom), so a failure is reproducible from the printed seed. */
+/** A seeded generator (numbers/stats.ts seededRandom), so a failure is reproducible from the printed seed. */
 export const rng = seededRandom;
 
 const GARBAGE = [

@@ -17,7 +17,7 @@ import {
 import { createNcclDriver } from '../../bench/backends/nccl.js';
 import type { CollectiveDescriptor } from '../../bench/collectives/descriptor.js';
 import type { ResolvedOptions } from '../../bench/config/flags.js';
-import { median } from '../../bench/core/lateness.js';
+import { medianOf } from '../../bench/numbers/stats.js';
 import type { BackendInfo, NativeBackend } from '../../bench/native/binding.js';
 import { hostname, tmpdir } from 'node:os';
 import { shortHost } from '../../bench/core/ranks.js';
@@ -99,7 +99,7 @@ describe('NCCL link profiler driven as NCCL does (C++ harness)', () => {
       total(v, 'SendGPUWait') > 2 * total(healthy, 'SendGPUWait'),
       `SendGPUWait ${total(v, 'SendGPUWait')} vs healthy ${total(healthy, 'SendGPUWait')}`,
     );
-    const rate = (x: typeof v) => median(x.links.map((l) => l.gbps));
+    const rate = (x: typeof v) => medianOf(x.links.map((l) => l.gbps));
     assert.ok(Math.abs(rate(v) / rate(healthy) - 1) < 0.1, `median rate ${rate(v)} vs healthy ${rate(healthy)}`);
   });
 

@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { analyze, classifyRun, median, type RunResult } from '../../bench/compare/analyze.js';
+import { analyze, classifyRun, type RunResult } from '../../bench/compare/analyze.js';
+import { medianOf } from '../../bench/numbers/stats.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../../bench/compare/document.js';
-import { parseNcclTuningLog } from '../../bench/compare/nccl-log.js';
+import { parseNcclTuningLog } from '../../bench/compare/tuning-log.js';
 import {
   renderCompareCsv,
   renderCompareHtml,
@@ -198,8 +199,8 @@ describe('compare verdict', () => {
   });
 
   it('takes the median and the spread of each combination per size', () => {
-    assert.equal(median([3, 1, 2]), 2);
-    assert.equal(median([4, 1, 2, 3]), 2.5);
+    assert.equal(medianOf([3, 1, 2]), 2);
+    assert.equal(medianOf([4, 1, 2, 3]), 2.5);
     const s = a.cases[0]!.sizes[0]!;
     assert.equal(s.sizeBytes, 1024);
     assert.deepEqual(

@@ -16,7 +16,7 @@ import {
   padRight,
   timeCell,
 } from '../../bench/report/format.js';
-import { NEG_NAN, signBit } from '../../bench/core/c-numbers.js';
+import { NEG_NAN, signBit } from '../../bench/numbers/c-numbers.js';
 
 const f64 = new Float64Array(1);
 const u64 = new BigUint64Array(f64.buffer);

@@ -13,7 +13,7 @@ import { lateLine, lateSummaryLine, type LateCell } from '../../bench/report/rep
 import { repoRoot } from '../helpers/cli.js';
 
 const JUDGE = join(repoRoot, 'scripts', 'gpu-check', 'mr-judge.sh');
-const LATENESS = join(repoRoot, 'bench', 'core', 'lateness.ts');
+const LATENESS = join(repoRoot, 'bench', 'numbers', 'lateness.ts');
 const fixture = (name: string): string => readFileSync(join(repoRoot, 'test', 'fixtures', name), 'utf8');
 const dir = mkdtempSync(join(tmpdir(), 'collbench-gpu-multirank-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,7 +22,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 function judge(output: string, ...args: string[]): { line: string; code: number | null } {
   const file = join(dir, `out-${Math.random().toString(36).slice(2)}.txt`);
   writeFileSync(file, output);
-  // node runs the .ts lateness module through tsx, as the bundle's node runs dist/core/lateness.js
+  // node runs the .ts lateness module through tsx, as the bundle's node runs dist/numbers/lateness.js
   const r = spawnSync('bash', [JUDGE, ...args, '--', 'cat', file], {
     encoding: 'utf8',
     env: { ...process.env, NODE_OPTIONS: '--import tsx', GC_NODE: process.execPath },

@@ -1,17 +1,11 @@
-// The late-rank rule (bench/core/lateness.ts) and its lines (report/reporters/nccl-table.ts): clock alignment from
+// The late-rank rule (bench/numbers/lateness.ts) and its lines (report/reporters/nccl-table.ts): clock alignment from
 // barrier exits, naming the process that arrived last in most iterations by more than the margin, and not naming
 // anybody for the collective's own small exit order or for a rank that is last only sometimes. The end-to-end proof
 // with a real straggler (a PMPI interposer) is test/cli/late-rank.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  alignClocks,
-  arrivalEvidence,
-  formatLateUs,
-  LATE_RULE,
-  lateMarginUs,
-  median,
-} from '../../bench/core/lateness.js';
+import { alignClocks, arrivalEvidence, formatLateUs, LATE_RULE, lateMarginUs } from '../../bench/numbers/lateness.js';
+import { medianOf } from '../../bench/numbers/stats.js';
 import { lateLine, lateSummaryLine } from '../../bench/report/reporters/nccl-table.js';
 
 const shared = alignClocks([[0], [0]], true);
@@ -122,7 +116,7 @@ describe('arrivalEvidence: who the others waited for', () => {
   it('says nothing for one process or no iterations', () => {
     assert.equal(arrivalEvidence([[1, 2, 3]], shared), null);
     assert.equal(arrivalEvidence([[], []], shared), null);
-    assert.ok(Number.isNaN(median([])));
+    assert.ok(Number.isNaN(medianOf([])));
   });
 });
 

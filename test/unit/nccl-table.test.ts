@@ -1,5 +1,5 @@
 // Tests of the nccl-tests text table (bench/report/reporters/nccl-table.ts) and of the numbers it shows
-// (bench/core/metrics.ts, bench/core/stats.ts iterStats). The golden files in test/fixtures/golden/ were
+// (bench/numbers/bandwidth.ts, bench/numbers/stats.ts iterStats). The golden files in test/fixtures/golden/ were
 // printed by a C program using nccl-tests' own printf formats and getFloatStr/computeIterStats (copied
 // from src/util.cu), fed with the same inputs as the builders below — not by this implementation.
 import { test } from 'node:test';
@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import type { ResolvedOptions } from '../../bench/config/flags.js';
-import { algBwGBps, averageBusBw, busBwGBps } from '../../bench/core/metrics.js';
-import { iterStats, percentileIndex, type IterStats } from '../../bench/core/stats.js';
-import { NEG_NAN, signBit } from '../../bench/core/c-numbers.js';
+import { algBwGBps, averageBusBw, busBwGBps } from '../../bench/numbers/bandwidth.js';
+import { iterStats, percentileIndex, type IterStats } from '../../bench/numbers/stats.js';
+import { NEG_NAN, signBit } from '../../bench/numbers/c-numbers.js';
 import {
   firstWrongLine,
   footerLines,
@@ -29,9 +29,9 @@ import {
   type PreambleInfo,
   type RowCells,
 } from '../../bench/report/reporters/nccl-table.js';
-import { cAtof } from '../../bench/core/c-numbers.js';
+import { cAtof } from '../../bench/numbers/c-numbers.js';
 import { cpuBusId, gpuBusId, shortHost, type RankLineInfo } from '../../bench/core/ranks.js';
-import { minBwVerdict } from '../../bench/core/run-verdict.js';
+import { minBwVerdict } from '../../bench/numbers/run-verdict.js';
 
 const GOLDEN = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'golden');
 const golden = (name: string): string => readFileSync(join(GOLDEN, name), 'utf8');

@@ -1,4 +1,4 @@
-// The bootstrap interval of a ratio of medians (bench/core/stats.ts): reproducible, covering the truth for clearly
+// The bootstrap interval of a ratio of medians (bench/numbers/stats.ts): reproducible, covering the truth for clearly
 // separated and for identical samples, and saying nothing from one run.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -10,15 +10,15 @@ import {
   medianOf,
   normalCdf,
   seededRandom,
-} from '../../bench/core/stats.js';
+} from '../../bench/numbers/stats.js';
 
 describe('bootstrapRatio', () => {
   it('separated samples: the interval excludes 1 and contains the ratio of medians; same seed, same interval', () => {
     const a = [12.1, 11.8, 12.4, 12.0, 11.9],
       b = [10.0, 10.3, 9.8, 10.1, 10.2];
     const ci = bootstrapRatio(a, b, { seed: 7 })!;
-    assert.ok(Math.abs(ci.ratio - 12.0 / 10.1) < 1e-12);
-    assert.ok(ci.lo > 1 && ci.lo <= ci.ratio && ci.ratio <= ci.hi, JSON.stringify(ci));
+    assert.ok(Math.abs(ci.estimate - 12.0 / 10.1) < 1e-12);
+    assert.ok(ci.lo > 1 && ci.lo <= ci.estimate && ci.estimate <= ci.hi, JSON.stringify(ci));
     assert.deepEqual(bootstrapRatio(a, b, { seed: 7 }), ci);
   });
 

@@ -7,6 +7,7 @@ import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import type { ReportDocument } from '../schema.js';
 import { PLACEMENTS } from '../schema.js';
+import { medianOf } from '../../numbers/stats.js';
 
 /** One input run, reduced to what the charts and summaries need (from a collbench or nccl-tests JSON). */
 export interface ChartRun {
@@ -34,18 +35,12 @@ export interface HeatCell {
   relative: number;
   meanUs: number;
 }
-/** Share of a row-half's iterations in which `rank` arrived last by more than the margin (core/lateness.ts). */
+/** Share of a row-half's iterations in which `rank` arrived last by more than the margin (numbers/lateness.ts). */
 export interface LateHeatCell {
   rank: number;
   sizeBytes: number;
   share: number;
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-};
 
 /** Mean over -N cycles of the same series and size, so a line never zigzags back. */
 export function meanBySeriesAndSize(points: ChartPoint[]): ChartPoint[] {
@@ -89,7 +84,7 @@ export function chartRunFromReport(doc: ReportDocument, label: string, source = 
     if (caseOf(r) !== firstCase || r.cycle !== 0) continue;
     const perRank = r.outOfPlace.perIter?.perRank ?? [];
     if (perRank.length < 2) continue;
-    const mid = median(perRank.map((p) => p.stats.mean));
+    const mid = medianOf(perRank.map((p) => p.stats.mean));
     for (const p of perRank) {
       heat.push({
         rank: p.rank,
@@ -207,7 +202,7 @@ export function chartRunFromNcclTests(
         const s = t.slice(skip);
         return s.reduce((a, b) => a + b, 0) / Math.max(1, s.length);
       });
-      const mid = median(means);
+      const mid = medianOf(means);
       means.forEach((m, rank) => heat.push({ rank, sizeBytes: r.size, meanUs: m, relative: mid > 0 ? m / mid : 1 }));
     }
   }

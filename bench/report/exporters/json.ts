@@ -1,11 +1,11 @@
 // The collbench report document (schema.ts), built from what runSuite tells its reporters: metadata at
 // begin, one record per row, the summary at end. The builder's document is valid at every step, so the
 // exporters can rewrite their files after every row. `-J FILE` writes it as JSON.
-import { iterStats } from '../../core/stats.js';
+import { iterStats } from '../../numbers/stats.js';
 import { collectProvenance, rerunCommand, reportRank } from '../provenance.js';
 import type { RowHalfRecord, RowRecord, RunMeta, RunSummary } from '../reporter.js';
-import { cAtof } from '../../core/c-numbers.js';
-import { LATE_RULE } from '../../core/lateness.js';
+import { cAtof } from '../../numbers/c-numbers.js';
+import { LATE_RULE } from '../../numbers/lateness.js';
 import {
   REPORT_KIND,
   SCHEMA_VERSION,

@@ -5,8 +5,8 @@
 // --warn-busbw, the last complete cycle's average busbw and when it ended. Rendered by prom-client (the Node
 // ecosystem's Prometheus library) so names, label escaping and the exposition format are Prometheus' own.
 import { Gauge, Registry } from 'prom-client';
-import { averageBusBw } from '../../core/metrics.js';
-import { cycleBelowWarnBusBw } from '../../core/run-verdict.js';
+import { averageBusBw } from '../../numbers/bandwidth.js';
+import { cycleBelowWarnBusBw } from '../../numbers/run-verdict.js';
 import { PLACEMENTS, type ReportDocument, type ReportRow } from '../schema.js';
 
 const ROW_LABELS = ['collective', 'type', 'redop', 'root', 'size_bytes', 'placement'] as const;

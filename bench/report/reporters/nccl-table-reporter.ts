@@ -1,6 +1,6 @@
 // The live nccl-tests table on stdout: preamble at begin, one line per row (plus `# first wrong`
 // comment lines), footer at end. Formatting itself is in nccl-table.ts.
-import { iterStats } from '../../core/stats.js';
+import { iterStats } from '../../numbers/stats.js';
 import type { Precision, Reporter, RowRecord } from '../reporter.js';
 import { PLACEMENTS } from '../schema.js';
 import {

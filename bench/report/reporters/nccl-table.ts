@@ -3,12 +3,13 @@
 // nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writePerIterReport,
 // writeResultFooter, writeMemInfo, writeErrors) and src/hypercube.cu, so the layout is byte-identical.
 import type { ResolvedOptions } from '../../config/flags.js';
-import type { IterStats } from '../../core/stats.js';
+import type { IterStats } from '../../numbers/stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';
 import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
 import { lateRankName, shortHost } from '../../core/ranks.js';
-import type { MinBwVerdict } from '../../core/run-verdict.js';
-import { formatLateUs, median } from '../../core/lateness.js';
+import type { MinBwVerdict } from '../../numbers/run-verdict.js';
+import { formatLateUs } from '../../numbers/lateness.js';
+import { medianOf } from '../../numbers/stats.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Preamble
@@ -397,7 +398,7 @@ export function precisionSummaryLine(
   );
 }
 
-/** Who the others waited for, as a rank on a host (core/lateness.ts; the lines below are collbench's own). */
+/** Who the others waited for, as a rank on a host (numbers/lateness.ts; the lines below are collbench's own). */
 export interface LateCell {
   rank: number;
   host: string;
@@ -431,7 +432,7 @@ export function lateSummaryLine(named: readonly LateCell[], halves: number): str
   const fraction = cells.reduce((sum, l) => sum + l.lastFraction, 0) / cells.length;
   return (
     `# late rank: ${lateRankName(cells[0]!).slice('rank '.length)} (late in ${cells.length} of ${halves} row-halves; ` +
-    `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(median(cells.map((l) => l.medianLateUs)))} median)`
+    `last in ${Math.round(fraction * 100)}% of their iterations, +${formatLateUs(medianOf(cells.map((l) => l.medianLateUs)))} median)`
   );
 }
 

@@ -3,7 +3,7 @@
 // footer. Same numbers as the nccl-tests table (adaptive formatter), sizes also in K/M/G.
 import Table from 'cli-table3';
 import { formatSize } from '../../config/sizes.js';
-import { iterStats } from '../../core/stats.js';
+import { iterStats } from '../../numbers/stats.js';
 import { adaptiveFloat } from '../format.js';
 import type { Reporter, RowHalfRecord, RowRecord } from '../reporter.js';
 import { footerLines, skipLine } from './nccl-table.js';

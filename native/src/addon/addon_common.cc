@@ -323,7 +323,7 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
                 executor().setHoldTime(std::chrono::milliseconds(static_cast<int64_t>(ms)));
                 return info.Env().Undefined();
               }));
-  // The CPUs this process may run on, and the timed loop's own CPU (bench/core/loop-cpu.ts decides; loop_cpu.h).
+  // The CPUs this process may run on, and the timed loop's own CPU (bench/engine/loop-cpu.ts decides; loop_cpu.h).
   exports.Set("allowedCpus", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
                 std::vector<int> cpus;
                 throwIfError(info.Env(), allowedCpus(&cpus));

@@ -92,7 +92,7 @@ struct HalfResult {
   std::vector<double> perRankIterUs;  // -I: nranks x iters, rank-major (valid on rank 0)
   // When each iteration started on each process: processes x iters, process-major, in microseconds of that
   // process's own monotonic clock (valid on rank 0; empty for 1 process and with -G). Who arrives last at a
-  // collective is who the others wait for; bench/core/lateness.ts puts the clocks together and names it.
+  // collective is who the others wait for; bench/numbers/lateness.ts puts the clocks together and names it.
   // With device arrivals (a device timer, -I: core/device_arrivals.h) arrivalUs holds instead one row per rank: the
   // device time from that rank's reference mark to its stream reaching each iteration; deviceRefUs, per rank, the
   // reference's host time (µs of its process's monotonic clock) and the half-width of the window it fell in; and

@@ -25,8 +25,9 @@ export function medianOf(xs: readonly number[]): number {
   return xs.length === 0 ? Number.NaN : median(xs as number[]);
 }
 
-export interface RatioInterval {
-  ratio: number; // median(a) / median(b)
+/** A percentile-bootstrap interval: the one interval type (compare, locate, accept, workload, the side-by-side). */
+export interface Interval {
+  estimate: number; // the statistic of the data itself (bootstrapRatio: median(a) / median(b))
   lo: number; // the interval's bounds, at `level`
   hi: number;
   level: number;
@@ -43,7 +44,7 @@ export function bootstrapRatio(
   a: readonly number[],
   b: readonly number[],
   opts: { level?: number; resamples?: number; seed?: number; minSamples?: number } = {},
-): RatioInterval | null {
+): Interval | null {
   const level = opts.level ?? 0.95;
   const resamples = opts.resamples ?? 4000;
   const minSamples = opts.minSamples ?? 2;
@@ -58,7 +59,7 @@ export function bootstrapRatio(
     level,
     () => median(sampleWithReplacement(xs, xs.length, rand)) / median(sampleWithReplacement(ys, ys.length, rand)),
   );
-  return { ratio, lo, hi, level, resamples };
+  return { estimate: ratio, lo, hi, level, resamples };
 }
 
 /** The (1 − level)/2 and (1 + level)/2 quantiles of `resamples` draws of a bootstrap statistic. */
@@ -66,14 +67,6 @@ function percentileInterval(resamples: number, level: number, draw: () => number
   const values = Array.from({ length: resamples }, draw).filter((v) => Number.isFinite(v));
   if (values.length === 0) return [Number.NaN, Number.NaN];
   return quantile(values, [(1 - level) / 2, (1 + level) / 2]) as [number, number];
-}
-
-export interface Interval {
-  estimate: number;
-  lo: number;
-  hi: number;
-  level: number;
-  resamples: number;
 }
 
 /**
@@ -197,7 +190,7 @@ export function medianRatioInterval(
   level: number,
   seed: number,
   resamples = DEFAULT_RESAMPLES,
-): RatioInterval {
+): Interval {
   if (current.length === 0 || baseline.length === 0) throw new RangeError('medianRatioInterval: empty sample');
   const r = bootstrapRatio(current, baseline, { level, seed, resamples, minSamples: 1 });
   if (!r) throw new RangeError('medianRatioInterval: a median is not positive');

@@ -1,10 +1,10 @@
-// Naming who did not arrive when a wait expired (bench/core/hung.ts), and the progress board's start-up entries and
-// answers over real loopback sockets (bench/launch/progress-board.ts). The end-to-end proof with a stopped rank is
+// Naming who did not arrive when a wait expired (bench/launch/not-arrived.ts), and the progress board's start-up entries
+// and answers over real loopback sockets (bench/launch/progress-board.ts). The end-to-end proof with a stopped rank is
 // test/cli/hung-rank.test.ts.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { notArrivedLine, type Answer, type Position } from '../../bench/core/hung.js';
+import { notArrivedLine, type Answer, type Position } from '../../bench/launch/not-arrived.js';
 import {
   ask,
   boardBindAddress,

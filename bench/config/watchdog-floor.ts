@@ -1,7 +1,7 @@
-// The default watchdog's floor (engine/watchdog.ts): 120 s, or COLLBENCH_WATCHDOG_MIN_S. In core so that the
-// backends, which may not import commands/, arm the same limit around start-up (MPI_Init) as the run's waits get.
-import { UsageError } from './errors.js';
-import { ENV } from './environment.js';
+// The default watchdog's floor (engine/watchdog.ts): 120 s, or COLLBENCH_WATCHDOG_MIN_S. Below the backends, so that
+// they arm the same limit around start-up (MPI_Init) as the run's waits get.
+import { UsageError } from '../core/errors.js';
+import { ENV } from '../core/environment.js';
 
 export const DEFAULT_MIN_SEC = 120;
 

@@ -7,6 +7,7 @@
 // one host), so their readings compare directly. Otherwise each clock's offset against rank 0's is estimated from
 // readings taken as every process leaves a series of barriers (leaving a barrier happens at nearly the same moment
 // everywhere); the spread of those estimates is the alignment's uncertainty and widens the margin.
+import { medianOf } from './stats.js';
 
 export type ClockMethod = 'shared-clock' | 'barrier-aligned';
 
@@ -46,13 +47,6 @@ export interface LateProcess {
   iterations: number;
 }
 
-export function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
 /**
  * Offsets of each process's clock against process 0 from `samples` (process × round readings taken on leaving
  * successive barriers). `sameClock`: every process runs on one kernel (equal boot ids), so nothing is estimated.
@@ -65,10 +59,10 @@ export function alignClocks(samples: readonly (readonly number[])[], sameClock: 
   const offsetsUs = samples.map((row, p) => {
     if (p === 0) return 0;
     const diffs = row.map((t, k) => t - ref[k]!);
-    const offset = median(diffs);
+    const offset = medianOf(diffs);
     // The median's standard error: the spread of single rounds (median absolute deviation, scaled to a standard
     // deviation for normal noise) times 1.2533 / sqrt(rounds).
-    const spread = 1.4826 * median(diffs.map((d) => Math.abs(d - offset)));
+    const spread = 1.4826 * medianOf(diffs.map((d) => Math.abs(d - offset)));
     uncertaintyUs = Math.max(uncertaintyUs, (1.2533 * spread) / Math.sqrt(diffs.length));
     return offset;
   });
@@ -106,7 +100,7 @@ export function arrivalEvidence(
   // for the last arriver and the op itself); the last iteration, which has no successor, takes the median.
   const earliest = Array.from({ length: iterations }, (_, i) => Math.min(...aligned.map((r) => r[i]!)));
   const steps = earliest.slice(1).map((t, i) => t - earliest[i]!);
-  const typicalStep = steps.length > 0 ? median(steps) : 0;
+  const typicalStep = steps.length > 0 ? medianOf(steps) : 0;
   const margins = earliest.map((_, i) => lateMarginUs(steps[i] ?? typicalStep, clock));
   const lastCounts = new Array<number>(procs).fill(0);
   const lateness: number[][] = Array.from({ length: procs }, () => []);
@@ -114,13 +108,13 @@ export function arrivalEvidence(
     let last = 0;
     for (let p = 1; p < procs; p++) if (aligned[p]![i]! > aligned[last]![i]!) last = p;
     const others = aligned.filter((_, p) => p !== last).map((r) => r[i]!);
-    const late = aligned[last]![i]! - median(others);
+    const late = aligned[last]![i]! - medianOf(others);
     if (late > margins[i]!) {
       lastCounts[last]! += 1;
       lateness[last]!.push(late);
     }
   }
-  const marginUs = median(margins);
+  const marginUs = medianOf(margins);
   let top = 0;
   for (let p = 1; p < procs; p++) if (lastCounts[p]! > lastCounts[top]!) top = p;
   const lastFraction = lastCounts[top]! / iterations;
@@ -131,7 +125,7 @@ export function arrivalEvidence(
     late: {
       process: top,
       lastFraction,
-      medianLateUs: median(lateness[top]!),
+      medianLateUs: medianOf(lateness[top]!),
       marginUs,
       lastCount: lastCounts[top]!,
       iterations,

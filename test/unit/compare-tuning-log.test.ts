@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { choiceCell, choicesAt, loggedBytes, parseNcclTuningLog } from '../../bench/compare/nccl-log.js';
+import { choiceCell, choicesAt, loggedBytes, parseNcclTuningLog } from '../../bench/compare/tuning-log.js';
 import { repoRoot } from '../helpers/cli.js';
 
 const fixture = (name: string): string => readFileSync(join(repoRoot, 'test/fixtures/nccl-logs', name), 'utf8');

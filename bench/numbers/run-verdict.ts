@@ -2,7 +2,7 @@
 // below nccl-tests' NCCL_TESTS_MIN_BW floor. Reporters print it; only cli/main.ts turns it into the
 // process's exit status.
 import { cAtof } from './c-numbers.js';
-import { EXIT } from './errors.js';
+import { EXIT } from '../core/errors.js';
 
 export type MinBwVerdict = 'OK' | 'FAILED';
 

@@ -1,9 +1,9 @@
-// core/timers.ts: a limit longer than one Node.js timer holds (2^31 - 1 ms) waits through several timers instead of
-// firing at once, as a plain setTimeout does (the -T 2200000 a run used to abort with immediately).
+// launch/long-timeout.ts: a limit longer than one Node.js timer holds (2^31 - 1 ms) waits through several timers
+// instead of firing at once, as a plain setTimeout does (the -T 2200000 a run used to abort with immediately).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MAX_TIMER_MS, setLongTimeout } from '../../bench/core/timers.js';
+import { MAX_TIMER_MS, setLongTimeout } from '../../bench/launch/long-timeout.js';
 
 describe('long timers', () => {
   it('a delay beyond one timer does not fire early, and clear() cancels it', async () => {
