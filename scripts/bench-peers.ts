@@ -5,7 +5,7 @@
 // CPU time for the run minus that of a run of the same command with one iteration, over the ops added. Makefile targets
 // bench-gloo and bench-osu build the peer first (scripts/bench-peers/build-*.sh, into the ignored third_party/).
 // Usage: node --import tsx scripts/bench-peers.ts --peer gloo|osu --peer-bin PATH [--rounds 3] [--sizes 8,1K,64K,1M]
-//        [--colls allreduce,bcast,alltoall,allgather] [--iters N (default by size)] [--json FILE]
+//        [--colls allreduce,bcast,alltoall,allgather,reduce_scatter] [--iters N (default by size)] [--json FILE]
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -64,23 +64,32 @@ const itersFor = (bytes: number): number => itersFixed ?? (bytes <= 64 * 1024 ? 
 const WARMUP = 5;
 
 // One collective as both tools name it. Sizes are collbench's (nccl-tests': the whole buffer); OSU's alltoall and
-// allgather sizes are per peer (rank), so they get size / NP.
+// allgather sizes are per peer (rank), so they get size / NP (its reduce_scatter's, as nccl-tests', are the whole send
+// buffer). chunked: collbench splits the buffer into 16-byte multiples per rank, so it moves nothing below 16 B × ranks.
 interface Coll {
   name: string;
   collbench: string;
   osu: string;
   osuPerRank: boolean;
+  chunked: boolean;
 }
 const COLLS: Coll[] = [
-  { name: 'allreduce', collbench: 'all_reduce_perf', osu: 'osu_allreduce', osuPerRank: false },
-  { name: 'bcast', collbench: 'broadcast_perf', osu: 'osu_bcast', osuPerRank: false },
-  { name: 'alltoall', collbench: 'alltoall_perf', osu: 'osu_alltoall', osuPerRank: true },
-  { name: 'allgather', collbench: 'all_gather_perf', osu: 'osu_allgather', osuPerRank: true },
+  { name: 'allreduce', collbench: 'all_reduce_perf', osu: 'osu_allreduce', osuPerRank: false, chunked: false },
+  { name: 'bcast', collbench: 'broadcast_perf', osu: 'osu_bcast', osuPerRank: false, chunked: false },
+  { name: 'alltoall', collbench: 'alltoall_perf', osu: 'osu_alltoall', osuPerRank: true, chunked: true },
+  { name: 'allgather', collbench: 'all_gather_perf', osu: 'osu_allgather', osuPerRank: true, chunked: true },
+  {
+    name: 'reduce_scatter',
+    collbench: 'reduce_scatter_perf',
+    osu: 'osu_reduce_scatter',
+    osuPerRank: false,
+    chunked: true,
+  },
 ];
 const colls =
   peer === 'gloo'
     ? [COLLS[0]!]
-    : (argv.colls ?? 'allreduce,bcast,alltoall,allgather')
+    : (argv.colls ?? COLLS.map((k) => k.name).join(','))
         .split(',')
         .map(
           (c) =>
@@ -234,10 +243,9 @@ interface Cell {
   cb: Run[];
   peer: Run[];
 }
-// collbench's chunked collectives move 16-byte multiples per rank (nothing below 16 B × ranks): the smallest sizes of
-// alltoall and allgather are raised to that, so that both tools move data.
+// The smallest sizes of the chunked collectives are raised to 16 B × ranks, so that both tools move data.
 const cells: Cell[] = colls.flatMap((c) =>
-  [...new Set(sizes.map((b) => (c.osuPerRank ? Math.max(b, 16 * NP) : b)))].map((bytes) => ({
+  [...new Set(sizes.map((b) => (c.chunked ? Math.max(b, 16 * NP) : b)))].map((bytes) => ({
     c,
     bytes,
     cb: [] as Run[],
@@ -300,13 +308,18 @@ console.log(
     'CPU: µs per op, both ranks, user + system, beyond a one-iteration run' +
     (peer === 'osu' ? ' (OSU: with its barrier per op)' : ''),
 );
+console.log(
+  `# goal (issue #42): collbench's median time within 1.1x of the peer's` +
+    (peer === 'osu' ? ' or +0.2 µs' : ', its CPU per op within 1.2x') +
+    '; ci95: bootstrap interval of the time ratio over the rounds',
+);
 console.log('');
 const header =
   peer === 'gloo'
     ? '| size | Gloo benchmark mean µs | collbench µs (out of place) | ratio | CPU/op Gloo µs | ' +
-      'CPU/op collbench µs | CPU ratio |'
+      'CPU/op collbench µs | CPU ratio | goal: time (ci95); CPU |'
     : '| collective | size | OSU avg µs | collbench µs out of place | ratio | collbench µs in place | ratio | ' +
-      'CPU/op OSU µs | CPU/op collbench µs |';
+      'CPU/op OSU µs | CPU/op collbench µs | goal: out of place; in place (ci95) |';
 console.log(header);
 console.log(header.replace(/[^|]+/g, '---'));
 const json: unknown[] = [];
@@ -323,13 +336,20 @@ for (const cell of cells) {
   const ratioText = (s: typeof a): string =>
     `${s.ratio.toFixed(2)} (${s.ratioMin.toFixed(2)}–${s.ratioMax.toFixed(2)})`;
   const cpuRatio = linearQuantile(cpuCb, 0.5) / linearQuantile(cpuPeer, 0.5);
+  const verdict = (s: typeof a): string =>
+    `${s.met ? 'met' : 'missed'} ` +
+    (Number.isFinite(s.ciLo) ? `(${s.ciLo.toFixed(2)}–${s.ciHi.toFixed(2)})` : '(one round: no interval)');
+  const cpuPeerText = cpuText(cell.peer, cpuPeer, baseOpsPeer),
+    cpuCbText = cpuText(cell.cb, cpuCb, baseOpsCb);
+  // A CPU median within the rounding of its two CPU times decides nothing.
+  const cpuVerdict =
+    cpuPeerText.startsWith('<') || cpuCbText.startsWith('<') ? 'unresolved' : cpuRatio <= 1.2 ? 'met' : 'missed';
   console.log(
     peer === 'gloo'
       ? `| ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-          `${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ${cpuText(cell.cb, cpuCb, baseOpsCb)} | ${cpuRatio.toFixed(2)} |`
+          `${cpuPeerText} | ${cpuCbText} | ${cpuRatio.toFixed(2)} | ${verdict(a)}; ${cpuVerdict} |`
       : `| ${cell.c.name} | ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-          `${spreadText(ip)} | ${ratioText(b)} | ${cpuText(cell.peer, cpuPeer, baseOpsPeer)} | ` +
-          `${cpuText(cell.cb, cpuCb, baseOpsCb)} |`,
+          `${spreadText(ip)} | ${ratioText(b)} | ${cpuPeerText} | ${cpuCbText} | ${verdict(a)}; ${verdict(b)} |`,
   );
   json.push({
     collective: cell.c.name,
@@ -340,6 +360,7 @@ for (const cell of cells) {
     collbenchIpUs: ip,
     cpuPerOpPeerUs: cpuPeer,
     cpuPerOpCollbenchUs: cpuCb,
+    goalMet: { outOfPlace: a.met, inPlace: b.met, cpu: peer === 'gloo' ? cpuVerdict : undefined },
   });
 }
 if (argv.json) writeFileSync(argv.json, JSON.stringify({ peer, rounds, started, loads, cells: json }, null, 2) + '\n');

@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 version=${OSU_VERSION:-7.4}
 url=${OSU_URL:-https://mvapich.cse.ohio-state.edu/download/mvapich/osu-micro-benchmarks-$version.tar.gz}
 dest=${OSU_DIR:-$root/third_party/osu-micro-benchmarks-$version}
-die() { echo "build-osu: $1" >&2; exit "${2:-2}"; }
+die() { rm -rf "$dest.partial"; echo "build-osu: $1" >&2; exit "${2:-2}"; }
 
 command -v mpicc >/dev/null || die "no mpicc on PATH (apt-get install libopenmpi-dev)"
 
