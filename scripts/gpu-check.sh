@@ -3,11 +3,11 @@
 # bundle (no Node.js needed), it runs each part in scripts/gpu-check/NN-*.sh in order and writes one Markdown
 # report with versions, every command, its exit code and verdict, and the parts' tables.
 # DIR may also be a .tar.xz (the bundle, nccl-tests' build/; scripts/gpu-kit.sh makes both), PATH a libnccl .xz.
-# Usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART]
+# Usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART] [--skip PART]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-usage() { echo "usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART]" >&2; exit 2; }
-GC_BUNDLE=""; GC_NCCL_LIB="${COLLBENCH_NCCL_LIB:-}"; GC_NCCL_TESTS=""; GC_OUT="gpu-check-report.md"; GC_BUDGET=420; GC_ONLY=""
+usage() { echo "usage: scripts/gpu-check.sh --bundle DIR [--nccl-lib PATH] [--nccl-tests DIR] [--out FILE] [--budget SEC] [--only PART] [--skip PART]" >&2; exit 2; }
+GC_BUNDLE=""; GC_NCCL_LIB="${COLLBENCH_NCCL_LIB:-}"; GC_NCCL_TESTS=""; GC_OUT="gpu-check-report.md"; GC_BUDGET=420; GC_ONLY=""; GC_SKIP_PART=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) GC_BUNDLE="${2:-}"; shift 2 || usage ;;
@@ -16,6 +16,7 @@ while [ $# -gt 0 ]; do
     --out) GC_OUT="${2:-}"; shift 2 || usage ;;
     --budget) GC_BUDGET="${2:-}"; shift 2 || usage ;;
     --only) GC_ONLY="${2:-}"; shift 2 || usage ;;
+    --skip) GC_SKIP_PART="${2:-}"; shift 2 || usage ;;
     -h|--help) usage ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; usage ;;
   esac
@@ -56,6 +57,7 @@ gc_begin
 for part in "$here"/gpu-check/[0-9][0-9]-*.sh; do
   name="$(basename "$part" .sh)"
   if [ -n "$GC_ONLY" ] && [[ "$name" != *"$GC_ONLY"* ]]; then continue; fi
+  if [ -n "$GC_SKIP_PART" ] && [[ "$name" == *"$GC_SKIP_PART"* ]]; then continue; fi
   gc_part "$name"
   # shellcheck disable=SC1090
   . "$part"

@@ -26,6 +26,9 @@ export interface DevicePlanInput {
   first: number;
   /** -t x -g: the ranks this process drives. */
   localRanks: number;
+  /** Processes of this job on this host (1 when unknown): where there are more of their ranks than GPUs, the GPU
+   *  of local process 0 is shared too, though its own ranks fit. */
+  localProcesses?: number;
   /** CUDA devices visible to this process (0: the native module describes the missing GPU itself). */
   deviceCount: number;
   /** The loaded NCCL: its version text ("2.28.9") and code (22809). */
@@ -54,9 +57,11 @@ export function multiRankGpuSupport(version: string, versionCode: number): strin
  */
 export function planDevices(input: DevicePlanInput, env: Env): DevicePlan | { refusal: string } {
   const { first, localRanks, deviceCount } = input;
-  const needed = first + localRanks;
+  // With NCCL_TESTS_DEVICE each process names its GPU (one visible device per process, say): only its own count.
+  const named = env.NCCL_TESTS_DEVICE !== undefined && env.NCCL_TESTS_DEVICE.trim() !== '';
+  const needed = Math.max(first + localRanks, named ? 0 : (input.localProcesses ?? 1) * localRanks);
   if (deviceCount <= 0 || needed <= deviceCount) return { first, sharing: 'own', note: '' };
-  const span = `devices ${first}..${needed - 1}: local process rank x -t x -g, or NCCL_TESTS_DEVICE`;
+  const span = `devices ${first}..${first + localRanks - 1}: local process rank x -t x -g, or NCCL_TESTS_DEVICE`;
   const head =
     `Invalid number of GPUs: ${needed} requested but only ${deviceCount} were found ` + `(this process uses ${span})`;
   const gpus = `${deviceCount} GPU${deviceCount === 1 ? '' : 's'}`;

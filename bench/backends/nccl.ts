@@ -439,6 +439,14 @@ async function torchrunWorld(
   };
 }
 
+/**
+ * Seconds the native wait for completion gives beyond -T: it is a backstop, and the JavaScript watchdog's expiry
+ * comes first with its verdict (a survey of the peers, a lower rank's grace period, a second ask: engine/watchdog.ts)
+ * and NCCL RAS's view (RAS_DEADLINE_MS), then aborts. At -T alone the native limit won that race on one H100 (4 ranks,
+ * one SIGSTOPped): every rank ended at T with neither the verdict nor RAS's view.
+ */
+export const NATIVE_BACKSTOP_EXTRA_SEC = 15;
+
 interface DriverState {
   mpi: NativeBackend | null;
   color: number;
@@ -517,6 +525,7 @@ async function initNccl(
       {
         first: firstDevice(world.localRank, options, env),
         localRanks: options.nThreads * options.nGpus,
+        localProcesses: world.localSize,
         deviceCount: native.devices().count,
         version: library.version,
         versionCode: library.versionCode,
@@ -545,7 +554,7 @@ async function initNccl(
       streamNull: options.streamNull,
       ctaPolicy: options.ctaPolicy,
       localRegister: options.localRegister,
-      timeoutSec: options.timeoutSec ?? 0,
+      timeoutSec: options.timeoutSec ? options.timeoutSec + NATIVE_BACKSTOP_EXTRA_SEC : 0,
       controlPlane: world.controlPlane,
       deviceImpl: options.deviceImpl,
       deviceCtaCount: options.deviceCtaCount,

@@ -173,13 +173,16 @@ async function abandonReports(reporters: readonly Reporter[]): Promise<void> {
 }
 
 /** The pairs of -d all / -o all the library refuses (backends/refusals.ts): one op of one element (or of one per
- *  rank, where the collective splits the size) each, on the buffers just allocated, under the watchdog. */
+ *  aligned chunk per rank, where the collective splits the size) each, on the buffers just allocated, under the watchdog. */
 async function probeRefusals(run: RunContext, ctx: LayoutContext, shape: CollectiveShape): Promise<Refusal[]> {
   const { options, desc, info, native, dog } = run;
+  // The smallest size whose op is not empty (a chunked layout rounds a few elements down to none): NCCL discards an
+  // empty collective before it checks the datatype and op, so a probe of nothing would accept every pair.
   const bytesFor = (p: CasePair): number => {
     const ts = DTYPE_BYTES[p.dtype];
-    const one = desc.layout(ts, ts, info.nranks, info.rank, ctx).count > 0 ? ts : ts * info.nranks;
-    return Math.min(one, options.maxBytes);
+    let bytes = ts;
+    while (bytes < options.maxBytes && desc.layout(bytes, ts, info.nranks, info.rank, ctx).count === 0) bytes *= 2;
+    return Math.min(bytes, options.maxBytes);
   };
   return findRefusals({
     pairs: probedPairs(run.requested, options, shape),

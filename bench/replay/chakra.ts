@@ -239,7 +239,9 @@ function commsCall(
   const text = (x: unknown): string => (typeof x === 'string' || typeof x === 'number' ? String(x) : '');
   const name = text(a.get('collective_name') ?? pos(3));
   if (!name) throw new TraceError(`${where}: record_param_comms without a collective name`);
-  if (['wait', 'init', 'abort', 'coalesced'].includes(name.toLowerCase())) return null;
+  // broadcastUniqueNCCLID: the bring-up's id exchange (in PyTorch 2.11's traces, seen on the H100), no data-path call.
+  const notCalls = ['wait', 'init', 'abort', 'coalesced', 'broadcastuniquencclid'];
+  if (notCalls.includes(name.toLowerCase())) return null;
   const pg = pos(1);
   const pgName = text(a.get('pg_name') ?? (Array.isArray(pg) ? pg[0] : undefined)) || '0';
   // The group's ranks: process_group:init's list, else start/stride/size where recorded; else the world (size 0).

@@ -110,7 +110,9 @@ export function shellQuote(word: string): string {
 
 /**
  * The command that reruns this benchmark. The user's own command line when `--np` passed it on
- * (COLLBENCH_ARGV); `mpirun -np N <argv>` when an MPI launcher started N ranks; else argv itself.
+ * (COLLBENCH_ARGV); else the launcher that started its processes around argv: `mpirun -np P`, `srun -n P`,
+ * `torchrun --no-python` (nodes x processes per node) for a torchrun-style environment; argv alone for one process.
+ * P counts processes, not ranks: -t / -g ranks inside a process are in argv already.
  */
 export function rerunCommand(argv: readonly string[], nranks: number, env: NodeJS.ProcessEnv): string {
   const original = env[ARGV_ENV];
@@ -124,7 +126,25 @@ export function rerunCommand(argv: readonly string[], nranks: number, env: NodeJ
     }
   }
   const cmd = argv.map(shellQuote).join(' ');
-  return nranks > 1 || launcherKind(env) === 'mpirun' ? `mpirun -np ${nranks} ${cmd}` : cmd;
+  const count = (...names: string[]): number | null => {
+    for (const n of names) if (/^\d+$/.test(env[n] ?? '')) return Number(env[n]);
+    return null;
+  };
+  switch (launcherKind(env)) {
+    case 'mpirun':
+      return `mpirun -np ${count('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE') ?? nranks} ${cmd}`;
+    case 'srun':
+      return `srun -n ${count('SLURM_STEP_NUM_TASKS', 'SLURM_NTASKS') ?? nranks} ${cmd}`;
+    case 'other': {
+      const world = count('WORLD_SIZE');
+      if (world === null) return cmd;
+      const perNode = count('LOCAL_WORLD_SIZE') ?? world;
+      const nodes = Math.max(1, Math.round(world / perNode));
+      return `torchrun --no-python --nnodes=${nodes} --nproc-per-node=${perNode} ${cmd}`;
+    }
+    default:
+      return cmd;
+  }
 }
 
 /** A rank line as the report records it: GPUs carry their PCI id, CPU ranks their NUMA node. */

@@ -31,7 +31,8 @@ else
     gc_skip "replay of the real log on mpi" "mpi not usable here (collbench info)"
   fi
 fi
-rp_tp="$GC_BUNDLE/test/fixtures/replay/flight-recorder-tp"
+rp_tp="$GC_BUNDLE/test/fixtures/replay/flight-recorder-tp" # the built tree's, else the checkout's (a bundle has none)
+[ -d "$rp_tp" ] || rp_tp="$(dirname "${BASH_SOURCE[0]}")/../../test/fixtures/replay/flight-recorder-tp"
 rp_row='^ +[0-9]+ [a-z_]+ +[a-z0-9]+ +[0-9]+ +[0-9]+ +'
 if [ "$GC_GPUS" -eq 0 ]; then
   gc_skip "replay with process groups on nccl (ncclCommSplit)" "collbench sees no GPU"
@@ -61,9 +62,15 @@ else
       continue
     fi
     gc_check "replay --dry-run of PyTorch's own $rp_kind: its 20 calls as 20 steps" 0 \
-      '^# collbench replay --dry-run: 1 [a-z-]+ file, 1 ranks, 20 steps' 30 -- \
+      '^# collbench replay --dry-run: 1 [a-z0-9.-]+ file, 1 ranks, 20 steps' 30 -- \
       "$GC_BIN/collbench" replay "$rp_torch/$rp_kind" --dry-run
   done
   gc_check "replay of PyTorch's flight-recorder dump on nccl, exit 0" 0 '^# Communication per replayed iteration: ' \
     60 -- "$GC_BIN/collbench" replay "$rp_torch/fr" --backend nccl -n 3 -w 1
+fi
+# GC_ARTIFACTS=DIR (e.g. the device tool's $OUT): the real inputs written above travel back as one tarball, to become
+# the replay readers' fixtures (issue 37).
+if [ -n "${GC_ARTIFACTS:-}" ]; then
+  tar -czf "$GC_ARTIFACTS/replay-inputs.tgz" -C "$GC_WORK" $(cd "$GC_WORK" && ls -d replay-log replay-torch 2>/dev/null) \
+    2>/dev/null || true
 fi

@@ -54,8 +54,9 @@ else
     # Without host ids (and without the 2.30 switch) rank 1 has no GPU of its own: one line naming both ways out.
     mr_refusal='Invalid number of GPUs: 2 requested but only 1 were found .*NCCL_MULTI_RANK_GPU_ENABLE=1 '
     mr_refusal+='\(NCCL 2\.30 or newer\) or a distinct NCCL_HOSTID per rank'
-    gc_check "2 ranks, no host ids: rank 1 refused in one line naming both ways out, exit 5" \
-      0 '^expect: all [0-9]+ met$' 30 -- bash "$GC_EXPECT" -p '^mr: rank 1 exit 5 ' -l '^\[rank 1\] ' 1 \
+    gc_check "2 ranks, no host ids: both refused at once in one line each naming both ways out, exit 5" \
+      nz '^expect: all [0-9]+ met$' 30 -- bash "$GC_EXPECT" -p '^mr: rank 1 exit 5 ' -p '^mr: rank 0 exit 5 ' \
+      -l '^\[rank 1\] ' 1 \
       -p "^\[rank 1\] .*$mr_refusal" -- bash "$MR_LAUNCH" -n 2 -g 15 -- "$GC_BIN/all_reduce_perf" --backend nccl \
       -b 8 -e 8 -T 10
     gc_check "-g 2 in one process on one GPU without the switch: refused in one line, exit 5" 5 "$mr_refusal" 30 \
@@ -81,9 +82,13 @@ else
 
   if mr_gate late; then
     rm -f "$mr_keep/late-trace.jsonl"
-    mr_judged "late rank: 2 ms device delay on rank 2 of 4 (-I 1 -z 0): named with its GPU by device arrivals, \
-host enqueue names nobody" 60 late 2 "$mr_keep/late-trace.jsonl" "$GC_BUNDLE/dist/numbers/lateness.js" \
-      -- 4 -e all:COLLBENCH_TEST_GPU_DELAY=2000:all:2 -e "0:COLLBENCH_ARRIVAL_TRACE=$mr_keep/late-trace.jsonl" \
+    # The delay is sized from the healthy 4-rank run above: 3x its slowest op, at least 2 ms. Time-sliced ranks take
+    # 18-27 ms per op on one H100 (measured 2026-11-28), and a fixed 2 ms delay was lost in that.
+    mr_delay="$(awk '$1 ~ /^[0-9]+$/ && $6 + 0 > m { m = $6 + 0 } END { d = int(3 * m); print (d > 2000 ? d : 2000) }' \
+      "$GC_WORK/mr-nomps.out" 2>/dev/null || echo 2000)"
+    mr_judged "late rank: ${mr_delay} us device delay (3x the healthy op) on rank 2 of 4 (-I 1 -z 0): named with its \
+GPU by device arrivals, not by host enqueue" 90 late 2 "$mr_keep/late-trace.jsonl" "$GC_BUNDLE/dist/numbers/lateness.js" \
+      -- 4 -e "all:COLLBENCH_TEST_GPU_DELAY=$mr_delay:all:2" -e "0:COLLBENCH_ARRIVAL_TRACE=$mr_keep/late-trace.jsonl" \
       -- all_reduce_perf -b 1K -e 64K -f 8 -n 20 -w 2 -z 0 -I 1
   fi
 
@@ -117,12 +122,14 @@ host enqueue names nobody" 60 late 2 "$mr_keep/late-trace.jsonl" "$GC_BUNDLE/dis
   fi
 
   mr_colls() { # N: all 11 collectives, -d all -o all, one small size; pairs NCCL refuses skipped and named
-    local n="$1" coll
+    local n="$1" coll roots=(-r -1)
+    # Every root at 2 ranks; one (not 0) at 4, where time-sliced ops take ~25 ms and reduce over 4 roots passed 40 s.
+    [ "$n" -gt 2 ] && roots=(-r 1)
     for coll in all_reduce all_gather alltoall alltoallv broadcast gather hypercube reduce reduce_scatter scatter \
       sendrecv; do
       MR_EXPECT=(-k -n '^# Skipped .* refuses \([^N]')
-      mr_run "$n ranks, one GPU: $coll -d all -o all, 1 KiB, #wrong 0" 40 "$n" -- "${coll}_perf" -d all -o all -r -1 \
-        -b 1K -e 1K -n 1 -w 1
+      mr_run "$n ranks, one GPU: $coll -d all -o all ${roots[*]}, 1 KiB, #wrong 0" 40 "$n" -- "${coll}_perf" -d all \
+        -o all "${roots[@]}" -b 1K -e 1K -n 1 -w 1
     done
     MR_EXPECT=()
   }
@@ -160,7 +167,7 @@ COLLBENCH_NCCL_HOSTID_PER_RANK=1): a verdict and NCCL's choice per size" 0 '^jud
         MR_EXPECT=()
         echo quit | timeout 10 nvidia-cuda-mps-control > /dev/null 2>&1
         sleep 1
-        if pgrep -x nvidia-cuda-mps-server > /dev/null; then
+        if pgrep -f nvidia-cuda-mps-server > /dev/null; then
           gc_skip "MPS shut down" "nvidia-cuda-mps-server still runs after quit"; fi
       else
         gc_skip "4 ranks under CUDA MPS" "nvidia-cuda-mps-control -d refused: $(mr_oneline "$GC_WORK/mps-start.txt")"
@@ -234,7 +241,9 @@ these)" "$GC_WORK/mr-mps.md"
         }
         process.exitCode = bad ? 1 : 0;
         console.log(`ras fixtures: ${n} parsed of ${files.length}`);' "$GC_BUNDLE/dist" "$mr_keep"/ras-*/*.txt
-    gc_table "NCCL RAS while a rank was stopped (ras-missing-rank) and after one was killed (ras-dead-peer)" \
-      <(echo '```'; cat "$GC_LAST_OUT"; echo '```')
+    [ -f "$GC_LAST_OUT" ] && gc_table "NCCL RAS while a rank was stopped (ras-missing-rank) and after one was killed \
+(ras-dead-peer)" <(echo '```'; cat "$GC_LAST_OUT"; echo '```')
+    # One file, so that the device tool brings the replies back (it returns files at most two folders down).
+    tar -czf "$mr_keep/ras-replies.tgz" -C "$mr_keep" $(cd "$mr_keep" && ls -d ras-*/) 2>/dev/null || true
   fi
 fi

@@ -25,7 +25,10 @@ done
 shift
 dir="$(mktemp -d "${TMPDIR:-/tmp}/expect.XXXXXX")"
 trap 'rm -rf "$dir"' EXIT
-"$@" > "$dir/out" 2> "$dir/err"
+# Stopped by gc_check's time limit: what the command printed so far is the only clue to where it stood.
+trap 'cat "$dir/out" "$dir/err" 2>/dev/null; echo "expect: stopped by a signal while the command ran"; exit 124' TERM INT
+"$@" > "$dir/out" 2> "$dir/err" &
+wait $!
 code=$?
 cat "$dir/out" "$dir/err" > "$dir/all"
 cat "$dir/all"

@@ -36,7 +36,8 @@ c10d = torch._C._distributed_c10d
 with open(os.path.join(out, "fr", "nccl_trace_rank_0"), "wb") as f:
     f.write(c10d._dump_nccl_trace())
 if hasattr(c10d, "_dump_nccl_trace_json"):
-    with open(os.path.join(out, "fr-json", "nccl_trace_rank_0.json"), "w") as f:
-        f.write(c10d._dump_nccl_trace_json())
+    dump = c10d._dump_nccl_trace_json()  # str in some releases, bytes in torch 2.11 (seen on the H100)
+    with open(os.path.join(out, "fr-json", "nccl_trace_rank_0.json"), "wb") as f:
+        f.write(dump.encode() if isinstance(dump, str) else dump)
 dist.destroy_process_group()
 print(f"torch-traces: {calls} calls")

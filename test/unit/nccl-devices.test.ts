@@ -25,10 +25,12 @@ function plan(
   gpus: number,
   lib: typeof nccl230,
   env: NodeJS.ProcessEnv,
+  processes?: number,
 ): DevicePlan | { refusal: string } {
   const input: DevicePlanInput = {
     first: firstDevice(localRank, { nThreads: tg[0], nGpus: tg[1] }, env),
     localRanks: tg[0] * tg[1],
+    localProcesses: processes,
     deviceCount: gpus,
     ...lib,
   };
@@ -45,7 +47,7 @@ function ordinals(
 ): number[] {
   const out: number[] = [];
   for (let p = 0; p < processes; p++) {
-    const r = plan(p, tg, gpus, lib, env);
+    const r = plan(p, tg, gpus, lib, env, processes);
     if ('refusal' in r) throw new Error(r.refusal);
     for (let i = 0; i < tg[0] * tg[1]; i++) out.push(r.sharing === 'own' ? r.first + i : (r.first + i) % gpus);
   }
@@ -117,6 +119,25 @@ describe('device plan: several ranks per GPU', () => {
     const onNew = plan(0, [2, 1], 1, nccl230, {});
     assert.ok('refusal' in onNew && !onNew.refusal.includes('\n'));
     assert.match(onNew.refusal, /devices 0\.\.1: .*the loaded NCCL is 2\.30\.7$/);
+  });
+
+  it("local process 0 knows its GPU is shared when the host's processes outnumber the GPUs (GPU check, H100)", () => {
+    // Measured on one H100: rank 0 of 2 said nothing while rank 1 said "(round-robin over 1 GPU: ...)", and without
+    // host ids rank 0 waited for the watchdog after rank 1 was refused.
+    assert.deepEqual(plan(0, [1, 1], 1, nccl228, { NCCL_HOSTID: 'r0' }, 2), {
+      first: 0,
+      sharing: 'host-id',
+      note: 'round-robin over 1 GPU: own node, NCCL_HOSTID=r0',
+    });
+    const alone = plan(0, [1, 1], 1, nccl228, {}, 2);
+    assert.ok('refusal' in alone);
+    assert.match(
+      alone.refusal,
+      /^Invalid number of GPUs: 2 requested but only 1 were found \(this process uses devices 0\.\.0: /,
+    );
+    assert.deepEqual(plan(0, [1, 1], 8, nccl228, {}, 8), { first: 0, sharing: 'own', note: '' }, 'a GPU each');
+    const named = plan(0, [1, 1], 1, nccl228, { NCCL_TESTS_DEVICE: '0' }, 8);
+    assert.deepEqual(named, { first: 0, sharing: 'own', note: '' }, 'one visible GPU per process, named');
   });
 
   it('NCCL_TESTS_DEVICE beyond the GPUs: refused without a switch, wrapped with one', () => {

@@ -9,6 +9,7 @@ import {
   libraryRefusals,
   memoryCappedMaxBytes,
   createNcclDriver,
+  NATIVE_BACKSTOP_EXTRA_SEC,
   splitColor,
   type NcclLibraryInfo,
 } from '../../bench/backends/nccl.js';
@@ -19,6 +20,8 @@ import { ENV } from '../../bench/core/environment.js';
 import { launcherJobToken } from '../../bench/launch/job-token.js';
 import { rendezvous, type TorchrunEnv } from '../../bench/launch/rendezvous.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
+import { RAS_DEADLINE_MS } from '../../bench/backends/nccl-ras.js';
+import { GRACE_MS, SURVEY_MS } from '../../bench/engine/watchdog.js';
 import { listening, stray, freePort } from '../helpers/net.js';
 
 const GiB = 1024 ** 3;
@@ -74,6 +77,13 @@ describe('NCCL_TESTS_SPLIT colours', () => {
     assert.throws(() => splitColor(1, { NCCL_TESTS_SPLIT: 'XOR 1' }), /NCCL_TESTS_SPLIT: 'XOR 1'/);
     assert.throws(() => splitColor(1, { NCCL_TESTS_SPLIT: 'MOD 0' }), /MOD 0/);
     assert.throws(() => splitColor(1, { NCCL_TESTS_SPLIT_MASK: 'zz' }), /NCCL_TESTS_SPLIT_MASK/);
+  });
+});
+
+describe('the native wait for completion under -T', () => {
+  it("ends after the watchdog's verdict and RAS's view, never before them (a race seen on one H100)", () => {
+    const verdictMs = SURVEY_MS + GRACE_MS + SURVEY_MS + RAS_DEADLINE_MS;
+    assert.ok(NATIVE_BACKSTOP_EXTRA_SEC * 1000 > verdictMs, `${NATIVE_BACKSTOP_EXTRA_SEC} s vs ${verdictMs} ms`);
   });
 });
 

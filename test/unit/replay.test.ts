@@ -183,6 +183,46 @@ describe('replay readers: flight recorder and NCCL logs', () => {
   });
 });
 
+describe('replay readers on what PyTorch 2.11 and NCCL 2.28.9 wrote on one H100 (GPU check part 55)', () => {
+  const H100 = join(FIX, 'h100-torch-2.11');
+  // torch-traces.py issued 4 x (all_reduce, broadcast, all_gather, reduce_scatter, all_to_all) of 65536 floats.
+  const issued = ['all_reduce', 'broadcast', 'all_gather', 'reduce_scatter'];
+  const steps = (p: ReplayPlan) => p.steps.map((s) => [s.collective, s.dtype, s.count, s.group.size]);
+
+  it('the execution trace: its 20 calls, without the bring-up nodes (init, broadcastUniqueNCCLID)', async () => {
+    const t = await readTrace([join(H100, 'execution-trace')]);
+    assert.equal(t.format, 'chakra-1.1');
+    const p = steps(plan(t));
+    assert.equal(p.length, 20);
+    for (let i = 0; i < 4; i++)
+      assert.deepEqual(p.slice(i * 5, i * 5 + 5), [
+        ...issued.map((c) => [c, 'float', 65536, 1]),
+        ['alltoallv', 'float', 65536, 1],
+      ]);
+  });
+
+  it('the flight-recorder dump (pickle): the same 20 calls in the same order', async () => {
+    const t = await readTrace([join(H100, 'flight-recorder')]);
+    assert.equal(t.format, 'flight-recorder');
+    const p = steps(plan(t));
+    assert.equal(p.length, 20);
+    assert.deepEqual(p.slice(0, 5), [...issued.map((c) => [c, 'float', 65536, 1]), ['alltoall', 'float', 65536, 1]]);
+  });
+
+  it("NCCL's own INIT,COLL log of collbench's all_reduce sweep: one step per AllReduce line", async () => {
+    const dir = join(H100, 'nccl-log');
+    const log = readFileSync(join(dir, readdirSync(dir)[0]!), 'utf8');
+    const lines = log.split('\n').filter((l) => / NCCL INFO AllReduce: opCount /.test(l));
+    const p = steps(plan(await readTrace([dir])));
+    assert.equal(p.length, lines.length);
+    assert.ok(p.length > 0 && p.every((s) => s[0] === 'all_reduce' && s[1] === 'float' && s[3] === 1));
+    assert.deepEqual(
+      p.map((s) => s[2]),
+      lines.map((l) => Number(/ count (\d+) /.exec(l)![1])),
+    );
+  });
+});
+
 describe('replay checks: refused before anything runs, one line each', () => {
   let dir = '';
   before(() => {

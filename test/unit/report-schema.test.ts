@@ -223,6 +223,14 @@ describe('provenance', () => {
       rerunCommand(argv, 4, { [ARGV_ENV]: JSON.stringify(['all_reduce_perf', '--np', '4']) }),
       'all_reduce_perf --np 4',
     );
+    // A torchrun-style job (as GPU check part 60 launches one) was written "mpirun -np 4": its own launcher now.
+    assert.equal(
+      rerunCommand(argv, 4, { WORLD_SIZE: '4', LOCAL_WORLD_SIZE: '4' }),
+      `torchrun --no-python --nnodes=1 --nproc-per-node=4 ${argv.map(shellQuote).join(' ')}`,
+    );
+    assert.match(rerunCommand(argv, 8, { WORLD_SIZE: '8', LOCAL_WORLD_SIZE: '4' }), /^torchrun .*--nnodes=2 /);
+    assert.match(rerunCommand(argv, 4, { SLURM_STEP_ID: '0', SLURM_PROCID: '1', SLURM_NTASKS: '4' }), /^srun -n 4 /);
+    assert.equal(rerunCommand(['/x/all_reduce_perf', '-g', '8'], 8, {}), '/x/all_reduce_perf -g 8', 'ranks in argv');
     assert.equal(shellQuote('a b'), "'a b'");
     assert.equal(shellQuote('-b8'), '-b8');
   });
