@@ -201,13 +201,21 @@ describe('replay readers on what PyTorch 2.11 and NCCL 2.28.9 wrote on one H100 
       ]);
   });
 
-  it('the flight-recorder dump (pickle): the same 20 calls in the same order', async () => {
-    const t = await readTrace([join(H100, 'flight-recorder')]);
-    assert.equal(t.format, 'flight-recorder');
-    const p = steps(plan(t));
-    assert.equal(p.length, 20);
-    assert.deepEqual(p.slice(0, 5), [...issued.map((c) => [c, 'float', 65536, 1]), ['alltoall', 'float', 65536, 1]]);
-  });
+  for (const [dir, what] of [
+    ['flight-recorder', 'pickle'],
+    ['flight-recorder-json', 'JSON (a later run of the same script)'],
+  ])
+    it(`the flight-recorder dump (${what}): the same 20 calls in the same order`, async () => {
+      const t = await readTrace([join(H100, dir)]);
+      assert.equal(t.format, 'flight-recorder');
+      const p = steps(plan(t));
+      assert.equal(p.length, 20);
+      for (let i = 0; i < 4; i++)
+        assert.deepEqual(p.slice(i * 5, i * 5 + 5), [
+          ...issued.map((c) => [c, 'float', 65536, 1]),
+          ['alltoall', 'float', 65536, 1],
+        ]);
+    });
 
   it("NCCL's own INIT,COLL log of collbench's all_reduce sweep: one step per AllReduce line", async () => {
     const dir = join(H100, 'nccl-log');
