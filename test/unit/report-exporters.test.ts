@@ -38,7 +38,8 @@ import type { ReportDocument } from '../../bench/report/schema.js';
 import { fakeMeta, fakeRow } from '../helpers/report-fixtures.js';
 
 function doc(perIter: boolean, wrong: number | null = 0, minBw?: string): ReportDocument {
-  const b = reportBuilder(minBw ? { NCCL_TESTS_MIN_BW: minBw } : {});
+  // Two mpi ranks: started by mpirun, whose variable says how many processes the rerun command starts.
+  const b = reportBuilder({ OMPI_COMM_WORLD_SIZE: '2', ...(minBw ? { NCCL_TESTS_MIN_BW: minBw } : {}) });
   b.begin(fakeMeta(perIter));
   b.row(fakeRow(8, perIter));
   b.row(fakeRow(16, perIter, wrong));
