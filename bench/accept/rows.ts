@@ -1,14 +1,13 @@
 // A check's runs turned into the rows of the acceptance verdict: each threshold judged over the attempts, and the
 // comparison with a saved baseline size by size (the bootstrap interval of the ratio of medians at the verdict's
 // Bonferroni level). Pure: the runs themselves come from accept/runs.ts.
-import { median } from 'simple-statistics';
 import { formatSize } from '../config/sizes.js';
 import type { ReportDocument } from '../report/schema.js';
 import type { BaselineCheck } from './baseline.js';
 import { lateEvidence, samplesBySize, type ThresholdResult } from './evaluate.js';
 import { linksRow } from './links.js';
 import type { ProfileCheck } from './profile.js';
-import { medianRatioInterval, seedOf } from '../numbers/stats.js';
+import { medianOf, medianRatioInterval, seedOf } from '../numbers/stats.js';
 import { classifyRatio, type BaselineSize, type CheckRow } from './verdict.js';
 
 /** What the runs of one check gave. */
@@ -27,7 +26,7 @@ function compareSizes(runs: CheckRuns, base: BaselineCheck, level: number, toler
     if (cur.length === 0) {
       return {
         sizeBytes: b.sizeBytes,
-        baselineMedianUs: median(b.samplesUs),
+        baselineMedianUs: medianOf(b.samplesUs),
         medianUs: NaN,
         ratio: NaN,
         low: NaN,
@@ -38,8 +37,8 @@ function compareSizes(runs: CheckRuns, base: BaselineCheck, level: number, toler
     const r = medianRatioInterval(cur, b.samplesUs, level, seedOf(`${runs.check.id} ${b.sizeBytes}`));
     return {
       sizeBytes: b.sizeBytes,
-      baselineMedianUs: median(b.samplesUs),
-      medianUs: median(cur),
+      baselineMedianUs: medianOf(b.samplesUs),
+      medianUs: medianOf(cur),
       ratio: r.estimate,
       low: r.lo,
       high: r.hi,

@@ -1,7 +1,7 @@
 // Time budgets of `collbench locate`'s jobs, so that a slow link makes the verdict no slower: a job may take only a
 // multiple of a healthy job's duration and keeps the sizes it finished; in a round the others stop at a multiple of
 // the first to finish; a group measured slow runs fewer iterations next time. Pure.
-import { quantile } from 'simple-statistics';
+import { quantileOf } from '../numbers/stats.js';
 
 /** A job may take this multiple of the reference (healthy) job duration of its width. */
 export const BUDGET_SLACK = 1.5;
@@ -38,7 +38,7 @@ export class DurationReference {
   /** The lower quartile of the healthy durations of jobs `width` hosts wide; null before there is one. */
   seconds(width: number): number | null {
     const list = this.byWidth.get(width);
-    return list?.length ? quantile(list, 0.25) : null;
+    return list?.length ? quantileOf(list, 0.25) : null;
   }
 
   /**

@@ -1,8 +1,7 @@
 // The decision rule of `collbench locate` (docs/locate.md), pure so that
 // scripts/locate-sim.ts runs it on simulated noise: per stage, each group's busbw against a reference per size; slow
 // when below 1 − margin in every repeat and a Mann-Whitney test agrees; host, link and degraded-host suspects.
-import { median, quantile } from 'simple-statistics';
-import { mannWhitneyP } from '../numbers/stats.js';
+import { mannWhitneyP, medianOf, quantileOf } from '../numbers/stats.js';
 import type { ReportDocument } from '../report/schema.js';
 
 /**
@@ -11,7 +10,7 @@ import type { ReportDocument } from '../report/schema.js';
  * less with load than the median, while a slow link or host caps every iteration.
  */
 export const LEVEL_QUANTILE = 0.9;
-export const level = (samples: readonly number[]): number => quantile(samples as number[], LEVEL_QUANTILE);
+export const level = (samples: readonly number[]): number => quantileOf(samples as number[], LEVEL_QUANTILE);
 
 export interface DecisionRule {
   /** A group is slow only when its busbw level is below (1 − margin) × the reference (0.25 = 25 % slower). */
@@ -109,7 +108,7 @@ export function analyzeStage(
         .sort((a, b) => b.m - a.m);
       const k = Math.max(1, Math.ceil(withSize.length / 3));
       const best = withSize.slice(0, k);
-      refBySize.set(s, median(best.map((b) => b.m)));
+      refBySize.set(s, medianOf(best.map((b) => b.m)));
       refGroupsBySize.set(
         s,
         best.map((b) => b.g),
@@ -181,7 +180,7 @@ export function analyzeStage(
   return {
     groups: results,
     reference: sizes.filter((s) => refBySize.has(s)).map((s) => ({ sizeBytes: s, busBwGBps: refBySize.get(s)! })),
-    noise: spreads.length ? median(spreads) : null,
+    noise: spreads.length ? medianOf(spreads) : null,
     referenceNote,
   };
 }
@@ -234,7 +233,7 @@ export function goodHosts(
 ): string[] {
   const score = (h: string): number => {
     const r = pairs.filter((p) => p.hosts.includes(h) && p.ratio !== null).map((p) => p.ratio!);
-    return r.length ? median(r) : 0;
+    return r.length ? medianOf(r) : 0;
   };
   const clean = (h: string): boolean => pairs.filter((p) => p.hosts.includes(h)).every((p) => p.state === 'ok');
   return hosts
@@ -281,7 +280,7 @@ export function degradedHosts(
       separated = Math.max(...mine.map((p) => p.repeatRatios[r]!)) < Math.min(...others.map((p) => p.repeatRatios[r]!));
     }
     if (!separated) continue;
-    const ratio = median(mine.map((p) => p.ratio!)) / median(others.map((p) => p.ratio!));
+    const ratio = medianOf(mine.map((p) => p.ratio!)) / medianOf(others.map((p) => p.ratio!));
     if (!(ratio <= 1 - DEGRADED_MIN_SLOWDOWN)) continue;
     const pValue = mannWhitneyLess(
       mine.flatMap((p) => p.repeatRatios),

@@ -26,7 +26,7 @@ import {
   type PairEvidence,
   type StageAnalysis,
 } from './decide.js';
-import { median } from 'simple-statistics';
+import { medianOf } from '../numbers/stats.js';
 import {
   EXIT_DEGRADED,
   LOCATE_KIND,
@@ -467,7 +467,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
       0,
     );
     const ratios = slow.filter((g) => g.ratio !== null).map((g) => g.ratio!);
-    const ratio = ratios.length ? median(ratios) : null;
+    const ratio = ratios.length ? medianOf(ratios) : null;
     const evidence = `${b.kind === 'host' ? 'every pair measured with it is slow' : 'only this pair is slow'}: ${found}; not re-tested (partial run)`;
     if (b.kind === 'host')
       suspects.push({ host: b.hosts[0]!, confidence, ratio, stage: b.stage, evidence, confirmedBy: null });
@@ -541,7 +541,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
               b.found.map((g) => g.pValue ?? 0),
               0,
             ),
-            ratio: ratios.length ? median(ratios) : null,
+            ratio: ratios.length ? medianOf(ratios) : null,
             stage: 'pairs',
             confirmedBy: 'pairs',
             evidence: `every pair with it is clearly slow, in every repeat, beside pairs measured fine at the same time: ${found}; not re-tested (nothing to add)`,
@@ -610,7 +610,7 @@ export async function runLocate(s: Measurer, argv: string[]): Promise<LocateDocu
               [...slow.map((e) => bestOf(e).pValue ?? 0), ...(f.degraded ? [f.degraded.corrected] : [])],
               0,
             ),
-            ratio: ratios.length ? median(ratios) : null,
+            ratio: ratios.length ? medianOf(ratios) : null,
             stage: 'pairs',
             confirmedBy: 'retest',
             evidence: `${hostReasonText(f, opts.rule)}: ${f.pairs.map((e) => pairText(e, controlOf(e.retest))).join('; ')}`,

@@ -19,6 +19,11 @@ export function medianOf(xs: readonly number[]): number {
   return xs.length === 0 ? Number.NaN : median(xs as number[]);
 }
 
+/** The q-quantile (simple-statistics' interpolation), NaN for no samples. */
+export function quantileOf(xs: readonly number[], q: number): number {
+  return xs.length === 0 ? Number.NaN : quantile(xs as number[], q);
+}
+
 /** A percentile-bootstrap interval: the one interval type (compare, locate, accept, workload, the side-by-side). */
 export interface Interval {
   estimate: number; // the statistic of the data itself (bootstrapRatio: median(a) / median(b))
