@@ -137,124 +137,38 @@ export interface HeaderFlags {
   timestamps: boolean;
 }
 
+/** A header column: its name, its unit line and its printf width (nccl-tests writeResultHeader). */
+type HeaderColumn = readonly [name: string, unit: string, width: number];
+
 /** The three column-header lines (nccl-tests writeResultHeader, without its leading "#" line). */
 export function headerLines(flags: HeaderFlags): string[] {
   const tsLbl = flags.timestamps ? 'timestamp' : '';
   const tsPad = flags.timestamps ? 19 : 0;
   const tsFmt = flags.timestamps ? '%Y-%m-%d %H:%M:%S' : '';
   const t = flags.cpuTime ? 'cputime' : 'time';
-  if (flags.perIter) {
-    const f =
-      '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s';
-    return [
-      cSprintf(
-        '# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)',
-        '',
-        '',
-        '',
-        '',
-        '',
-      ),
-      cSprintf(
-        f,
-        'size',
-        'count',
-        'type',
-        'redop',
-        'root',
-        t,
-        'algbw',
-        'busbw',
-        '#wrong',
-        'i_min',
-        'i_max',
-        'i_p99',
-        'i_cv%',
-        t,
-        'algbw',
-        'busbw',
-        '#wrong',
-        'i_min',
-        'i_max',
-        'i_p99',
-        'i_cv%',
-        tsPad,
-        tsLbl,
-      ),
-      cSprintf(
-        f,
-        '(B)',
-        '(elements)',
-        '',
-        '',
-        '',
-        '(us)',
-        '(GB/s)',
-        '(GB/s)',
-        '',
-        '(us)',
-        '(us)',
-        '(us)',
-        '(%)',
-        '(us)',
-        '(GB/s)',
-        '(GB/s)',
-        '',
-        '(us)',
-        '(us)',
-        '(us)',
-        '(%)',
-        tsPad,
-        tsFmt,
-      ),
-    ];
-  }
-  const f = '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s';
+  const lead: HeaderColumn[] = [
+    ['size', '(B)', 10],
+    ['count', '(elements)', 12],
+    ['type', '', 8],
+    ['redop', '', 6],
+    ['root', '', 6],
+  ];
+  const half: HeaderColumn[] = [
+    [t, '(us)', 7],
+    ['algbw', '(GB/s)', 6],
+    ['busbw', '(GB/s)', 6],
+    ['#wrong', '', 6],
+  ];
+  if (flags.perIter) half.push(['i_min', '(us)', 7], ['i_max', '(us)', 7], ['i_p99', '(us)', 7], ['i_cv%', '(%)', 7]);
+  const columns = [...lead, ...half, ...half];
+  const f = `# ${columns.map(([, , width]) => `%${width}s`).join('  ')} %*s`;
+  const title = flags.perIter
+    ? '              out-of-place (+ per-iteration)                                in-place (+ per-iteration)'
+    : '           out-of-place                       in-place          ';
   return [
-    cSprintf(
-      '# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          ',
-      '',
-      '',
-      '',
-      '',
-      '',
-    ),
-    cSprintf(
-      f,
-      'size',
-      'count',
-      'type',
-      'redop',
-      'root',
-      t,
-      'algbw',
-      'busbw',
-      '#wrong',
-      t,
-      'algbw',
-      'busbw',
-      '#wrong',
-      tsPad,
-      tsLbl,
-    ),
-    cSprintf(
-      f,
-      '(B)',
-      '(elements)',
-      '',
-      '',
-      '',
-      '(us)',
-      '(GB/s)',
-      '(GB/s)',
-      '',
-      '(us)',
-      '(GB/s)',
-      '(GB/s)',
-      '',
-      tsPad,
-      tsFmt,
-    ),
+    cSprintf(`# %10s  %12s  %8s  %6s  %6s${title}`, '', '', '', '', ''),
+    cSprintf(f, ...columns.map(([name]) => name), tsPad, tsLbl),
+    cSprintf(f, ...columns.map(([, unit]) => unit), tsPad, tsFmt),
   ];
 }
 
