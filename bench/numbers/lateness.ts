@@ -129,7 +129,8 @@ export function arrivalEvidence(
 
 /** A duration for a comment line: `850 us`, `1.4 ms`, `2.1 s`. */
 export function formatLateUs(us: number): string {
-  if (us >= 1e6) return `${(us / 1e6).toPrecision(2)} s`;
-  if (us >= 1e3) return `${(us / 1e3).toPrecision(2)} ms`;
+  // Two significant digits, never in exponent form (toPrecision(2) writes 150 as "1.5e+2").
+  if (us >= 1e6) return `${Number((us / 1e6).toPrecision(2))} s`;
+  if (us >= 1e3) return `${Number((us / 1e3).toPrecision(2))} ms`;
   return `${Math.round(us)} us`;
 }

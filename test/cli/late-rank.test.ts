@@ -1,5 +1,6 @@
 // A real straggler, named: a PMPI interposer (built here with mpicc, loaded with LD_PRELOAD) makes one rank sleep
-// 1.5 ms after every MPI_Allreduce, as a rank with slow work between collectives does. The run must name that rank
+// after every MPI_Allreduce, as a rank with slow work between collectives does: 1.5 ms, or 4x the slowest row of a
+// healthy run measured first where that is longer (a loaded 2-core machine's iterations of 2-18 ms hid 1.5 ms). The run must name that rank
 // (and only it) in most row-halves, in the JSON (`late`, schema v2) and after the table (`# late:` lines and the
 // `# late rank:` summary), at two placements, on the shared clock and with barrier-aligned clocks; the same run
 // without the fault names nobody. Arrival, not time inside the op: the late rank spends the least time inside it.
@@ -37,15 +38,24 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
     return { stdout: r.stdout, doc };
   };
 
+  // The healthy run, once: the test below judges it, and the delay is sized from its slowest row-half.
+  let healthy: ReturnType<typeof run> | null = null;
+  const healthyRun = () => (healthy ??= run(3, {}, join(dir, 'clean.json')));
+  const lateUs = (): number => {
+    const times = healthyRun().doc.rows.flatMap((r) => [r.outOfPlace.timeUs ?? 0, r.inPlace.timeUs ?? 0]);
+    return Math.max(1500, Math.ceil(4 * Math.max(...times)));
+  };
+
   for (const [np, lateRank] of [
     [4, 2],
     [4, 0],
     [3, 1],
   ] as const) {
-    it(`${np} ranks, rank ${lateRank} late by 1.5 ms: named in most row-halves, nobody else named`, () => {
+    it(`${np} ranks, rank ${lateRank} late by 1.5 ms or more: named in most row-halves, nobody else named`, () => {
+      const delayUs = lateUs();
       const { stdout, doc } = run(
         np,
-        { LATE_RANK: String(lateRank), LATE_US: '1500' },
+        { LATE_RANK: String(lateRank), LATE_US: String(delayUs) },
         join(dir, `late-${np}-${lateRank}.json`),
       );
       const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
@@ -54,7 +64,7 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
       for (const h of named) {
         assert.equal(h.late!.rank, lateRank, stdout);
         assert.equal(h.late!.host, doc.ranks[lateRank]!.host);
-        assert.ok(h.late!.lastFraction > 0.5 && h.late!.medianLateUs >= 1000, JSON.stringify(h.late));
+        assert.ok(h.late!.lastFraction > 0.5 && h.late!.medianLateUs >= (2 / 3) * delayUs, JSON.stringify(h.late));
       }
       // The per-rank share of iterations last: the late rank dominates it.
       for (const h of named) assert.equal(h.lastShare!.indexOf(Math.max(...h.lastShare!)), lateRank);
@@ -66,7 +76,7 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
       assert.match(
         stdout,
         new RegExp(
-          `^# late rank: ${lateRank} on \\S+ \\(late in \\d+ of ${halves.length} row-halves; last in \\d+% of their iterations, \\+1\\.\\d ms median\\)$`,
+          `^# late rank: ${lateRank} on \\S+ \\(late in \\d+ of ${halves.length} row-halves; last in \\d+% of their iterations, \\+\\d+(\\.\\d+)? m?s median\\)$`,
           'm',
         ),
       );
@@ -75,6 +85,8 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
   }
 
   it('barrier-aligned clocks (as across hosts): offsets estimated near their true 0, the same rank named', () => {
+    // 1.5 ms here, not sized: with 4x a loaded row's time the estimated offsets came out 2.5-2.7 ms off (the late
+    // rank's sleeps before the alignment's barrier rounds); left as it was, and not yet robust to a loaded machine.
     const { doc } = run(
       3,
       { LATE_RANK: '2', LATE_US: '1500', COLLBENCH_CLOCK_ALIGN: 'barrier' },
@@ -97,7 +109,7 @@ describe('a rank that arrives late at every all_reduce (PMPI interposer)', () =>
   });
 
   it("without the fault nobody is the run's late rank", () => {
-    const { stdout, doc } = run(3, {}, join(dir, 'clean.json'));
+    const { stdout, doc } = healthyRun();
     assert.doesNotMatch(stdout, /^# late rank:/m);
     const halves = doc.rows.flatMap((r) => [r.outOfPlace, r.inPlace]);
     assert.ok(halves.filter((h) => h.late).length < 0.25 * halves.length, stdout);

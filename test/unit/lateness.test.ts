@@ -139,5 +139,7 @@ describe('late lines', () => {
     assert.equal(formatLateUs(850.4), '850 us');
     assert.equal(formatLateUs(1420), '1.4 ms');
     assert.equal(formatLateUs(2.1e6), '2.1 s');
+    assert.equal(formatLateUs(150_400), '150 ms', 'never in exponent form');
+    assert.equal(formatLateUs(72_000), '72 ms');
   });
 });
