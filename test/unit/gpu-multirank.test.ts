@@ -155,13 +155,13 @@ describe('part 60 judges on recorded launcher output', () => {
       Array.from({ length: 4 }, (_, r) =>
         Array.from({ length: 20 }, (_, i) => 1e6 + i * 3000 + (r === who ? late : 0) + ((r * 7 + i * 3) % 5)),
       );
-    const line = (hostLate: number) =>
+    const line = (hostLate: number, hostWho = 1) =>
       JSON.stringify({
         sizeBytes: 1024,
         inPlace: false,
         deviceUs: rows(2000, 2),
         referenceUs: [0, 0, 0, 0],
-        hostUs: rows(hostLate, 1),
+        hostUs: rows(hostLate, hostWho),
       });
     writeFileSync(trace, `${line(0)}\n${line(0)}\n`);
     assert.match(
@@ -175,15 +175,7 @@ describe('part 60 judges on recorded launcher output', () => {
       /^judge: ok: late: .*host enqueue: 2 row-halves: (nobody in 1, rank 1 in 1|rank 1 in 1, nobody in 1)$/,
     );
     // ...but the delayed rank named by host enqueue means the device delay reached the host: not met.
-    const lineOf = (hostLate: number) =>
-      JSON.stringify({
-        sizeBytes: 1024,
-        inPlace: false,
-        deviceUs: rows(2000, 2),
-        referenceUs: [0, 0, 0, 0],
-        hostUs: rows(hostLate, 2),
-      });
-    writeFileSync(trace, `${line(0)}\n${lineOf(2500)}\n`);
+    writeFileSync(trace, `${line(0)}\n${line(2500, 2)}\n`);
     assert.match(
       judge(out, 'late', '2', trace, LATENESS).line,
       /^judge: not met: .*host enqueue names the delayed rank: .*: (nobody in 1, rank 2 in 1|rank 2 in 1, nobody in 1)$/,
