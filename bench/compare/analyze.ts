@@ -102,6 +102,12 @@ export interface Analysis {
   exitCode: number;
 }
 
+/** What a compare document carries from the analysis as it is (the command adds the run's own fields and exit code). */
+export function analysisFields(a: Analysis): Omit<Analysis, 'exitCode'> {
+  const { combinations, cases, winners, backend, nranks, nodes, judgedOn } = a;
+  return { backend, nranks, nodes, judgedOn, combinations, cases, winners };
+}
+
 /** busbw, unless its factor is 0 at this rank count (then every busbw is 0 by definition): time. */
 export function judgedOn(collective: CollectiveName | 'replay', nranks: number | null): JudgedOn {
   if (collective === 'replay')

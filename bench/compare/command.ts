@@ -11,7 +11,7 @@ import { flag, helpFlag } from '../config/flags.js';
 import type { BackendName } from '../core/types.js';
 import { isoLocal } from '../report/exporters/json.js';
 import { checkOutputPaths, writeDocument, writeOutputFile } from '../report/outputs.js';
-import { analyze } from './analyze.js';
+import { analysisFields, analyze } from './analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from './document.js';
 import type { ProgramSpec } from './program-spec.js';
 import { checkCombination, parseProgram } from './program.js';
@@ -302,14 +302,8 @@ function buildDoc(
     runsPerCombination: opts.runs,
     placement: opts.placement,
     timeoutSec: opts.timeoutSec,
-    backend: a.backend,
-    nranks: a.nranks,
-    nodes: a.nodes,
-    judgedOn: a.judgedOn,
-    combinations: a.combinations,
-    cases: a.cases,
+    ...analysisFields(a),
     probe: runs.probe,
-    winners: a.winners,
     // the NCCL probe is a checked default run too: wrong results there are wrong results
     exitCode: runs.interrupted
       ? (children.signalExit() ?? 130)

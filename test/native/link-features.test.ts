@@ -20,18 +20,18 @@ import {
   type AcceptDocument,
   type CheckRow,
 } from '../../bench/accept/verdict.js';
-import { analyze, type RunResult } from '../../bench/compare/analyze.js';
+import { analysisFields, analyze, type RunResult } from '../../bench/compare/analyze.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../../bench/compare/document.js';
 import { renderCompareMarkdown, renderText } from '../../bench/compare/render.js';
 import { CompareRuns } from '../../bench/compare/runs.js';
 import { combinations, parseAxis } from '../../bench/compare/settings.js';
 import type { ChildRuns } from '../../bench/engine/child-runs.js';
 import type { GroupSamples } from '../../bench/locate/decide.js';
-import { DEFAULT_RULE } from '../../bench/locate/decide.js';
 import { locateErrors, renderLocateText, type LocateJob } from '../../bench/locate/document.js';
 import { runLocate, type GroupSpec, type Measurer } from '../../bench/locate/flow.js';
 import { LocateJobs } from '../../bench/locate/runs.js';
 import type { LocateOptions } from '../../bench/locate/options.js';
+import { childOutcome, locateOptions as sharedLocateOptions } from '../helpers/child-fixtures.js';
 import type { IO } from '../../bench/core/io.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
 import type { ReportDocument, ReportLinks } from '../../bench/report/schema.js';
@@ -228,22 +228,7 @@ class LinksMeasurer implements Measurer {
 }
 
 const hosts = Array.from({ length: 8 }, (_, i) => `n${String(i + 1).padStart(2, '0')}`);
-const locateOptions = (runArgs: string[]): LocateOptions => ({
-  hosts,
-  npPerHost: 1,
-  jsonFile: null,
-  repeats: 2,
-  rule: DEFAULT_RULE,
-  schedule: 'all',
-  timeoutSec: 600,
-  parallel: 0,
-  quiet: true,
-  runArgs,
-  iterations: 20,
-  maxTimeSec: 3600,
-  scheduleNote: null,
-  jobSeconds: 10,
-});
+const locateOptions = (runArgs: string[]): LocateOptions => sharedLocateOptions(hosts, runArgs);
 const NCCL = ['--backend', 'nccl'];
 
 describe("collbench locate from the whole job's --links", () => {
@@ -309,16 +294,7 @@ describe("collbench locate from the whole job's --links", () => {
       stopReason: null,
       run: (_tag: string, w: (path: string) => string[]) => {
         words.push(w('/r.json'));
-        const outcome = {
-          exitCode: 0,
-          signal: null,
-          timedOut: false,
-          interrupted: false,
-          durationSec: 1,
-          stdoutTail: '',
-          stderrTail: '',
-          spawnError: null,
-        };
+        const outcome = childOutcome();
         return Promise.resolve({ outcome, report: { doc: report, error: null }, reportPath: '/r.json' });
       },
     } as unknown as ChildRuns;
@@ -345,16 +321,7 @@ describe("compare: what NCCL chose under each setting, from the plugin's collect
   const SIZES = [8 << 20, 16 << 20, 32 << 20]; // the harness's row-halves: 8, 16, 32 MiB
   const run = (n: number, doc: ReportDocument): RunResult => ({
     run: n,
-    outcome: {
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      interrupted: false,
-      durationSec: 1,
-      stdoutTail: '',
-      stderrTail: '',
-      spawnError: null,
-    },
+    outcome: childOutcome(),
     doc,
     docError: null,
     reportPath: `/r/${n}.json`,
@@ -392,14 +359,8 @@ describe("compare: what NCCL chose under each setting, from the plugin's collect
       runsPerCombination: 1,
       placement: 'out-of-place',
       timeoutSec: 60,
-      backend: a.backend,
-      nranks: a.nranks,
-      nodes: a.nodes,
-      judgedOn: a.judgedOn,
-      combinations: a.combinations,
-      cases: a.cases,
+      ...analysisFields(a),
       probe: null,
-      winners: a.winners,
       exitCode: a.exitCode,
     };
     const text = renderText(doc);

@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test';
 import { ChildRuns, readReport, withChildRuns } from '../../bench/engine/child-runs.js';
 import { failureLine, type ChildOutcome } from '../../bench/launch/child-job.js';
 import { ARGV_ENV } from '../../bench/report/provenance.js';
+import { childOutcome } from '../helpers/child-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'collbench-child-runs-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -121,16 +122,7 @@ describe("a command's children under signals", () => {
 });
 
 describe('why a child failed, in one line', () => {
-  const failed = (stderrTail: string): ChildOutcome => ({
-    exitCode: 1,
-    signal: null,
-    timedOut: false,
-    interrupted: false,
-    durationSec: 1,
-    stdoutTail: '',
-    stderrTail,
-    spawnError: null,
-  });
+  const failed = (stderrTail: string): ChildOutcome => childOutcome(1, { stderrTail });
 
   it("names collbench's own line first, then Open MPI's tagged error, not a PMIx source line printed after it", () => {
     // stderr of an mpirun whose ranks could not select PML ucx (test/cli/compare.test.ts), as Open MPI 4.1 prints it

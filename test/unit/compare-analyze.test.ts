@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { analyze, classifyRun, type RunResult } from '../../bench/compare/analyze.js';
+import { analysisFields, analyze, classifyRun, type RunResult } from '../../bench/compare/analyze.js';
 import { medianOf } from '../../bench/numbers/stats.js';
 import { COMPARE_KIND, COMPARE_SCHEMA_VERSION, type CompareDocument } from '../../bench/compare/document.js';
 import { parseNcclTuningLog } from '../../bench/compare/tuning-log.js';
@@ -19,6 +19,7 @@ import {
   spreadCell,
 } from '../../bench/compare/render.js';
 import type { ChildOutcome } from '../../bench/launch/child-job.js';
+import { childOutcome } from '../helpers/child-fixtures.js';
 import { combinations, parseAxis, type Combination } from '../../bench/compare/settings.js';
 import { renderTunerCsv } from '../../bench/compare/tuner-csv.js';
 import { reportBuilder } from '../../bench/report/exporters/json.js';
@@ -122,17 +123,8 @@ function fill(
   if (opts.complete !== false) b.end({ outOfBounds: 0, avgBusBw: 1, minBwVerdict: null, exitCode: 0, skipped: null });
 }
 
-const outcome = (exitCode: number | null, extra: Partial<ChildOutcome> = {}): ChildOutcome => ({
-  exitCode,
-  signal: null,
-  timedOut: false,
-  interrupted: false,
-  durationSec: 1.5,
-  stdoutTail: '',
-  stderrTail: '',
-  spawnError: null,
-  ...extra,
-});
+const outcome = (exitCode: number | null, extra: Partial<ChildOutcome> = {}): ChildOutcome =>
+  childOutcome(exitCode, { durationSec: 1.5, ...extra });
 const ok = (run: number, d: ReportDocument): RunResult => ({
   run,
   outcome: outcome(0),
@@ -169,16 +161,10 @@ function compareDoc(
     runsPerCombination: 3,
     placement: 'out-of-place',
     timeoutSec: 60,
-    backend: a.backend,
-    nranks: a.nranks,
-    nodes: a.nodes,
-    judgedOn: a.judgedOn,
-    combinations: a.combinations,
-    cases: a.cases,
+    ...analysisFields(a),
     probe: probeEvents
       ? { ran: true, env: {}, status: 'ok', error: null, events: probeEvents.length, files: [] }
       : null,
-    winners: a.winners,
     exitCode: a.exitCode,
     ...extra,
   };

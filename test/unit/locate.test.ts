@@ -33,6 +33,7 @@ import {
 } from '../../bench/locate/options.js';
 import { fitSchedule, locatePlan, ringRounds, roundRobin, type Pair } from '../../bench/locate/schedule.js';
 import { UsageError } from '../../bench/core/errors.js';
+import { locateOptions } from '../helpers/child-fixtures.js';
 
 function checkRounds(n: number, rounds: Pair[][]): Map<string, number> {
   const seen = new Map<string, number>();
@@ -285,22 +286,7 @@ class FakeMeasurer implements Measurer {
   }
 }
 
-const options = (hosts: string[]): LocateOptions => ({
-  hosts,
-  npPerHost: 1,
-  jsonFile: null,
-  repeats: 2,
-  rule: DEFAULT_RULE,
-  schedule: 'all',
-  timeoutSec: 600,
-  parallel: 0,
-  quiet: true,
-  runArgs: [],
-  iterations: 20,
-  maxTimeSec: 3600,
-  scheduleNote: null,
-  jobSeconds: 10,
-});
+const options = (hosts: string[]): LocateOptions => locateOptions(hosts);
 
 test('flow: healthy, a slow host, a slow link, two hosts; every document matches the published schema', async () => {
   const hosts = ['h1', 'h2', 'h3', 'h4', 'h5'];
