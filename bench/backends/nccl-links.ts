@@ -136,6 +136,10 @@ export interface LinksVerdict {
   matrix: LinkMatrix;
 }
 
+/** The communicators whose rows a run's row-halves hold ('' for rows without an id). */
+const communicators = (halves: readonly HalfLinks[]): string[] => [
+  ...new Set(halves.flatMap((h) => h.ranks.map((r) => r.commId ?? ''))),
+];
 const key = (rank: number, peer: number, channel: number) => `${rank}>${peer}/${channel}`;
 const gbps = (bytes: number, ns: number) => (ns > 0 ? bytes / ns : Number.POSITIVE_INFINITY);
 
@@ -144,7 +148,7 @@ const gbps = (bytes: number, ns: number) => (ns > 0 ? bytes / ns : Number.POSITI
  *  among themselves, its ranks numbered within it; links and names then carry `comm`, and the matrix is the
  *  communicator with the most ranks. */
 export function judgeLinks(halves: readonly HalfLinks[]): LinksVerdict {
-  const comms = [...new Set(halves.flatMap((h) => h.ranks.map((r) => r.commId ?? '')))];
+  const comms = communicators(halves);
   if (comms.length <= 1) return judgeCommunicator(halves);
   const verdicts = comms.map((comm) => {
     const own = halves.map((h) => ({ ranks: h.ranks.filter((r) => (r.commId ?? '') === comm) }));
@@ -371,7 +375,7 @@ export interface AlgoChoice {
 /** Per collective and size, each (algorithm, protocol, channels) NCCL chose and how often, from every rank's rows;
  *  with several communicators, each communicator's calls apart (`comm` set). */
 export function algoPerSize(halves: readonly HalfLinks[]): AlgoChoice[] {
-  const several = new Set(halves.flatMap((h) => h.ranks.map((r) => r.commId ?? ''))).size > 1;
+  const several = communicators(halves).length > 1;
   const byKey = new Map<string, AlgoChoice>();
   for (const half of halves) {
     for (const r of half.ranks) {
