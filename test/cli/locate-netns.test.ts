@@ -212,6 +212,25 @@ async function calibrate(
   return { mbit, measured };
 }
 
+/**
+ * Whether a run's pairs stage shows host i slower than the rest: every pair with it below every pair without it,
+ * its pairs' median under 0.9 of the others' (`ratio`). What the jobs measured, not what locate concluded.
+ */
+function shownSlow(
+  pairs: readonly { hosts: string[]; ratio: number | null }[],
+  i: number,
+): { shown: boolean; ratio: number; mine: number[]; others: number[] } {
+  const ratios = (mine: boolean): number[] =>
+    pairs.filter((g) => g.hosts.includes(host(i)) === mine).map((g) => g.ratio ?? 0);
+  const [mine, others] = [ratios(true), ratios(false)];
+  const ratio = middle(mine) / middle(others);
+  return { shown: ratio < 0.9 && Math.max(...mine) < Math.min(...others), ratio, mine, others };
+}
+
+/** locate's own answer to a pairs stage whose noise is the size of the margin: it names nothing, and says so. */
+const isNoise = (doc: LocateDocument): boolean =>
+  doc.verdict === 'inconclusive' && /below the margin but not consistently .*: noise/.test(doc.reason);
+
 /** Load average (1, 5, 15 min), for the messages: the verdicts compare jobs that share this machine's CPUs. */
 const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
@@ -282,23 +301,44 @@ describe('collbench locate on network-namespace hosts', () => {
     assert.doesNotMatch(readFileSync('/etc/hosts', 'utf8'), new RegExp(`${PREFIX}-h`), '/etc/hosts lines removed');
   });
 
+  /**
+   * Healthy hosts: judged only when the run's own pairs stage does not show one host slower than the rest (every
+   * pair with it below every pair without it, at under 0.9 of them) and locate did not find the stage as noisy as
+   * the margin. These "hosts" share 2 CPUs: on a CI machine one of them carried half the busbw of the others in all
+   * six of its pair jobs, a slow host in the data, which locate is there to report. Such a run is run again, up to 3
+   * attempts; a judged run must be healthy, and a run that names a host its data does not show fails at once.
+   */
   it('healthy hosts → verdict healthy, exit 0, no suspect', async (t) => {
     if (skipReason) {
       t.skip(skipReason);
       return;
     }
-    const file = join(dir, 'healthy.json');
-    const r = locate(['--hosts', FOUR, ...RULE, '-J', file, '--quiet', ...RUN_ARGS]);
-    assert.equal(r.code, 0, `load ${load()}\n${r.stdout}\n${r.stderr}`);
-    const doc = verdict(file);
-    t.diagnostic(`load ${load()}; ${doc.verdict}: ${doc.reason}`);
-    assert.equal(doc.verdict, 'healthy');
-    assert.deepEqual(doc.suspects, []);
-    assert.deepEqual(doc.links, []);
-    const pairs = doc.stages.find((s) => s.name === 'pairs')!;
-    assert.equal(pairs.groups.length, 6); // all pairs of 4 hosts
-    assert.equal(pairs.jobs.length, 12); // twice each
-    assert.match(r.stdout, /^# verdict: healthy/m);
+    for (let attempt = 1; ; attempt++) {
+      const file = join(dir, `healthy-${attempt}.json`);
+      const r = locate(['--hosts', FOUR, ...RULE, '-J', file, '--quiet', ...RUN_ARGS]);
+      const out = `load ${load()}\n${r.stdout}\n${r.stderr}`;
+      assert.ok([0, 6, 7, 8].includes(r.code ?? -1), out);
+      const doc = verdict(file);
+      const pairs = doc.stages.find((s) => s.name === 'pairs')!;
+      const slow = [1, 2, 3, 4].map((i) => ({ i, ...shownSlow(pairs.groups, i) })).find((x) => x.shown);
+      const noisy = isNoise(doc);
+      t.diagnostic(
+        `attempt ${attempt}: load ${load()}; ${doc.verdict}: ${doc.reason}` +
+          (slow ? `; the data shows ${host(slow.i)} slow (its pairs at ${slow.ratio.toFixed(2)} of the others')` : ''),
+      );
+      const named = [...doc.suspects.map((s) => s.host), ...doc.degraded.map((d) => d.host)];
+      if (slow && !noisy) assert.ok(named.every((h) => h === host(slow.i)) && doc.links.length === 0, out);
+      if ((slow || noisy) && attempt < 3) continue;
+      assert.ok(!slow, `a host slower than the rest in 3 runs of healthy hosts (see the diagnostics)\n${out}`);
+      assert.equal(r.code, 0, out);
+      assert.equal(doc.verdict, 'healthy');
+      assert.deepEqual(doc.suspects, []);
+      assert.deepEqual(doc.links, []);
+      assert.equal(pairs.groups.length, 6); // all pairs of 4 hosts
+      assert.equal(pairs.jobs.length, 12); // twice each
+      assert.match(r.stdout, /^# verdict: healthy/m);
+      break;
+    }
     await noLeftovers();
   });
 
@@ -337,23 +377,13 @@ describe('collbench locate on network-namespace hosts', () => {
       const doc = verdict(file);
       // what the run saw, in the test's output whether it passes or not (the verdicts depend on the load)
       const pairs = doc.stages.find((st) => st.name === 'pairs')?.groups ?? [];
-      const ratios = (mine: boolean): number[] =>
-        pairs.filter((g) => g.hosts.includes(host(i)) === mine).map((g) => g.ratio ?? 0);
-      const shown = middle(ratios(true)) / middle(ratios(false));
+      const seen = shownSlow(pairs, i);
       t.diagnostic(
-        `attempt ${attempt}: ${note}; in the run its pairs at ${ratios(true)
-          .map((x) => x.toFixed(2))
-          .join(' ')}, the others at ` +
-          `${ratios(false)
-            .map((x) => x.toFixed(2))
-            .join(' ')} (${shown.toFixed(2)}); ${doc.verdict}: ${doc.reason}`,
+        `attempt ${attempt}: ${note}; in the run its pairs at ${seen.mine.map((x) => x.toFixed(2)).join(' ')}, ` +
+          `the others at ${seen.others.map((x) => x.toFixed(2)).join(' ')} (${seen.ratio.toFixed(2)}); ${doc.verdict}: ${doc.reason}`,
       );
       const named = doc.suspects.length + doc.links.length + doc.degraded.length > 0;
-      const separated = Math.max(...ratios(true)) < Math.min(...ratios(false));
-      // locate's own answer to a stage whose noise is the size of the margin: it names nothing, and says so
-      const noisy =
-        doc.verdict === 'inconclusive' && /below the margin but not consistently .*: noise/.test(doc.reason);
-      const judged = (shown < 0.9 && separated && !noisy) || named;
+      const judged = (seen.shown && !isNoise(doc)) || named;
       if (judged || attempt === 3) return { doc, out: `${note}\n${r.stdout}`, code: r.code, judged };
     }
   }
