@@ -71,7 +71,9 @@ export interface NativeBackend {
   cancelPending(): number;
   /** Calls made after pauseQueue() wait, queued, until resumeQueue() (one already running goes on): the run loop
    *  queues a sweep's barrier, warm-ups and first halves, then lets them run, so that queuing them (specs built and
-   *  converted, about 12 us a half) does not share the first halves' CPU. Always resume (try/finally). */
+   *  converted, about 12 us a half) does not share the first halves' CPU. They start once JavaScript's turn is over
+   *  (the event loop about to wait), not at the call: what the turn does after it would otherwise run inside the
+   *  first timed operations. Always resume (try/finally). */
   pauseQueue(): void;
   resumeQueue(): void;
   /** The longest (ms, 1-60000) a finished call's result is held back while later calls run: results reach JavaScript

@@ -146,13 +146,16 @@ if (scenario === 'order') {
   );
   native.finalize();
 } else if (scenario === 'pause') {
-  // Calls made while paused wait, queued, until resumeQueue(), then run and settle in order; cancelPending() still
-  // cancels calls waiting in a paused queue, and calls made after resume run.
+  // Calls made while paused wait, queued, until resumeQueue(), and start once JavaScript's turn is over (they would
+  // otherwise share a CPU with its rest), then run and settle in order; cancelPending() still cancels calls waiting
+  // in a paused queue, and calls made after resume run.
   native.pauseQueue();
   const calls = Array.from({ length: 3 }, () => track(native.runHalf(spec(4096, 200)), order));
   let startedWhilePaused = false;
   for (const until = Date.now() + 300; Date.now() < until;) if (native.loopIteration() >= 0) startedWhilePaused = true;
   native.resumeQueue();
+  let startedInTurn = false;
+  for (const until = Date.now() + 200; Date.now() < until;) if (native.loopIteration() >= 0) startedInTurn = true;
   const out = await Promise.all(calls);
   native.pauseQueue();
   const waiting = Array.from({ length: 2 }, () => track(native.runHalf(spec(16, 10)), order));
@@ -163,6 +166,7 @@ if (scenario === 'order') {
   console.log(
     JSON.stringify({
       startedWhilePaused,
+      startedInTurn,
       settled: out.map((o) => o.settled),
       codes: out.map((o) => o.code),
       cancelled,

@@ -329,13 +329,14 @@ void registerCommon(Napi::Env env, Napi::Object exports, BackendSlot* slot) {
                 const size_t n = executor().cancelQueued(info.Env(), "cancelled by cancelPending()");
                 return Napi::Number::New(info.Env(), static_cast<double>(n));
               }));
-  // Queued calls wait until resumeQueue() (the one running goes on): JavaScript queues a batch, then lets it run.
+  // Queued calls wait until resumeQueue() (the one running goes on): JavaScript queues a batch, then lets it run
+  // once it has nothing left to do itself (Executor::resumeWhenIdle).
   exports.Set("pauseQueue", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
                 executor().pause();
                 return info.Env().Undefined();
               }));
   exports.Set("resumeQueue", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-                executor().resume();
+                executor().resumeWhenIdle(info.Env());
                 return info.Env().Undefined();
               }));
   // The longest a finished call's result is held back while later calls run (executor.h; the watchdog sets it).

@@ -155,6 +155,35 @@ void Executor::resume() {
   work_.notify_all();
 }
 
+void Executor::resumeWhenIdle(Napi::Env env) {
+  if (!idleGateOpen_) {
+    uv_loop_t* loop = nullptr;
+    if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr || uv_prepare_init(loop, &idleGate_) != 0) {
+      resume();  // no event loop to wait for: as before
+      return;
+    }
+    idleGate_.data = this;
+    uv_unref(reinterpret_cast<uv_handle_t*>(&idleGate_));
+    idleGateOpen_ = true;
+    // At the environment's teardown the handle is closed (libuv requires every handle closed before its loop).
+    napi_add_env_cleanup_hook(
+        env,
+        [](void* arg) {
+          auto* self = static_cast<Executor*>(arg);
+          if (!self->idleGateOpen_) return;
+          self->idleGateOpen_ = false;
+          uv_close(reinterpret_cast<uv_handle_t*>(&self->idleGate_), nullptr);
+        },
+        this);
+  }
+  if (uv_prepare_start(&idleGate_, &Executor::onIdle) != 0) resume();
+}
+
+void Executor::onIdle(uv_prepare_t* gate) {
+  uv_prepare_stop(gate);
+  static_cast<Executor*>(gate->data)->resume();
+}
+
 void Executor::setHoldTime(std::chrono::milliseconds hold) {
   std::lock_guard<std::mutex> lk(mu_);
   hold_ = hold;

@@ -3,6 +3,7 @@
 // results are handed over in batches within a hold time (docs/architecture.md, "Long work off the JS thread").
 #pragma once
 #include <napi.h>
+#include <uv.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -42,6 +43,11 @@ class Executor {
   // the first of them. cancelQueued() and drain() work paused or not; resume() must follow pause() (try/finally).
   void pause();
   void resume();
+  // JS thread. resume(), once JavaScript has nothing left to do: from a libuv prepare callback, which runs when the
+  // event loop is about to wait for I/O (every callback and microtask of the turn done). Resumed at once, the woken
+  // thread took the CPU from the rest of the turn (the scheduler favours the thread it just woke), and that rest ran
+  // some milliseconds later, inside the first timed operations (docs/performance.md, "The first timed half").
+  void resumeWhenIdle(Napi::Env env);
 
   // Any thread. The longest a finished task's result is held back from JavaScript while later tasks run (default
   // kDefaultHold).
@@ -67,6 +73,7 @@ class Executor {
   void post(Job* job);                   // mu_ held: hand a finished job to the JS thread
   void settle(Napi::Env env, Job* job);  // JS thread: settle and delete
   void start(Napi::Env env);
+  static void onIdle(uv_prepare_t* gate);  // the prepare callback of resumeWhenIdle()
 
   std::mutex mu_;
   std::condition_variable work_;     // a job was queued, resume(), or stop_
@@ -84,7 +91,9 @@ class Executor {
   std::thread thread_;
   std::thread courier_;
   Tsfn tsfn_;
-  size_t pending_ = 0;  // JS thread only: submitted, not yet settled; the loop is kept alive while > 0
+  size_t pending_ = 0;         // JS thread only: submitted, not yet settled; the loop is kept alive while > 0
+  uv_prepare_t idleGate_{};    // JS thread only: resumeWhenIdle()'s prepare handle (unreferenced: keeps nothing alive)
+  bool idleGateOpen_ = false;  // idleGate_ initialised and not yet closed
 };
 
 }  // namespace collbench::addon
