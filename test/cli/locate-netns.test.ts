@@ -328,7 +328,12 @@ describe('collbench locate on network-namespace hosts', () => {
           (slow ? `; the data shows ${host(slow.i)} slow (its pairs at ${slow.ratio.toFixed(2)} of the others')` : ''),
       );
       const named = [...doc.suspects.map((s) => s.host), ...doc.degraded.map((d) => d.host)];
-      if (slow && !noisy) assert.ok(named.every((h) => h === host(slow.i)) && doc.links.length === 0, out);
+      if (slow && !noisy)
+        assert.ok(
+          named.every((h) => h === host(slow.i)) && doc.links.length === 0,
+          `named ${[...named, ...doc.links.map((l) => l.hosts.join('-'))].join(', ')}; ` +
+            `the data shows ${host(slow.i)}\n${out}`,
+        );
       if ((slow || noisy) && attempt < 3) continue;
       if (slow || noisy) {
         // the premise (hosts that measure alike) did not hold in any of 3 runs: nothing to judge, said so
@@ -384,9 +389,10 @@ describe('collbench locate on network-namespace hosts', () => {
       // what the run saw, in the test's output whether it passes or not (the verdicts depend on the load)
       const pairs = doc.stages.find((st) => st.name === 'pairs')?.groups ?? [];
       const seen = shownSlow(pairs, i);
+      const list = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(' ');
       t.diagnostic(
-        `attempt ${attempt}: ${note}; in the run its pairs at ${seen.mine.map((x) => x.toFixed(2)).join(' ')}, ` +
-          `the others at ${seen.others.map((x) => x.toFixed(2)).join(' ')} (${seen.ratio.toFixed(2)}); ${doc.verdict}: ${doc.reason}`,
+        `attempt ${attempt}: ${note}; in the run its pairs at ${list(seen.mine)}, the others at ` +
+          `${list(seen.others)} (${seen.ratio.toFixed(2)}); ${doc.verdict}: ${doc.reason}`,
       );
       const named = doc.suspects.length + doc.links.length + doc.degraded.length > 0;
       const judged = (seen.shown && !isNoise(doc)) || named;

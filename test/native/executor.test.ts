@@ -1,9 +1,9 @@
 // The module's one backend thread (native/src/addon/executor.h), through collbench_mpi.node in a one-rank child
 // (test/helpers/executor-child.ts): calls queued ahead run and settle in submission order, synchronous calls are
-// refused meanwhile; calls made while paused wait for resume and for JavaScript's turn to end; results are handed over in batches, within the hold
-// time; a failure cancels what was queued
-// behind it; cancelPending() and finalize() cancel what has not started and let the call in progress end; the process
-// ends by itself, or on process.exit() with calls still queued (no hang, no crash).
+// refused meanwhile; calls made while paused wait for resume and for JavaScript's turn to end; results are handed
+// over in batches, within the hold time; a failure cancels what was queued behind it; cancelPending() and finalize()
+// cancel what has not started and let the call in progress end; the process ends by itself, or on process.exit()
+// with calls still queued (no hang, no crash).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -76,7 +76,7 @@ describe(
       assert.ok(shortLastMs! < longMs! - 300, r.text);
     });
 
-    it('holds calls made while paused until resumed and JavaScript is idle (the run loop queues a sweep, then lets it run)', () => {
+    it('holds calls made while paused until resumed and JavaScript is idle (a sweep is queued, then let run)', () => {
       const r = child('pause');
       assert.equal(r.status, 0, r.text);
       assert.equal(r.out.startedWhilePaused, false, 'no timed loop started in the 300 ms paused');
