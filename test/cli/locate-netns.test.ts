@@ -227,6 +227,54 @@ function shownSlow(
   return { shown: ratio < 0.9 && Math.max(...mine) < Math.min(...others), ratio, mine, others };
 }
 
+/** The same group of hosts, in any order (a re-test may name a pair the other way round). */
+const sameHosts = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((h) => b.includes(h));
+
+/**
+ * Whatever locate named is in its own data: a named link's pair measured slow (pairs stage or its re-test), a named
+ * host's pairs at a lower median than the pairs without it. For runs whose data does not show the one throttled host
+ * alone: locate may name what the load made, but never something its measurements do not show.
+ */
+function backedByData(doc: LocateDocument, out: string): void {
+  const groups = doc.stages.filter((st) => st.name === 'pairs' || st.name === 'retest').flatMap((st) => st.groups);
+  for (const l of doc.links)
+    assert.ok(
+      groups.some((g) => sameHosts(g.hosts, l.hosts) && g.state === 'slow'),
+      `link ${l.hosts.join('-')} named, never measured slow\n${out}`,
+    );
+  const pairs = doc.stages.find((st) => st.name === 'pairs')?.groups ?? [];
+  for (const h of [...doc.suspects.map((s) => s.host), ...doc.degraded.map((d) => d.host)]) {
+    const ratio = shownSlow(
+      pairs,
+      [1, 2, 3, 4].find((i) => host(i) === h)!,
+    ).ratio;
+    assert.ok(ratio < 1, `host ${h} named, its pairs at ${ratio.toFixed(2)} of the others'\n${out}`);
+  }
+}
+
+/**
+ * The pairs the pairs stage measured slow (below the margin in every repeat, the rank test sure of it) and their
+ * re-test, if any, did not clear: a slow spot in the data (`without`: leaving out the pairs of that host).
+ */
+function persistentlySlow(doc: LocateDocument, without?: number): string[] {
+  const stage = (name: string) => doc.stages.find((st) => st.name === name)?.groups ?? [];
+  const cleared = (hosts: readonly string[]): boolean =>
+    stage('retest').some((g) => g.state === 'ok' && sameHosts(g.hosts, hosts));
+  return stage('pairs')
+    .filter((g) => g.state === 'slow' && !cleared(g.hosts) && !(without && g.hosts.includes(host(without))))
+    .map((g) => `${g.hosts.join('-')} at ${(g.ratio ?? 0).toFixed(2)}`);
+}
+
+/**
+ * The pairs with host i that a re-test measured at 0.9 or more of its control (no slowdown seen, not merely within
+ * the margin): then the data does not show host i slow with every partner.
+ */
+const clearedWith = (doc: LocateDocument, i: number): string[] =>
+  (doc.stages.find((st) => st.name === 'retest')?.groups ?? [])
+    .filter((g) => g.hosts.includes(host(i)) && (g.ratio ?? 0) >= 0.9)
+    .map((g) => `${g.hosts.join('-')} at ${(g.ratio ?? 0).toFixed(2)}`);
+
 /** locate's own answer to a pairs stage whose noise is the size of the margin: it names nothing, and says so. */
 const isNoise = (doc: LocateDocument): boolean =>
   doc.verdict === 'inconclusive' && /below the margin but not consistently .*: noise/.test(doc.reason);
@@ -303,11 +351,12 @@ describe('collbench locate on network-namespace hosts', () => {
 
   /**
    * Healthy hosts: judged only when the run's own pairs stage does not show one host slower than the rest (every
-   * pair with it below every pair without it, at under 0.9 of them) and locate did not find the stage as noisy as
-   * the margin. These "hosts" share 2 CPUs: on a CI machine one of them carried half the busbw of the others in all
-   * six of its pair jobs, a slow host in the data, which locate is there to report. Such a run is run again, up to 3
-   * attempts (none judgeable: skipped, saying so); a judged run must be healthy, and a run that names a host its
-   * data does not show fails at once.
+   * pair with it below every pair without it, at under 0.9 of them), measured no pair slow that its re-test did not
+   * clear (persistentlySlow) and locate did not find the stage as noisy as the margin. These "hosts" share 2
+   * CPUs: on a CI machine one of them carried half the busbw of the others in all six of its pair jobs, and here one
+   * pair (h1-h4) was at 0.43 in the pairs stage and 0.45 in its re-test: a slow host or link in the data, which locate
+   * is there to report. Such a run is run again, up to 3 attempts (none judgeable: skipped, saying so); a judged run
+   * must be healthy, and a run that names something its data does not show fails at once (backedByData).
    */
   it('healthy hosts → verdict healthy, exit 0, no suspect', async (t) => {
     if (skipReason) {
@@ -322,20 +371,17 @@ describe('collbench locate on network-namespace hosts', () => {
       const doc = verdict(file);
       const pairs = doc.stages.find((s) => s.name === 'pairs')!;
       const slow = [1, 2, 3, 4].map((i) => ({ i, ...shownSlow(pairs.groups, i) })).find((x) => x.shown);
+      const slowPairs = persistentlySlow(doc);
       const noisy = isNoise(doc);
       t.diagnostic(
         `attempt ${attempt}: load ${load()}; ${doc.verdict}: ${doc.reason}` +
-          (slow ? `; the data shows ${host(slow.i)} slow (its pairs at ${slow.ratio.toFixed(2)} of the others')` : ''),
+          (slow ? `; the data shows ${host(slow.i)} slow (its pairs at ${slow.ratio.toFixed(2)} of the others')` : '') +
+          (slowPairs.length ? `; measured slow: ${slowPairs.join(', ')}` : ''),
       );
-      const named = [...doc.suspects.map((s) => s.host), ...doc.degraded.map((d) => d.host)];
-      if (slow && !noisy)
-        assert.ok(
-          named.every((h) => h === host(slow.i)) && doc.links.length === 0,
-          `named ${[...named, ...doc.links.map((l) => l.hosts.join('-'))].join(', ')}; ` +
-            `the data shows ${host(slow.i)}\n${out}`,
-        );
-      if ((slow || noisy) && attempt < 3) continue;
-      if (slow || noisy) {
+      const unlike = slow !== undefined || slowPairs.length > 0 || noisy;
+      if (unlike) backedByData(doc, out);
+      if (unlike && attempt < 3) continue;
+      if (unlike) {
         // the premise (hosts that measure alike) did not hold in any of 3 runs: nothing to judge, said so
         await noLeftovers();
         t.skip(`no run of the 3 had hosts that measured alike here (load ${load()}): see the diagnostics`);
@@ -358,9 +404,13 @@ describe('collbench locate on network-namespace hosts', () => {
    * before; `fraction` below 0.1: simply that fraction of the healthy busbw, far slower whatever the load does). The
    * load on this machine can change the busbw 2-3× within a minute (and a healthy pair's by ±30 % from one job to the
    * next), and with it what a rate does: when the run's own pairs stage does not show a slow host (every pair with
-   * it below every pair without it, and below 0.9 of them median against median), or locate found the stage as
-   * noisy as the margin (inconclusive: noise), and nothing was named, it is calibrated and run again, up to 3
-   * attempts. Any run whose data shows the slow host, or that names anything, is judged (`judged`).
+   * it below every pair without it, and below 0.9 of them median against median; by chance alone 1 run in 20), or a
+   * re-test measured one of its pairs fine (here once h1-h3 at 1.06 after 0.61: locate then named link h2-h3), or
+   * locate answered inconclusive naming nothing (the noise it measured, or a re-test that did not settle it: it
+   * then says to run again with more repeats), or a pair without host i was measured slow too (CI once had h1-h2 at
+   * 0.55 in both repeats beside a throttled h3; `unclean` counts these), it is calibrated and run again, up to 3
+   * attempts; what such a run named must still be in its data (backedByData). A run whose data shows host i slow,
+   * and nothing else, is judged (`judged`).
    */
   async function throttledRun(
     i: number,
@@ -368,7 +418,8 @@ describe('collbench locate on network-namespace hosts', () => {
     rule: string[],
     tag: string,
     t: TestContext,
-  ): Promise<{ doc: LocateDocument; out: string; code: number | null; judged: boolean }> {
+  ): Promise<{ doc: LocateDocument; out: string; code: number | null; judged: boolean; unclean: number }> {
+    let unclean = 0;
     for (let attempt = 1; ; attempt++) {
       const { mbit, measured } =
         fraction < 0.1
@@ -389,15 +440,34 @@ describe('collbench locate on network-namespace hosts', () => {
       // what the run saw, in the test's output whether it passes or not (the verdicts depend on the load)
       const pairs = doc.stages.find((st) => st.name === 'pairs')?.groups ?? [];
       const seen = shownSlow(pairs, i);
+      const elsewhere = persistentlySlow(doc, i);
+      const cleared = clearedWith(doc, i);
       const list = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(' ');
       t.diagnostic(
         `attempt ${attempt}: ${note}; in the run its pairs at ${list(seen.mine)}, the others at ` +
-          `${list(seen.others)} (${seen.ratio.toFixed(2)}); ${doc.verdict}: ${doc.reason}`,
+          `${list(seen.others)} (${seen.ratio.toFixed(2)})` +
+          (elsewhere.length ? `, slow without it: ${elsewhere.join(', ')}` : '') +
+          (cleared.length ? `, fine in a re-test: ${cleared.join(', ')}` : '') +
+          `; ${doc.verdict}: ${doc.reason}`,
       );
-      const named = doc.suspects.length + doc.links.length + doc.degraded.length > 0;
-      const judged = (seen.shown && !isNoise(doc)) || named;
-      if (judged || attempt === 3) return { doc, out: `${note}\n${r.stdout}`, code: r.code, judged };
+      if (elsewhere.length) unclean++;
+      // inconclusive, naming nothing (the noise form among them): locate's answer to evidence that does not settle it
+      const undecided =
+        doc.verdict === 'inconclusive' && doc.suspects.length + doc.links.length + doc.degraded.length === 0;
+      const judged = elsewhere.length === 0 && seen.shown && cleared.length === 0 && !undecided;
+      if (!judged) backedByData(doc, `${note}\n${r.stdout}`);
+      if (judged || attempt === 3) return { doc, out: `${note}\n${r.stdout}`, code: r.code, judged, unclean };
     }
+  }
+
+  /**
+   * Whether every attempt had a second slow spot in the data (`unclean`), skipped saying so: the premise (one slow
+   * host among hosts that measure alike) did not hold here, so what locate named proves nothing either way.
+   */
+  function skippedAsUnclean(t: TestContext, run: { judged: boolean; unclean: number }): boolean {
+    if (run.judged || run.unclean < 3) return false;
+    t.skip(`every run of the 3 had a pair without the throttled host measured slow here (load ${load()})`);
+    return true;
   }
 
   /** The host is named (a suspect, or degraded within the margin) and no link: the sentence says host, not links. */
@@ -415,7 +485,9 @@ describe('collbench locate on network-namespace hosts', () => {
       t.skip(skipReason);
       return;
     }
-    const { doc, out, code, judged } = await throttledRun(4, 1 / 25, RULE, 'throttled-far', t);
+    const run = await throttledRun(4, 1 / 25, RULE, 'throttled-far', t);
+    if (skippedAsUnclean(t, run)) return;
+    const { doc, out, code, judged } = run;
     assert.ok(judged, out);
     assert.equal(code, 7, out);
     assert.equal(doc.verdict, 'suspect');
@@ -431,7 +503,9 @@ describe('collbench locate on network-namespace hosts', () => {
       t.skip(skipReason);
       return;
     }
-    const { doc, out, code, judged } = await throttledRun(2, 0.3, RULE, 'throttled-mild', t);
+    const run = await throttledRun(2, 0.3, RULE, 'throttled-mild', t);
+    if (skippedAsUnclean(t, run)) return;
+    const { doc, out, code, judged } = run;
     assert.ok(judged, out);
     assert.ok(code === 7 || code === 8, out);
     namesTheHost(doc, 2, out);
@@ -454,8 +528,10 @@ describe('collbench locate on network-namespace hosts', () => {
       t.skip(skipReason);
       return;
     }
-    const { doc, out, code, judged } = await throttledRun(3, 0.78, ['--max-noise', '80'], 'throttled-degraded', t);
-    // a 22 % fault inside this machine's noise in every attempt (a busy 2-core VM): nothing to judge, said so
+    const run = await throttledRun(3, 0.78, ['--max-noise', '80'], 'throttled-degraded', t);
+    if (skippedAsUnclean(t, run)) return;
+    const { doc, out, code, judged } = run;
+    // a 22 % fault inside this machine's noise (or beside another slow pair) in every attempt: nothing to judge
     if (!judged) {
       t.skip(`h3 at 0.78 did not stand out of this machine's noise in 3 runs (load ${load()}): see the diagnostics`);
       return;
