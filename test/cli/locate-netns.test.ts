@@ -268,11 +268,12 @@ function persistentlySlow(doc: LocateDocument, without?: number): string[] {
 
 /**
  * The pairs with host i that a re-test measured at 0.9 or more of its control (no slowdown seen, not merely within
- * the margin): then the data does not show host i slow with every partner.
+ * the margin): then the data does not show host i slow with every partner. The controls themselves (ids
+ * `control…`, a ratio of 1 by definition) measure nothing of the kind.
  */
 const clearedWith = (doc: LocateDocument, i: number): string[] =>
   (doc.stages.find((st) => st.name === 'retest')?.groups ?? [])
-    .filter((g) => g.hosts.includes(host(i)) && (g.ratio ?? 0) >= 0.9)
+    .filter((g) => !g.id.startsWith('control') && g.hosts.includes(host(i)) && (g.ratio ?? 0) >= 0.9)
     .map((g) => `${g.hosts.join('-')} at ${(g.ratio ?? 0).toFixed(2)}`);
 
 /** locate's own answer to a pairs stage whose noise is the size of the margin: it names nothing, and says so. */
