@@ -5,7 +5,6 @@ import type { Adjusted, BackendDriver } from '../backends/driver.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
 import { loopCpuPlan, PIN_LOOP_ENV } from './loop-cpu.js';
-import { launcherRank } from '../launch/launcher.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { CheckedHooks } from './context.js';
 import { Watchdog } from './watchdog.js';
@@ -37,10 +36,10 @@ export async function withBackend<T>(
   body: (up: BackendUp) => Promise<T>,
 ): Promise<T> {
   const env = hooks.env ?? process.env;
-  const { record, module: native, driver, passedOver } = hooks.preflight;
-  if (passedOver !== null && (launcherRank(env) ?? 0) === 0) io.err(passedOver);
+  const { record, module: native, driver, passedOver, watchdogMinSec } = hooks.preflight;
+  if (passedOver !== null) io.err(passedOver);
   driver.prepare?.(options);
-  const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, env);
+  const dog = new Watchdog(options.timeoutSec, io, native, hooks.onTimeout, watchdogMinSec);
   const info = await dog.watch(
     record.bringUp,
     0,

@@ -1,9 +1,10 @@
-// What a run checks once, before the --np launcher or this process's run starts anything: the backend chosen, the
-// flags only a backend that cannot run here implements, the driver's refusals, the --np job's refusals and the output
-// paths. Both the launcher (launch-ranks.ts) and the run (bring-up.ts) use its result instead of checking again.
+// What a run checks once, before the --np launcher or this process's run starts anything: the watchdog's floor, the
+// backend chosen, the flags only a backend that cannot run here implements, the driver's refusals, the --np job's
+// refusals and the output paths. Both the launcher (launch-ranks.ts) and the run (bring-up.ts) use its result instead of checking again.
 import type { BackendDriver } from '../backends/driver.js';
 import { selectBackend, type BackendRecord } from '../backends/registry.js';
 import { flagLabel, unsupportedFlag } from '../config/resolve.js';
+import { watchdogFloorSec } from '../config/watchdog-floor.js';
 import { BackendUnavailableError, UsageError } from '../core/errors.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { launcherRank, underMpiLauncher } from '../launch/launcher.js';
@@ -16,13 +17,17 @@ export interface Preflight {
   record: BackendRecord;
   module: NativeBackend;
   driver: BackendDriver;
-  /** The stderr line that says a preferred backend was passed over (printed by rank 0 of the run), or null. */
+  /** The stderr line that says a preferred backend was passed over, for this process to print (rank 0 of the run
+   *  prints it), or null. */
   passedOver: string | null;
   outputs: OutputSpec[];
+  /** The default watchdog's floor (s): COLLBENCH_WATCHDOG_MIN_S, else 120. */
+  watchdogMinSec: number;
 }
 
 /**
- * Everything that would refuse the run, checked once, in this order: --np under an MPI launcher; the backend (the one
+ * Everything that would refuse the run, checked once, in this order: --np under an MPI launcher; a bad
+ * COLLBENCH_WATCHDOG_MIN_S (refused here once, not by every rank of an --np job as its watchdog starts); the backend (the one
  * asked for, or the first that can run here); a flag only a backend that cannot run here implements (-G, -R, … on a
  * machine with libnccl and no GPU: exit 5); the driver's refusals; --np's hosts, slots and Gloo store; the output
  * paths, by the process that writes them (the launcher, or rank 0: ranks on other hosts may not see its folder).
@@ -31,6 +36,7 @@ export function preflight(options: ResolvedOptions, env: NodeJS.ProcessEnv = pro
   const launching = options.np !== null;
   if (launching && underMpiLauncher(env))
     throw new UsageError('--np: already running under an MPI launcher; drop --np or mpirun');
+  const watchdogMinSec = watchdogFloorSec(env);
   const { record, module, passedOver, fallbackFrom } = selectBackend(
     options.backend,
     { ncclLib: options.ncclLib },
@@ -47,8 +53,9 @@ export function preflight(options: ResolvedOptions, env: NodeJS.ProcessEnv = pro
   driver.validate(options);
   if (launching) refuseJob(options, record, env);
   const outputs = outputSpecs(options);
-  if (launching || (launcherRank(env) ?? 0) === 0) checkOutputPaths(outputs, { force: options.force });
-  return { record, module, driver, passedOver, outputs };
+  const rankZero = (launcherRank(env) ?? 0) === 0;
+  if (launching || rankZero) checkOutputPaths(outputs, { force: options.force });
+  return { record, module, driver, passedOver: launching || !rankZero ? null : passedOver, outputs, watchdogMinSec };
 }
 
 /** What --np N [--hosts …] cannot start: gloo ranks on several hosts without a shared store, more ranks than cores or

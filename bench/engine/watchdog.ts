@@ -7,7 +7,7 @@ import { EXIT } from '../core/errors.js';
 import type { IO } from '../core/io.js';
 import { setLongTimeout } from '../launch/long-timeout.js';
 import { notArrivedLine, type Answer } from '../launch/not-arrived.js';
-import { DEFAULT_MIN_SEC, watchdogFloorSec } from '../config/watchdog-floor.js';
+import { DEFAULT_MIN_SEC } from '../config/watchdog-floor.js';
 import { ask, survey, type BoardEntry, type ProgressBoard } from '../launch/progress-board.js';
 import type { LibraryHangView } from '../backends/nccl-ras.js';
 import type { NativeBackend } from '../native/binding.js';
@@ -49,18 +49,16 @@ export class Watchdog {
   private secPerByte = 1 / ASSUMED_BYTES_PER_SEC;
   private measured = false;
   private report: HungReport | null = null;
-  readonly minSec: number;
 
-  /** `explicitSec`: -T as given (null: not given → the default watchdog; 0: none). */
+  /** `explicitSec`: -T as given (null: not given → the default watchdog; 0: none); `minSec`: the default watchdog's
+   *  floor, COLLBENCH_WATCHDOG_MIN_S as the preflight checked it (engine/preflight.ts). */
   constructor(
     private readonly explicitSec: number | null,
     private readonly io: Pick<IO, 'err'>,
     private readonly native: NativeBackend,
     private readonly onTimeout: (() => never) | undefined,
-    env: NodeJS.ProcessEnv = process.env,
-  ) {
-    this.minSec = watchdogFloorSec(env);
-  }
+    readonly minSec: number = DEFAULT_MIN_SEC,
+  ) {}
 
   /** Expected seconds of `ops` operations of `bytes` each, from the slowest bandwidth measured (or assumed). */
   expectedSec(ops: number, bytes: number): number {

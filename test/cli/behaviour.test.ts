@@ -32,6 +32,30 @@ describe('usage errors: exit 2, one line naming the flag', () => {
       assert.equal(r.stdout, '');
     });
   }
+  // A bad watchdog floor is refused once, before any rank starts: not by every rank of an --np job as its watchdog
+  // starts (two copies of the line, then the launcher's own about rank 1's exit), on either backend.
+  for (const [backend, np] of [
+    ['mpi', null],
+    ['mpi', '2'],
+    ['gloo', '2'],
+  ] as const) {
+    it(`COLLBENCH_WATCHDOG_MIN_S=abc, ${backend}${np ? `, --np ${np}` : ''}`, () => {
+      const r = runProgram(
+        'all_reduce_perf',
+        ['--backend', backend, ...(np ? ['--np', np] : []), '-b', '8', '-e', '8'],
+        {
+          env: { COLLBENCH_WATCHDOG_MIN_S: 'abc' },
+        },
+      );
+      assert.equal(r.code, 2, r.stderr + r.stdout);
+      assert.ok(oneLine(r.stderr), r.stderr);
+      assert.match(
+        r.stderr.trimEnd(),
+        /^all_reduce_perf: COLLBENCH_WATCHDOG_MIN_S: 'abc' is not a whole number of seconds ≥ 1$/,
+      );
+      assert.equal(r.stdout, '');
+    });
+  }
   it('a root that does not exist in the world', () => {
     const r = runProgram('broadcast_perf', ['-r', '3', '-b', '8', '-e', '8']);
     assert.equal(r.code, 2, r.stderr);

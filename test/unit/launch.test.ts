@@ -18,6 +18,7 @@ import {
   RESULT_HOLD_MS,
   Watchdog,
 } from '../../bench/engine/watchdog.js';
+import { watchdogFloorSec } from '../../bench/config/watchdog-floor.js';
 import type { NativeBackend } from '../../bench/native/binding.js';
 
 describe('mpirunPlan', () => {
@@ -226,19 +227,19 @@ describe("the watchdog's limits", () => {
   } as unknown as NativeBackend;
   const io = { err: () => undefined };
   it("the executor holds a finished call's result at most a thirtieth of the shortest limit, and at most 1 s", () => {
-    assert.equal(new Watchdog(1, io, native, undefined, {}).resultHoldMs(), 33);
-    assert.equal(new Watchdog(3, io, native, undefined, {}).resultHoldMs(), 100);
-    assert.equal(new Watchdog(30, io, native, undefined, {}).resultHoldMs(), RESULT_HOLD_MS);
-    assert.equal(new Watchdog(0, io, native, undefined, {}).resultHoldMs(), RESULT_HOLD_MS); // no watchdog
-    assert.equal(new Watchdog(null, io, native, undefined, {}).resultHoldMs(), RESULT_HOLD_MS); // default floor 120 s
-    assert.equal(new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '6' }).resultHoldMs(), 200);
+    assert.equal(new Watchdog(1, io, native, undefined).resultHoldMs(), 33);
+    assert.equal(new Watchdog(3, io, native, undefined).resultHoldMs(), 100);
+    assert.equal(new Watchdog(30, io, native, undefined).resultHoldMs(), RESULT_HOLD_MS);
+    assert.equal(new Watchdog(0, io, native, undefined).resultHoldMs(), RESULT_HOLD_MS); // no watchdog
+    assert.equal(new Watchdog(null, io, native, undefined).resultHoldMs(), RESULT_HOLD_MS); // default floor 120 s
+    assert.equal(new Watchdog(null, io, native, undefined, 6).resultHoldMs(), 200);
   });
   it('-T N is the limit of every wait; -T 0 none', () => {
-    assert.equal(new Watchdog(7, io, native, undefined, {}).limitSec(1e6), 7);
-    assert.equal(new Watchdog(0, io, native, undefined, {}).limitSec(1e6), 0);
+    assert.equal(new Watchdog(7, io, native, undefined).limitSec(1e6), 7);
+    assert.equal(new Watchdog(0, io, native, undefined).limitSec(1e6), 0);
   });
   it('without -T: max(floor, 10 x expected), expected from the size and the slowest bandwidth measured', () => {
-    const dog = new Watchdog(null, io, native, undefined, {});
+    const dog = new Watchdog(null, io, native, undefined);
     assert.equal(dog.limitSec(0), DEFAULT_MIN_SEC); // exchanges and barriers: the floor
     // before any row: 50 MB/s assumed; 20 ops of 1 GiB = 20 x (1 ms + 21.5 s) = 429.5 s, x 10
     assert.equal(
@@ -260,11 +261,16 @@ describe("the watchdog's limits", () => {
     );
   });
   it('COLLBENCH_WATCHDOG_MIN_S sets the floor; garbage there is a usage error', () => {
-    assert.equal(new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '3' }).limitSec(0), 3);
-    assert.throws(
-      () => new Watchdog(null, io, native, undefined, { COLLBENCH_WATCHDOG_MIN_S: '0' }),
-      /COLLBENCH_WATCHDOG_MIN_S: '0'/,
+    assert.equal(
+      new Watchdog(null, io, native, undefined, watchdogFloorSec({ COLLBENCH_WATCHDOG_MIN_S: '3' })).limitSec(0),
+      3,
     );
+    assert.equal(watchdogFloorSec({}), DEFAULT_MIN_SEC);
+    for (const bad of ['0', 'abc', '2.5', '-1'])
+      assert.throws(
+        () => watchdogFloorSec({ COLLBENCH_WATCHDOG_MIN_S: bad }),
+        new RegExp(`COLLBENCH_WATCHDOG_MIN_S: '${bad}'`),
+      );
   });
 });
 
