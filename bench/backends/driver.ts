@@ -33,7 +33,7 @@ export interface BackendDriver {
   linkRows?(native: NativeBackend, reset: boolean): string | null;
   /** Wording of the -I preamble line: how per-iteration samples are taken. */
   perIterTimer: string;
-  /** Arrivals come from the -I device marks (engine/device-arrivals.ts), one row per rank: without -I there are none,
+  /** Arrivals come from the -I device marks (numbers/lateness.ts), one row per rank: without -I there are none,
    *  since the host enqueues ahead of the devices. Absent: host clock readings, one row per process. */
   deviceArrivals?: boolean;
   /** Brings the module up when that takes more than native.init() (nccl: bootstrap, unique id; gloo: config). */

@@ -166,7 +166,7 @@ export interface HalfResult {
   iterUs?: number[];
   perRankIterUs?: number[][];
   /** Rank 0, several processes: when each process started each timed iteration, on its own clock (µs). With device
-   *  arrivals (nccl -I): per rank, the device time from its reference to each iteration (engine/device-arrivals.ts). */
+   *  arrivals (nccl -I): per rank, the device time from its reference to each iteration (numbers/lateness.ts). */
   arrivalUs?: number[][];
   /** Device arrivals: per rank, [host time of its reference (µs, its process's clock), half-width of its window]. */
   deviceRefUs?: number[][];

@@ -2,9 +2,14 @@
 // device arrivals) turned into the late rank the table names; COLLBENCH_ARRIVAL_TRACE=FILE appends each row-half's raw
 // arrivals as a JSON line for the GPU check (scripts/gpu-check/40-arrival.sh).
 import { appendFileSync } from 'node:fs';
-import { deviceArrivalsOnHost, rankClock } from './device-arrivals.js';
 import { ENV } from '../core/environment.js';
-import { alignClocks, arrivalEvidence, type ClockAlignment } from '../numbers/lateness.js';
+import {
+  alignClocks,
+  arrivalEvidence,
+  deviceArrivalsOnHost,
+  rankClock,
+  type ClockAlignment,
+} from '../numbers/lateness.js';
 import type { RankLineInfo } from '../core/ranks.js';
 import type { HalfResult } from '../core/types.js';
 import { monotonicClockId } from '../launch/launcher.js';

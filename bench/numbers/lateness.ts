@@ -1,6 +1,7 @@
 // The late-rank rule: from when every process started each timed iteration, name the process that arrived last in
 // most iterations by more than the noise (op times point at the wrong rank: a late rank waits least). Clocks are
-// shared on one kernel, else aligned from barrier exits (docs/reliability.md, "Late ranks").
+// shared on one kernel, else aligned from barrier exits (docs/reliability.md, "Late ranks"); GPUs' device arrivals are
+// placed on their host's clock first (the end of this file).
 import { medianOf } from './stats.js';
 
 export type ClockMethod = 'shared-clock' | 'barrier-aligned';
@@ -133,4 +134,42 @@ export function formatLateUs(us: number): string {
   if (us >= 1e6) return `${Number((us / 1e6).toPrecision(2))} s`;
   if (us >= 1e3) return `${Number((us / 1e3).toPrecision(2))} ms`;
   return `${Math.round(us)} us`;
+}
+
+// Arrivals on the device's clock (NCCL with -I; native/src/core/device_arrivals.h): each iteration's -I mark against a
+// reference event placed on its process's host clock, so that the one rule above names a GPU as it names a process.
+
+/** Device arrivals placed on their process's host clock (µs), and how sure the placement is. */
+export interface HostArrivals {
+  arrivalsUs: number[][];
+  /** The widest reference window's half-width over the ranks (µs): the placement's uncertainty. */
+  referenceUs: number;
+}
+
+/**
+ * `sinceRefUs`: rank × iteration, the device time from the rank's reference to its stream reaching the iteration;
+ * `refs`: per rank [host time of the reference (µs), half-width of the window it completed in]. Each GPU keeps its
+ * own reference: the device clocks of two GPUs are never compared directly.
+ */
+export function deviceArrivalsOnHost(
+  sinceRefUs: readonly (readonly number[])[],
+  refs: readonly (readonly number[])[],
+): HostArrivals {
+  if (refs.length !== sinceRefUs.length) {
+    throw new Error(`device arrivals: ${sinceRefUs.length} rank rows but ${refs.length} references`);
+  }
+  return {
+    arrivalsUs: sinceRefUs.map((row, r) => row.map((t) => refs[r]![0]! + t)),
+    referenceUs: Math.max(0, ...refs.map((ref) => ref[1]!)),
+  };
+}
+
+/** The processes' clock alignment for their ranks (`localRanks` consecutive ranks per process share its clock), its
+ *  uncertainty widened by the device references' (the two add as independent errors). */
+export function rankClock(clock: ClockAlignment, localRanks: number, referenceUs: number): ClockAlignment {
+  return {
+    method: clock.method,
+    offsetsUs: clock.offsetsUs.flatMap((offset) => new Array<number>(localRanks).fill(offset)),
+    uncertaintyUs: Math.hypot(clock.uncertaintyUs, referenceUs),
+  };
 }

@@ -1,4 +1,4 @@
-// Device arrivals (bench/engine/device-arrivals.ts) on recorded-shape arrays: each GPU's -I marks against its own
+// Device arrivals (bench/numbers/lateness.ts: deviceArrivalsOnHost, rankClock) on recorded-shape arrays: each GPU's -I marks against its own
 // reference event, placed on its host's clock, aligned across hosts, and fed to the one lateness rule
 // (numbers/lateness.ts), which then names the delayed GPU where the host enqueue times (at -z 0, far ahead of the GPUs) name nobody. The GPU
 // side (marks, reference, the delay hook) is proven on hardware by scripts/gpu-check/40-arrival.sh.
@@ -8,8 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { traceArrivals } from '../../bench/engine/arrivals.js';
-import { deviceArrivalsOnHost, rankClock } from '../../bench/engine/device-arrivals.js';
-import { alignClocks, arrivalEvidence, LATE_RULE } from '../../bench/numbers/lateness.js';
+import {
+  alignClocks,
+  arrivalEvidence,
+  deviceArrivalsOnHost,
+  LATE_RULE,
+  rankClock,
+} from '../../bench/numbers/lateness.js';
 import { lateLine, lateSummaryLine } from '../../bench/report/reporters/nccl-table.js';
 
 /**

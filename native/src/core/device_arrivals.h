@@ -1,6 +1,6 @@
 // Arrivals on the device's clock: at -z 0 the host enqueues ahead of the GPU, so only device marks say which GPU
 // reached a collective last; a reference mark of known host time places -I's marks on the host clock
-// (bench/engine/device-arrivals.ts). Plus COLLBENCH_TEST_GPU_DELAY, a device-side delay of one rank (test hook).
+// (bench/numbers/lateness.ts). Plus COLLBENCH_TEST_GPU_DELAY, a device-side delay of one rank (test hook).
 #pragma once
 #include <vector>
 
