@@ -204,15 +204,18 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   const { options, desc, driver, native, info, reporters } = run;
   const { env } = run;
   const { nranks } = info;
-  const arrival = await alignProcessClocks(run, perProcess.flat());
   const sizes = sweepSizes(options.minBytes, options.maxBytes, options.stepFactor, options.stepBytes);
   const ctx: LayoutContext = { env, minBytes: options.minBytes, maxBytes: options.maxBytes };
   allocateBuffers(run, ctx);
+  const soak = soakClock(run, options.durationSec);
 
   const skipped = desc.skipReason(nranks);
   const shape: CollectiveShape = { loopsOps: desc.loopsOps, rooted: desc.rooted };
   const refused = skipped ? [] : await probeRefusals(run, ctx, shape);
   const cases = skipped ? [] : planCases(options, shape, nranks, refused);
+  const refusedLines = refusalLines(refused, info.libraryVersionShort, shape);
+  // The clocks last of the start-up exchanges: their alignment is the freshest when the sweeps begin.
+  const arrival = await alignProcessClocks(run, perProcess.flat());
   const meta = {
     options,
     program: options.program,
@@ -222,7 +225,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
     ranks: perProcess.flat(),
     warnings: [
       ...driver.warnings(options, desc, info, cases),
-      ...refusalLines(refused, info.libraryVersionShort, shape),
+      ...refusedLines,
     ],
     clock: arrival ? { ...arrival.clock } : null,
     perIterTimer: driver.perIterTimer,
@@ -241,7 +244,6 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
   const rows: RowRecord[] = [];
   const totals = { outOfBounds: 0, busBws: [] as number[] };
   const health = { cycles: 0, below: 0 };
-  const soak = soakClock(run, options.durationSec);
   let checkSeed = 0; // nccl-tests: a per-thread counter, one step per row-half
   const nextSeed = (): number => ++checkSeed;
 
