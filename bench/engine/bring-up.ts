@@ -4,7 +4,7 @@
 import type { Adjusted, BackendDriver } from '../backends/driver.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import type { IO } from '../core/io.js';
-import { loopCpuPlan, PIN_LOOP_ENV } from './loop-cpu.js';
+import { placeLoop } from './loop-cpu.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import type { CheckedHooks } from './context.js';
 import { Watchdog } from './watchdog.js';
@@ -66,27 +66,5 @@ export async function withBackend<T>(
     const leave = failed && hasPeers(info);
     if (!leave) native.finalize();
     driver.shutdown?.({ leave });
-  }
-}
-
-/** Keeps the process's other threads off the timed loop's CPU where this process may decide it (engine/loop-cpu.ts).
- *  A refusal (a container without sched_setaffinity, another system) is said once; the run goes on unplaced. */
-async function placeLoop(
-  native: NativeBackend,
-  info: BackendInfo,
-  gpu: boolean,
-  dog: Watchdog,
-  io: IO,
-  env: NodeJS.ProcessEnv,
-): Promise<void> {
-  try {
-    const plan = loopCpuPlan({ allowed: native.allowedCpus(), localSize: info.localSize, gpu, env });
-    if ('cpu' in plan)
-      await dog.watch('placing the timed loop on a CPU of its own', 0, native.isolateLoopAsync(plan.cpu));
-  } catch (e) {
-    io.err(
-      `# Warning: the timed loop shares its CPU with the other threads (${(e as Error).message}); ${PIN_LOOP_ENV}=0 ` +
-        'silences this',
-    );
   }
 }

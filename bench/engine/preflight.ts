@@ -8,7 +8,7 @@ import { watchdogFloorSec } from '../config/watchdog-floor.js';
 import { BackendUnavailableError, UsageError } from '../core/errors.js';
 import type { ResolvedOptions } from '../config/flags.js';
 import { launcherRank, underMpiLauncher } from '../launch/launcher.js';
-import { crowdingRefusal } from '../launch/mpirun.js';
+import { jobRefusal } from '../launch/mpirun.js';
 import type { NativeBackend } from '../native/binding.js';
 import { checkOutputPaths, outputSpecs, type OutputSpec } from '../report/outputs.js';
 
@@ -51,23 +51,10 @@ export function preflight(options: ResolvedOptions, env: NodeJS.ProcessEnv = pro
   }
   const driver = record.createDriver(env);
   driver.validate(options);
-  if (launching) refuseJob(options, record, env);
+  const refused = launching ? jobRefusal(options, record.launcher, env) : null;
+  if (refused !== null) throw new UsageError(refused.line, refused.flag);
   const outputs = outputSpecs(options);
   const rankZero = (launcherRank(env) ?? 0) === 0;
   if (launching || rankZero) checkOutputPaths(outputs, { force: options.force });
   return { record, module, driver, passedOver: launching || !rankZero ? null : passedOver, outputs, watchdogMinSec };
-}
-
-/** What --np N [--hosts …] cannot start: gloo ranks on several hosts without a shared store, more ranks than cores or
- *  slots without --oversubscribe. */
-function refuseJob(options: ResolvedOptions, record: BackendRecord, env: NodeJS.ProcessEnv): void {
-  if (record.launcher === 'local-processes' && options.hosts !== null && options.glooStore === null) {
-    // mpirun only starts the ranks (they read its environment); Gloo carries the data and needs a store all reach.
-    throw new UsageError(
-      '--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)',
-    );
-  }
-  // More ranks than this host's cores, or than --hosts' slots: refused unless --oversubscribe says it is meant.
-  const crowded = crowdingRefusal(options, env);
-  if (crowded !== null) throw new UsageError(crowded, '--np');
 }

@@ -223,10 +223,7 @@ async function runRows(run: RunContext, perProcess: RankLineInfo[][]): Promise<S
     backend: `${info.backend} (${info.libraryVersionShort})`,
     info,
     ranks: perProcess.flat(),
-    warnings: [
-      ...driver.warnings(options, desc, info, cases),
-      ...refusedLines,
-    ],
+    warnings: [...driver.warnings(options, desc, info, cases), ...refusedLines],
     clock: arrival ? { ...arrival.clock } : null,
     perIterTimer: driver.perIterTimer,
     startTime: new Date(),

@@ -94,6 +94,24 @@ export function crowdingRefusal(
   return o.hosts === null ? coresRefusal(o.np, false, env) : slotsRefusal(o.np, o.hosts, env);
 }
 
+/**
+ * What `--np N [--hosts …]` cannot start, as the line that refuses it and the flag it names, or null: ranks of a
+ * backend that carries its own data (`launcher` 'local-processes': gloo; mpirun only starts them) on several hosts
+ * without a store they all reach; more ranks than cores or slots without --oversubscribe (crowdingRefusal).
+ */
+export function jobRefusal(
+  o: { np: number | null; hosts: string | null; oversubscribe: boolean; glooStore: string | null },
+  launcher: 'mpirun' | 'local-processes',
+  env: NodeJS.ProcessEnv = process.env,
+): { line: string; flag?: string } | null {
+  if (launcher === 'local-processes' && o.hosts !== null && o.glooStore === null)
+    return {
+      line: '--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)',
+    };
+  const crowded = crowdingRefusal(o, env);
+  return crowded === null ? null : { line: crowded, flag: '--np' };
+}
+
 /** What mpirun's notices say about the rank that ended the job (Open MPI 4.1's wording), or null. */
 export interface RankDeath {
   rank: number;

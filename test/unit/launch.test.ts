@@ -10,7 +10,7 @@ import {
 } from '../../bench/launch/launcher.js';
 import { childArguments, parseCommandLine } from '../../bench/config/run-options.js';
 import { runLocalRanks } from '../../bench/launch/local-ranks.js';
-import { coresRefusal, mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
+import { coresRefusal, jobRefusal, mpirunPlan, slotsRefusal } from '../../bench/launch/mpirun.js';
 import {
   ASSUMED_BYTES_PER_SEC,
   DEFAULT_MIN_SEC,
@@ -96,6 +96,24 @@ describe('--np against the slots --hosts gives (as Open MPI counts them)', () =>
     assert.equal(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: '1' }), null);
     assert.equal(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: 'true' }), null);
     assert.notEqual(slotsRefusal(8, 'localhost', { OMPI_MCA_rmaps_base_oversubscribe: '0' }), null);
+  });
+});
+
+describe('what an --np job cannot start (jobRefusal, checked once by the preflight)', () => {
+  const job = { np: 2, hosts: 'a,b', oversubscribe: false, glooStore: null };
+  it('gloo ranks on several hosts without a store: refused, naming --gloo-store', () => {
+    assert.match(
+      jobRefusal(job, 'local-processes', {})!.line,
+      /^--hosts: gloo ranks on several hosts need --gloo-store/,
+    );
+    assert.equal(jobRefusal({ ...job, glooStore: 'file:/shared/store' }, 'local-processes', {}), null);
+  });
+  it('mpirun carries its own ranks: several hosts need no store; more ranks than slots are refused as --np', () => {
+    assert.equal(jobRefusal(job, 'mpirun', {}), null);
+    const crowded = jobRefusal({ ...job, np: 3 }, 'mpirun', {})!;
+    assert.equal(crowded.flag, '--np');
+    assert.match(crowded.line, /^--np 3: --hosts a,b gives 2 slots/);
+    assert.equal(jobRefusal({ ...job, np: 3, oversubscribe: true }, 'mpirun', {}), null);
   });
 });
 
