@@ -217,7 +217,10 @@ describe('collbench help', () => {
     assert.match(run.out, /environment variables: collbench help env/);
     const bad = await capture(['help', 'nope']);
     assert.equal(bad.code, 2);
-    assert.match(bad.err, /^collbench: help: unknown topic 'nope'; valid: env, run, report, compare/);
+    assert.match(
+      bad.err,
+      /^collbench: help: unknown topic 'nope'; valid: env, run, compare, accept, locate, workload, /,
+    );
   });
 });
 
