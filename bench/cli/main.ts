@@ -203,7 +203,8 @@ export function unknownWordLine(word: string | undefined, commands: readonly str
     .filter(({ w, d }) => d <= Math.max(2, Math.floor(w.length / 3)))
     .sort((x, y) => x.d - y.d)[0];
   return (
-    `unknown command or collective '${word}'${near ? ` (did you mean ${near.w}?)` : ''}; commands: ${commands.join(', ')}; ` +
+    `unknown command or collective '${word}'${near ? ` (did you mean ${near.w}?)` : ''}; ` +
+    `commands: ${commands.join(', ')}; ` +
     `collectives: ${COLLECTIVES.join(', ')}`
   );
 }

@@ -1,6 +1,6 @@
 // What a run checks once, before the --np launcher or this process's run starts anything: the watchdog's floor, the
 // backend chosen, the flags only a backend that cannot run here implements, the driver's refusals, the --np job's
-// refusals and the output paths. Both the launcher (launch-ranks.ts) and the run (bring-up.ts) use its result instead of checking again.
+// refusals and the output paths. The launcher (launch-ranks.ts) and the run (bring-up.ts) use its result.
 import type { BackendDriver } from '../backends/driver.js';
 import { selectBackend, type BackendRecord } from '../backends/registry.js';
 import { flagLabel, unsupportedFlag } from '../config/resolve.js';
@@ -27,10 +27,10 @@ export interface Preflight {
 
 /**
  * Everything that would refuse the run, checked once, in this order: --np under an MPI launcher; a bad
- * COLLBENCH_WATCHDOG_MIN_S (refused here once, not by every rank of an --np job as its watchdog starts); the backend (the one
- * asked for, or the first that can run here); a flag only a backend that cannot run here implements (-G, -R, … on a
- * machine with libnccl and no GPU: exit 5); the driver's refusals; --np's hosts, slots and Gloo store; the output
- * paths, by the process that writes them (the launcher, or rank 0: ranks on other hosts may not see its folder).
+ * COLLBENCH_WATCHDOG_MIN_S (refused here once, not by every rank of an --np job as its watchdog starts); the backend
+ * (the one asked for, or the first that can run here); a flag only a backend that cannot run here implements (-G, -R,
+ * … on a machine with libnccl and no GPU: exit 5); the driver's refusals; --np's hosts, slots and Gloo store; the
+ * output paths, by the process that writes them (the launcher, or rank 0: ranks on other hosts may not see its folder).
  */
 export function preflight(options: ResolvedOptions, env: NodeJS.ProcessEnv = process.env): Preflight {
   const launching = options.np !== null;

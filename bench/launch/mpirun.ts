@@ -106,7 +106,9 @@ export function jobRefusal(
 ): { line: string; flag?: string } | null {
   if (launcher === 'local-processes' && o.hosts !== null && o.glooStore === null)
     return {
-      line: '--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or redis://HOST:PORT)',
+      line:
+        '--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or ' +
+        'redis://HOST:PORT)',
     };
   const crowded = crowdingRefusal(o, env);
   return crowded === null ? null : { line: crowded, flag: '--np' };

@@ -1,7 +1,7 @@
-// Device arrivals (bench/numbers/lateness.ts: deviceArrivalsOnHost, rankClock) on recorded-shape arrays: each GPU's -I marks against its own
-// reference event, placed on its host's clock, aligned across hosts, and fed to the one lateness rule
-// (numbers/lateness.ts), which then names the delayed GPU where the host enqueue times (at -z 0, far ahead of the GPUs) name nobody. The GPU
-// side (marks, reference, the delay hook) is proven on hardware by scripts/gpu-check/40-arrival.sh.
+// Device arrivals (bench/numbers/lateness.ts: deviceArrivalsOnHost, rankClock) on recorded-shape arrays: each GPU's
+// -I marks against its own reference event, placed on its host's clock, aligned across hosts, and fed to the one
+// lateness rule, which then names the delayed GPU where the host enqueue times (at -z 0, far ahead of the GPUs) name
+// nobody. The GPU side (marks, reference, the delay hook) is proven on hardware by scripts/gpu-check/40-arrival.sh.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
