@@ -36,8 +36,10 @@ export interface BackendDriver {
   /** Arrivals come from the -I device marks (numbers/lateness.ts), one row per rank: without -I there are none,
    *  since the host enqueues ahead of the devices. Absent: host clock readings, one row per process. */
   deviceArrivals?: boolean;
-  /** Brings the module up when that takes more than native.init() (nccl: bootstrap, unique id; gloo: config). */
-  init?(native: NativeBackend, options: ResolvedOptions): Promise<BackendInfo>;
+  /** Brings the module up when that takes more than native.init() (nccl: bootstrap, unique id; gloo: config).
+   *  `limitSec`: the run watchdog's limit for a start-up wait (-T, else the default floor; 0: none), for what blocks
+   *  the JavaScript thread where the watchdog cannot see it (MPI_Init's native alarm). */
+  init?(native: NativeBackend, options: ResolvedOptions, limitSec: number): Promise<BackendInfo>;
   /** After init, on every rank alike: options the job's devices and library change (nccl: GPU memory cap,
    *  datatypes the GPUs lack) and the reduced -e to announce, if any. */
   adjust?(options: ResolvedOptions, info: BackendInfo, native: NativeBackend): Adjusted | Promise<Adjusted>;

@@ -8,7 +8,6 @@ import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { CasePair } from '../config/cases.js';
 import type { CollectiveName } from '../core/types.js';
 import type { BackendInfo } from '../native/binding.js';
-import { watchdogFloorSec } from '../config/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
 import { cpuMemoryAdjust, cpuRankLine, refuseGpuOnlyFlags } from './cpu.js';
 
@@ -36,7 +35,7 @@ export function createMpiDriver(env: NodeJS.ProcessEnv = process.env): BackendDr
       prepareSingletonMpi(); // the process environment itself: MPI_Init reads it
     },
     // MPI_Init under the watchdog too (native alarm: the JS thread is blocked in it): -T, else the default floor.
-    init: async (native, options) => native.init({ initTimeoutSec: options.timeoutSec ?? watchdogFloorSec(env) }),
+    init: async (native, _options, limitSec) => native.init({ initTimeoutSec: limitSec }),
     validate: (options) => refuseGpuOnlyFlags(options, 'mpi'),
     adjust: cpuMemoryAdjust,
     rankLine: cpuRankLine,

@@ -23,7 +23,6 @@ import { COMBINE, isNativeError, type BackendInfo, type NativeBackend, type Spec
 import { moduleBuilt, nativeDir, requireNativeModule } from '../native/loader.js';
 import { gpuBusId, type MemoryUsage, type RankLineInfo } from '../core/ranks.js';
 import { applyPerRankHostId, planDevices, type DevicePlan } from './nccl-devices.js';
-import { watchdogFloorSec } from '../config/watchdog-floor.js';
 import type { BackendDriver } from './driver.js';
 import { LINK_PROFILER_LIBRARY, linksSetup } from './nccl-links.js';
 import { ENV } from '../core/environment.js';
@@ -472,6 +471,7 @@ async function initNccl(
   state: DriverState,
   nativeAny: NativeBackend,
   options: ResolvedOptions,
+  limitSec: number,
   env: Env,
 ): Promise<NcclInfo> {
   const native = nativeAny as NcclNative;
@@ -488,7 +488,7 @@ async function initNccl(
   let world: World;
   try {
     if (underMpiLauncher(env) && moduleBuilt('mpi', env)) {
-      world = await mpiWorld(native, lib, state, options.timeoutSec ?? watchdogFloorSec(env), env);
+      world = await mpiWorld(native, lib, state, limitSec, env);
     } else {
       const t = launchEnv(env);
       if (t) {
@@ -650,7 +650,7 @@ export function createNcclDriver(env: Env = process.env): BackendDriver {
         );
       }
     },
-    init: (native, options) => initNccl(state, native, options, env),
+    init: (native, options, limitSec) => initNccl(state, native, options, limitSec, env),
     adjust: adjustOptions,
     rankLine(infoAny) {
       const info = infoAny as NcclInfo;

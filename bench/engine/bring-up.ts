@@ -43,7 +43,7 @@ export async function withBackend<T>(
   const info = await dog.watch(
     record.bringUp,
     0,
-    driver.init ? driver.init(native, options) : Promise.resolve(native.init()),
+    driver.init ? driver.init(native, options, dog.limitSec(0)) : Promise.resolve(native.init()),
   );
   let failed = true;
   try {

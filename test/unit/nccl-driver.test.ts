@@ -245,7 +245,7 @@ describe("the torchrun-style bootstrap's lines in the preamble (driver.warnings)
     } as unknown as NativeBackend;
     const driver = createNcclDriver(env);
     const options = resolveOptions({ collective: 'all_reduce', backend: 'nccl' });
-    const up = driver.init!(native, options);
+    const up = driver.init!(native, options, 120);
     while (!listening(port)) await new Promise((r) => setTimeout(r, 20));
     await stray('127.0.0.1', port, (s) => s.write('GET / HTTP/1.0\r\n\r\n'));
     const world: TorchrunEnv = { rank: 1, worldSize: 2, localRank: null, masterAddr: '127.0.0.1', masterPort: port };
