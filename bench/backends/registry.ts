@@ -3,6 +3,7 @@
 // torch.distributed keeps one table of backends and their constructors).
 import { BackendUnavailableError } from '../core/errors.js';
 import type { BackendName } from '../core/types.js';
+import type { RankLauncher } from '../launch/mpirun.js';
 import { slurmMpiRefusal } from '../launch/slurm.js';
 import type { BackendInfo, NativeBackend } from '../native/binding.js';
 import { moduleBuilt, modulePath, requireNativeModule } from '../native/loader.js';
@@ -20,8 +21,7 @@ export interface BackendRecord {
    *  `stems` name the libraries `collbench info` reports as loaded; `optional` matches every library `ldd`
    *  may find missing on a node without them (the bundle README documents both). */
   system: { stems: readonly string[]; optional: RegExp; needs: string };
-  /** What `--np N` starts the ranks with: mpirun, or N local processes of this command (no MPI). */
-  launcher: 'mpirun' | 'local-processes';
+  launcher: RankLauncher;
   /** A fresh driver for one run (drivers keep their run's state, never module-level state); `env` is where it
    *  reads the launcher's and the library's variables (default: process.env). */
   createDriver(env?: NodeJS.ProcessEnv): BackendDriver;

@@ -94,6 +94,9 @@ export function crowdingRefusal(
   return o.hosts === null ? coresRefusal(o.np, false, env) : slotsRefusal(o.np, o.hosts, env);
 }
 
+/** What `--np N` starts a backend's ranks with: mpirun, or N local processes of this command (no MPI). */
+export type RankLauncher = 'mpirun' | 'local-processes';
+
 /**
  * What `--np N [--hosts …]` cannot start, as the line that refuses it and the flag it names, or null: ranks of a
  * backend that carries its own data (`launcher` 'local-processes': gloo; mpirun only starts them) on several hosts
@@ -101,7 +104,7 @@ export function crowdingRefusal(
  */
 export function jobRefusal(
   o: { np: number | null; hosts: string | null; oversubscribe: boolean; glooStore: string | null },
-  launcher: 'mpirun' | 'local-processes',
+  launcher: RankLauncher,
   env: NodeJS.ProcessEnv = process.env,
 ): { line: string; flag?: string } | null {
   if (launcher === 'local-processes' && o.hosts !== null && o.glooStore === null)
