@@ -1,5 +1,5 @@
 // The shapes every step of a run shares: what a run returns, the caller's hooks, and the state of one run once its
-// backend is up (bring-up.ts makes it, suite.ts drives it, measure.ts and half-queue.ts read it).
+// backend is up (suite.ts makes and drives it; measure.ts and arrivals.ts read it).
 import type { BackendDriver } from '../backends/driver.js';
 import type { CollectiveDescriptor } from '../collectives/descriptor.js';
 import type { ResolvedOptions } from '../config/flags.js';
@@ -50,8 +50,8 @@ export interface RunContext {
   /** Every wait of the run goes through it (-T, or the default watchdog). */
   dog: Watchdog;
   reducedMaxBytes: number | null;
-  /** --links: reads and gathers the link profiler's rows after each row-half (engine/links.ts). */
-  links?: LinksCollector | null;
+  /** --links: reads and gathers the link profiler's rows after each row-half (engine/links.ts); null without. */
+  links: LinksCollector | null;
 }
 
 /** What --links collects over a run (engine/links.ts makes it). */

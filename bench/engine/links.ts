@@ -11,12 +11,17 @@ import {
   type HalfLinks,
   type RankLinks,
 } from '../backends/nccl-links.js';
-import type { LinksCollector, RunContext } from './context.js';
+import type { ResolvedOptions } from '../config/flags.js';
+import type { BackendUp } from './bring-up.js';
+import type { LinksCollector } from './context.js';
 
 /** The collector of a run with --links whose driver reads link rows; null otherwise. */
-export function linksCollector(run: RunContext): LinksCollector | null {
-  const { driver, native } = run;
-  if (!run.options.links || !driver.linkRows) return null;
+export function linksCollector(
+  options: ResolvedOptions,
+  up: Pick<BackendUp, 'driver' | 'native' | 'dog'>,
+): LinksCollector | null {
+  const { driver, native, dog } = up;
+  if (!options.links || !driver.linkRows) return null;
   const halves: HalfLinks[] = [];
   let gathered = false;
   let loaded = false;
@@ -24,7 +29,7 @@ export function linksCollector(run: RunContext): LinksCollector | null {
     async afterHalf() {
       const rows = driver.linkRows!(native, true);
       const mine = JSON.stringify({ host: hostname(), read: rows === null ? null : (JSON.parse(rows) as unknown) });
-      const all = await run.dog.watch('the gather of link rows', 0, native.gatherStringsAsync(mine));
+      const all = await dog.watch('the gather of link rows', 0, native.gatherStringsAsync(mine));
       if (!all) return;
       gathered = true;
       const ranks: RankLinks[] = [];

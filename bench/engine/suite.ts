@@ -29,7 +29,7 @@ import { VERSION } from '../version.js';
 import { alignProcessClocks } from './arrivals.js';
 import { withBackend } from './bring-up.js';
 import type { CheckedHooks, RunContext, SuiteOutcome } from './context.js';
-import { HalfQueue } from './half-queue.js';
+import { HalfQueue } from './measure.js';
 import { localSpecs } from './half-spec.js';
 import { linksCollector } from './links.js';
 import { runRow } from './measure.js';
@@ -60,6 +60,7 @@ export async function runSuite(options: ResolvedOptions, io: IO, hooks: CheckedH
       env,
       dog: up.dog,
       reducedMaxBytes: adjusted.reducedMaxBytes,
+      links: linksCollector(adjusted.options, up),
     });
   });
 }
@@ -140,7 +141,6 @@ async function runInitialized(run: RunContext): Promise<SuiteOutcome> {
   const { options, io, driver, native, info } = run;
   const { env } = run;
   const { nranks } = info;
-  run.links = linksCollector(run);
   const warning = disconnectedWorldWarning(nranks, env);
   if (warning) io.err(warning);
   if (options.root >= nranks)

@@ -1,4 +1,4 @@
-// Row-halves queued ahead (engine/half-queue.ts HalfQueue, native/src/addon/executor.h): the table still has every row of
+// Row-halves queued ahead (engine/measure.ts HalfQueue, native/src/addon/executor.h): the table still has every row of
 // every cycle in order with its data checked, on one and two ranks of MPI and Gloo; and a reader that goes away while
 // halves are queued and one is running ends the process with 141 (SIGPIPE's code), not a crash or a hang.
 import assert from 'node:assert/strict';

@@ -75,7 +75,7 @@ export async function linksReport(
     },
     dog: { watch: <T>(_what: string, _sec: number, p: Promise<T>) => p },
   } as unknown as RunContext;
-  const collector = linksCollector(context)!;
+  const collector = linksCollector(context.options, context)!;
   for (let i = 0; i < (run ? run.halves.length : halves); i++) await collector.afterHalf();
   const links = collector.finish()!;
   const b = reportBuilder({});

@@ -159,7 +159,7 @@ describe("--links in the run engine and the report (the plugin's own JSON, gathe
       native: { gatherStringsAsync: (mine: string) => Promise.resolve([mine]) },
       dog: { watch: <T>(_what: string, _sec: number, p: Promise<T>) => p },
     } as unknown as RunContext;
-    const collector = linksCollector(run)!;
+    const collector = linksCollector(run.options, run)!;
     for (let i = 0; i < 6; i++) await collector.afterHalf();
     assert.equal(resets, 6);
     const links = collector.finish()!;
@@ -192,7 +192,7 @@ describe("--links in the run engine and the report (the plugin's own JSON, gathe
       native: { gatherStringsAsync: (mine: string) => Promise.resolve([mine, mine]) },
       dog: { watch: <T>(_what: string, _sec: number, p: Promise<T>) => p },
     } as unknown as RunContext;
-    const collector = linksCollector(run)!;
+    const collector = linksCollector(run.options, run)!;
     await collector.afterHalf();
     assert.deepEqual(collector.finish(), {
       lines: ["# links: NCCL did not load collbench's profiler plugin " + '(NCCL_PROFILER_PLUGIN): no link judged'],

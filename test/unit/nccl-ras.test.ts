@@ -436,7 +436,7 @@ describe('the watchdog on nccl: RAS beside the progress-board verdict', () => {
         aborted = code;
       },
     } as unknown as NativeBackend;
-    const dog = new Watchdog(1, { err: (l) => lines.push(l) }, native, undefined, {});
+    const dog = new Watchdog(1, { err: (l) => lines.push(l) }, native, undefined);
     const board = new ProgressBoard(0, 'h0', 'tok', () => 3);
     const self = await board.listen('127.0.0.1');
     const gone = await closedPort();
