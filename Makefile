@@ -105,9 +105,11 @@ bundle: build
 nccl-cache:
 	@scripts/nccl-cache.sh >/dev/null || true
 
-# ESLint with typescript-eslint over bench/, test/ and scripts/ (eslint.config.js); fails on errors only.
+# ESLint with typescript-eslint over bench/, test/ and scripts/ (eslint.config.js); fails on errors only. Then the
+# type check of the tests and scripts too (the build compiles bench/ only; the tests run through tsx, unchecked).
 lint: node-deps
 	npx eslint bench test scripts
+	npx tsc -p tsconfig.eslint.json
 
 # One layout at the tree's 120 columns, by tools instead of by hand: prettier for the TypeScript (.prettierrc.json,
 # .prettierignore), clang-format for the C++ (.clang-format). `make format` rewrites the files, `make format-check`

@@ -5,7 +5,7 @@
 // CPU time for the run minus that of a run of the same command with one iteration, over the ops added. Makefile targets
 // bench-gloo and bench-osu build the peer first (scripts/bench-peers/build-*.sh, into the ignored third_party/).
 // Usage: node --import tsx scripts/bench-peers.ts --peer gloo|osu --peer-bin PATH [--rounds 3] [--sizes 8,1K,64K,1M]
-//        [--colls allreduce,bcast,alltoall,allgather,reduce_scatter] [--iters N (default by size)] [--json FILE]
+//        [--colls allreduce,bcast,alltoall,allgather,reduce_scatter,reduce_scatter_block] [--iters N] [--json FILE]
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -66,23 +66,65 @@ const WARMUP = 5;
 // One collective as both tools name it. Sizes are collbench's (nccl-tests': the whole buffer); OSU's alltoall and
 // allgather sizes are per peer (rank), so they get size / NP (its reduce_scatter's, as nccl-tests', are the whole send
 // buffer). chunked: collbench splits the buffer into 16-byte multiples per rank, so it moves nothing below 16 B × ranks.
+// osuInPlace: OSU runs the same call with MPI_IN_PLACE (`-l`), the counterpart of collbench's in-place half; without
+// it (bcast: MPI_Bcast has one buffer) OSU's one run is the counterpart of both halves.
 interface Coll {
   name: string;
   collbench: string;
   osu: string;
   osuPerRank: boolean;
+  osuInPlace: boolean;
   chunked: boolean;
 }
 const COLLS: Coll[] = [
-  { name: 'allreduce', collbench: 'all_reduce_perf', osu: 'osu_allreduce', osuPerRank: false, chunked: false },
-  { name: 'bcast', collbench: 'broadcast_perf', osu: 'osu_bcast', osuPerRank: false, chunked: false },
-  { name: 'alltoall', collbench: 'alltoall_perf', osu: 'osu_alltoall', osuPerRank: true, chunked: true },
-  { name: 'allgather', collbench: 'all_gather_perf', osu: 'osu_allgather', osuPerRank: true, chunked: true },
+  {
+    name: 'allreduce',
+    collbench: 'all_reduce_perf',
+    osu: 'osu_allreduce',
+    osuPerRank: false,
+    osuInPlace: true,
+    chunked: false,
+  },
+  {
+    name: 'bcast',
+    collbench: 'broadcast_perf',
+    osu: 'osu_bcast',
+    osuPerRank: false,
+    osuInPlace: false,
+    chunked: false,
+  },
+  {
+    name: 'alltoall',
+    collbench: 'alltoall_perf',
+    osu: 'osu_alltoall',
+    osuPerRank: true,
+    osuInPlace: true,
+    chunked: true,
+  },
+  {
+    name: 'allgather',
+    collbench: 'all_gather_perf',
+    osu: 'osu_allgather',
+    osuPerRank: true,
+    osuInPlace: true,
+    chunked: true,
+  },
+  // OSU's and IMB's "reduce_scatter" time MPI_Reduce_scatter; collbench's MPI backend calls MPI_Reduce_scatter_block
+  // (equal blocks, as nccl-tests): reduce_scatter_block sets it beside OSU's benchmark of that same call.
   {
     name: 'reduce_scatter',
     collbench: 'reduce_scatter_perf',
     osu: 'osu_reduce_scatter',
     osuPerRank: false,
+    osuInPlace: true,
+    chunked: true,
+  },
+  {
+    name: 'reduce_scatter_block',
+    collbench: 'reduce_scatter_perf',
+    osu: 'osu_reduce_scatter_block',
+    osuPerRank: false,
+    osuInPlace: true,
     chunked: true,
   },
 ];
@@ -218,19 +260,27 @@ async function runGloo(bytes: number, iters: number, warmup: number): Promise<Ru
   }
 }
 
-async function runOsu(c: Coll, bytes: number, iters: number, warmup: number): Promise<Run> {
+/** One OSU run, out of place or (`-l`) in place. */
+async function runOsuOnce(c: Coll, bytes: number, iters: number, warmup: number, inPlace: boolean): Promise<Run> {
   const m = c.osuPerRank ? bytes / NP : bytes;
   const plan = mpirunPlan({
     np: NP,
     hosts: null,
     program: [join(peerBin, c.osu)],
-    args: ['-m', `${m}:${m}`, '-i', String(iters), '-x', String(warmup), '-T', 'mpi_float'],
+    args: ['-m', `${m}:${m}`, '-i', String(iters), '-x', String(warmup), '-T', 'mpi_float', ...(inPlace ? ['-l'] : [])],
   });
   const r = await timed([plan]);
   const line = r.out[0]!.split('\n').find((l) => new RegExp(`^\\s*${m}\\s+\\S+`).test(l));
   if (!line) throw new Error(`${c.osu} printed no row for ${m} B:\n${r.out[0]}`);
   // OSU times each op between barriers: its ops are the iterations plus warm-up, each with a barrier after it.
   return { us: [Number(line.trim().split(/\s+/)[1])], cpuS: r.cpuS, ops: warmup + iters, procs: 1 };
+}
+
+/** OSU's counterparts of collbench's two halves: us [out of place, in place]; CPU from the out-of-place run. */
+async function runOsu(c: Coll, bytes: number, iters: number, warmup: number): Promise<Run> {
+  const oop = await runOsuOnce(c, bytes, iters, warmup, false);
+  const ip = c.osuInPlace && iters > 1 ? (await runOsuOnce(c, bytes, iters, warmup, true)).us[0]! : oop.us[0]!;
+  return { ...oop, us: [oop.us[0]!, ip] };
 }
 
 const runPeer = (c: Coll, bytes: number, iters: number, warmup: number): Promise<Run> =>
@@ -276,7 +326,7 @@ for (let round = 0; round < rounds; round++) {
     process.stderr.write(
       `round ${round + 1}/${rounds} ${cell.c.name} ${cell.bytes} B: collbench ${cell.cb
         .at(-1)!
-        .us.join('/')} µs, ${peer} ${cell.peer.at(-1)!.us[0]} µs\n`,
+        .us.join('/')} µs, ${peer} ${cell.peer.at(-1)!.us.join('/')} µs\n`,
     );
   }
   loads.push(loadavg()[0]!);
@@ -318,7 +368,8 @@ const header =
   peer === 'gloo'
     ? '| size | Gloo benchmark mean µs | collbench µs (out of place) | ratio | CPU/op Gloo µs | ' +
       'CPU/op collbench µs | CPU ratio | goal: time (ci95); CPU |'
-    : '| collective | size | OSU avg µs | collbench µs out of place | ratio | collbench µs in place | ratio | ' +
+    : '| collective | size | OSU avg µs | collbench µs out of place | ratio | OSU avg µs in place (-l) | ' +
+      'collbench µs in place | ratio | ' +
       'CPU/op OSU µs | CPU/op collbench µs | goal: out of place; in place (ci95) |';
 console.log(header);
 console.log(header.replace(/[^|]+/g, '---'));
@@ -326,11 +377,12 @@ const json: unknown[] = [];
 for (const cell of cells) {
   const iters = itersFor(cell.bytes);
   const peerUs = cell.peer.map((r) => r.us[0]!),
+    peerIpUs = cell.peer.map((r) => r.us[1] ?? r.us[0]!),
     oop = cell.cb.map((r) => r.us[0]!),
     ip = cell.cb.map((r) => r.us[1]!);
   const goal = { ratio: 1.1, addedUs: peer === 'osu' ? 0.2 : 0 };
   const a = analyseSize(cell.bytes, cell.bytes, oop, peerUs, goal, 2);
-  const b = analyseSize(cell.bytes, cell.bytes, ip, peerUs, goal, 2);
+  const b = analyseSize(cell.bytes, cell.bytes, ip, peerIpUs, goal, 2);
   const cpuPeer = cpuPerOp(cell.peer, basePeer, baseOpsPeer),
     cpuCb = cpuPerOp(cell.cb, baseCb, baseOpsCb);
   const ratioText = (s: typeof a): string =>
@@ -349,13 +401,15 @@ for (const cell of cells) {
       ? `| ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
           `${cpuPeerText} | ${cpuCbText} | ${cpuRatio.toFixed(2)} | ${verdict(a)}; ${cpuVerdict} |`
       : `| ${cell.c.name} | ${cell.bytes} | ${spreadText(peerUs)} | ${spreadText(oop)} | ${ratioText(a)} | ` +
-          `${spreadText(ip)} | ${ratioText(b)} | ${cpuPeerText} | ${cpuCbText} | ${verdict(a)}; ${verdict(b)} |`,
+          `${cell.c.osuInPlace ? spreadText(peerIpUs) : '(one buffer: as out of place)'} | ${spreadText(ip)} | ` +
+          `${ratioText(b)} | ${cpuPeerText} | ${cpuCbText} | ${verdict(a)}; ${verdict(b)} |`,
   );
   json.push({
     collective: cell.c.name,
     bytes: cell.bytes,
     iters,
     peerUs,
+    peerInPlaceUs: peerIpUs,
     collbenchOopUs: oop,
     collbenchIpUs: ip,
     cpuPerOpPeerUs: cpuPeer,

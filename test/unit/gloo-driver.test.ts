@@ -265,7 +265,7 @@ describe('the store directory a launch gets by default', () => {
       },
     } as unknown as NativeBackend;
     const options = resolveOptions({ collective: 'all_reduce', backend: 'gloo' });
-    await createGlooDriver(env).init!(native, options);
+    await createGlooDriver(env).init!(native, options, 0);
     const dir = join(tmpdir(), `collbench-gloo-${runId}`);
     assert.equal(given!.store, `file:${dir}`);
     try {
