@@ -358,6 +358,17 @@ console.log(
     'CPU: µs per op, both ranks, user + system, beyond a one-iteration run' +
     (peer === 'osu' ? ' (OSU: with its barrier per op)' : ''),
 );
+// OSU calls MPI_Init: Open MPI gives it MPI_THREAD_SINGLE unless OMPI_MPI_THREAD_LEVEL says otherwise (that variable
+// changes MPI_Init only). collbench's mpi backend asks MPI_Init_thread for SERIALIZED (its MPI calls come from a worker
+// thread), and Open MPI 4.1 locks for every level above SINGLE: about 0.15 µs per small op (docs/performance.md).
+if (peer === 'osu') {
+  const levels = ['SINGLE', 'FUNNELED', 'SERIALIZED', 'MULTIPLE'];
+  const osuLevel = levels[Number(process.env.OMPI_MPI_THREAD_LEVEL ?? 0)] ?? `${process.env.OMPI_MPI_THREAD_LEVEL}`;
+  console.log(
+    `# MPI thread level: OSU MPI_THREAD_${osuLevel} (OMPI_MPI_THREAD_LEVEL=2 sets collbench's), ` +
+      'collbench MPI_THREAD_SERIALIZED',
+  );
+}
 console.log(
   `# goal (issue #42): collbench's median time within 1.1x of the peer's` +
     (peer === 'osu' ? ' or +0.2 µs' : ', its CPU per op within 1.2x') +

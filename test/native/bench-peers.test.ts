@@ -103,7 +103,8 @@ describe('bench-peers.ts', () => {
     assert.equal(r.status, 2, r.out);
     assert.equal(
       r.out.trim(),
-      "bench-peers: unknown collective 'scan' (allreduce, bcast, alltoall, allgather, reduce_scatter)",
+      "bench-peers: unknown collective 'scan' (allreduce, bcast, alltoall, allgather, reduce_scatter, " +
+        'reduce_scatter_block)',
     );
   });
 
@@ -130,6 +131,9 @@ describe('bench-peers.ts', () => {
       assert.equal(r.status, 0, r.out);
       // The row ends in the goal's verdict for each half, with the bootstrap interval of the time ratio.
       assert.match(r.out, /^\| reduce_scatter \| 32 \| [\d.]+ \(.*\| (met|missed) \([\d.]+–[\d.]+\); (met|missed) \(/m);
+      // OSU's own in-place run (-l) stands beside collbench's in-place half, and the MPI thread levels are said.
+      assert.match(r.out, /\| OSU avg µs in place \(-l\) \|/);
+      assert.match(r.out, /^# MPI thread level: OSU MPI_THREAD_SINGLE .*collbench MPI_THREAD_SERIALIZED$/m);
     },
   );
 });
