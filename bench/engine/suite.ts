@@ -29,10 +29,9 @@ import { VERSION } from '../version.js';
 import { alignProcessClocks } from './arrivals.js';
 import { withBackend } from './bring-up.js';
 import type { CheckedHooks, RunContext, SuiteOutcome } from './context.js';
-import { HalfQueue } from './measure.js';
 import { localSpecs } from './half-spec.js';
 import { linksCollector } from './links.js';
-import { runRow } from './measure.js';
+import { HalfQueue, runRow } from './measure.js';
 import { attachProgressBoards } from './attach-boards.js';
 
 /** `hooks.preflight`: the run's checks (preflight.ts), made by the caller before it chose to run in this process. */
