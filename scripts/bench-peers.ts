@@ -276,7 +276,8 @@ async function runOsuOnce(c: Coll, bytes: number, iters: number, warmup: number,
   return { us: [Number(line.trim().split(/\s+/)[1])], cpuS: r.cpuS, ops: warmup + iters, procs: 1 };
 }
 
-/** OSU's counterparts of collbench's two halves: us [out of place, in place]; CPU from the out-of-place run. */
+/** OSU's counterparts of collbench's two halves: us [out of place, in place]; CPU from the out-of-place run (the
+ *  one-iteration run that CPU per op is measured beyond needs no in-place run). */
 async function runOsu(c: Coll, bytes: number, iters: number, warmup: number): Promise<Run> {
   const oop = await runOsuOnce(c, bytes, iters, warmup, false);
   const ip = c.osuInPlace && iters > 1 ? (await runOsuOnce(c, bytes, iters, warmup, true)).us[0]! : oop.us[0]!;
