@@ -98,9 +98,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
       const command = word === undefined || word === 'run' ? undefined : COMMANDS[word]?.entry;
       if (word !== undefined && word !== 'run' && (command === undefined || word === 'help')) {
         throw new UsageError(
-          `help: unknown topic '${word}'; valid: env, ${Object.keys(COMMANDS)
-            .filter((k) => k !== 'help')
-            .join(', ')}`,
+          `help: unknown topic '${word}'; valid: env, ${COMMAND_WORDS.filter((k) => k !== 'help').join(', ')}`,
         );
       }
       if (command) return command(['--help'], script, io);
@@ -112,10 +110,8 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   },
 };
 
-/** Each command's line, as `collbench` and `collbench help` print them. */
-export const COMMAND_SUMMARIES: Readonly<Record<string, string>> = Object.freeze(
-  Object.fromEntries(Object.entries(COMMANDS).map(([c, { summary }]) => [c, summary])),
-);
+/** The command words, in the order `collbench` lists them. */
+export const COMMAND_WORDS: readonly string[] = Object.freeze(Object.keys(COMMANDS));
 
 export async function main(argv: string[], scriptPath: string, io: IO = stdio): Promise<number> {
   const program = programBase(scriptPath);
@@ -127,7 +123,7 @@ export async function main(argv: string[], scriptPath: string, io: IO = stdio): 
       io.out(commandList(program).trimEnd());
       return EXIT.OK;
     }
-    const unknown = frontEnd ? unknownWordLine(argv[0], Object.keys(COMMANDS)) : null;
+    const unknown = frontEnd ? unknownWordLine(argv[0]) : null;
     if (unknown !== null) throw new UsageError(unknown);
     // -T expired: the backend's abort ends the job; this exit is for a backend without one.
     return await runCommand(argv, scriptPath, io, () => process.exit(EXIT.TIMEOUT));
@@ -171,7 +167,7 @@ export function reportFailure(e: unknown, program: string, io: IO, env: NodeJS.P
 
 /** The command list, as `collbench` and `collbench help` print it. */
 export function commandList(program: string): string {
-  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  const width = Math.max(...COMMAND_WORDS.map((c) => c.length));
   return [
     `USAGE: ${program} <command> [options]   (${program} help <command> for its flags)`,
     'Commands:',
@@ -194,7 +190,8 @@ function editDistance(a: string, b: string): number {
 }
 
 /** The line for a first word that is no command and no collective, or null when it is one of them (or a flag). */
-export function unknownWordLine(word: string | undefined, commands: readonly string[]): string | null {
+export function unknownWordLine(word: string | undefined): string | null {
+  const commands = COMMAND_WORDS;
   if (word === undefined || word.startsWith('-')) return null;
   const bare = word.endsWith('_perf') ? word.slice(0, -'_perf'.length) : word;
   if (commands.includes(word) || (COLLECTIVES as readonly string[]).includes(bare)) return null;

@@ -106,12 +106,13 @@ export function jobRefusal(
   o: { np: number | null; hosts: string | null; oversubscribe: boolean; glooStore: string | null },
   launcher: RankLauncher,
   env: NodeJS.ProcessEnv = process.env,
-): { line: string; flag?: string } | null {
+): { line: string; flag: string } | null {
   if (launcher === 'local-processes' && o.hosts !== null && o.glooStore === null)
     return {
       line:
         '--hosts: gloo ranks on several hosts need --gloo-store (file:DIR on a shared file system, or ' +
         'redis://HOST:PORT)',
+      flag: '--hosts',
     };
   const crowded = crowdingRefusal(o, env);
   return crowded === null ? null : { line: crowded, flag: '--np' };

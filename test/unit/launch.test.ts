@@ -102,10 +102,9 @@ describe('--np against the slots --hosts gives (as Open MPI counts them)', () =>
 describe('what an --np job cannot start (jobRefusal, checked once by the preflight)', () => {
   const job = { np: 2, hosts: 'a,b', oversubscribe: false, glooStore: null };
   it('gloo ranks on several hosts without a store: refused, naming --gloo-store', () => {
-    assert.match(
-      jobRefusal(job, 'local-processes', {})!.line,
-      /^--hosts: gloo ranks on several hosts need --gloo-store/,
-    );
+    const refused = jobRefusal(job, 'local-processes', {})!;
+    assert.equal(refused.flag, '--hosts');
+    assert.match(refused.line, /^--hosts: gloo ranks on several hosts need --gloo-store/);
     assert.equal(jobRefusal({ ...job, glooStore: 'file:/shared/store' }, 'local-processes', {}), null);
   });
   it('mpirun carries its own ranks: several hosts need no store; more ranks than slots are refused as --np', () => {
