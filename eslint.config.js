@@ -52,6 +52,9 @@ export default defineConfig(
       // Off: async functions without await implement async interfaces (Driver.init, command handlers), so that a
       // synchronous throw becomes a rejection, as callers expect.
       '@typescript-eslint/require-await': 'off',
+      // One import statement per module, types and values together (`import { a, type B }`): a second line for the
+      // same module is how two edits of one file drift apart.
+      'no-duplicate-imports': 'error',
     },
   },
   {

@@ -14,12 +14,11 @@
 // and with probability `dip` a dip uniform in [0.2, 1]. A fault caps every iteration of each job that crosses it at
 // 1/slowdown of the healthy busbw (a host fault: every job with that host; a link fault: the jobs on that pair).
 import { parseArgs } from 'node:util';
-import type { GroupSamples } from '../bench/locate/decide.js';
+import { DEFAULT_RULE, type GroupSamples } from '../bench/locate/decide.js';
 import type { LocateJob } from '../bench/locate/document.js';
 import { runLocate, type GroupSpec, type MeasureStep, type Measurer } from '../bench/locate/flow.js';
 import type { LocateOptions } from '../bench/locate/options.js';
 import type { PairSchedule } from '../bench/locate/schedule.js';
-import { DEFAULT_RULE } from '../bench/locate/decide.js';
 import { seededRandom } from '../bench/numbers/stats.js';
 
 interface Noise {

@@ -3,9 +3,8 @@
 // bandwidth functions, src/<coll>.cu) as pure data: no I/O, no process state.
 import { UsageError } from '../core/errors.js';
 import { checkRanks } from './counts.js';
-import type { OptionField } from '../config/flags.js';
+import type { OptionField, ResolvedOptions } from '../config/flags.js';
 import type { CollectiveName, GlooAlgo, OpName, PeerCounts, Segment, SegmentKind } from '../core/types.js';
-import type { ResolvedOptions } from '../config/flags.js';
 import type { AlltoallvSource, EnvLike } from './alltoallv-plan.js';
 
 /** What a layout may need beyond the size: only alltoallv reads it. */

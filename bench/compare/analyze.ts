@@ -7,8 +7,7 @@ import { EXIT } from '../core/errors.js';
 import { bootstrapRatio, holm, mannWhitneyP, medianOf } from '../numbers/stats.js';
 import { choicesAt, pluginChoicesAt, type NcclTuningEvent } from './tuning-log.js';
 import type { CollectiveName } from '../core/types.js';
-import type { ChildOutcome } from '../launch/child-job.js';
-import { failureLine } from '../launch/child-job.js';
+import { type ChildOutcome, failureLine } from '../launch/child-job.js';
 import type {
   CombinationStatus,
   CompareCase,

@@ -2,9 +2,17 @@
 // command) → resolveOptions(), -h → help text; and the command line of a child that reruns the same options.
 // Pure: no I/O.
 import { UsageError } from '../core/errors.js';
-import { ACTIONS, FLAGS, GROUPS, flagName, type FlagSpec, type OptionField, type ValueFlag } from './flags.js';
+import {
+  ACTIONS,
+  flagName,
+  FLAGS,
+  type FlagSpec,
+  GROUPS,
+  type OptionField,
+  type ResolvedOptions,
+  type ValueFlag,
+} from './flags.js';
 import { COLLECTIVES, PROGRAMS, type CollectiveName } from '../core/types.js';
-import type { ResolvedOptions } from './flags.js';
 import { flagHelp, optionSpecs, tokenize, type OptionSpec } from './option-parser.js';
 import { asText, FIELD_NAMES, parseCollective, resolveOptions, type OptionInput } from './resolve.js';
 

@@ -7,12 +7,11 @@ import { checkReachable, LocateJobs } from './runs.js';
 import type { IO } from '../core/io.js';
 import { EXIT, UsageError } from '../core/errors.js';
 import { documentJson, writeDocument } from '../report/outputs.js';
-import { renderLocateText } from './document.js';
+import { formatSeconds, renderLocateText } from './document.js';
 import { runLocate } from './flow.js';
 import { LOCATE_OPTIONS, parseLocateArgs, type LocateOptions, type PlanRequest } from './options.js';
 import { fitSchedule, locatePlan } from './schedule.js';
 import { BUDGET_SLACK } from './budget.js';
-import { formatSeconds } from './document.js';
 import { commandHelp } from '../config/option-parser.js';
 
 /** Names that do not resolve are typos (exit 2). */

@@ -11,9 +11,14 @@ import { matchBaseline, matchWorld, type BaselineDocument } from '../../bench/ac
 import { decided, judge, lateEvidence, medianBusBwGBps, samplesBySize } from '../../bench/accept/evaluate.js';
 import { loadProfile, parseProfile, type ProfileCheck } from '../../bench/accept/profile.js';
 import { schemaErrors } from '../../bench/report/json-schemas.js';
-import { classifyRatio } from '../../bench/accept/verdict.js';
+import {
+  type AcceptDocument,
+  classifyRatio,
+  lateText,
+  renderVerdictJunit,
+  renderVerdictText,
+} from '../../bench/accept/verdict.js';
 import { bonferroniLevel, medianRatioInterval, seededRandom } from '../../bench/numbers/stats.js';
-import { lateText, renderVerdictJunit, renderVerdictText, type AcceptDocument } from '../../bench/accept/verdict.js';
 import { parseAcceptArgs } from '../../bench/accept/command.js';
 import type { ReportDocument, ReportHalf } from '../../bench/report/schema.js';
 import { repoRoot } from '../helpers/cli.js';

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import type { ResolvedOptions } from '../../bench/config/flags.js';
 import { algBwGBps, averageBusBw, busBwGBps } from '../../bench/numbers/bandwidth.js';
 import { iterStats, percentileIndex, type IterStats } from '../../bench/numbers/stats.js';
-import { NEG_NAN, signBit } from '../../bench/numbers/c-numbers.js';
+import { cAtof, NEG_NAN, signBit } from '../../bench/numbers/c-numbers.js';
 import {
   firstWrongLine,
   footerLines,
@@ -29,7 +29,6 @@ import {
   type PreambleInfo,
   type RowCells,
 } from '../../bench/report/reporters/nccl-table.js';
-import { cAtof } from '../../bench/numbers/c-numbers.js';
 import { cpuBusId, gpuBusId, shortHost, type RankLineInfo } from '../../bench/core/ranks.js';
 import { minBwVerdict } from '../../bench/numbers/run-verdict.js';
 

@@ -5,12 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { COLLECTIVES, DTYPES, OPS } from '../../bench/core/types.js';
-import type { ResolvedOptions } from '../../bench/config/flags.js';
+import { ACTIONS, FLAGS, type ResolvedOptions } from '../../bench/config/flags.js';
 import { EXIT, UsageError } from '../../bench/core/errors.js';
-import { DEFAULTS, MAX_SWEEP_SIZES, parseInteger, resolveOptions } from '../../bench/config/resolve.js';
+import { DEFAULTS, FIELD_NAMES, MAX_SWEEP_SIZES, parseInteger, resolveOptions } from '../../bench/config/resolve.js';
 import { MIB, sweepSizes } from '../../bench/config/sizes.js';
-import { ACTIONS, FLAGS } from '../../bench/config/flags.js';
-import { FIELD_NAMES } from '../../bench/config/resolve.js';
 import { collectiveFromProgram, parseCommandLine } from '../../bench/config/run-options.js';
 
 function run(args: string[], program = 'all_reduce_perf'): ResolvedOptions {

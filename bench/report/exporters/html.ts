@@ -4,8 +4,7 @@
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { formatGbps, slowLinkLines } from '../../backends/nccl-links.js';
-import type { ReportDocument, ReportLinks } from '../schema.js';
-import { PLACEMENTS } from '../schema.js';
+import { PLACEMENTS, type ReportDocument, type ReportLinks } from '../schema.js';
 import { medianOf } from '../../numbers/stats.js';
 
 /** One input run, reduced to what the charts and summaries need (from a collbench or nccl-tests JSON). */

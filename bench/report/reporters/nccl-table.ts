@@ -1,13 +1,11 @@
 // The nccl-tests text table as pure functions returning lines: preamble, header, rows, footer. Format strings are
 // copied from nccl-tests' src/util.cu and src/hypercube.cu, so the layout is byte-identical.
 import type { ResolvedOptions } from '../../config/flags.js';
-import type { IterStats } from '../../numbers/stats.js';
+import { type IterStats, medianOf } from '../../numbers/stats.js';
 import { adaptiveFloat, cG, cSprintf } from '../format.js';
-import type { MemoryUsage, RankLineInfo } from '../../core/ranks.js';
-import { lateRankName, shortHost } from '../../core/ranks.js';
+import { lateRankName, type MemoryUsage, type RankLineInfo, shortHost } from '../../core/ranks.js';
 import type { MinBwVerdict } from '../../numbers/run-verdict.js';
 import { formatLateUs } from '../../numbers/lateness.js';
-import { medianOf } from '../../numbers/stats.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Preamble
