@@ -270,13 +270,16 @@ function persistentlySlow(doc: LocateDocument, without?: number): string[] {
 }
 
 /**
- * The pairs with host i that a re-test measured at 0.9 or more of its control (no slowdown seen, not merely within
- * the margin): then the data does not show host i slow with every partner. The controls themselves (ids
- * `control…`, a ratio of 1 by definition) measure nothing of the kind.
+ * The pairs with host i that a re-test measured within the margin of its control (state ok): the closer look did not
+ * show that pair beyond the margin, so the data does not show host i slow with every partner. locate clears such a
+ * pair (and may then name a link, or nothing): host i is named only from the pairs stage's pattern, which the load
+ * can break. A test that counted only re-tests at 0.9 or more as clearing failed once in CI (h3 at 0.78: its pairs at
+ * 0.43-0.50 in the pairs stage, a pair without it at 0.33 in one repeat; the rest of its log cut). The controls
+ * themselves (ids `control…`, a ratio of 1 by definition) measure nothing of the kind.
  */
 const clearedWith = (doc: LocateDocument, i: number): string[] =>
   groupsOf(doc, 'retest')
-    .filter((g) => !g.id.startsWith('control') && g.hosts.includes(host(i)) && (g.ratio ?? 0) >= 0.9)
+    .filter((g) => !g.id.startsWith('control') && g.hosts.includes(host(i)) && g.state === 'ok')
     .map(atRatio);
 
 /** locate's own answer to a pairs stage whose noise is the size of the margin: it names nothing, and says so. */
@@ -409,12 +412,13 @@ describe('collbench locate on network-namespace hosts', () => {
    * load on this machine can change the busbw 2-3× within a minute (and a healthy pair's by ±30 % from one job to the
    * next), and with it what a rate does: when the run's own pairs stage does not show a slow host (every pair with
    * it below every pair without it, and below 0.9 of them median against median; by chance alone 1 run in 20), or a
-   * re-test measured one of its pairs fine (here once h1-h3 at 1.06 after 0.61: locate then named link h2-h3), or
-   * locate answered inconclusive naming nothing (the noise it measured, or a re-test that did not settle it: it
-   * then says to run again with more repeats), or a pair without host i was measured slow too (CI once had h1-h2 at
-   * 0.55 in both repeats beside a throttled h3; `unclean` counts these), it is calibrated and run again, up to 3
-   * attempts; what such a run named must still be in its data (backedByData). A run whose data shows host i slow,
-   * and nothing else, is judged (`judged`).
+   * re-test measured one of its pairs within the margin (here once h1-h3 at 1.06 after 0.61: locate then named link
+   * h2-h3), or locate answered inconclusive naming nothing (the noise it measured, or a re-test that did not settle
+   * it: it then says to run again with more repeats), or a pair without host i was measured slow too (CI once had
+   * h1-h2 at 0.55 in both repeats beside a throttled h3; `unclean` counts these), it is calibrated and run again, up
+   * to 3 attempts; what such a run named must still be in its data (backedByData). A run whose data shows host i
+   * slow, and nothing else, is judged (`judged`); its verdict line heads `out`, which CI's log keeps when it cuts
+   * the middle of a long message.
    */
   async function throttledRun(
     i: number,
@@ -450,7 +454,7 @@ describe('collbench locate on network-namespace hosts', () => {
         `attempt ${attempt}: ${note}; in the run its pairs at ${list(seen.mine)}, the others at ` +
           `${list(seen.others)} (${seen.ratio.toFixed(2)})` +
           (elsewhere.length ? `, slow without it: ${elsewhere.join(', ')}` : '') +
-          (cleared.length ? `, fine in a re-test: ${cleared.join(', ')}` : '') +
+          (cleared.length ? `, within the margin in a re-test: ${cleared.join(', ')}` : '') +
           `; ${doc.verdict}: ${doc.reason}`,
       );
       if (elsewhere.length) unclean++;
@@ -458,8 +462,9 @@ describe('collbench locate on network-namespace hosts', () => {
       const undecided =
         doc.verdict === 'inconclusive' && doc.suspects.length + doc.links.length + doc.degraded.length === 0;
       const judged = elsewhere.length === 0 && seen.shown && cleared.length === 0 && !undecided;
-      if (!judged) backedByData(doc, `${note}\n${r.stdout}`);
-      if (judged || attempt === 3) return { doc, out: `${note}\n${r.stdout}`, code: r.code, judged, unclean };
+      const out = `${note}\nverdict ${doc.verdict} (exit ${r.code}): ${doc.reason}\n${r.stdout}`;
+      if (!judged) backedByData(doc, out);
+      if (judged || attempt === 3) return { doc, out, code: r.code, judged, unclean };
     }
   }
 
