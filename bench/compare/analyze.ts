@@ -4,7 +4,7 @@
 import { getCollective } from '../collectives/index.js';
 import type { ReportDocument, ReportHalf } from '../report/schema.js';
 import { EXIT } from '../core/errors.js';
-import { bootstrapRatio, holm, mannWhitneyP, medianOf } from '../numbers/stats.js';
+import { bootstrapRatio, holm, mannWhitneyP, medianOf, SIGNIFICANCE_LEVEL, smallestRankP } from '../numbers/stats.js';
 import { choicesAt, pluginChoicesAt, type NcclTuningEvent } from './tuning-log.js';
 import type { CollectiveName } from '../core/types.js';
 import { type ChildOutcome, failureLine } from '../launch/child-job.js';
@@ -308,10 +308,14 @@ export function analyze(
         };
       });
     // Holm's correction over the sizes that have a test: "significant" at some size is then not luck across many.
+    // Where even runs that do not overlap at all could not pass (the rank test's smallest p above 0.05 over the number
+    // of sizes tested), the answer is that there were too few runs, not that there is no difference.
     const tested = sizes.filter((sv) => sv.gainP !== null);
     const passed = holm(tested.map((sv) => sv.gainP!));
     tested.forEach((sv, i) => {
-      sv.significance = passed[i] ? 'significant' : 'no significant difference';
+      const runsOf = (id: string | null): number => sv.results.find((r) => r.id === id)?.n ?? 0;
+      const reachable = smallestRankP(runsOf(sv.best), runsOf(baseline)) <= SIGNIFICANCE_LEVEL / tested.length;
+      sv.significance = passed[i] ? 'significant' : reachable ? 'no significant difference' : 'too few runs';
     });
     const crossovers: CompareCase['crossovers'] = [];
     let prev: string | null = null;

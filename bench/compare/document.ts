@@ -79,8 +79,9 @@ export interface SizeVerdict {
   gainInterval: { lo: number; hi: number; level: number } | null;
   /** Two-sided Mann-Whitney p of the best's runs against the default's (exact for small samples); null as above. */
   gainP: number | null;
-  /** Holm-corrected over the case's sizes at 0.05: 'significant' or 'no significant difference'; null without a test. */
-  significance: 'significant' | 'no significant difference' | null;
+  /** Holm-corrected over the case's sizes at 0.05: 'significant' or 'no significant difference', or 'too few runs'
+   *  where runs that do not overlap at all could not have passed either; null without a test. */
+  significance: 'significant' | 'no significant difference' | 'too few runs' | null;
   clear: boolean | null; // best's min > runner-up's max, times: best's max < runner-up's min (null with one run or one eligible)
   /** What NCCL chose for the default: from the plugin's collective events (--links) when its runs have them, else
    *  from the NCCL_DEBUG=TUNING probe's log (null when neither was taken). */

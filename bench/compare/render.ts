@@ -2,6 +2,7 @@
 // style), JSON, CSV, Markdown, JUnit, and the report exporter's HTML page with one busbw line per combination.
 import { stringify } from 'csv-stringify/sync';
 import { formatSize } from '../config/sizes.js';
+import { SIGNIFICANCE_LEVEL, smallestRankP } from '../numbers/stats.js';
 import { adaptiveFloat } from '../report/format.js';
 import { mdEscape, mdTable } from '../report/exporters/md.js';
 import { xmlEscape } from '../report/exporters/junit.js';
@@ -60,6 +61,23 @@ const marginCell = (s: SizeVerdict): string => (s.clear === null ? '' : s.clear 
 const gainCell = (s: SizeVerdict): string =>
   pct(s.gainPct) + (s.gainInterval ? ` [${pct(s.gainInterval.lo)}, ${pct(s.gainInterval.hi)}]` : '');
 const significanceCell = (s: SizeVerdict): string => s.significance ?? '';
+
+/**
+ * Where a size says 'too few runs', what would do: the repeats at which runs that do not overlap pass the rank test,
+ * Holm-corrected over the most sizes a case tested (two-sided, n against n: smallest p 2/C(2n, n), 0.1 for 3).
+ */
+function tooFewRunsNote(doc: CompareDocument): string {
+  const short = doc.cases.filter((cs) => cs.sizes.some((s) => s.significance === 'too few runs'));
+  if (!short.length) return '';
+  const tested = Math.max(...short.map((cs) => cs.sizes.filter((s) => s.significance !== null).length));
+  let repeats = 2;
+  while (smallestRankP(repeats, repeats) > SIGNIFICANCE_LEVEL / tested) repeats++;
+  const n = doc.runsPerCombination;
+  return (
+    `; too few runs: ${n} run${n === 1 ? '' : 's'} against ${n} cannot pass it over ${tested} size${tested === 1 ? '' : 's'} ` +
+    `tested (smallest p ${smallestRankP(n, n).toPrecision(2)}): use --repeats ${repeats} or more`
+  );
+}
 
 export function caseTitle(cs: CompareCase): string {
   return cs.title ?? `${cs.type} ${cs.redop || 'none'} root ${cs.root}`;
@@ -156,16 +174,7 @@ export function renderText(doc: CompareDocument): string[] {
   out.push(
     '# [lo, hi]: 95% bootstrap interval of the gain over the runs; vs C0: Mann-Whitney test of the runs, Holm-corrected',
   );
-  const n = doc.runsPerCombination;
-  // two-sided Mann-Whitney of n runs against n: its smallest p is 2/C(2n, n) (0.1 for 3, 0.029 for 4)
-  out.push(
-    `# over the sizes at 0.05${
-      n < 4
-        ? ` (${n} run${n === 1 ? '' : 's'} against ${n} can never be significant by ranks: ` +
-          'use --repeats 5 or more for a verdict)'
-        : ''
-    }`,
-  );
+  out.push(`# over the sizes at ${SIGNIFICANCE_LEVEL}${tooFewRunsNote(doc)}`);
   out.push('#');
   const combRows = [
     ['id', 'combination', 'status', '#wrong', 'runs', 'error'],

@@ -134,6 +134,17 @@ export function mannWhitneyP(
   return Math.min(1, 2 * oneSided(Math.min(u, n1 * n2 - u)));
 }
 
+/**
+ * The smallest p mannWhitneyP can give (two-sided) for n1 values against n2: that of samples that do not overlap,
+ * 2 / C(n1 + n2, n1) where it is exact. Above the level a test needs, no measurement could pass it: too few runs.
+ */
+export function smallestRankP(n1: number, n2: number): number {
+  return mannWhitneyP(
+    Array.from({ length: n1 }, (_, i) => i),
+    Array.from({ length: n2 }, (_, i) => n1 + i),
+  );
+}
+
 /** counts[k]: orderings of n1 + n2 distinct values with U = k, by f(n1, n2, k) = f(n1 − 1, n2, k − n2) + f(n1, n2 − 1, k). */
 function uDistribution(n1: number, n2: number): number[] {
   let table: number[][] = Array.from({ length: n2 + 1 }, () => [1]); // n1 = 0: U = 0 only
@@ -159,8 +170,11 @@ export function normalCdf(z: number): number {
   return Math.min(1, Math.max(0, 0.5 * (1 + errorFunction(z / Math.SQRT2))));
 }
 
+/** The family-wise level of the significance tests (compare's, workload's): 5 %. */
+export const SIGNIFICANCE_LEVEL = 0.05;
+
 /** Holm's step-down correction: which of the p-values are significant at family-wise level alpha. */
-export function holm(pValues: readonly number[], alpha = 0.05): boolean[] {
+export function holm(pValues: readonly number[], alpha = SIGNIFICANCE_LEVEL): boolean[] {
   const order = pValues.map((p, i) => ({ p, i })).sort((x, y) => x.p - y.p);
   const out = new Array<boolean>(pValues.length).fill(false);
   for (let k = 0; k < order.length; k++) {

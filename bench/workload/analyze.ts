@@ -2,7 +2,7 @@
 // how much communication the stand-in compute hid (with its interval, so noise is called noise), and the recommended
 // configuration with its margin over each other one (numbers/stats.ts, as compare and accept).
 import { getCollective } from '../collectives/index.js';
-import { bootstrapPaired, bootstrapRatio, holm, mannWhitneyP, medianOf } from '../numbers/stats.js';
+import { bootstrapPaired, bootstrapRatio, holm, mannWhitneyP, medianOf, SIGNIFICANCE_LEVEL } from '../numbers/stats.js';
 import type { Configuration, WorkloadPlan } from './plan.js';
 
 /** What one repeat of one configuration measured (rank 0). */
@@ -76,8 +76,6 @@ export interface Recommendation {
   margins: Margin[];
 }
 
-export const SIGNIFICANCE = 0.05;
-
 function spread(perRepeat: number[]): Spread {
   return { median: medianOf(perRepeat), min: Math.min(...perRepeat), max: Math.max(...perRepeat), perRepeat };
 }
@@ -144,7 +142,7 @@ export function recommend(summaries: readonly ConfigurationSummary[], seed = 1):
   const best = summaries.reduce((a, s) => (of(s).median < of(a).median ? s : a));
   const others = summaries.filter((s) => s !== best);
   const ps = others.map((s) => mannWhitneyP(of(best).perRepeat, of(s).perRepeat, 'less'));
-  const rejected = holm(ps, SIGNIFICANCE);
+  const rejected = holm(ps, SIGNIFICANCE_LEVEL);
   const margins = others.map((s, i): Margin => {
     const ci = bootstrapRatio(of(s).perRepeat, of(best).perRepeat, { seed: seed + i });
     return {

@@ -3,9 +3,9 @@
 // time-per-step chart drawn by vega-lite, as run reports' charts are).
 import { stringify } from 'csv-stringify/sync';
 import type { TopLevelSpec } from 'vega-lite';
+import { SIGNIFICANCE_LEVEL } from '../numbers/stats.js';
 import { htmlEscape, STYLE, toSvg } from '../report/exporters/html.js';
 import {
-  SIGNIFICANCE,
   type ConfigurationSummary,
   type Overlap,
   type RepeatSamples,
@@ -165,7 +165,7 @@ export function recommendationLines(doc: WorkloadDocument): string[] {
   if (r.margins.length > 0) {
     lines.push(
       `#   each other one: its median over ${r.label}'s with a 95% bootstrap interval; p: one-sided Mann-Whitney over the ` +
-        `repeats; significant: Holm-corrected over ${r.margins.length} at ${SIGNIFICANCE} and the interval above 1`,
+        `repeats; significant: Holm-corrected over ${r.margins.length} at ${SIGNIFICANCE_LEVEL} and the interval above 1`,
     );
   }
   for (const m of r.margins) {

@@ -329,6 +329,27 @@ describe('compare verdict', () => {
     assert.match(text, /^ +1048576 .*81(\.\d+)? \[80(\.\d+)?-82(\.\d+)?\] !/m);
   });
 
+  it("says 'too few runs' where runs that do not overlap could not pass the test, 'no significant difference' where they could", () => {
+    // n runs, C1 ahead of C0 (by `gain`) at the first `c1Wins` sizes, behind at the others; + r/100 in run r: no ties
+    const verdicts = (n: number, c1Wins: number, gain = 2): (string | null)[] => {
+      const runs = (busbw: (i: number) => number, offset: number): RunResult[] =>
+        Array.from({ length: n }, (_, r) => ok(r + 1, doc(SIZES.map((_, i) => busbw(i) + offset + r / 100))));
+      const res = new Map([
+        ['C0', runs((i) => (i < c1Wins ? 10 : 20), 0)],
+        ['C1', runs((i) => (i < c1Wins ? 10 * gain : 10), 0.005)],
+      ]);
+      return compareDoc(combinations([parseAxis('env', 'NCCL_ALGO=Ring')]), res).cases[0]!.sizes.map(
+        (s) => s.significance,
+      );
+    };
+    // 4 runs: smallest p 2/70 = 0.029, above 0.05 / 4 sizes tested, below 0.05 for one
+    assert.deepEqual(verdicts(4, 4), ['too few runs', 'too few runs', 'too few runs', 'too few runs']);
+    assert.deepEqual(verdicts(4, 1), ['significant', null, null, null]);
+    // 5 runs: 0.0079, below 0.05 / 4; runs that overlap (C1 0.5 % ahead, within the runs' spread) could have passed
+    assert.deepEqual(verdicts(5, 4), ['significant', 'significant', 'significant', 'significant']);
+    assert.deepEqual(verdicts(5, 1, 1.0005), ['no significant difference', null, null, null]);
+  });
+
   it('renders the terminal table, CSV, Markdown and JUnit from the document', async () => {
     const d = compareDoc(combos, results);
     const text = renderText(d);
@@ -341,19 +362,20 @@ describe('compare verdict', () => {
       text.includes('# correctness: #wrong 0 for every combination at every size (both placements, every run)'),
     );
     assert.ok(text.includes('# winners: C2, C1 (2 distinct)'));
-    // the gain with its bootstrap interval; 3 runs against 3 cannot pass a rank test: no significant difference
+    // the gain with its bootstrap interval; 3 runs against 3 cannot pass a rank test (smallest p 0.1): too few runs
     assert.match(
       text.join('\n'),
-      /^ +1024 +1\.00 \[0\.80-1\.20\] +1\.50 \[1\.40-1\.60\] +3\.00 \[2\.90-3\.30\] +C2 +\+200\.0% \[\+\d+\.\d%, \+\d+\.\d%\] +no significant difference +clear$/m,
+      /^ +1024 +1\.00 \[0\.80-1\.20\] +1\.50 \[1\.40-1\.60\] +3\.00 \[2\.90-3\.30\] +C2 +\+200\.0% \[\+\d+\.\d%, \+\d+\.\d%\] +too few runs +clear$/m,
     );
     assert.ok(!text.some((l) => l.includes('NCCL chose')), 'no NCCL column without an NCCL log');
-    // the note on too few runs says how many there are, and only when they are too few (was "3 against 3" at --repeats 5)
+    // the note on too few runs says how many there are and how many would do, only where a size says so (4 sizes
+    // tested: 5 runs, smallest p 0.0079, pass 0.05 / 4)
     assert.ok(
       text.includes(
-        '# over the sizes at 0.05 (3 runs against 3 can never be significant by ranks: use --repeats 5 or more for a verdict)',
+        '# over the sizes at 0.05; too few runs: 3 runs against 3 cannot pass it over 4 sizes tested (smallest p 0.10): use --repeats 5 or more',
       ),
+      text.join('\n'),
     );
-    assert.ok(renderText({ ...d, runsPerCombination: 5 }).includes('# over the sizes at 0.05'));
     // small values keep 3 significant digits (were 0.00 [0.00-0.00])
     assert.equal(spreadCell({ median: 0.001234, min: 0.0011, max: 0.0015 }, 3), '0.00123 [0.0011-0.0015]');
     assert.equal(spreadCell({ median: 12.5, min: 0, max: 0.5 }, 3), '12.50 [0.00-0.50]');
@@ -363,13 +385,13 @@ describe('compare verdict', () => {
     assert.match(csv[0]!, /^type,redop,root,size_bytes,count,combination,label,status,samples,busbw_median_gbps,/);
     assert.match(
       csv[3]!,
-      /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,,[\d.]+,[\d.]+,0\.1,no significant difference,busbw,$/,
+      /^float,sum,-1,1024,256,C2,NCCL_ALGO=Tree,ok,3,3,2\.9,3\.3,.*,1,C2,200,clear,,[\d.]+,[\d.]+,0\.1,too few runs,busbw,$/,
     );
 
     const md = renderCompareMarkdown(d);
     assert.match(
       md,
-      /\| 1024 \| 1\.00 \\\[0\.80-1\.20\\\] \| 1\.50 \\\[1\.40-1\.60\\\] \| 3\.00 \\\[2\.90-3\.30\\\] \| C2 \| \+200\.0% \[\+\d+\.\d%, \+\d+\.\d%\] \| no significant difference \| clear \|/,
+      /\| 1024 \| 1\.00 \\\[0\.80-1\.20\\\] \| 1\.50 \\\[1\.40-1\.60\\\] \| 3\.00 \\\[2\.90-3\.30\\\] \| C2 \| \+200\.0% \[\+\d+\.\d%, \+\d+\.\d%\] \| too few runs \| clear \|/,
     );
     assert.match(md, /Crossovers: 1M: C2 → C1/);
 
